@@ -1,0 +1,31 @@
+#ifndef KEYCHAIN_CLI_LIBSECRET_SHIM_H
+#define KEYCHAIN_CLI_LIBSECRET_SHIM_H
+
+#include <libsecret/secret.h>
+
+// The schema every keychain-cli item is written with and looked up by.
+// Swift imports SecretSchema.attributes as a 32-element tuple, so the schema is built here as a
+// function-local static instead of in Swift. SECRET_SCHEMA_DONT_MATCH_NAME makes lookups ignore
+// xdg:schema, so items stored by secret-tool, python keyring, go-keyring or keyring-rs are found.
+static inline const SecretSchema *keychain_cli_schema(void) {
+    static const SecretSchema schema = {
+        "org.freedesktop.Secret.Generic",
+        SECRET_SCHEMA_DONT_MATCH_NAME,
+        {
+            {"service", SECRET_SCHEMA_ATTRIBUTE_STRING},
+            {"username", SECRET_SCHEMA_ATTRIBUTE_STRING},
+            {"application", SECRET_SCHEMA_ATTRIBUTE_STRING},
+            {NULL, 0},
+        },
+    };
+    return &schema;
+}
+
+// SECRET_ERROR is a macro over a function call; Swift cannot import function-like macros.
+static inline GQuark keychain_cli_secret_error_quark(void) { return secret_error_get_quark(); }
+
+// G_IO_ERROR and G_DBUS_ERROR are macros too.
+static inline GQuark keychain_cli_io_error_quark(void) { return g_io_error_quark(); }
+static inline GQuark keychain_cli_dbus_error_quark(void) { return g_dbus_error_quark(); }
+
+#endif

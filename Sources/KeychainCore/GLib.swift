@@ -1,0 +1,220 @@
+import CLibSecret
+
+/// One bounded backend operation: a private GMainContext on which libsecret's and GDBus's
+/// asynchronous calls run, and a single deadline for all of them.
+///
+/// libsecret's `…_sync` functions spin their own hidden main loop, which no timer of ours can
+/// reach; driving the asynchronous forms here lets a timeout source cancel the shared
+/// `GCancellable`, so an unanswered unlock prompt ends in ``KeychainError/timedOut(operation:seconds:)``
+/// instead of a hang. The deadline holds even for a call that never calls back (libsecret's
+/// precondition failures return without one). Not thread-safe: one instance lives on one thread.
+final class BoundedOperation {
+    /// Where one call's callback leaves its result. Retained by the call's user data and released
+    /// by the callback, so a callback arriving after we gave up never touches freed memory.
+    private final class Completion {
+        var result: OpaquePointer?
+    }
+
+    private let context: OpaquePointer
+    private let cancellable: UnsafeMutablePointer<GCancellable>
+    private let timer: UnsafeMutablePointer<GSource>
+    private let what: String
+    private let seconds: Double
+    private var expired = false
+
+    /// Calls in flight at once in ``callEach(_:start:finish:)``, well under the session bus's
+    /// limit on pending replies per connection.
+    static let window = 128
+
+    /// Runs `body` with a new operation that is cancelled `seconds` after it starts.
+    /// `what` completes "timed out waiting for the Secret Service to …".
+    static func run<T>(_ what: String, seconds: Double, _ body: (BoundedOperation) throws -> T) throws -> T {
+        let operation = BoundedOperation(what: what, seconds: seconds)
+        defer { operation.close() }
+        return try body(operation)
+    }
+
+    private init(what: String, seconds: Double) {
+        self.what = what
+        self.seconds = seconds
+        context = g_main_context_new()
+        cancellable = g_cancellable_new()
+        let milliseconds = max(1, min(Double(UInt32.max), (seconds * 1000).rounded(.up)))
+        timer = g_timeout_source_new(UInt32(milliseconds))
+        g_main_context_push_thread_default(context)
+        g_source_set_callback(
+            timer,
+            { data in
+                let operation = Unmanaged<BoundedOperation>.fromOpaque(data!).takeUnretainedValue()
+                operation.expired = true
+                g_cancellable_cancel(operation.cancellable)
+                return 0  // G_SOURCE_REMOVE
+            }, Unmanaged.passUnretained(self).toOpaque(), nil)
+        g_source_attach(timer, context)
+    }
+
+    private func close() {
+        g_source_destroy(timer)
+        g_source_unref(timer)
+        g_main_context_pop_thread_default(context)
+        g_main_context_unref(context)
+        g_object_unref(cancellable)
+    }
+
+    /// Starts one asynchronous call and iterates the context until it completes.
+    ///
+    /// - Parameters:
+    ///   - start: calls the asynchronous C function with the cancellable, callback and user data.
+    ///   - finish: calls the matching `…_finish` function with the result and an error slot.
+    /// - Throws: the ``KeychainError`` the GError (or the deadline) stands for.
+    func call<T>(
+        _ start: (UnsafeMutablePointer<GCancellable>, GAsyncReadyCallback, gpointer) -> Void,
+        finish: (OpaquePointer, UnsafeMutablePointer<UnsafeMutablePointer<GError>?>) -> T
+    ) throws -> T {
+        try callEach(
+            1, start: { _, c, callback, data in start(c, callback, data) }, finish: { _, r, e in finish(r, e) })[0]
+    }
+
+    /// Runs `count` asynchronous calls concurrently (at most ``window`` in flight) and returns
+    /// their finished values in order. The first error, or the deadline, ends them all.
+    func callEach<T>(
+        _ count: Int,
+        start: (Int, UnsafeMutablePointer<GCancellable>, GAsyncReadyCallback, gpointer) -> Void,
+        finish: (Int, OpaquePointer, UnsafeMutablePointer<UnsafeMutablePointer<GError>?>) -> T
+    ) throws -> [T] {
+        var values: [T] = []
+        values.reserveCapacity(count)
+        var first = 0
+        while first < count {
+            let batch = first..<min(count, first + Self.window)
+            let completions = batch.map { _ in Completion() }
+            defer {
+                for completion in completions {
+                    if let result = completion.result { g_object_unref(UnsafeMutableRawPointer(result)) }
+                }
+            }
+            for (offset, index) in batch.enumerated() {
+                start(
+                    index, cancellable,
+                    { _, result, data in
+                        let completion = Unmanaged<Completion>.fromOpaque(data!).takeRetainedValue()
+                        completion.result = OpaquePointer(g_object_ref(UnsafeMutableRawPointer(result)))
+                    }, Unmanaged.passRetained(completions[offset]).toOpaque())
+            }
+            try wait(for: completions)
+            for (offset, index) in batch.enumerated() {
+                var error: UnsafeMutablePointer<GError>?
+                let value = finish(index, completions[offset].result!, &error)
+                if let error {
+                    defer { g_error_free(error) }
+                    throw KeychainError(error.pointee, operation: what, seconds: seconds, expired: expired)
+                }
+                values.append(value)
+            }
+            first = batch.upperBound
+        }
+        return values
+    }
+
+    private func wait(for completions: [Completion]) throws {
+        func done() -> Bool { completions.allSatisfy { $0.result != nil } }
+        while !done() && !expired {
+            g_main_context_iteration(context, 1)
+        }
+        // Cancelled calls complete on the next iterations; a call that ignores cancellation or
+        // never calls back must not hold the command past its deadline.
+        let grace = g_get_monotonic_time() + 250_000
+        while !done() && g_get_monotonic_time() < grace {
+            if g_main_context_iteration(context, 0) == 0 { g_usleep(1000) }
+        }
+        if !done() {
+            throw KeychainError.timedOut(operation: what, seconds: seconds)
+        }
+    }
+}
+
+extension KeychainError {
+    /// The case a libsecret/GDBus error stands for (see DESIGN.md for the measured errors).
+    init(_ error: GError, operation: String, seconds: Double, expired: Bool) {
+        let message = error.message.map { String(cString: $0) } ?? "unknown error"
+        var mutableError = error
+        let remoteName: String? = g_dbus_error_get_remote_error(&mutableError).map { name in
+            defer { g_free(name) }
+            return String(cString: name)
+        }
+        let detail = Self.strippingRemotePrefix(message)
+
+        if error.domain == keychain_cli_io_error_quark() && error.code == Int32(G_IO_ERROR_CANCELLED.rawValue) {
+            self = expired ? .timedOut(operation: operation, seconds: seconds) : .backendFailure(detail: "cancelled")
+            return
+        }
+        if error.domain == keychain_cli_secret_error_quark() {
+            switch error.code {
+            case Int32(SECRET_ERROR_IS_LOCKED.rawValue): self = .locked(detail: detail)
+            case Int32(SECRET_ERROR_NO_SUCH_OBJECT.rawValue): self = .noDefaultCollection(detail: detail)
+            default: self = .backendFailure(detail: detail)
+            }
+            return
+        }
+        switch remoteName {
+        case "org.freedesktop.DBus.Error.ServiceUnknown", "org.freedesktop.DBus.Error.NameHasNoOwner":
+            self = .noSecretService(detail: detail)
+        case "org.freedesktop.DBus.Error.UnknownMethod", "org.freedesktop.DBus.Error.UnknownObject",
+            "org.freedesktop.Secret.Error.NoSuchObject":
+            self = .noDefaultCollection(detail: detail)
+        case "org.freedesktop.Secret.Error.IsLocked":
+            self = .locked(detail: detail)
+        case "org.freedesktop.DBus.Error.AccessDenied", "org.freedesktop.DBus.Error.AuthFailed":
+            self = .permissionDenied(detail: detail)
+        case "org.freedesktop.DBus.Error.NoReply", "org.freedesktop.DBus.Error.Timeout":
+            self = .timedOut(operation: operation, seconds: seconds)
+        case .some:
+            self = .backendFailure(detail: detail)
+        case .none:
+            // Errors that never reached a remote peer come from connecting to the bus itself.
+            self =
+                error.domain == keychain_cli_io_error_quark()
+                ? .noSessionBus(detail: detail) : .backendFailure(detail: detail)
+        }
+    }
+
+    /// GDBus prefixes remote errors with "GDBus.Error:org.freedesktop…: "; users need the text after it.
+    private static func strippingRemotePrefix(_ message: String) -> String {
+        guard message.hasPrefix("GDBus.Error:"), let colon = message.dropFirst(12).firstIndex(of: ":") else {
+            return message
+        }
+        return String(message[message.index(after: colon)...].drop(while: { $0 == " " }))
+    }
+}
+
+/// A `GHashTable` of strings to strings, as libsecret takes attributes. The caller unrefs it.
+func makeAttributes(_ pairs: KeyValuePairs<String, String>) -> OpaquePointer {
+    let table = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free)!
+    for (name, value) in pairs {
+        g_hash_table_insert(table, g_strdup(name), g_strdup(value))
+    }
+    return table
+}
+
+/// The value of one attribute in a table returned by libsecret, or nil.
+func attribute(_ table: OpaquePointer, _ name: String) -> String? {
+    g_hash_table_lookup(table, name).map { String(cString: $0.assumingMemoryBound(to: CChar.self)) }
+}
+
+/// The strings of a NULL-terminated `gchar**`.
+func strings(_ vector: UnsafeMutablePointer<UnsafeMutablePointer<gchar>?>?) -> [String] {
+    guard var cursor = vector else { return [] }
+    var result: [String] = []
+    while let string = cursor.pointee {
+        result.append(String(cString: string))
+        cursor += 1
+    }
+    return result
+}
+
+/// The string in child `index` of a tuple GVariant such as `(ss)`.
+func variantString(_ tuple: OpaquePointer, child index: Int) -> String {
+    let child = g_variant_get_child_value(tuple, gsize(index))!
+    defer { g_variant_unref(child) }
+    return String(cString: g_variant_get_string(child, nil))
+}

@@ -1,0 +1,86 @@
+/// Everything that can go wrong in KeychainCore, collapsed into the cases a caller acts on.
+///
+/// Each case's ``description`` says what happened and what to do next, and never contains
+/// a secret. The command-line tool maps every case to one exit code (see the README).
+public enum KeychainError: Error, Equatable, Sendable, CustomStringConvertible {
+    /// No item is stored under this service and key.
+    case notFound(service: String, key: String)
+    /// A key or service name that cannot address an item (empty, control characters, too long).
+    case invalidName(kind: String, reason: String)
+    /// The secret is empty and the caller did not allow empty secrets.
+    case emptySecret
+    /// The secret is larger than `limit` bytes (``Keychain/maximumSecretSize``).
+    case secretTooLarge(limit: Int)
+    /// The stored bytes are not what the caller asked for (not UTF-8 text, undecodable JSON).
+    case invalidData(key: String, reason: String)
+    /// No D-Bus session bus could be reached.
+    case noSessionBus(detail: String)
+    /// The session bus has no Secret Service provider (nothing owns `org.freedesktop.secrets`).
+    case noSecretService(detail: String)
+    /// The Secret Service has no default (login) collection to store items in.
+    case noDefaultCollection(detail: String)
+    /// The collection holding the item is locked and was not unlocked.
+    case locked(detail: String)
+    /// A prompt (unlock or create collection) was dismissed by the user.
+    case promptDismissed
+    /// The backend refused access.
+    case permissionDenied(detail: String)
+    /// The backend did not answer within the time limit.
+    case timedOut(operation: String, seconds: Double)
+    /// The backend failed in a way none of the other cases describe.
+    case backendFailure(detail: String)
+
+    public var description: String {
+        switch self {
+        case .notFound(let service, let key):
+            return "no secret named '\(key)' in service '\(service)'. "
+                + "Check the name with 'keychain-cli -s \(shellQuoted(service)) list'"
+        case .invalidName(let kind, let reason):
+            return "invalid \(kind): \(reason). Use a non-empty name without control characters"
+        case .emptySecret:
+            return "refusing to store an empty secret (is the variable you piped unset?). "
+                + "Pass --allow-empty if an empty secret is really meant"
+        case .secretTooLarge(let limit):
+            return "the secret is larger than the limit of \(limit) bytes; nothing was stored. "
+                + "Store a path to a file instead, or split it"
+        case .invalidData(let key, let reason):
+            return "the secret '\(key)' \(reason)"
+        case .noSessionBus(let detail):
+            return "no D-Bus session bus (\(detail)). Run inside a desktop session, or headless: "
+                + "dbus-run-session -- sh -c 'printf %s \"$PW\" | gnome-keyring-daemon --unlock "
+                + "--components=secrets >/dev/null; keychain-cli ...'"
+        case .noSecretService(let detail):
+            return "no Secret Service provider on the session bus (\(detail)). Install and start "
+                + "gnome-keyring, KeePassXC (with Secret Service integration) or KWallet; headless: "
+                + "printf %s \"$PW\" | gnome-keyring-daemon --unlock --components=secrets"
+        case .noDefaultCollection(let detail):
+            return "the Secret Service has no default keyring (\(detail)). Create one with your "
+                + "keyring manager (seahorse), or start gnome-keyring-daemon with --unlock to create 'login'"
+        case .locked(let detail):
+            return "the keyring is locked (\(detail)). Unlock it (log in to the desktop, or "
+                + "printf %s \"$PW\" | gnome-keyring-daemon --replace --unlock) and try again"
+        case .promptDismissed:
+            return "the keyring prompt was dismissed. Run the command again and accept the prompt"
+        case .permissionDenied(let detail):
+            return "permission denied by the Secret Service (\(detail)). Check that this user may use the keyring"
+        case .timedOut(let operation, let seconds):
+            return "timed out after \(formatSeconds(seconds)) s waiting for the Secret Service to \(operation) "
+                + "(an unanswered unlock prompt?). Unlock the keyring first, or raise --timeout"
+        case .backendFailure(let detail):
+            return "the Secret Service failed: \(detail). Run with a fresh session or report a bug"
+        }
+    }
+}
+
+func shellQuoted(_ s: String) -> String {
+    let safe = s.unicodeScalars.allSatisfy {
+        ("a"..."z").contains($0) || ("A"..."Z").contains($0) || ("0"..."9").contains($0)
+            || "-_./:@%+=".unicodeScalars.contains($0)
+    }
+    if safe && !s.isEmpty { return s }
+    return "'" + s.replacing("'", with: "'\\''") + "'"
+}
+
+func formatSeconds(_ seconds: Double) -> String {
+    seconds == seconds.rounded() ? String(Int(seconds)) : String(seconds)
+}

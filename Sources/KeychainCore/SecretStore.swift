@@ -1,0 +1,69 @@
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
+
+/// The seam between the engine and a storage backend.
+///
+/// Every backend (``SecretServiceStore``, ``InMemorySecretStore``) implements it; everything above
+/// it (``Keychain``, the command-line tool) is written against it alone. Implementations are
+/// thread-safe, throw only ``KeychainError``, and treat a missing item as a normal answer
+/// (`nil`, `false`, `0`), never as an error.
+public protocol SecretStore: Sendable {
+    /// The secret stored under `service` and `key`, or `nil` when there is none.
+    /// - Throws: ``KeychainError`` when the backend cannot answer.
+    func secret(service: ServiceName, key: KeychainKey) throws -> Data?
+
+    /// Stores `secret` under `service` and `key`, replacing any secret already there.
+    /// - Throws: ``KeychainError`` when the backend cannot store it; the old secret is then kept.
+    func setSecret(_ secret: Data, service: ServiceName, key: KeychainKey) throws
+
+    /// Removes the item stored under `service` and `key`.
+    /// - Returns: `false` when there was no such item.
+    /// - Throws: ``KeychainError`` when the backend cannot answer.
+    func deleteSecret(service: ServiceName, key: KeychainKey) throws -> Bool
+
+    /// Metadata of the items of `service`, or of every service when `service` is `nil`,
+    /// in no particular order. Never reads or returns secrets.
+    /// - Throws: ``KeychainError`` when the backend cannot answer.
+    func items(service: ServiceName?) throws -> [ItemInfo]
+
+    /// Removes every item of `service` and no other.
+    /// - Returns: how many items were removed.
+    /// - Throws: ``KeychainError`` when the backend cannot answer.
+    func deleteAll(service: ServiceName) throws -> Int
+}
+
+/// What `list --json` shows about an item: never its secret.
+public struct ItemInfo: Hashable, Sendable, Codable {
+    /// The service (namespace) of the item.
+    public var service: String
+    /// The key of the item inside its service.
+    public var key: String
+    /// The human-readable label, as keyring managers show it.
+    public var label: String
+    /// The program that wrote the item, when it recorded one (`keychain-cli`, `Python keyring library`).
+    public var application: String?
+    /// When the item was created, when the backend knows.
+    public var created: Date?
+    /// When the item's secret was last changed, when the backend knows.
+    public var modified: Date?
+
+    public init(
+        service: String, key: String, label: String, application: String? = nil,
+        created: Date? = nil, modified: Date? = nil
+    ) {
+        self.service = service
+        self.key = key
+        self.label = label
+        self.application = application
+        self.created = created
+        self.modified = modified
+    }
+
+    /// The label keychain-cli gives the items it writes, e.g. `ci/github-token (keychain-cli)`.
+    public static func defaultLabel(service: ServiceName, key: KeychainKey) -> String {
+        "\(service.rawValue)/\(key.rawValue) (keychain-cli)"
+    }
+}

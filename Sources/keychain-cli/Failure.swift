@@ -1,0 +1,62 @@
+import ArgumentParser
+import KeychainCore
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// A failure of the command-line layer itself (reading input, talking to the terminal).
+struct CommandFailure: Error {
+    enum Kind {
+        case usage, badData, io, permission
+    }
+
+    var kind: Kind
+    var message: String
+
+    static func usage(_ message: String) -> Self { Self(kind: .usage, message: message) }
+    static func badData(_ message: String) -> Self { Self(kind: .badData, message: message) }
+    static func io(_ message: String) -> Self { Self(kind: .io, message: message) }
+}
+
+/// The one place where errors become exit codes (the table in the README and `--help`).
+func exitCode(for error: any Error) -> Int32 {
+    switch error {
+    case let error as KeychainError:
+        switch error {
+        case .notFound: return 1
+        case .invalidName: return 64
+        case .emptySecret, .secretTooLarge, .invalidData: return 65
+        case .noSessionBus, .noSecretService, .noDefaultCollection, .backendFailure: return 69
+        case .timedOut: return 75
+        case .locked, .promptDismissed, .permissionDenied: return 77
+        }
+    case let failure as CommandFailure:
+        switch failure.kind {
+        case .usage: return 64
+        case .badData: return 65
+        case .io: return 74
+        case .permission: return 77
+        }
+    default:
+        return KeychainCLI.exitCode(for: error).rawValue
+    }
+}
+
+/// Prints `error` as `keychain-cli: <what happened>. <what to do next>` (help and version go to
+/// stdout as usual) and returns the exit code.
+func reportingFailure(_ error: any Error) -> Int32 {
+    let code = exitCode(for: error)
+    let message: String
+    switch error {
+    case let error as KeychainError: message = error.description
+    case let failure as CommandFailure: message = failure.message
+    default:
+        if code == 0 {
+            KeychainCLI.exit(withError: error)  // --help, --version: printed by the parser
+        }
+        message = KeychainCLI.message(for: error) + ". See 'keychain-cli --help'"
+    }
+    writeError("keychain-cli: \(message)\n")
+    return code
+}

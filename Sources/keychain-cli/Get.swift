@@ -1,0 +1,93 @@
+import ArgumentParser
+import KeychainCore
+
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+extension KeychainCLI {
+    struct Get: KeychainCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Print the secret stored under KEY.",
+            discussion: """
+                Writes exactly the stored bytes, plus a newline only when standard output is a \
+                terminal. Exits 1 when there is no such secret.
+
+                  TOKEN=$(keychain-cli get github-token)
+                  keychain-cli -s ci get deploy-key --raw > id_ed25519
+                  keychain-cli get github-token --json
+                """)
+
+        @OptionGroup var globals: GlobalOptions
+        @ParentCommand var root: KeychainCLI
+
+        @Argument(help: "The key of the secret.")
+        var key: String
+
+        @Flag(name: .customShort("n"), help: "Never add a trailing newline.")
+        var noNewline = false
+
+        @Flag(help: "Always add a trailing newline, even when standard output is not a terminal.")
+        var newline = false
+
+        @Flag(help: "Write the stored bytes only, even binary ones to a terminal, with no newline.")
+        var raw = false
+
+        @Flag(help: "Print a JSON object: service, key, encoding (utf8 or base64) and secret.")
+        var json = false
+
+        func validate() throws {
+            if [noNewline, newline, raw, json].filter({ $0 }).count > 1 {
+                throw ValidationError("choose one of -n, --newline, --raw and --json")
+            }
+        }
+
+        func run() throws {
+            let key = try KeychainKey(key)
+            let keychain = try keychain()
+            guard var secret = try keychain.data(for: key) else {
+                throw KeychainError.notFound(service: keychain.service.rawValue, key: key.rawValue)
+            }
+            defer { secret.resetBytes(in: 0..<secret.count) }
+            if json {
+                try writeJSON(SecretDocument(service: keychain.service, key: key, secret: secret))
+                return
+            }
+            let terminal = isTerminal(STDOUT_FILENO)
+            if terminal && !raw && String(validating: secret, as: UTF8.self) == nil {
+                throw CommandFailure.badData(
+                    "the secret '\(key)' is binary and would garble the terminal. Redirect it "
+                        + "(> file), or use --json for base64, or --raw to print it anyway")
+            }
+            try writeOutput(secret)
+            if newline || (terminal && !noNewline && !raw) {
+                try writeOutput([UInt8(ascii: "\n")])
+            }
+        }
+    }
+}
+
+/// What `get --json` prints: text as is, anything that is not UTF-8 as base64.
+struct SecretDocument: Encodable {
+    var service: String
+    var key: String
+    var encoding: String
+    var secret: String
+
+    init(service: ServiceName, key: KeychainKey, secret: Data) {
+        self.service = service.rawValue
+        self.key = key.rawValue
+        if let text = String(validating: secret, as: UTF8.self) {
+            encoding = "utf8"
+            self.secret = text
+        } else {
+            encoding = "base64"
+            self.secret = secret.base64EncodedString()
+        }
+    }
+}

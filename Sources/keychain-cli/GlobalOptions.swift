@@ -1,0 +1,52 @@
+import ArgumentParser
+import KeychainCore
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// Options every command takes, before or after its name (`-s ci list` and `list -s ci`).
+struct GlobalOptions: ParsableArguments {
+    @Option(
+        name: [.customShort("s"), .long],
+        help: ArgumentHelp(
+            "The service (namespace) of the keys. Default: $KEYCHAIN_SERVICE, else \"keychain-cli\".",
+            valueName: "name"))
+    var service: String?
+
+    @Option(
+        help: ArgumentHelp(
+            "Give up waiting for the keyring (or an unlock prompt) after this many seconds. Default: 5.",
+            valueName: "seconds"))
+    var timeout: Double?
+
+    func validate() throws {
+        if let timeout, !(timeout > 0 && timeout <= 86_400) {
+            throw ValidationError("--timeout must be a number of seconds above 0 and at most 86400")
+        }
+    }
+}
+
+/// What a subcommand needs from the global options, whether given to it or to the root command.
+protocol KeychainCommand: ParsableCommand {
+    var globals: GlobalOptions { get }
+    var root: KeychainCLI { get }
+}
+
+extension KeychainCommand {
+    /// The service named after the command, else before it, else by the environment, else the default.
+    func serviceName() throws -> ServiceName {
+        let environment = getenv("KEYCHAIN_SERVICE").map { String(cString: $0) }.flatMap { $0.isEmpty ? nil : $0 }
+        return try ServiceName(globals.service ?? root.globals.service ?? environment ?? ServiceName.defaultName)
+    }
+
+    /// The backend, bounded by --timeout.
+    func store() -> any SecretStore {
+        SecretServiceStore(timeout: globals.timeout ?? root.globals.timeout ?? SecretServiceStore.defaultTimeout)
+    }
+
+    /// The keychain of the chosen service on the chosen backend.
+    func keychain() throws -> Keychain {
+        Keychain(service: try serviceName(), store: store())
+    }
+}

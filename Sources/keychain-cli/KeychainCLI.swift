@@ -1,0 +1,50 @@
+import ArgumentParser
+import KeychainCore
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+@main
+struct KeychainCLI: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "keychain-cli",
+        abstract: "Store, read and list secrets in the desktop keyring (the freedesktop Secret Service).",
+        discussion: """
+            Secrets are addressed by a service (a namespace: --service, else $KEYCHAIN_SERVICE, \
+            else "keychain-cli") and a key. Secrets are never taken from the command line; pipe \
+            them in, or type them at the hidden prompt.
+
+              printf '%s' "$TOKEN" | keychain-cli set github-token
+              TOKEN=$(keychain-cli get github-token)
+              keychain-cli -s ci list --json
+
+            Global options (--service, --timeout) go before or after the command name.
+
+            Exit codes:
+              0   success
+              1   not found (get, delete)
+              64  usage error
+              65  bad data: empty, too large, not text
+              69  backend unavailable: no session bus, no Secret Service, no default keyring
+              70  internal error (a bug)
+              74  I/O error (reading --from-file)
+              75  timed out: the backend or a prompt did not answer within --timeout
+              77  locked, prompt dismissed, permission denied
+            """,
+        version: "0.1.0",
+        subcommands: [Set.self, Get.self, Delete.self, Reset.self, List.self]
+    )
+
+    @OptionGroup var globals: GlobalOptions
+
+    /// Parses, runs, and turns every error into one line on stderr and the exit code of the README.
+    static func main() {
+        do {
+            var command = try parseAsRoot()
+            try command.run()
+        } catch {
+            Glibc.exit(reportingFailure(error))
+        }
+    }
+}

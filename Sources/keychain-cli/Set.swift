@@ -1,0 +1,128 @@
+import ArgumentParser
+import KeychainCore
+
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+extension KeychainCLI {
+    struct Set: KeychainCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Store a secret under KEY, replacing any secret there.",
+            discussion: """
+                The secret comes from standard input (read to its end; one trailing newline is \
+                removed unless --raw), from a hidden prompt asked twice when standard input is a \
+                terminal, or from --from-env / --from-file. It is never taken from the command \
+                line, where ps and shell history would show it.
+
+                  printf '%s' "$TOKEN" | keychain-cli set github-token
+                  keychain-cli set npm-token                 # prompts, no echo
+                  keychain-cli -s ci set deploy-key --raw < id_ed25519
+                """)
+
+        @OptionGroup var globals: GlobalOptions
+        @ParentCommand var root: KeychainCLI
+
+        @Argument(help: "The key to store the secret under.")
+        var key: String
+
+        @Option(
+            name: .customLong("from-env"),
+            help: ArgumentHelp("Read the secret from this environment variable.", valueName: "var"))
+        var fromEnvironment: String?
+
+        @Option(
+            name: .customLong("from-file"),
+            help: ArgumentHelp("Read the secret from this file.", valueName: "path"))
+        var fromFile: String?
+
+        @Flag(help: "Keep the input exactly, trailing newline included (for binary secrets).")
+        var raw = false
+
+        @Flag(help: "Store an empty secret instead of refusing it.")
+        var allowEmpty = false
+
+        // Anything after KEY is refused without being echoed: it is most likely the secret.
+        @Argument(parsing: .allUnrecognized, help: .hidden)
+        var unexpected: [String] = []
+
+        func validate() throws {
+            if fromEnvironment != nil && fromFile != nil {
+                throw ValidationError("--from-env and --from-file cannot be used together")
+            }
+        }
+
+        func run() throws {
+            // Checked here rather than in validate(), whose errors the parser would echo with usage.
+            if !unexpected.isEmpty {
+                throw CommandFailure.usage(
+                    "refusing to take a secret from the command line, where ps and shell history "
+                        + "show it. Pipe it instead: printf '%s' \"$SECRET\" | keychain-cli set KEY")
+            }
+            let key = try KeychainKey(key)
+            let keychain = try keychain()
+            var secret = try readSecret(for: key)
+            defer { secret.resetBytes(in: 0..<secret.count) }
+            if secret.isEmpty && !allowEmpty { throw KeychainError.emptySecret }
+            try keychain.set(secret, for: key)
+        }
+
+        private func readSecret(for key: KeychainKey) throws -> Data {
+            let limit = Keychain.maximumSecretSize
+            let bytes: [UInt8]
+            if let name = fromEnvironment {
+                guard let value = getenv(name) else {
+                    throw CommandFailure.usage(
+                        "the environment variable \(name) is not set. Export it, or pipe the secret")
+                }
+                bytes = Array(UnsafeBufferPointer(start: value, count: strlen(value)).map { UInt8(bitPattern: $0) })
+            } else if let path = fromFile {
+                let fd = open(path, O_RDONLY | O_CLOEXEC)
+                guard fd >= 0 else {
+                    throw CommandFailure.io(
+                        "cannot open '\(path)' (\(String(cString: strerror(errno)))). Check the path and its permissions"
+                    )
+                }
+                defer { close(fd) }
+                guard let content = try readAll(fd, limit: limit) else {
+                    throw KeychainError.secretTooLarge(limit: limit)
+                }
+                bytes = content
+            } else if isTerminal(STDIN_FILENO) {
+                return Data(try promptTwice(for: key))
+            } else {
+                guard let content = try readAll(STDIN_FILENO, limit: limit) else {
+                    throw KeychainError.secretTooLarge(limit: limit)
+                }
+                bytes = content
+            }
+            guard bytes.count <= limit else { throw KeychainError.secretTooLarge(limit: limit) }
+            return Data(raw ? bytes[...] : withoutTrailingNewline(bytes))
+        }
+
+        private func promptTwice(for key: KeychainKey) throws -> [UInt8] {
+            guard let first = try readHiddenLine(prompt: "Secret for '\(key)': ") else {
+                throw KeychainError.emptySecret
+            }
+            guard let second = try readHiddenLine(prompt: "Repeat to confirm: "), second == first else {
+                throw CommandFailure.badData("the two entries differ; nothing was stored. Run the command again")
+            }
+            return first
+        }
+    }
+}
+
+/// `bytes` without one trailing "\n" or "\r\n" (what `echo` and here-strings add).
+func withoutTrailingNewline(_ bytes: [UInt8]) -> ArraySlice<UInt8> {
+    var end = bytes.endIndex
+    if end > 0 && bytes[end - 1] == UInt8(ascii: "\n") {
+        end -= 1
+        if end > 0 && bytes[end - 1] == UInt8(ascii: "\r") { end -= 1 }
+    }
+    return bytes[..<end]
+}

@@ -1,0 +1,110 @@
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// Writes to stderr, unbuffered.
+func writeError(_ text: String) {
+    var text = text
+    text.withUTF8 { _ = writeAll(STDERR_FILENO, $0) }
+}
+
+/// Writes bytes to stdout.
+/// - Throws: ``CommandFailure`` (I/O) when stdout is closed or full.
+func writeOutput(_ bytes: some Collection<UInt8>) throws {
+    let ok = Array(bytes).withUnsafeBufferPointer { writeAll(STDOUT_FILENO, $0) }
+    if !ok {
+        throw CommandFailure.io("could not write to standard output (\(String(cString: strerror(errno))))")
+    }
+}
+
+private func writeAll(_ fd: Int32, _ buffer: UnsafeBufferPointer<UInt8>) -> Bool {
+    var offset = 0
+    while offset < buffer.count {
+        let written = write(fd, buffer.baseAddress! + offset, buffer.count - offset)
+        if written < 0 {
+            if errno == EINTR { continue }
+            return false
+        }
+        offset += written
+    }
+    return true
+}
+
+func isTerminal(_ fd: Int32) -> Bool { isatty(fd) == 1 }
+
+/// Reads `fd` to its end, refusing more than `limit` bytes (nothing is ever silently truncated).
+/// - Returns: nil when the input is larger than `limit`.
+func readAll(_ fd: Int32, limit: Int) throws -> [UInt8]? {
+    var bytes: [UInt8] = []
+    var chunk = [UInt8](repeating: 0, count: 65_536)
+    while true {
+        let count = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+        if count < 0 {
+            if errno == EINTR { continue }
+            throw CommandFailure.io("could not read the secret (\(String(cString: strerror(errno))))")
+        }
+        if count == 0 { return bytes }
+        bytes += chunk[0..<count]
+        if bytes.count > limit { return nil }
+    }
+}
+
+// The terminal settings to restore if the user interrupts a hidden prompt.
+nonisolated(unsafe) private var savedTerminal = termios()
+
+/// Asks for a line on the terminal on stdin without echoing it; the prompt goes to stderr.
+/// - Returns: the line without its newline; nil at end of input.
+func readHiddenLine(prompt: String) throws -> [UInt8]? {
+    writeError(prompt)
+    guard tcgetattr(STDIN_FILENO, &savedTerminal) == 0 else {
+        throw CommandFailure.io("could not read the terminal settings (\(String(cString: strerror(errno))))")
+    }
+    var hidden = savedTerminal
+    hidden.c_lflag &= ~tcflag_t(ECHO)
+    hidden.c_lflag |= tcflag_t(ECHONL)
+    let restore: @convention(c) (Int32) -> Void = { signal in
+        tcsetattr(STDIN_FILENO, TCSAFLUSH, &savedTerminal)
+        writeError("\n")
+        _exit(128 + signal)
+    }
+    let previousInterrupt = signal(SIGINT, restore)
+    let previousTerminate = signal(SIGTERM, restore)
+    tcsetattr(STDIN_FILENO, TCSAFLUSH, &hidden)
+    defer {
+        tcsetattr(STDIN_FILENO, TCSAFLUSH, &savedTerminal)
+        signal(SIGINT, previousInterrupt)
+        signal(SIGTERM, previousTerminate)
+    }
+    return try readLine(STDIN_FILENO)
+}
+
+/// Asks a yes/no question on the terminal; only "y" or "yes" is a yes.
+func confirm(_ question: String) throws -> Bool {
+    writeError(question + " [y/N] ")
+    guard let answer = try readLine(STDIN_FILENO) else { return false }
+    let text = String(decoding: answer, as: UTF8.self).lowercased()
+    return text == "y" || text == "yes"
+}
+
+private func readLine(_ fd: Int32) throws -> [UInt8]? {
+    var line: [UInt8] = []
+    var byte: UInt8 = 0
+    while true {
+        let count = read(fd, &byte, 1)
+        if count < 0 {
+            if errno == EINTR { continue }
+            throw CommandFailure.io("could not read from the terminal (\(String(cString: strerror(errno))))")
+        }
+        if count == 0 { return line.isEmpty ? nil : line }
+        if byte == UInt8(ascii: "\n") { break }
+        line.append(byte)
+        if line.count > 1 << 20 { throw CommandFailure.badData("the typed line is too long") }
+    }
+    if line.last == UInt8(ascii: "\r") { line.removeLast() }
+    return line
+}
