@@ -28,5 +28,13 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
+        // Shared by the test targets: child processes, the private keyring session, the CLI runner.
+        .target(name: "TestSupport", path: "Tests/TestSupport"),
+        // The engine over InMemorySecretStore: no backend, no processes.
+        .testTarget(name: "KeychainCoreTests", dependencies: ["KeychainCore"]),
+        // The built binary: help, exit codes, input and output rules, terminals (via expect).
+        .testTarget(name: "CLITests", dependencies: ["TestSupport"]),
+        // SecretServiceStore against a real gnome-keyring; interop with secret-tool and python keyring.
+        .testTarget(name: "IntegrationTests", dependencies: ["KeychainCore", "TestSupport"]),
     ]
 )

@@ -31,11 +31,22 @@ public final class SecretServiceStore: SecretStore {
     public func secret(service: ServiceName, key: KeychainKey) throws -> Data? {
         let attributes = makeAttributes(["service": service.rawValue, "username": key.rawValue])
         defer { g_hash_table_unref(attributes) }
-        // secret_password_lookupv / secret_password_lookup_binary_finish
         let value = try BoundedOperation.run("return the secret", seconds: timeout) { operation in
-            try operation.call(
+            // secret_password_lookupv / secret_password_lookup_binary_finish
+            let value = try operation.call(
                 { secret_password_lookupv(schema, attributes, $0, $1, $2) },
                 finish: { secret_password_lookup_binary_finish($0, $1) })
+            if value == nil {
+                // libsecret answers NULL, with no error, both for a missing item and for one whose
+                // collection could not be unlocked (no prompter, prompt dismissed): tell them apart.
+                let (bus, name) = try busAndName(try connect(operation, openSession: false))
+                let found = try searchPaths(
+                    operation, bus, name, ["service": service.rawValue, "username": key.rawValue])
+                if !found.locked.isEmpty {
+                    throw KeychainError.locked(detail: "the item is in a locked keyring that could not be unlocked")
+                }
+            }
+            return value
         }
         guard let value else { return nil }
         defer { secret_value_unref(UnsafeMutableRawPointer(value)) }
@@ -95,15 +106,12 @@ public final class SecretServiceStore: SecretStore {
     public func items(service: ServiceName?) throws -> [ItemInfo] {
         let pairs: KeyValuePairs<String, String> = service.map { ["service": $0.rawValue] } ?? [:]
         return try BoundedOperation.run("list the items", seconds: timeout) { operation in
-            let connection = try connect(operation, openSession: false)
-            defer { g_object_unref(connection) }
+            let (bus, name) = try busAndName(try connect(operation, openSession: false))
             // libsecret builds a D-Bus proxy per found item (about 0.9 ms each) and refuses an
             // empty search; asking for the paths, then for every item's properties in pipelined
             // Properties.GetAll calls on the same connection, costs one round trip per window.
-            let proxy = UnsafeMutableRawPointer(connection).assumingMemoryBound(to: GDBusProxy.self)
-            let bus = g_dbus_proxy_get_connection(proxy)!
-            let name = g_dbus_proxy_get_name(proxy)!
-            let paths = try searchPaths(operation, bus, name, pairs)
+            let found = try searchPaths(operation, bus, name, pairs)
+            let paths = found.unlocked + found.locked
             let replies = try operation.callEach(
                 paths.count,
                 start: { index, cancellable, callback, data in
@@ -174,12 +182,21 @@ public final class SecretServiceStore: SecretStore {
         }
     }
 
-    /// The object paths of the items, locked or not, whose attributes include `pairs`
-    /// (all items when `pairs` is empty, which libsecret's search refuses).
+    /// The session bus connection and the unique name of the Secret Service behind `service`,
+    /// for calls libsecret does not offer. Takes over the reference `connect` returned (libsecret
+    /// keeps its own on the shared service, so the connection outlives it).
+    private func busAndName(_ service: UnsafeMutablePointer<SecretService>) throws -> (OpaquePointer, String) {
+        defer { g_object_unref(service) }
+        let proxy = UnsafeMutableRawPointer(service).assumingMemoryBound(to: GDBusProxy.self)
+        return (g_dbus_proxy_get_connection(proxy)!, String(cString: g_dbus_proxy_get_name(proxy)!))
+    }
+
+    /// The object paths of the items whose attributes include `pairs` (all items when `pairs`
+    /// is empty, which libsecret's search refuses).
     private func searchPaths(
-        _ operation: BoundedOperation, _ bus: OpaquePointer, _ name: UnsafePointer<gchar>,
+        _ operation: BoundedOperation, _ bus: OpaquePointer, _ name: String,
         _ pairs: KeyValuePairs<String, String>
-    ) throws -> [String] {
+    ) throws -> (unlocked: [String], locked: [String]) {
         let entries = pairs.map {
             g_variant_new_dict_entry(g_variant_new_string($0.key), g_variant_new_string($0.value))
         }
@@ -194,11 +211,12 @@ public final class SecretServiceStore: SecretStore {
             },
             finish: { g_dbus_connection_call_finish(bus, $0, $1) })!
         defer { g_variant_unref(reply) }
-        return (0..<2).flatMap { index in
+        let lists = (0..<2).map { index in
             let paths = g_variant_get_child_value(reply, gsize(index))!
             defer { g_variant_unref(paths) }
             return (0..<Int(g_variant_n_children(paths))).map { variantString(paths, child: $0) }
         }
+        return (lists[0], lists[1])
     }
 
     /// The metadata in an item's `(a{sv})` Properties.GetAll reply, when the item can be

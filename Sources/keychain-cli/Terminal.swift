@@ -60,7 +60,6 @@ nonisolated(unsafe) private var savedTerminal = termios()
 /// Asks for a line on the terminal on stdin without echoing it; the prompt goes to stderr.
 /// - Returns: the line without its newline; nil at end of input.
 func readHiddenLine(prompt: String) throws -> [UInt8]? {
-    writeError(prompt)
     guard tcgetattr(STDIN_FILENO, &savedTerminal) == 0 else {
         throw CommandFailure.io("could not read the terminal settings (\(String(cString: strerror(errno))))")
     }
@@ -68,15 +67,18 @@ func readHiddenLine(prompt: String) throws -> [UInt8]? {
     hidden.c_lflag &= ~tcflag_t(ECHO)
     hidden.c_lflag |= tcflag_t(ECHONL)
     let restore: @convention(c) (Int32) -> Void = { signal in
-        tcsetattr(STDIN_FILENO, TCSAFLUSH, &savedTerminal)
+        tcsetattr(STDIN_FILENO, TCSANOW, &savedTerminal)
         writeError("\n")
         _exit(128 + signal)
     }
     let previousInterrupt = signal(SIGINT, restore)
     let previousTerminate = signal(SIGTERM, restore)
-    tcsetattr(STDIN_FILENO, TCSAFLUSH, &hidden)
+    // Echo goes off before the prompt appears, so an answer typed at once is neither echoed
+    // nor lost (TCSANOW keeps input already typed; TCSAFLUSH would discard it).
+    tcsetattr(STDIN_FILENO, TCSANOW, &hidden)
+    writeError(prompt)
     defer {
-        tcsetattr(STDIN_FILENO, TCSAFLUSH, &savedTerminal)
+        tcsetattr(STDIN_FILENO, TCSANOW, &savedTerminal)
         signal(SIGINT, previousInterrupt)
         signal(SIGTERM, previousTerminate)
     }

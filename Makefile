@@ -1,0 +1,76 @@
+# keychain-cli — set-up, build, test, demo, install.
+#   make deps    install the system packages (apt-get; skips what is there)
+#   make demo    build and run the main job against a private throwaway keyring if no desktop one
+#   make test    build and run every test (unit, CLI, integration against a real gnome-keyring)
+#   make install PREFIX=/usr/local   install the release binary and shell completions
+
+PREFIX ?= /usr/local
+BINDIR  = $(DESTDIR)$(PREFIX)/bin
+SHAREDIR = $(DESTDIR)$(PREFIX)/share
+SWIFT ?= swift
+RELEASE_FLAGS = -c release --static-swift-stdlib
+RELEASE_BIN = .build/release/keychain-cli
+
+# Debian packages: build (libsecret-1-dev, pkg-config), run (a Secret Service: gnome-keyring and
+# the D-Bus tools), tests (secret-tool, python keyring, expect for terminals), bench (hyperfine).
+DEB_PACKAGES = libsecret-1-dev pkg-config gnome-keyring dbus dbus-bin dbus-daemon libsecret-tools \
+	python3-keyring expect hyperfine
+
+.PHONY: deps build release test demo demo-steps install uninstall lint format clean
+
+deps:
+	@missing=""; for p in $(DEB_PACKAGES); do \
+		dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'install ok installed' || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+		echo "installing:$$missing"; \
+		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends $$missing; \
+	else echo "deps: all present"; fi
+
+build:
+	$(SWIFT) build
+
+release:
+	$(SWIFT) build $(RELEASE_FLAGS)
+
+test: deps
+	$(SWIFT) build --build-tests
+	$(SWIFT) test --skip-build
+
+demo: deps release
+	@scripts/with-keyring $(MAKE) --no-print-directory demo-steps
+
+# The main job: what a script or CI job does with keychain-cli, step by step.
+demo-steps:
+	@K=$(RELEASE_BIN); set -e; \
+	echo '$$ printf %s "$$TOKEN" | keychain-cli -s demo set github-token'; printf %s 'ghp_demo_token' | $$K -s demo set github-token; \
+	echo '$$ keychain-cli -s demo set deploy-key --raw < <binary bytes>'; printf '\000\377binary\n' | $$K -s demo set deploy-key --raw; \
+	echo '$$ keychain-cli -s demo get github-token'; $$K -s demo get github-token --newline; \
+	echo '$$ keychain-cli -s demo get deploy-key | od -c'; $$K -s demo get deploy-key | od -c | head -1; \
+	echo '$$ keychain-cli -s demo list'; $$K -s demo list; \
+	echo '$$ keychain-cli -s demo list --json'; $$K -s demo list --json; \
+	echo '$$ secret-tool lookup service demo username github-token'; secret-tool lookup service demo username github-token; echo; \
+	echo '$$ keychain-cli -s demo get missing   # exit 1'; $$K -s demo get missing || echo "(exit $$?)"; \
+	echo '$$ keychain-cli -s demo delete deploy-key'; $$K -s demo delete deploy-key; \
+	echo '$$ keychain-cli -s demo reset --yes'; $$K -s demo reset --yes
+
+install: release
+	install -d $(BINDIR) $(SHAREDIR)/bash-completion/completions $(SHAREDIR)/zsh/site-functions $(SHAREDIR)/fish/vendor_completions.d
+	install -m 755 $(RELEASE_BIN) $(BINDIR)/keychain-cli
+	$(RELEASE_BIN) --generate-completion-script bash > $(SHAREDIR)/bash-completion/completions/keychain-cli
+	$(RELEASE_BIN) --generate-completion-script zsh > $(SHAREDIR)/zsh/site-functions/_keychain-cli
+	$(RELEASE_BIN) --generate-completion-script fish > $(SHAREDIR)/fish/vendor_completions.d/keychain-cli.fish
+
+uninstall:
+	rm -f $(BINDIR)/keychain-cli $(SHAREDIR)/bash-completion/completions/keychain-cli \
+		$(SHAREDIR)/zsh/site-functions/_keychain-cli $(SHAREDIR)/fish/vendor_completions.d/keychain-cli.fish
+
+lint:
+	$(SWIFT) format lint --strict -r Sources Tests Package.swift
+
+format:
+	$(SWIFT) format format -i -r Sources Tests Package.swift
+
+clean:
+	rm -rf .build

@@ -1,0 +1,332 @@
+import Foundation
+import TestSupport
+import Testing
+
+@Suite("keychain-cli without a backend")
+struct HelpAndUsageTests {
+    @Test func rootHelpListsEveryCommandAndTheExitCodes() throws {
+        let help = try cli(["--help"], session: nil)
+        #expect(help.status == 0)
+        for word in ["set", "get", "delete", "reset", "list", "--service", "--timeout", "KEYCHAIN_SERVICE"] {
+            #expect(help.stdoutText.contains(word), "help lacks \(word)")
+        }
+        for code in ["64", "65", "69", "70", "74", "75", "77"] {
+            #expect(help.stdoutText.contains("  \(code)  "), "help lacks exit code \(code)")
+        }
+    }
+
+    @Test(arguments: [
+        ("set", ["--from-env", "--from-file", "--raw", "--allow-empty", "printf"]),
+        ("get", ["-n", "--newline", "--json", "--raw"]),
+        ("delete", ["--ignore-missing"]),
+        ("reset", ["--yes"]),
+        ("list", ["--all-services", "--json"]),
+    ])
+    func subcommandHelpDocumentsItsOptionsWithAnExample(command: String, words: [String]) throws {
+        let help = try cli([command, "--help"], session: nil)
+        #expect(help.status == 0)
+        for word in words + ["keychain-cli", "--service"] {
+            #expect(help.stdoutText.contains(word), "\(command) --help lacks \(word)")
+        }
+    }
+
+    @Test func secretOnTheCommandLineIsRefusedWithoutEchoingIt() throws {
+        let result = try cli(["set", "token", "hunter2-on-argv"], session: nil)
+        #expect(result.status == 64)
+        #expect(result.stderr.hasPrefix("keychain-cli: refusing to take a secret from the command line"))
+        #expect(result.stderr.contains("printf '%s'"))
+        #expect(!result.stderr.contains("hunter2-on-argv"))
+        let optionLike = try cli(["set", "token", "--hunter2-looks-like-an-option"], session: nil)
+        #expect(optionLike.status == 64)
+        #expect(!optionLike.stderr.contains("hunter2"))
+    }
+
+    @Test func usageErrorsExit64WithOneLineOnStderr() throws {
+        for arguments in [
+            ["get"], ["frobnicate"], ["get", "k", "-n", "--newline"], ["--timeout", "0", "list"],
+            ["set", "k", "--from-env", "A", "--from-file", "B"],
+        ] {
+            let result = try cli(arguments, session: nil)
+            #expect(result.status == 64, "\(arguments)")
+            #expect(result.stderr.hasPrefix("keychain-cli: "), "\(arguments): \(result.stderr)")
+            #expect(result.stdout.isEmpty)
+        }
+    }
+
+    @Test func invalidKeyIsAUsageError() throws {
+        let result = try cli(["get", "bad\u{1b}key"], session: nil)
+        #expect(result.status == 64)
+        #expect(result.stderr.contains("control character U+001B"))
+    }
+
+    @Test func emptyPipedSecretIsRefusedBeforeTheBackend() throws {
+        // No bus at all: the refusal must come first, with its own code, not 69.
+        let result = try cli(["set", "k"], stdin: Data(), session: nil)
+        #expect(result.status == 65)
+        #expect(result.stderr.contains("--allow-empty"))
+        let newlineOnly = try cli(["set", "k"], stdin: Data("\n".utf8), session: nil)
+        #expect(newlineOnly.status == 65)
+    }
+
+    @Test func tooLargeSecretIsRefused() throws {
+        let result = try cli(["set", "k"], stdin: Data(count: (1 << 20) + 1), session: nil)
+        #expect(result.status == 65)
+        #expect(result.stderr.contains("larger than the limit of 1048576 bytes"))
+    }
+
+    @Test func unsetEnvironmentVariableAndMissingFileAreClearErrors() throws {
+        let unset = try cli(["set", "k", "--from-env", "KC_TEST_UNSET_VARIABLE"], session: nil)
+        #expect(unset.status == 64)
+        #expect(unset.stderr.contains("KC_TEST_UNSET_VARIABLE is not set"))
+        let missing = try cli(["set", "k", "--from-file", "/nonexistent/secret"], session: nil)
+        #expect(missing.status == 74)
+        #expect(missing.stderr.contains("cannot open '/nonexistent/secret'"))
+    }
+
+    @Test func noSessionBusExits69WithTheHeadlessRecipe() throws {
+        let result = try cli(["get", "k"], session: nil)
+        #expect(result.status == 69)
+        #expect(result.stderr.contains("no D-Bus session bus"))
+        #expect(result.stderr.contains("dbus-run-session"))
+    }
+}
+
+@Suite("keychain-cli on a private gnome-keyring", .keyringSession)
+struct CommandTests {
+    @Test func setFromAPipeStripsOneTrailingNewline() throws {
+        let s = uniqueService()
+        for (input, expected) in [("tok\n", "tok"), ("tok\r\n", "tok"), ("tok\n\n", "tok\n"), ("tok", "tok")] {
+            #expect(try cli(["-s", s, "set", "k"], input: input).status == 0)
+            #expect(try cli(["-s", s, "get", "k"]).stdoutText == expected, "input \(input.debugDescription)")
+        }
+    }
+
+    @Test func rawKeepsEveryByteAndBinaryRoundTripsThroughPipes() throws {
+        let s = uniqueService()
+        var bytes = Data([0, 0, 255, 254, 10, 13, 0x80, 0xc3, 0x28, 10])
+        bytes += Data((0..<256).map { UInt8($0) })
+        #expect(try cli(["-s", s, "set", "bin", "--raw"], stdin: bytes).status == 0)
+        let got = try cli(["-s", s, "get", "bin"])
+        #expect(got.status == 0)
+        #expect(got.stdout == bytes)
+        #expect(try cli(["-s", s, "get", "bin", "--raw"]).stdout == bytes)
+    }
+
+    @Test func getAddsANewlineOnlyWhenAsked() throws {
+        let s = uniqueService()
+        _ = try cli(["-s", s, "set", "k"], input: "v")
+        #expect(try cli(["-s", s, "get", "k"]).stdoutText == "v")
+        #expect(try cli(["-s", s, "get", "k", "-n"]).stdoutText == "v")
+        #expect(try cli(["-s", s, "get", "k", "--newline"]).stdoutText == "v\n")
+    }
+
+    @Test func getJSONUsesBase64OnlyForBinary() throws {
+        let s = uniqueService()
+        _ = try cli(["-s", s, "set", "text"], input: "héllo")
+        _ = try cli(["-s", s, "set", "bin", "--raw"], stdin: Data([0, 255]))
+        let text =
+            try JSONSerialization.jsonObject(with: cli(["-s", s, "get", "text", "--json"]).stdout) as! [String: String]
+        #expect(text == ["service": s, "key": "text", "encoding": "utf8", "secret": "héllo"])
+        let binary =
+            try JSONSerialization.jsonObject(with: cli(["-s", s, "get", "bin", "--json"]).stdout) as! [String: String]
+        #expect(binary["encoding"] == "base64")
+        #expect(Data(base64Encoded: binary["secret"]!) == Data([0, 255]))
+    }
+
+    @Test func allowEmptyStoresAnEmptySecret() throws {
+        let s = uniqueService()
+        #expect(try cli(["-s", s, "set", "e", "--allow-empty"], stdin: Data()).status == 0)
+        let got = try cli(["-s", s, "get", "e"])
+        #expect(got.status == 0)
+        #expect(got.stdout.isEmpty)
+    }
+
+    @Test func fromEnvironmentAndFromFile() throws {
+        let s = uniqueService()
+        let env = try cli(["-s", s, "set", "e", "--from-env", "KC_SECRET"], extra: ["KC_SECRET": "from-env"])
+        #expect(env.status == 0)
+        #expect(try cli(["-s", s, "get", "e"]).stdoutText == "from-env")
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("kc-secret-\(UUID())")
+        try Data("from-file\n".utf8).write(to: file)
+        defer { try? FileManager.default.removeItem(at: file) }
+        #expect(try cli(["-s", s, "set", "f", "--from-file", file.path]).status == 0)
+        #expect(try cli(["-s", s, "get", "f"]).stdoutText == "from-file")
+        #expect(try cli(["-s", s, "set", "fr", "--from-file", file.path, "--raw"]).status == 0)
+        #expect(try cli(["-s", s, "get", "fr"]).stdoutText == "from-file\n")
+    }
+
+    @Test func setReplacesTheSecret() throws {
+        let s = uniqueService()
+        _ = try cli(["-s", s, "set", "k"], input: "one")
+        _ = try cli(["-s", s, "set", "k"], input: "two")
+        #expect(try cli(["-s", s, "get", "k"]).stdoutText == "two")
+        #expect(try cli(["-s", s, "list"]).stdoutText == "k\n")
+    }
+
+    @Test func missingItemsExit1AndIgnoreMissingExits0() throws {
+        let s = uniqueService()
+        let get = try cli(["-s", s, "get", "absent"])
+        #expect(get.status == 1)
+        #expect(
+            get.stderr
+                == "keychain-cli: no secret named 'absent' in service '\(s)'. Check the name with 'keychain-cli -s \(s) list'\n"
+        )
+        #expect(try cli(["-s", s, "delete", "absent"]).status == 1)
+        #expect(try cli(["-s", s, "delete", "absent", "--ignore-missing"]).status == 0)
+        _ = try cli(["-s", s, "set", "k"], input: "v")
+        #expect(try cli(["-s", s, "delete", "k"]).status == 0)
+        #expect(try cli(["-s", s, "get", "k"]).status == 1)
+    }
+
+    @Test func globalOptionsWorkBeforeAndAfterTheCommandAndFromTheEnvironment() throws {
+        let s = uniqueService()
+        #expect(try cli(["set", "k", "-s", s], input: "after").status == 0)
+        #expect(try cli(["-s", s, "get", "k"]).stdoutText == "after")
+        #expect(try cli(["--service", s, "--timeout", "10", "list"]).stdoutText == "k\n")
+        #expect(try cli(["list", "--timeout", "10", "--service", s]).stdoutText == "k\n")
+        let env = try cli(["get", "k"], extra: ["KEYCHAIN_SERVICE": s])
+        #expect(env.stdoutText == "after")
+        let flagWins = try cli(["-s", "\(s)-other", "get", "k"], extra: ["KEYCHAIN_SERVICE": s])
+        #expect(flagWins.status == 1)
+    }
+
+    @Test func listIsSortedAndNeverShowsSecrets() throws {
+        let s = uniqueService()
+        for key in ["zulu", "alpha", "Mike", "with space"] {
+            _ = try cli(["-s", s, "set", key], input: "SECRET-\(key)")
+        }
+        let list = try cli(["-s", s, "list"])
+        #expect(list.stdoutText == "Mike\nalpha\nwith space\nzulu\n")
+        let json = try cli(["-s", s, "list", "--json"])
+        #expect(!json.stdoutText.contains("SECRET-"))
+        let items = try JSONSerialization.jsonObject(with: json.stdout) as! [[String: String]]
+        #expect(items.map { $0["key"]! } == ["Mike", "alpha", "with space", "zulu"])
+        #expect(items[0]["label"] == "\(s)/Mike (keychain-cli)")
+        #expect(items[0]["application"] == "keychain-cli")
+        #expect(items[0]["created"]?.hasSuffix("Z") == true)
+    }
+
+    @Test func listAllServicesShowsServiceAndKey() throws {
+        let a = uniqueService("a")
+        let b = uniqueService("b")
+        _ = try cli(["-s", a, "set", "k1"], input: "1")
+        _ = try cli(["-s", b, "set", "k2"], input: "2")
+        let lines = try cli(["list", "--all-services"]).stdoutText.split(separator: "\n").map(String.init)
+        #expect(lines.contains("\(a)\tk1"))
+        #expect(lines.contains("\(b)\tk2"))
+        #expect(lines == lines.sorted())
+    }
+
+    @Test func resetNeedsYesOutsideATerminalAndTouchesOnlyItsService() throws {
+        let s = uniqueService()
+        let other = uniqueService()
+        for key in ["a", "b", "c"] { _ = try cli(["-s", s, "set", key], input: "v") }
+        _ = try cli(["-s", other, "set", "keep"], input: "v")
+        let refused = try cli(["-s", s, "reset"])
+        #expect(refused.status == 64)
+        #expect(refused.stderr.contains("Pass --yes"))
+        #expect(try cli(["-s", s, "list"]).stdoutText == "a\nb\nc\n")
+        let reset = try cli(["-s", s, "reset", "--yes"])
+        #expect(reset.status == 0)
+        #expect(reset.stdoutText == "removed 3 secrets of service '\(s)'\n")
+        #expect(try cli(["-s", s, "list"]).stdoutText.isEmpty)
+        #expect(try cli(["-s", other, "get", "keep"]).stdoutText == "v")
+    }
+
+    @Test func failedSetLeavesTheOldSecret() throws {
+        let s = uniqueService()
+        _ = try cli(["-s", s, "set", "k"], input: "old")
+        #expect(try cli(["-s", s, "set", "k"], stdin: Data()).status == 65)
+        #expect(try cli(["-s", s, "set", "k"], stdin: Data(count: (1 << 20) + 1)).status == 65)
+        #expect(try cli(["-s", s, "get", "k"]).stdoutText == "old")
+    }
+
+    @Test func largestAllowedSecretRoundTrips() throws {
+        let s = uniqueService()
+        let bytes = Data((0..<(1 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 7) })
+        #expect(try cli(["-s", s, "set", "big", "--raw"], stdin: bytes).status == 0)
+        #expect(try cli(["-s", s, "get", "big"]).stdout == bytes)
+    }
+}
+
+@Suite("keychain-cli at a terminal", .keyringSession)
+struct TerminalTests {
+    @Test func setPromptsTwiceWithoutEcho() throws {
+        let s = uniqueService()
+        let result = try expect(
+            """
+            spawn $env(KEYCHAIN_CLI) -s \(s) set typed
+            expect "Secret for 'typed': "
+            send "hunter2-typed\\r"
+            expect "Repeat to confirm: "
+            send "hunter2-typed\\r"
+            expect eof
+            catch wait status
+            exit [lindex $status 3]
+            """)
+        #expect(result.status == 0)
+        #expect(!result.stdoutText.contains("hunter2-typed"), "the typed secret was echoed")
+        #expect(try cli(["-s", s, "get", "typed"]).stdoutText == "hunter2-typed")
+    }
+
+    @Test func mismatchedConfirmationStoresNothing() throws {
+        let s = uniqueService()
+        let result = try expect(
+            """
+            spawn $env(KEYCHAIN_CLI) -s \(s) set typed
+            expect "Secret for 'typed': "
+            send "one\\r"
+            expect "Repeat to confirm: "
+            send "two\\r"
+            expect eof
+            catch wait status
+            exit [lindex $status 3]
+            """)
+        #expect(result.status == 65)
+        #expect(result.stdoutText.contains("the two entries differ"))
+        #expect(try cli(["-s", s, "get", "typed"]).status == 1)
+    }
+
+    @Test func getOnATerminalEndsWithANewlineAndRefusesBinary() throws {
+        let s = uniqueService()
+        _ = try cli(["-s", s, "set", "k"], input: "visible")
+        _ = try cli(["-s", s, "set", "bin", "--raw"], stdin: Data([0xff, 0x00, 0x1b]))
+        let result = try expect(
+            """
+            spawn $env(KEYCHAIN_CLI) -s \(s) get k
+            expect "visible\\r\\n"
+            expect eof
+            spawn $env(KEYCHAIN_CLI) -s \(s) get bin
+            expect eof
+            catch wait status
+            exit [lindex $status 3]
+            """)
+        #expect(result.status == 65)
+        #expect(result.stdoutText.contains("visible\r\n"))
+        #expect(result.stdoutText.contains("is binary and would garble the terminal"))
+    }
+
+    @Test func resetAsksOnATerminal() throws {
+        let s = uniqueService()
+        _ = try cli(["-s", s, "set", "a"], input: "1")
+        _ = try cli(["-s", s, "set", "b"], input: "2")
+        let declined = try expect(
+            """
+            spawn $env(KEYCHAIN_CLI) -s \(s) reset
+            expect "Delete all 2 secret(s) of service '\(s)'? \\[y/N\\] "
+            send "n\\r"
+            expect eof
+            """)
+        #expect(declined.stdoutText.contains("nothing was deleted"))
+        #expect(try cli(["-s", s, "list"]).stdoutText == "a\nb\n")
+        let accepted = try expect(
+            """
+            spawn $env(KEYCHAIN_CLI) -s \(s) reset
+            expect "\\[y/N\\] "
+            send "y\\r"
+            expect eof
+            """)
+        #expect(accepted.stdoutText.contains("removed 2 secrets"))
+        #expect(try cli(["-s", s, "list"]).stdoutText.isEmpty)
+    }
+}

@@ -1,0 +1,101 @@
+import Foundation
+import KeychainCore
+import TestSupport
+import Testing
+
+/// The only suite that calls libsecret inside the test process: GDBus keeps one session-bus
+/// connection per process, so this suite exports its private bus to the process before the
+/// first call, and no other suite may call libsecret in-process.
+struct InProcessKeyringTrait: SuiteTrait, TestScoping {
+    var isRecursive: Bool { false }
+
+    func provideScope(
+        for test: Test, testCase: Test.Case?, performing function: @Sendable () async throws -> Void
+    ) async throws {
+        let session = try KeyringSession.start()
+        defer { session.stop() }
+        setenv("DBUS_SESSION_BUS_ADDRESS", session.busAddress, 1)
+        unsetenv("DISPLAY")
+        try await KeyringSession.$current.withValue(session) { try await function() }
+    }
+}
+
+@Suite("SecretServiceStore on a real gnome-keyring", .serialized, InProcessKeyringTrait())
+struct SecretServiceStoreTests {
+    let store = SecretServiceStore(timeout: 10)
+
+    @Test func storesReadsAndDeletesBytesExactly() throws {
+        let service = try ServiceName(uniqueService())
+        let key = try KeychainKey("bytes")
+        let bytes = Data([0, 1, 2, 255, 0, 10]) + Data("tail".utf8)
+        #expect(try store.secret(service: service, key: key) == nil)
+        try store.setSecret(bytes, service: service, key: key)
+        #expect(try store.secret(service: service, key: key) == bytes)
+        #expect(try store.deleteSecret(service: service, key: key))
+        #expect(try store.secret(service: service, key: key) == nil)
+        #expect(try !store.deleteSecret(service: service, key: key))
+    }
+
+    @Test func replacingKeepsOneItem() throws {
+        let service = try ServiceName(uniqueService())
+        let key = try KeychainKey("k")
+        try store.setSecret(Data("1".utf8), service: service, key: key)
+        try store.setSecret(Data("2".utf8), service: service, key: key)
+        #expect(try store.items(service: service).count == 1)
+        #expect(try store.secret(service: service, key: key) == Data("2".utf8))
+    }
+
+    @Test func itemsCarryTheDesignAttributesAndLabel() throws {
+        let service = try ServiceName(uniqueService())
+        try store.setSecret(Data("x".utf8), service: service, key: KeychainKey("meta"))
+        let item = try #require(store.items(service: service).first)
+        #expect(item.service == service.rawValue)
+        #expect(item.key == "meta")
+        #expect(item.label == "\(service.rawValue)/meta (keychain-cli)")
+        #expect(item.application == "keychain-cli")
+        let created = try #require(item.created)
+        #expect(abs(created.timeIntervalSinceNow) < 60)
+        let all = try store.items(service: nil)
+        #expect(all.contains(item))
+    }
+
+    @Test func deleteAllRemovesOneServiceAndCounts() throws {
+        let service = try ServiceName(uniqueService())
+        let other = try ServiceName(uniqueService())
+        for name in ["a", "b", "c"] { try store.setSecret(Data(name.utf8), service: service, key: KeychainKey(name)) }
+        try store.setSecret(Data("keep".utf8), service: other, key: KeychainKey("a"))
+        #expect(try store.deleteAll(service: service) == 3)
+        #expect(try store.items(service: service).isEmpty)
+        #expect(try store.secret(service: other, key: KeychainKey("a")) == Data("keep".utf8))
+        #expect(try store.deleteAll(service: service) == 0)
+    }
+
+    @Test func listingManyItemsReturnsEveryOne() throws {
+        let service = try ServiceName(uniqueService())
+        // More than one window of pipelined GetAll calls.
+        let count = BoundedOperationWindow.value + 7
+        for index in 0..<count {
+            try store.setSecret(Data("\(index)".utf8), service: service, key: KeychainKey("k\(index)"))
+        }
+        let keys = Set(try store.items(service: service).map(\.key))
+        #expect(keys == Set((0..<count).map { "k\($0)" }))
+    }
+
+    @Test func keychainFacadeCachesRealReads() throws {
+        let keychain = Keychain(service: try ServiceName(uniqueService()), store: store)
+        let key = try KeychainKey("cached")
+        try keychain.set("v1", for: key)
+        #expect(try keychain.string(for: key) == "v1")
+        // Changed behind the facade's back: the cached value is still served...
+        try store.setSecret(Data("v2".utf8), service: keychain.service, key: key)
+        #expect(try keychain.string(for: key) == "v1")
+        // ...until the cache is cleared.
+        keychain.removeCachedSecrets()
+        #expect(try keychain.string(for: key) == "v2")
+    }
+}
+
+/// The window size of pipelined calls, restated here so the test covers more than one window.
+enum BoundedOperationWindow {
+    static let value = 128
+}

@@ -1,0 +1,187 @@
+import Foundation
+import Testing
+
+/// A private D-Bus session bus with (optionally) a gnome-keyring-daemon of its own, in a
+/// throwaway HOME: the real Secret Service, isolated from the desktop, started and stopped by
+/// the tests themselves.
+///
+/// The bus has no service activation, so nothing but the daemon started here can own
+/// `org.freedesktop.secrets`; the daemon returns before it owns the name, so ``start(_:)``
+/// polls `NameHasOwner` until it does (otherwise a client could race it).
+public final class KeyringSession: @unchecked Sendable {
+    public enum Provider: Sendable {
+        /// gnome-keyring with an unlocked "login" collection (the default alias).
+        case unlockedLogin
+        /// gnome-keyring started without --unlock: no login collection, no default alias.
+        case noLoginCollection
+        /// A bus with no Secret Service provider at all.
+        case none
+    }
+
+    /// The session the current test runs in (set by ``KeyringSessionTrait``).
+    @TaskLocal public static var current: KeyringSession?
+
+    public let directory: URL
+    public let busAddress: String
+    private let bus: Process
+    private let daemon: Process?
+
+    /// The environment for a child process that should use this session and nothing else.
+    public var environment: [String: String] {
+        [
+            "PATH": ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin",
+            "HOME": directory.path,
+            "XDG_RUNTIME_DIR": directory.appendingPathComponent("run").path,
+            "XDG_DATA_HOME": directory.appendingPathComponent("data").path,
+            "XDG_CONFIG_HOME": directory.appendingPathComponent("config").path,
+            "DBUS_SESSION_BUS_ADDRESS": busAddress,
+            "LANG": "C.UTF-8",
+        ]
+    }
+
+    public static func start(_ provider: Provider = .unlockedLogin) throws -> KeyringSession {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("kc-keyring-\(UUID().uuidString)")
+        for sub in ["run", "data", "config"] {
+            try FileManager.default.createDirectory(
+                at: directory.appendingPathComponent(sub), withIntermediateDirectories: true,
+                attributes: [.posixPermissions: 0o700])
+        }
+        let config = directory.appendingPathComponent("bus.conf")
+        try """
+        <!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
+         "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
+        <busconfig>
+          <type>session</type>
+          <listen>unix:dir=\(directory.path)</listen>
+          <policy context="default">
+            <allow send_destination="*" eavesdrop="true"/>
+            <allow eavesdrop="true"/>
+            <allow own="*"/>
+          </policy>
+        </busconfig>
+        """.write(to: config, atomically: true, encoding: .utf8)
+
+        let bus = Process()
+        bus.executableURL = URL(fileURLWithPath: "/usr/bin/dbus-daemon")
+        bus.arguments = ["--config-file=\(config.path)", "--nofork", "--print-address=1"]
+        let addressPipe = Pipe()
+        bus.standardOutput = addressPipe
+        bus.standardError = FileHandle(forWritingAtPath: "/dev/null")
+        try bus.run()
+        var addressData = Data()
+        while !addressData.contains(UInt8(ascii: "\n")) {
+            let chunk = addressPipe.fileHandleForReading.availableData
+            if chunk.isEmpty { throw SessionError("dbus-daemon exited before printing its address") }
+            addressData += chunk
+        }
+        let address = String(decoding: addressData, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+
+        var daemon: Process?
+        if provider != .none {
+            let keyring = Process()
+            keyring.executableURL = URL(fileURLWithPath: "/usr/bin/gnome-keyring-daemon")
+            keyring.arguments =
+                ["--foreground", "--components=secrets"] + (provider == .unlockedLogin ? ["--unlock"] : [])
+            var environment = ProcessInfo.processInfo.environment.filter {
+                !$0.key.hasPrefix("DBUS_") && $0.key != "DISPLAY"
+            }
+            environment["DBUS_SESSION_BUS_ADDRESS"] = address
+            environment["HOME"] = directory.path
+            environment["XDG_RUNTIME_DIR"] = directory.appendingPathComponent("run").path
+            environment["XDG_DATA_HOME"] = directory.appendingPathComponent("data").path
+            keyring.environment = environment
+            let password = Pipe()
+            keyring.standardInput = password
+            keyring.standardOutput = FileHandle(forWritingAtPath: "/dev/null")
+            keyring.standardError = FileHandle(forWritingAtPath: "/dev/null")
+            try keyring.run()
+            if provider == .unlockedLogin {
+                password.fileHandleForWriting.write(Data("test-password".utf8))
+            }
+            try password.fileHandleForWriting.close()
+            daemon = keyring
+        }
+        let session = KeyringSession(directory: directory, busAddress: address, bus: bus, daemon: daemon)
+        if provider != .none {
+            try session.waitForSecretService()
+        }
+        return session
+    }
+
+    private init(directory: URL, busAddress: String, bus: Process, daemon: Process?) {
+        self.directory = directory
+        self.busAddress = busAddress
+        self.bus = bus
+        self.daemon = daemon
+    }
+
+    /// Polls org.freedesktop.DBus.NameHasOwner until the daemon owns org.freedesktop.secrets.
+    private func waitForSecretService() throws {
+        let deadline = Date().addingTimeInterval(20)
+        while Date() < deadline {
+            let reply = try dbusSend([
+                "--dest=org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus.NameHasOwner",
+                "string:org.freedesktop.secrets",
+            ])
+            if reply.contains("boolean true") { return }
+            usleep(20_000)
+        }
+        stop()
+        throw SessionError("gnome-keyring-daemon did not own org.freedesktop.secrets within 20 s")
+    }
+
+    /// Locks the login collection, as a screen lock or `seahorse` would.
+    public func lockLogin() throws {
+        _ = try dbusSend([
+            "--dest=org.freedesktop.secrets", "/org/freedesktop/secrets", "org.freedesktop.Secret.Service.Lock",
+            "array:objpath:/org/freedesktop/secrets/collection/login",
+        ])
+    }
+
+    @discardableResult
+    public func dbusSend(_ arguments: [String]) throws -> String {
+        let result = try runProcess(
+            "/usr/bin/dbus-send", ["--session", "--print-reply"] + arguments, environment: environment, timeout: 10)
+        return result.stdoutText
+    }
+
+    public func stop() {
+        // A daemon blocked on an unlock prompt ignores SIGTERM: give it 3 s, then SIGKILL.
+        for process in [daemon, bus].compactMap({ $0 }) where process.isRunning {
+            process.terminate()
+            let deadline = Date().addingTimeInterval(3)
+            while process.isRunning && Date() < deadline { usleep(10_000) }
+            if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+            process.waitUntilExit()
+        }
+        try? FileManager.default.removeItem(at: directory)
+    }
+
+    deinit { stop() }
+}
+
+public struct SessionError: Error, CustomStringConvertible {
+    public var description: String
+    public init(_ description: String) { self.description = description }
+}
+
+/// Runs a suite (once, not per test) inside a fresh ``KeyringSession``, available as
+/// ``KeyringSession/current``, and tears it down afterwards.
+public struct KeyringSessionTrait: SuiteTrait, TestScoping {
+    public var isRecursive: Bool { false }
+
+    public func provideScope(
+        for test: Test, testCase: Test.Case?, performing function: @Sendable () async throws -> Void
+    ) async throws {
+        let session = try KeyringSession.start()
+        defer { session.stop() }
+        try await KeyringSession.$current.withValue(session) {
+            try await function()
+        }
+    }
+}
+
+extension Trait where Self == KeyringSessionTrait {
+    /// A private gnome-keyring for the whole suite.
+    public static var keyringSession: Self { KeyringSessionTrait() }
+}
