@@ -8,7 +8,8 @@ PREFIX ?= /usr/local
 BINDIR  = $(DESTDIR)$(PREFIX)/bin
 SHAREDIR = $(DESTDIR)$(PREFIX)/share
 SWIFT ?= swift
-RELEASE_FLAGS = -c release --static-swift-stdlib
+# lld: GNU ld warns about mktemp inside the static FoundationEssentials; lld links the same binary quietly.
+RELEASE_FLAGS = -c release --static-swift-stdlib --product keychain-cli -Xswiftc -use-ld=lld
 RELEASE_BIN = .build/release/keychain-cli
 
 # Debian packages: build (libsecret-1-dev, pkg-config), run (a Secret Service: gnome-keyring and
@@ -29,12 +30,12 @@ deps:
 	else echo "deps: all present"; fi
 
 build:
-	$(SWIFT) build
+	$(SWIFT) build --product keychain-cli
 
 release:
 	$(SWIFT) build $(RELEASE_FLAGS)
 
-test: deps
+test: deps lint
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
 
