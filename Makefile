@@ -17,7 +17,7 @@ RELEASE_BIN = .build/release/keychain-cli
 DEB_PACKAGES = libsecret-1-dev pkg-config gnome-keyring dbus dbus-bin dbus-daemon libsecret-tools \
 	python3-keyring expect hyperfine
 
-.PHONY: deps build release test demo demo-steps install uninstall lint format clean
+.PHONY: deps build release test demo demo-steps install uninstall lint format clean bench
 
 deps:
 	@missing=""; for p in $(DEB_PACKAGES); do \
@@ -75,3 +75,8 @@ format:
 
 clean:
 	rm -rf .build
+
+# Side-by-side benchmark against secret-tool and python keyring, in a private keyring session;
+# writes bench/RESULTS.md. BENCH_RUNS (default 30) sets the runs per command.
+bench: deps release
+	KEYCHAIN_PRIVATE_KEYRING=1 scripts/with-keyring /usr/bin/python3 bench/bench.py

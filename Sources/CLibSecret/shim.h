@@ -1,6 +1,10 @@
 #ifndef KEYCHAIN_CLI_LIBSECRET_SHIM_H
 #define KEYCHAIN_CLI_LIBSECRET_SHIM_H
 
+// secret-paths.h (reading one item's secret by object path, unlocking paths) is behind this
+// switch although it has not changed since libsecret 0.7; `get` needs it to search before it
+// opens the encrypted session, so that a miss costs no key exchange.
+#define SECRET_API_SUBJECT_TO_CHANGE 1
 #include <libsecret/secret.h>
 
 // The schema every keychain-cli item is written with and looked up by.

@@ -41,8 +41,9 @@ public struct ItemInfo: Hashable, Sendable, Codable {
     public var service: String
     /// The key of the item inside its service.
     public var key: String
-    /// The human-readable label, as keyring managers show it.
-    public var label: String
+    /// The human-readable label, as keyring managers show it; nil when the backend was not asked
+    /// for it (``SecretServiceStore/Listing/keysOnly``).
+    public var label: String?
     /// The program that wrote the item, when it recorded one (`keychain-cli`, `Python keyring library`).
     public var application: String?
     /// When the item was created, when the backend knows.
@@ -51,7 +52,7 @@ public struct ItemInfo: Hashable, Sendable, Codable {
     public var modified: Date?
 
     public init(
-        service: String, key: String, label: String, application: String? = nil,
+        service: String, key: String, label: String?, application: String? = nil,
         created: Date? = nil, modified: Date? = nil
     ) {
         self.service = service

@@ -48,26 +48,44 @@ extension KeychainCLI {
         }
 
         func run() throws {
-            let key = try KeychainKey(key)
-            let keychain = try keychain()
-            guard var secret = try keychain.data(for: key) else {
-                throw KeychainError.notFound(service: keychain.service.rawValue, key: key.rawValue)
-            }
-            defer { secret.resetBytes(in: 0..<secret.count) }
-            if json {
-                try writeJSON(SecretDocument(service: keychain.service, key: key, secret: secret))
-                return
-            }
-            let terminal = isTerminal(STDOUT_FILENO)
-            if terminal && !raw && String(validating: secret, as: UTF8.self) == nil {
-                throw CommandFailure.badData(
-                    "the secret '\(key)' is binary and would garble the terminal. Redirect it "
-                        + "(> file), or use --json for base64, or --raw to print it anyway")
-            }
-            try writeOutput(secret)
-            if newline || (terminal && !noNewline && !raw) {
-                try writeOutput([UInt8(ascii: "\n")])
-            }
+            let output: GetRequest.Output =
+                json ? .json : raw ? .raw : newline ? .newline : noNewline ? .noNewline : .terminalNewline
+            try GetRequest(key: key, output: output).perform(in: keychain())
+        }
+    }
+}
+
+/// `get`, once parsed (by the argument parser or by ``FastPath``).
+struct GetRequest {
+    enum Output {
+        /// A newline only when stdout is a terminal (the default).
+        case terminalNewline
+        case noNewline, newline, raw, json
+    }
+
+    var key: String
+    var output: Output
+
+    func perform(in keychain: @autoclosure () throws -> Keychain) throws {
+        let key = try KeychainKey(key)
+        let keychain = try keychain()
+        guard var secret = try keychain.data(for: key) else {
+            throw KeychainError.notFound(service: keychain.service.rawValue, key: key.rawValue)
+        }
+        defer { secret.resetBytes(in: 0..<secret.count) }
+        if output == .json {
+            try writeJSON(SecretDocument(service: keychain.service, key: key, secret: secret))
+            return
+        }
+        let terminal = isTerminal(STDOUT_FILENO)
+        if terminal && output != .raw && String(validating: secret, as: UTF8.self) == nil {
+            throw CommandFailure.badData(
+                "the secret '\(key)' is binary and would garble the terminal. Redirect it "
+                    + "(> file), or use --json for base64, or --raw to print it anyway")
+        }
+        try writeOutput(secret)
+        if output == .newline || (terminal && output == .terminalNewline) {
+            try writeOutput([UInt8(ascii: "\n")])
         }
     }
 }

@@ -34,19 +34,20 @@ protocol KeychainCommand: ParsableCommand {
 }
 
 extension KeychainCommand {
-    /// The service named after the command, else before it, else by the environment, else the default.
-    func serviceName() throws -> ServiceName {
-        let environment = getenv("KEYCHAIN_SERVICE").map { String(cString: $0) }.flatMap { $0.isEmpty ? nil : $0 }
-        return try ServiceName(globals.service ?? root.globals.service ?? environment ?? ServiceName.defaultName)
+    /// The keychain of the chosen service on the chosen backend. Options given after the command
+    /// name win over those given before it.
+    func keychain(listing: SecretServiceStore.Listing = .full) throws -> Keychain {
+        try makeKeychain(
+            service: globals.service ?? root.globals.service, timeout: globals.timeout ?? root.globals.timeout,
+            listing: listing)
     }
+}
 
-    /// The backend, bounded by --timeout.
-    func store() -> any SecretStore {
-        SecretServiceStore(timeout: globals.timeout ?? root.globals.timeout ?? SecretServiceStore.defaultTimeout)
-    }
-
-    /// The keychain of the chosen service on the chosen backend.
-    func keychain() throws -> Keychain {
-        Keychain(service: try serviceName(), store: store())
-    }
+/// The keychain for a service and timeout from the command line (nil when not given): the
+/// service falls back to $KEYCHAIN_SERVICE, then to the default.
+func makeKeychain(service: String?, timeout: Double?, listing: SecretServiceStore.Listing = .full) throws -> Keychain {
+    let environment = getenv("KEYCHAIN_SERVICE").map { String(cString: $0) }.flatMap { $0.isEmpty ? nil : $0 }
+    let name = try ServiceName(service ?? environment ?? ServiceName.defaultName)
+    let store = SecretServiceStore(timeout: timeout ?? SecretServiceStore.defaultTimeout, listing: listing)
+    return Keychain(service: name, store: store)
 }

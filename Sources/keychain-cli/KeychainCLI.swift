@@ -40,6 +40,9 @@ struct KeychainCLI: ParsableCommand {
 
     /// Parses, runs, and turns every error into one line on stderr and the exit code of the README.
     static func main() {
+        if let status = FastPath.run(CommandLine.arguments.dropFirst()) {
+            Glibc.exit(status)
+        }
         do {
             var command = try parseAsRoot()
             try command.run()

@@ -24,7 +24,8 @@ extension KeychainCLI {
         var json = false
 
         func run() throws {
-            let keychain = try keychain()
+            // Plain output needs only each item's attributes, which the keyring serves faster.
+            let keychain = try keychain(listing: json ? .full : .keysOnly)
             let items = allServices ? try keychain.itemsOfAllServices() : try keychain.items()
             if json {
                 try writeJSON(items)

@@ -64,56 +64,68 @@ extension KeychainCLI {
                     "refusing to take a secret from the command line, where ps and shell history "
                         + "show it. Pipe it instead: printf '%s' \"$SECRET\" | keychain-cli set KEY")
             }
-            let key = try KeychainKey(key)
-            let keychain = try keychain()
-            var secret = try readSecret(for: key)
-            defer { secret.resetBytes(in: 0..<secret.count) }
-            if secret.isEmpty && !allowEmpty { throw KeychainError.emptySecret }
-            try keychain.set(secret, for: key)
+            try SetRequest(
+                key: key, raw: raw, allowEmpty: allowEmpty, fromEnvironment: fromEnvironment, fromFile: fromFile
+            ).perform(in: keychain())
         }
+    }
+}
 
-        private func readSecret(for key: KeychainKey) throws -> Data {
-            let limit = Keychain.maximumSecretSize
-            let bytes: [UInt8]
-            if let name = fromEnvironment {
-                guard let value = getenv(name) else {
-                    throw CommandFailure.usage(
-                        "the environment variable \(name) is not set. Export it, or pipe the secret")
-                }
-                bytes = Array(UnsafeBufferPointer(start: value, count: strlen(value)).map { UInt8(bitPattern: $0) })
-            } else if let path = fromFile {
-                let fd = open(path, O_RDONLY | O_CLOEXEC)
-                guard fd >= 0 else {
-                    throw CommandFailure.io(
-                        "cannot open '\(path)' (\(String(cString: strerror(errno)))). Check the path and its permissions"
-                    )
-                }
-                defer { close(fd) }
-                guard let content = try readAll(fd, limit: limit) else {
-                    throw KeychainError.secretTooLarge(limit: limit)
-                }
-                bytes = content
-            } else if isTerminal(STDIN_FILENO) {
-                return Data(try promptTwice(for: key))
-            } else {
-                guard let content = try readAll(STDIN_FILENO, limit: limit) else {
-                    throw KeychainError.secretTooLarge(limit: limit)
-                }
-                bytes = content
-            }
-            guard bytes.count <= limit else { throw KeychainError.secretTooLarge(limit: limit) }
-            return Data(raw ? bytes[...] : withoutTrailingNewline(bytes))
-        }
+/// `set`, once parsed (by the argument parser or by ``FastPath``).
+struct SetRequest {
+    var key: String
+    var raw = false
+    var allowEmpty = false
+    var fromEnvironment: String?
+    var fromFile: String?
 
-        private func promptTwice(for key: KeychainKey) throws -> [UInt8] {
-            guard let first = try readHiddenLine(prompt: "Secret for '\(key)': ") else {
-                throw KeychainError.emptySecret
+    func perform(in keychain: @autoclosure () throws -> Keychain) throws {
+        let key = try KeychainKey(key)
+        let keychain = try keychain()
+        var secret = try readSecret(for: key)
+        defer { secret.resetBytes(in: 0..<secret.count) }
+        if secret.isEmpty && !allowEmpty { throw KeychainError.emptySecret }
+        try keychain.set(secret, for: key)
+    }
+
+    private func readSecret(for key: KeychainKey) throws -> Data {
+        let limit = Keychain.maximumSecretSize
+        let bytes: [UInt8]
+        if let name = fromEnvironment {
+            guard let value = getenv(name) else {
+                throw CommandFailure.usage(
+                    "the environment variable \(name) is not set. Export it, or pipe the secret")
             }
-            guard let second = try readHiddenLine(prompt: "Repeat to confirm: "), second == first else {
-                throw CommandFailure.badData("the two entries differ; nothing was stored. Run the command again")
+            bytes = Array(UnsafeBufferPointer(start: value, count: strlen(value)).map { UInt8(bitPattern: $0) })
+        } else if let path = fromFile {
+            let fd = open(path, O_RDONLY | O_CLOEXEC)
+            guard fd >= 0 else {
+                throw CommandFailure.io(
+                    "cannot open '\(path)' (\(String(cString: strerror(errno)))). Check the path and its permissions")
             }
-            return first
+            defer { close(fd) }
+            guard let content = try readAll(fd, limit: limit) else { throw KeychainError.secretTooLarge(limit: limit) }
+            bytes = content
+        } else if isTerminal(STDIN_FILENO) {
+            return Data(try promptTwice(for: key))
+        } else {
+            guard let content = try readAll(STDIN_FILENO, limit: limit) else {
+                throw KeychainError.secretTooLarge(limit: limit)
+            }
+            bytes = content
         }
+        guard bytes.count <= limit else { throw KeychainError.secretTooLarge(limit: limit) }
+        return Data(raw ? bytes[...] : withoutTrailingNewline(bytes))
+    }
+
+    private func promptTwice(for key: KeychainKey) throws -> [UInt8] {
+        guard let first = try readHiddenLine(prompt: "Secret for '\(key)': ") else {
+            throw KeychainError.emptySecret
+        }
+        guard let second = try readHiddenLine(prompt: "Repeat to confirm: "), second == first else {
+            throw CommandFailure.badData("the two entries differ; nothing was stored. Run the command again")
+        }
+        return first
     }
 }
 

@@ -330,3 +330,45 @@ struct TerminalTests {
         #expect(try cli(["-s", s, "list"]).stdoutText.isEmpty)
     }
 }
+
+@Suite("The fast path gives the argument parser's results", .keyringSession)
+struct FastPathTests {
+    /// Runs `arguments` with and without the fast path and expects identical results.
+    private func expectSameBothWays(_ arguments: [String], stdin: Data? = nil) throws {
+        let fast = try cli(arguments, stdin: stdin)
+        let parsed = try cli(arguments, stdin: stdin, extra: ["KEYCHAIN_CLI_NO_FAST_PATH": "1"])
+        #expect(fast.status == parsed.status, "\(arguments)")
+        #expect(fast.stdout == parsed.stdout, "\(arguments)")
+        #expect(fast.stderr == parsed.stderr, "\(arguments)")
+    }
+
+    @Test func getFormsAgree() throws {
+        let s = uniqueService()
+        _ = try cli(["-s", s, "set", "k"], input: "value")
+        _ = try cli(["-s", s, "set", "bin", "--raw"], stdin: Data([0, 255, 10]))
+        for arguments in [
+            ["-s", s, "get", "k"], ["get", "k", "-s", s], ["get", "-s", s, "k"], ["--service", s, "get", "k", "-n"],
+            ["-s", s, "get", "k", "--newline"], ["-s", s, "get", "k", "--raw"], ["-s", s, "get", "k", "--json"],
+            ["-s", s, "get", "bin"], ["-s", s, "get", "bin", "--json"], ["-s", s, "--timeout", "7.5", "get", "k"],
+            ["-s", s, "get", "missing"], ["-s", s, "get", "bad\u{7}key"], ["-s", "", "get", "k"],
+            ["-s", s, "get", "k", "-n", "--json"], ["-s", s, "get", "k", "-n", "-n"],
+            ["-s", s, "--timeout", "0", "get", "k"],
+            ["-s", s, "--timeout", "nan", "get", "k"], ["-s", s, "get"], ["-s", s, "get", "k", "extra"],
+        ] {
+            try expectSameBothWays(arguments)
+        }
+        #expect(try cli(["get", "k"], extra: ["KEYCHAIN_SERVICE": s]).stdoutText == "value")
+    }
+
+    @Test func setFormsAgree() throws {
+        let s = uniqueService()
+        for (arguments, input) in [
+            (["-s", s, "set", "k"], "v\n"), (["set", "k", "-s", s, "--raw"], "v\n"), (["-s", s, "set", "e"], ""),
+            (["-s", s, "set", "e", "--allow-empty"], ""), (["-s", s, "set", "k", "value-on-argv"], "v"),
+            (["-s", s, "set", "bad\u{1b}", "--raw"], "v"),
+        ] {
+            try expectSameBothWays(arguments, stdin: Data(input.utf8))
+        }
+        #expect(try cli(["-s", s, "get", "k"]).stdoutText == "v\n")
+    }
+}

@@ -81,6 +81,17 @@ struct SecretServiceStoreTests {
         #expect(keys == Set((0..<count).map { "k\($0)" }))
     }
 
+    @Test func keysOnlyListingReturnsTheSameItemsWithoutLabels() throws {
+        let service = try ServiceName(uniqueService())
+        for name in ["a", "b"] { try store.setSecret(Data(name.utf8), service: service, key: KeychainKey(name)) }
+        let full = try store.items(service: service).sorted { $0.key < $1.key }
+        let keysOnly = try SecretServiceStore(timeout: 10, listing: .keysOnly).items(service: service)
+            .sorted { $0.key < $1.key }
+        #expect(keysOnly.map(\.key) == full.map(\.key))
+        #expect(keysOnly.allSatisfy { $0.label == nil && $0.created == nil && $0.application == "keychain-cli" })
+        #expect(full.allSatisfy { $0.label != nil && $0.created != nil })
+    }
+
     @Test func keychainFacadeCachesRealReads() throws {
         let keychain = Keychain(service: try ServiceName(uniqueService()), store: store)
         let key = try KeychainKey("cached")

@@ -98,7 +98,7 @@ struct KeychainTests {
         for name in ["zeta", "alpha", "Mid"] { try keychain.set("secret-\(name)", for: key(name)) }
         let items = try keychain.items()
         #expect(items.map(\.key) == ["Mid", "alpha", "zeta"])
-        #expect(items.allSatisfy { $0.service == "app" && $0.label.hasSuffix("(keychain-cli)") })
+        #expect(items.allSatisfy { $0.service == "app" && $0.label?.hasSuffix("(keychain-cli)") == true })
         let json = String(decoding: try JSONEncoder().encode(items), as: UTF8.self)
         #expect(!json.contains("secret-"))
     }

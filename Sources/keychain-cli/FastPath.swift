@@ -1,0 +1,71 @@
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// The invocations scripts repeat in loops, `get KEY` and `set KEY` with their everyday options,
+/// parsed by hand and run through the same ``GetRequest`` and ``SetRequest`` as the parsed commands.
+///
+/// The argument parser finds its commands by reflection and dynamic casts, each of which scans
+/// every protocol conformance in the binary: about 9 million instructions (2.5 ms) per process,
+/// more than a third of what a whole `get` costs here. Anything this parser does not recognise
+/// exactly (help, other commands and options, `--`, a repeated option, a third word) goes to the
+/// argument parser, so errors and help come from one place. The CLI tests run every supported
+/// form both ways (`KEYCHAIN_CLI_NO_FAST_PATH=1` turns this off) and compare the results.
+enum FastPath {
+    /// The exit status, or nil when the arguments need the full parser.
+    static func run(_ arguments: ArraySlice<String>) -> Int32? {
+        guard getenv("KEYCHAIN_CLI_NO_FAST_PATH") == nil, let command = parse(arguments) else { return nil }
+        do {
+            try command()
+            return 0
+        } catch {
+            return reportingFailure(error)
+        }
+    }
+
+    static func parse(_ arguments: ArraySlice<String>) -> (() throws -> Void)? {
+        var service: String?
+        var timeout: Double?
+        var words: [String] = []
+        var flags: [String] = []
+        var remaining = arguments.makeIterator()
+        while let argument = remaining.next() {
+            switch argument {
+            case "-s", "--service":
+                guard service == nil, let value = remaining.next(), !value.hasPrefix("-") else { return nil }
+                service = value
+            case "--timeout":
+                // The same bounds as GlobalOptions.validate(); anything else gets the parser's error.
+                guard timeout == nil, let value = remaining.next(), let seconds = Double(value),
+                    seconds > 0 && seconds <= 86_400
+                else { return nil }
+                timeout = seconds
+            case _ where argument.hasPrefix("-"):
+                guard !flags.contains(argument) else { return nil }
+                flags.append(argument)
+            default:
+                words.append(argument)
+            }
+        }
+        guard words.count == 2 else { return nil }
+        let key = words[1]
+        switch words[0] {
+        case "get":
+            let outputs: [String: GetRequest.Output] = [
+                "-n": .noNewline, "--newline": .newline, "--raw": .raw, "--json": .json,
+            ]
+            guard flags.count <= 1, let output = flags.isEmpty ? .terminalNewline : outputs[flags[0]] else {
+                return nil
+            }
+            let request = GetRequest(key: key, output: output)
+            return { try request.perform(in: makeKeychain(service: service, timeout: timeout)) }
+        case "set":
+            guard flags.allSatisfy({ $0 == "--raw" || $0 == "--allow-empty" }) else { return nil }
+            let request = SetRequest(
+                key: key, raw: flags.contains("--raw"), allowEmpty: flags.contains("--allow-empty"))
+            return { try request.perform(in: makeKeychain(service: service, timeout: timeout)) }
+        default:
+            return nil
+        }
+    }
+}

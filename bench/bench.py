@@ -1,0 +1,143 @@
+#!/usr/bin/python3
+"""Side-by-side benchmark: keychain-cli against secret-tool and python keyring.
+
+Run through `make bench`, inside a private gnome-keyring session (scripts/with-keyring).
+Every run is a whole process started with posix_spawn; its wall time is measured around
+spawn+wait and its peak memory is the child's own ru_maxrss from wait4. Commands of one row
+are interleaved, in an order rotated every round, so machine drift hits every side alike.
+"""
+import datetime, os, platform, shutil, statistics, subprocess, sys, tempfile, time
+
+KC = os.environ.get("KEYCHAIN_CLI", ".build/release/keychain-cli")
+PY = "/usr/bin/python3"  # Debian's python, where python3-keyring lives
+RUNS = int(os.environ.get("BENCH_RUNS", "30"))
+WARMUP = int(os.environ.get("BENCH_WARMUP", "3"))
+LIST_ITEMS = int(os.environ.get("BENCH_LIST_ITEMS", "1000"))
+DEVNULL = os.open(os.devnull, os.O_RDWR)
+
+
+def spawn(argv, stdin_bytes=None):
+    """Runs argv once; returns (seconds, peak RSS in KiB, exit status)."""
+    if stdin_bytes is None:
+        fd = DEVNULL
+    else:
+        tmp = tempfile.TemporaryFile()
+        tmp.write(stdin_bytes)
+        tmp.seek(0)
+        fd = tmp.fileno()
+    actions = [(os.POSIX_SPAWN_DUP2, fd, 0), (os.POSIX_SPAWN_DUP2, DEVNULL, 1), (os.POSIX_SPAWN_DUP2, DEVNULL, 2)]
+    path = shutil.which(argv[0]) or argv[0]
+    start = time.perf_counter()
+    pid = os.posix_spawn(path, argv, os.environ, file_actions=actions)
+    _, status, usage = os.wait4(pid, 0)
+    elapsed = time.perf_counter() - start
+    if stdin_bytes is not None:
+        tmp.close()
+    return elapsed, usage.ru_maxrss, os.waitstatus_to_exitcode(status)
+
+
+def measure(row):
+    """row: list of (name, argv, stdin, expected_exit) -> {name: (times, rss)}"""
+    results = {name: ([], []) for name, *_ in row}
+    for round_index in range(WARMUP + RUNS):
+        shift = round_index % len(row)
+        for name, argv, stdin, expected in row[shift:] + row[:shift]:
+            seconds, rss, code = spawn(argv, stdin)
+            if code != expected:
+                sys.exit(f"bench: {' '.join(argv)} exited {code}, expected {expected}")
+            if round_index >= WARMUP:
+                results[name][0].append(seconds)
+                results[name][1].append(rss)
+    return results
+
+
+def main():
+    run = lambda argv, data=None: subprocess.run(argv, input=data, check=True, capture_output=True)
+    S, L = "bench", "bench-list"
+    # One shared item for the reads: every tool reads the very same item.
+    run([KC, "-s", S, "set", "K"], b"bench-secret")
+    # The list service: LIST_ITEMS items, stored by our library path.
+    run([KC, "-s", L, "reset", "--yes"])
+    for i in range(LIST_ITEMS):
+        run([KC, "-s", L, "set", f"key-{i:04d}"], b"v%d" % i)
+
+    kc, st, py = "keychain-cli", "secret-tool", "python keyring"
+    rows = {
+        "`get` of an existing item": [
+            (kc, [KC, "-s", S, "get", "K"], None, 0),
+            (st, ["secret-tool", "lookup", "service", S, "username", "K"], None, 0),
+            (py, [PY, "-m", "keyring", "get", S, "K"], None, 0),
+        ],
+        "`get` of a missing item": [
+            (kc, [KC, "-s", S, "get", "missing"], None, 1),
+            (st, ["secret-tool", "lookup", "service", S, "username", "missing"], None, 1),
+            (py, [PY, "-m", "keyring", "get", S, "missing"], None, 1),
+        ],
+        "`set` of a new value (replacing)": [
+            (kc, [KC, "-s", S, "set", "K-kc"], b"new-value", 0),
+            (st, ["secret-tool", "store", "--label=bench", "service", S, "username", "K-st"], b"new-value", 0),
+            (py, [PY, "-m", "keyring", "set", S, "K-py"], b"new-value\n", 0),
+        ],
+        f"`list` of a service holding {LIST_ITEMS:,} items": [
+            (kc, [KC, "-s", L, "list"], None, 0),
+            (st, ["secret-tool", "search", "--all", "service", L], None, 0),
+        ],
+    }
+    measured = {title: measure(row) for title, row in rows.items()}
+
+    def ms(values):
+        return statistics.median(values) * 1000
+
+    lines = [
+        "| operation | keychain-cli | secret-tool | python keyring | keychain-cli ÷ secret-tool |",
+        "|---|---|---|---|---|",
+    ]
+    for title, result in measured.items():
+        cells = [f"{ms(result[n][0]):.1f} ms" if n in result else "—" for n in (kc, st, py)]
+        ratio = ms(result[kc][0]) / ms(result[st][0])
+        lines.append(f"| {title} | {cells[0]} | {cells[1]} | {cells[2]} | **{ratio:.2f}×** |")
+    get = measured["`get` of an existing item"]
+    rss = {n: statistics.median(get[n][1]) / 1024 for n in (kc, st, py)}
+    lines.append(
+        f"| peak memory of `get` (max RSS) | {rss[kc]:.1f} MiB | {rss[st]:.1f} MiB | {rss[py]:.1f} MiB "
+        f"| **{rss[kc] / rss[st]:.2f}×** |")
+    table = "\n".join(lines)
+    print(table)
+
+    versions = {
+        "keychain-cli": subprocess.run([KC, "--version"], capture_output=True, text=True).stdout.strip(),
+        "libsecret": subprocess.run(["pkg-config", "--modversion", "libsecret-1"], capture_output=True, text=True).stdout.strip(),
+        "gnome-keyring": subprocess.run(["gnome-keyring-daemon", "--version"], capture_output=True, text=True).stdout.split("\n")[0],
+        "python3-keyring": subprocess.run(["dpkg-query", "-W", "-f=${Version}", "python3-keyring"], capture_output=True, text=True).stdout,
+        "swift": subprocess.run(["swift", "--version"], capture_output=True, text=True).stdout.split("\n")[0],
+    }
+    cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
+    report = f"""# Benchmark results
+
+Measured {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M UTC} by `make bench` on {platform.node() or "?"}:
+{os.cpu_count()} cores ({cpu}), Linux {platform.release()}.
+Versions: {"; ".join(f"{k} {v}" for k, v in versions.items())}.
+
+{table}
+
+## How to read it
+
+- Each cell is the **median of {RUNS} runs** of a whole process (start, D-Bus, exit) after {WARMUP}
+  warm-up rounds. The commands of a row ran interleaved, in an order rotated every round, so
+  machine drift hits every column alike. The ratio is keychain-cli's median over secret-tool's:
+  below 1 means keychain-cli is faster.
+- All tools run against the same private gnome-keyring and read the very same item; `set`
+  replaces one item per tool; `list` and `secret-tool search --all` read the same {LIST_ITEMS:,}
+  items (secret-tool also fetches their secrets, which is what its search offers).
+- Peak memory is the child's own maximum resident set size (`wait4`), median over the `get` runs.
+- The in-process cache benchmark (`Keychain` cached read against an uncached one) is printed
+  separately by `make bench`.
+"""
+    out = os.environ.get("BENCH_RESULTS", "bench/RESULTS.md")
+    with open(out, "w") as f:
+        f.write(report)
+    print(f"\nwritten to {out}")
+
+
+if __name__ == "__main__":
+    main()
