@@ -9,7 +9,7 @@ BINDIR  = $(DESTDIR)$(PREFIX)/bin
 SHAREDIR = $(DESTDIR)$(PREFIX)/share
 SWIFT ?= swift
 # lld: GNU ld warns about mktemp inside the static FoundationEssentials; lld links the same binary quietly.
-RELEASE_FLAGS = -c release --static-swift-stdlib --product keychain-cli -Xswiftc -use-ld=lld
+RELEASE_FLAGS = -c release --static-swift-stdlib -Xswiftc -use-ld=lld
 RELEASE_BIN = .build/release/keychain-cli
 
 # Debian packages: build (libsecret-1-dev, pkg-config), run (a Secret Service: gnome-keyring and
@@ -33,7 +33,7 @@ build:
 	$(SWIFT) build --product keychain-cli
 
 release:
-	$(SWIFT) build $(RELEASE_FLAGS)
+	$(SWIFT) build $(RELEASE_FLAGS) --product keychain-cli
 
 test: deps lint
 	$(SWIFT) build --build-tests
@@ -79,4 +79,5 @@ clean:
 # Side-by-side benchmark against secret-tool and python keyring, in a private keyring session;
 # writes bench/RESULTS.md. BENCH_RUNS (default 30) sets the runs per command.
 bench: deps release
+	$(SWIFT) build $(RELEASE_FLAGS) --product keychain-bench
 	KEYCHAIN_PRIVATE_KEYRING=1 scripts/with-keyring /usr/bin/python3 bench/bench.py

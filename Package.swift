@@ -28,6 +28,8 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
+        // `make bench`: the in-process cache benchmark (not installed).
+        .executableTarget(name: "keychain-bench", dependencies: ["KeychainCore"], path: "Benchmarks/keychain-bench"),
         // Shared by the test targets: child processes, the private keyring session, the CLI runner.
         .target(name: "TestSupport", path: "Tests/TestSupport"),
         // The engine over InMemorySecretStore: no backend, no processes.

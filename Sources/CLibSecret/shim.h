@@ -32,4 +32,11 @@ static inline GQuark keychain_cli_secret_error_quark(void) { return secret_error
 static inline GQuark keychain_cli_io_error_quark(void) { return g_io_error_quark(); }
 static inline GQuark keychain_cli_dbus_error_quark(void) { return g_dbus_error_quark(); }
 
+// G_VARIANT_TYPE casts a string literal, which has static storage in C; a Swift string passed to
+// g_variant_type_checked_ lives only for that one call, so the types are made here.
+static inline const GVariantType *keychain_cli_type_object_path_reply(void) { return G_VARIANT_TYPE("(o)"); }
+static inline const GVariantType *keychain_cli_type_search_reply(void) { return G_VARIANT_TYPE("(aoao)"); }
+static inline const GVariantType *keychain_cli_type_string_pair(void) { return G_VARIANT_TYPE("{ss}"); }
+static inline const GVariantType *keychain_cli_type_uint64(void) { return G_VARIANT_TYPE_UINT64; }
+
 #endif

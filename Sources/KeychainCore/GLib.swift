@@ -1,13 +1,16 @@
 import CLibSecret
 
 /// One bounded backend operation: a private GMainContext on which libsecret's and GDBus's
-/// asynchronous calls run, and a single deadline for all of them.
+/// asynchronous calls run, and a limit on how long the backend may go without answering.
 ///
 /// libsecret's `…_sync` functions spin their own hidden main loop, which no timer of ours can
 /// reach; driving the asynchronous forms here lets a timeout source cancel the shared
 /// `GCancellable`, so an unanswered unlock prompt ends in ``KeychainError/timedOut(operation:seconds:)``
-/// instead of a hang. The deadline holds even for a call that never calls back (libsecret's
-/// precondition failures return without one). Not thread-safe: one instance lives on one thread.
+/// instead of a hang. The limit restarts whenever a call completes, so a long operation that keeps
+/// progressing (gnome-keyring takes 15 ms to delete each of 1,000 items) is not cut short, while a
+/// backend or prompt that stops answering is. It holds even for a call that never calls back
+/// (libsecret's precondition failures return without one). Not thread-safe: one instance lives
+/// on one thread.
 final class BoundedOperation {
     /// Where one call's callback leaves its result. Retained by the call's user data and released
     /// by the callback, so a callback arriving after we gave up never touches freed memory.
@@ -17,7 +20,7 @@ final class BoundedOperation {
 
     private let context: OpaquePointer
     private let cancellable: UnsafeMutablePointer<GCancellable>
-    private let timer: UnsafeMutablePointer<GSource>
+    private var timer: UnsafeMutablePointer<GSource>?
     private let what: String
     private let seconds: Double
     private var expired = false
@@ -26,7 +29,8 @@ final class BoundedOperation {
     /// limit on pending replies per connection.
     static let window = 128
 
-    /// Runs `body` with a new operation that is cancelled `seconds` after it starts.
+    /// Runs `body` with a new operation that is cancelled when the backend has not answered for
+    /// `seconds`.
     /// `what` completes "timed out waiting for the Secret Service to …".
     static func run<T>(_ what: String, seconds: Double, _ body: (BoundedOperation) throws -> T) throws -> T {
         let operation = BoundedOperation(what: what, seconds: seconds)
@@ -39,9 +43,14 @@ final class BoundedOperation {
         self.seconds = seconds
         context = g_main_context_new()
         cancellable = g_cancellable_new()
-        let milliseconds = max(1, min(Double(UInt32.max), (seconds * 1000).rounded(.up)))
-        timer = g_timeout_source_new(UInt32(milliseconds))
         g_main_context_push_thread_default(context)
+        timer = newTimer()
+    }
+
+    /// A timeout source on this operation's context that cancels it after `seconds`.
+    private func newTimer() -> UnsafeMutablePointer<GSource> {
+        let milliseconds = max(1, min(Double(UInt32.max), (seconds * 1000).rounded(.up)))
+        let timer = g_timeout_source_new(UInt32(milliseconds))!
         g_source_set_callback(
             timer,
             { data in
@@ -51,11 +60,25 @@ final class BoundedOperation {
                 return 0  // G_SOURCE_REMOVE
             }, Unmanaged.passUnretained(self).toOpaque(), nil)
         g_source_attach(timer, context)
+        return timer
+    }
+
+    /// The backend answered: it gets `seconds` again from now.
+    private func restartTimer() {
+        guard !expired else { return }
+        removeTimer()
+        timer = newTimer()
+    }
+
+    private func removeTimer() {
+        guard let timer else { return }
+        g_source_destroy(timer)
+        g_source_unref(timer)
+        self.timer = nil
     }
 
     private func close() {
-        g_source_destroy(timer)
-        g_source_unref(timer)
+        removeTimer()
         g_main_context_pop_thread_default(context)
         g_main_context_unref(context)
         g_object_unref(cancellable)
@@ -117,9 +140,16 @@ final class BoundedOperation {
     }
 
     private func wait(for completions: [Completion]) throws {
-        func done() -> Bool { completions.allSatisfy { $0.result != nil } }
+        func completed() -> Int { completions.count { $0.result != nil } }
+        func done() -> Bool { completed() == completions.count }
+        var answered = completed()
         while !done() && !expired {
             g_main_context_iteration(context, 1)
+            let now = completed()
+            if now > answered {
+                answered = now
+                restartTimer()
+            }
         }
         // Cancelled calls complete on the next iterations; a call that ignores cancellation or
         // never calls back must not hold the command past its deadline.

@@ -39,7 +39,10 @@ func exitCode(for error: any Error) -> Int32 {
         case .permission: return 77
         }
     default:
-        return KeychainCLI.exitCode(for: error).rawValue
+        // The parser's own errors (64), help and version (0); anything else it calls a plain
+        // failure (1, which means "not found" here) is a bug.
+        let code = KeychainCLI.exitCode(for: error).rawValue
+        return code == 1 ? 70 : code
     }
 }
 
@@ -55,7 +58,10 @@ func reportingFailure(_ error: any Error) -> Int32 {
         if code == 0 {
             KeychainCLI.exit(withError: error)  // --help, --version: printed by the parser
         }
-        message = KeychainCLI.message(for: error) + ". See 'keychain-cli --help'"
+        message =
+            code == 70
+            ? "internal error (\(error)). This is a bug: please report it with the command you ran"
+            : KeychainCLI.message(for: error) + ". See 'keychain-cli --help'"
     }
     writeError("keychain-cli: \(message)\n")
     return code

@@ -16,7 +16,7 @@ struct GlobalOptions: ParsableArguments {
 
     @Option(
         help: ArgumentHelp(
-            "Give up waiting for the keyring (or an unlock prompt) after this many seconds. Default: 5.",
+            "Give up when the keyring (or an unlock prompt) has not answered for this many seconds. Default: 5.",
             valueName: "seconds"))
     var timeout: Double?
 

@@ -29,7 +29,7 @@ struct KeychainCLI: ParsableCommand {
               69  backend unavailable: no session bus, no Secret Service, no default keyring
               70  internal error (a bug)
               74  I/O error (reading --from-file)
-              75  timed out: the backend or a prompt did not answer within --timeout
+              75  timed out: the keyring or a prompt did not answer for --timeout seconds
               77  locked, prompt dismissed, permission denied
             """,
         version: "0.1.0",

@@ -121,6 +121,21 @@ struct BackendFailureTests {
         #expect(try cli(["get", "k"], session: session).status == 1)
     }
 
+    @Test func keyringThatNeverAnswersTimesOutWithExit75() throws {
+        let session = try KeyringSession.start()
+        defer { session.stop() }
+        #expect(try cli(["set", "k"], input: "v", session: session).status == 0)
+        session.freezeDaemon()
+        for (arguments, input) in [(["get", "k"], ""), (["set", "k"], "w"), (["list"], ""), (["delete", "k"], "")] {
+            let started = Date()
+            let result = try cli(["--timeout", "1"] + arguments, input: input, session: session)
+            let elapsed = Date().timeIntervalSince(started)
+            #expect(result.status == 75, "\(arguments): \(result.status) \(result.stderr)")
+            #expect(result.stderr.hasPrefix("keychain-cli: timed out after 1 s waiting for the Secret Service to "))
+            #expect(elapsed >= 1 && elapsed < 3, "\(arguments) took \(elapsed) s")
+        }
+    }
+
     @Test func lockedKeyringIsReportedAsLockedNotAsMissing() throws {
         let session = try KeyringSession.start()
         defer { session.stop() }

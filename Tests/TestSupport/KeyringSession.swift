@@ -130,6 +130,12 @@ public final class KeyringSession: @unchecked Sendable {
         throw SessionError("gnome-keyring-daemon did not own org.freedesktop.secrets within 20 s")
     }
 
+    /// Freezes the keyring daemon (SIGSTOP) while it owns its name: the bus accepts calls to it
+    /// and nothing ever answers, like a prompt nobody can see.
+    public func freezeDaemon() {
+        if let daemon { kill(daemon.processIdentifier, SIGSTOP) }
+    }
+
     /// Locks the login collection, as a screen lock or `seahorse` would.
     public func lockLogin() throws {
         _ = try dbusSend([
@@ -148,6 +154,7 @@ public final class KeyringSession: @unchecked Sendable {
     public func stop() {
         // A daemon blocked on an unlock prompt ignores SIGTERM: give it 3 s, then SIGKILL.
         for process in [daemon, bus].compactMap({ $0 }) where process.isRunning {
+            kill(process.processIdentifier, SIGCONT)
             process.terminate()
             let deadline = Date().addingTimeInterval(3)
             while process.isRunning && Date() < deadline { usleep(10_000) }
