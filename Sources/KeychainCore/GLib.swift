@@ -226,11 +226,6 @@ func makeAttributes(_ pairs: KeyValuePairs<String, String>) -> OpaquePointer {
     return table
 }
 
-/// The value of one attribute in a table returned by libsecret, or nil.
-func attribute(_ table: OpaquePointer, _ name: String) -> String? {
-    g_hash_table_lookup(table, name).map { String(cString: $0.assumingMemoryBound(to: CChar.self)) }
-}
-
 /// The strings of a NULL-terminated `gchar**`.
 func strings(_ vector: UnsafeMutablePointer<UnsafeMutablePointer<gchar>?>?) -> [String] {
     guard var cursor = vector else { return [] }

@@ -13,63 +13,51 @@ import Synchronization
 /// let keychain = Keychain(service: try ServiceName("test"), store: InMemorySecretStore())
 /// ```
 /// It is thread-safe and behaves like the real backends: missing items are `nil`, `false` or `0`,
-/// `deleteAll` touches only the given service. ``readCount`` lets tests see how often the
-/// backend was actually asked for a secret.
+/// `deleteAll` touches only the given service.
 public final class InMemorySecretStore: SecretStore {
     private struct Entry {
         var secret: Data
         var info: ItemInfo
     }
 
-    private struct State {
-        var entries: [ServiceName: [KeychainKey: Entry]] = [:]
-        var reads = 0
-    }
-
-    private let state = Mutex(State())
+    private let state = Mutex([ServiceName: [KeychainKey: Entry]]())
 
     /// An empty store.
     public init() {}
 
-    /// How many times ``secret(service:key:)`` has been called.
-    public var readCount: Int { state.withLock { $0.reads } }
-
     public func secret(service: ServiceName, key: KeychainKey) throws -> Data? {
-        state.withLock {
-            $0.reads += 1
-            return $0.entries[service]?[key]?.secret
-        }
+        state.withLock { $0[service]?[key]?.secret }
     }
 
     public func setSecret(_ secret: Data, service: ServiceName, key: KeychainKey) throws {
         let now = Date()
         state.withLock {
-            if var entry = $0.entries[service]?[key] {
+            if var entry = $0[service]?[key] {
                 entry.secret = secret
                 entry.info.modified = now
-                $0.entries[service]![key] = entry
+                $0[service]![key] = entry
             } else {
                 let info = ItemInfo(
                     service: service.rawValue, key: key.rawValue,
                     label: ItemInfo.defaultLabel(service: service, key: key),
                     application: "keychain-cli", created: now, modified: now)
-                $0.entries[service, default: [:]][key] = Entry(secret: secret, info: info)
+                $0[service, default: [:]][key] = Entry(secret: secret, info: info)
             }
         }
     }
 
     public func deleteSecret(service: ServiceName, key: KeychainKey) throws -> Bool {
-        state.withLock { $0.entries[service]?.removeValue(forKey: key) != nil }
+        state.withLock { $0[service]?.removeValue(forKey: key) != nil }
     }
 
     public func items(service: ServiceName?) throws -> [ItemInfo] {
-        state.withLock { state in
-            let services = service.map { [$0] } ?? Array(state.entries.keys)
-            return services.flatMap { state.entries[$0]?.values.map(\.info) ?? [] }
+        state.withLock { entries in
+            let services = service.map { [$0] } ?? Array(entries.keys)
+            return services.flatMap { entries[$0]?.values.map(\.info) ?? [] }
         }
     }
 
     public func deleteAll(service: ServiceName) throws -> Int {
-        state.withLock { $0.entries.removeValue(forKey: service)?.count ?? 0 }
+        state.withLock { $0.removeValue(forKey: service)?.count ?? 0 }
     }
 }

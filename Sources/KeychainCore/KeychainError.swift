@@ -19,10 +19,9 @@ public enum KeychainError: Error, Equatable, Sendable, CustomStringConvertible {
     case noSecretService(detail: String)
     /// The Secret Service has no default (login) collection to store items in.
     case noDefaultCollection(detail: String)
-    /// The collection holding the item is locked and was not unlocked.
+    /// The collection holding the item is locked and could not be unlocked (no prompter, or the
+    /// prompt was dismissed).
     case locked(detail: String)
-    /// A prompt (unlock or create collection) was dismissed by the user.
-    case promptDismissed
     /// The backend refused access.
     case permissionDenied(detail: String)
     /// The backend did not answer within the time limit.
@@ -59,8 +58,6 @@ public enum KeychainError: Error, Equatable, Sendable, CustomStringConvertible {
         case .locked(let detail):
             return "the keyring is locked (\(detail)). Unlock it (log in to the desktop, or "
                 + "printf %s \"$PW\" | gnome-keyring-daemon --replace --unlock) and try again"
-        case .promptDismissed:
-            return "the keyring prompt was dismissed. Run the command again and accept the prompt"
         case .permissionDenied(let detail):
             return "permission denied by the Secret Service (\(detail)). Check that this user may use the keyring"
         case .timedOut(let operation, let seconds):

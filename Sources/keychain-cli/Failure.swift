@@ -8,7 +8,7 @@ import KeychainCore
 /// A failure of the command-line layer itself (reading input, talking to the terminal).
 struct CommandFailure: Error {
     enum Kind {
-        case usage, badData, io, permission
+        case usage, badData, io
     }
 
     var kind: Kind
@@ -29,14 +29,13 @@ func exitCode(for error: any Error) -> Int32 {
         case .emptySecret, .secretTooLarge, .invalidData: return 65
         case .noSessionBus, .noSecretService, .noDefaultCollection, .backendFailure: return 69
         case .timedOut: return 75
-        case .locked, .promptDismissed, .permissionDenied: return 77
+        case .locked, .permissionDenied: return 77
         }
     case let failure as CommandFailure:
         switch failure.kind {
         case .usage: return 64
         case .badData: return 65
         case .io: return 74
-        case .permission: return 77
         }
     default:
         // The parser's own errors (64), help and version (0); anything else it calls a plain

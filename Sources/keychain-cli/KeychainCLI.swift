@@ -30,7 +30,7 @@ struct KeychainCLI: ParsableCommand {
               70  internal error (a bug)
               74  I/O error (reading --from-file)
               75  timed out: the keyring or a prompt did not answer for --timeout seconds
-              77  locked, prompt dismissed, permission denied
+              77  locked and not unlocked (no prompter, prompt dismissed), permission denied
             """,
         version: "0.1.0",
         subcommands: [Set.self, Get.self, Delete.self, Reset.self, List.self]

@@ -251,19 +251,24 @@ struct CommandTests {
 
 @Suite("keychain-cli at a terminal", .keyringSession)
 struct TerminalTests {
-    @Test func setPromptsTwiceWithoutEcho() throws {
-        let s = uniqueService()
-        let result = try expect(
+    /// `set typed` at a terminal, answering the prompt with `first` and the confirmation with `second`.
+    private func setTyped(service s: String, first: String, second: String) throws -> ProcessResult {
+        try expect(
             """
             spawn $env(KEYCHAIN_CLI) -s \(s) set typed
             expect "Secret for 'typed': "
-            send "hunter2-typed\\r"
+            send "\(first)\\r"
             expect "Repeat to confirm: "
-            send "hunter2-typed\\r"
+            send "\(second)\\r"
             expect eof
             catch wait status
             exit [lindex $status 3]
             """)
+    }
+
+    @Test func setPromptsTwiceWithoutEcho() throws {
+        let s = uniqueService()
+        let result = try setTyped(service: s, first: "hunter2-typed", second: "hunter2-typed")
         #expect(result.status == 0)
         #expect(!result.stdoutText.contains("hunter2-typed"), "the typed secret was echoed")
         #expect(try cli(["-s", s, "get", "typed"]).stdoutText == "hunter2-typed")
@@ -271,17 +276,7 @@ struct TerminalTests {
 
     @Test func mismatchedConfirmationStoresNothing() throws {
         let s = uniqueService()
-        let result = try expect(
-            """
-            spawn $env(KEYCHAIN_CLI) -s \(s) set typed
-            expect "Secret for 'typed': "
-            send "one\\r"
-            expect "Repeat to confirm: "
-            send "two\\r"
-            expect eof
-            catch wait status
-            exit [lindex $status 3]
-            """)
+        let result = try setTyped(service: s, first: "one", second: "two")
         #expect(result.status == 65)
         #expect(result.stdoutText.contains("the two entries differ"))
         #expect(try cli(["-s", s, "get", "typed"]).status == 1)

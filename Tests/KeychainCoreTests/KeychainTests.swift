@@ -224,7 +224,7 @@ struct ErrorMessageTests {
             .notFound(service: "s", key: "k"), .invalidName(kind: "key", reason: "r"), .emptySecret,
             .secretTooLarge(limit: 1), .invalidData(key: "k", reason: "is not UTF-8 text. Read it as bytes"),
             .noSessionBus(detail: "d"), .noSecretService(detail: "d"), .noDefaultCollection(detail: "d"),
-            .locked(detail: "d"), .promptDismissed, .permissionDenied(detail: "d"),
+            .locked(detail: "d"), .permissionDenied(detail: "d"),
             .timedOut(operation: "return the secret", seconds: 5), .backendFailure(detail: "d"),
         ]
         for error in errors {
