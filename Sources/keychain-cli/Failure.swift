@@ -9,6 +9,8 @@ import KeychainCore
 struct CommandFailure: Error {
     enum Kind {
         case usage, badData, io
+        /// `exec`: the command does not exist (127) or cannot be run (126), as shells report it.
+        case commandNotFound, cannotExecute
     }
 
     var kind: Kind
@@ -36,6 +38,8 @@ func exitCode(for error: any Error) -> Int32 {
         case .usage: return 64
         case .badData: return 65
         case .io: return 74
+        case .commandNotFound: return 127
+        case .cannotExecute: return 126
         }
     default:
         // The parser's own errors (64), help and version (0); anything else it calls a plain

@@ -31,9 +31,10 @@ struct KeychainCLI: ParsableCommand {
               74  I/O error (reading --from-file)
               75  timed out: the keyring or a prompt did not answer for --timeout seconds
               77  locked and not unlocked (no prompter, prompt dismissed), permission denied
+              126, 127  exec: the command cannot be run, or is not found
             """,
         version: "0.1.0",
-        subcommands: [Set.self, Get.self, Delete.self, Reset.self, List.self]
+        subcommands: [Set.self, Get.self, Delete.self, Reset.self, List.self, Exec.self]
     )
 
     @OptionGroup var globals: GlobalOptions

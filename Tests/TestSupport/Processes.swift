@@ -2,7 +2,10 @@ import Foundation
 
 /// What a finished child process left behind.
 public struct ProcessResult: Sendable {
+    /// The exit status, or the signal number when ``signaled``.
     public var status: Int32
+    /// Whether the process was ended by a signal.
+    public var signaled = false
     public var stdout: Data
     public var stderr: String
     public var stdoutText: String { String(decoding: stdout, as: UTF8.self) }
@@ -54,8 +57,8 @@ public func runProcess(
     try out.close()
     try err.close()
     return ProcessResult(
-        status: process.terminationStatus, stdout: try Data(contentsOf: outURL),
-        stderr: String(decoding: try Data(contentsOf: errURL), as: UTF8.self))
+        status: process.terminationStatus, signaled: process.terminationReason == .uncaughtSignal,
+        stdout: try Data(contentsOf: outURL), stderr: String(decoding: try Data(contentsOf: errURL), as: UTF8.self))
 }
 
 /// The `keychain-cli` binary under test: `$KEYCHAIN_CLI`, else the one built beside the tests.

@@ -1,0 +1,170 @@
+import ArgumentParser
+import KeychainCore
+
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+extension KeychainCLI {
+    struct Exec: KeychainCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Run a command with secrets in its environment, never in its arguments.",
+            discussion: """
+                Every mapping is resolved first; if any secret is missing or cannot be read, the \
+                command is not run (exit as for get). Then keychain-cli replaces itself with the \
+                command, so its signals, input, output and exit status are the command's own. \
+                A mapping is NAME=KEY (in --service) or NAME=SERVICE/KEY (split at the first /). \
+                An --env-file holds one mapping per line; blank lines and # comments are ignored. \
+                If the command cannot be found, exit 127; if it cannot be run, 126.
+
+                  keychain-cli -s ci exec --env GITHUB_TOKEN=github-token -- ./deploy.sh arg
+                  keychain-cli exec --env-file secrets.env -- make release
+                """)
+
+        @OptionGroup var globals: GlobalOptions
+        @ParentCommand var root: KeychainCLI
+
+        @Option(
+            name: .customLong("env"),
+            help: ArgumentHelp("Set NAME to a secret: NAME=KEY or NAME=SERVICE/KEY. Repeatable.", valueName: "mapping"))
+        var mappings: [String] = []
+
+        @Option(
+            name: .customLong("env-file"),
+            help: ArgumentHelp(
+                "Read mappings from this file, one NAME=KEY or NAME=SERVICE/KEY a line.", valueName: "path"))
+        var environmentFile: String?
+
+        @Argument(parsing: .postTerminator, help: "The command and its arguments, after --.")
+        var command: [String] = []
+
+        func validate() throws {
+            if command.isEmpty {
+                throw ValidationError("name the command to run after --, e.g. exec --env A=key -- env")
+            }
+            if mappings.isEmpty && environmentFile == nil {
+                throw ValidationError("give at least one --env NAME=KEY or an --env-file")
+            }
+        }
+
+        func run() throws {
+            var all = try mappings.map {
+                try EnvironmentMapping($0, origin: "--env \($0)")
+            }
+            if let environmentFile { all += try EnvironmentMapping.read(file: environmentFile) }
+            var seen: Swift.Set<String> = []
+            for mapping in all where !seen.insert(mapping.name).inserted {
+                throw CommandFailure.usage("\(mapping.origin): \(mapping.name) is mapped twice. Keep one mapping")
+            }
+            // Every secret is read before anything runs: one missing secret runs nothing.
+            let keychain = try keychain()
+            let values = try all.map { mapping in (mapping.name, try mapping.resolve(defaultService: keychain)) }
+            for (name, value) in values { setenv(name, value, 1) }
+            try replaceProcess(with: command)
+        }
+    }
+}
+
+/// One `NAME=KEY` or `NAME=SERVICE/KEY` mapping of `exec`.
+struct EnvironmentMapping {
+    var name: String
+    var service: String?
+    var key: String
+    /// Where it came from, for messages: "--env NAME" or "secrets.env:3".
+    var origin: String
+
+    init(_ text: String, origin: String) throws {
+        self.origin = origin
+        guard let equals = text.firstIndex(of: "=") else {
+            throw CommandFailure.usage("\(origin): expected NAME=KEY or NAME=SERVICE/KEY")
+        }
+        name = String(text[..<equals])
+        let target = text[text.index(after: equals)...]
+        guard Self.isValidName(name) else {
+            throw CommandFailure.usage(
+                "\(origin): '\(name)' is not a valid environment variable name. Use letters, digits and _, not starting with a digit"
+            )
+        }
+        if let slash = target.firstIndex(of: "/") {
+            service = String(target[..<slash])
+            key = String(target[target.index(after: slash)...])
+        } else {
+            key = String(target)
+        }
+        guard !key.isEmpty, service?.isEmpty != true else {
+            throw CommandFailure.usage("\(origin): expected NAME=KEY or NAME=SERVICE/KEY")
+        }
+    }
+
+    static func isValidName(_ name: String) -> Bool {
+        guard let first = name.utf8.first, !(UInt8(ascii: "0")...UInt8(ascii: "9")).contains(first) else {
+            return false
+        }
+        return name.utf8.allSatisfy {
+            $0 == UInt8(ascii: "_") || (UInt8(ascii: "a")...UInt8(ascii: "z")).contains($0)
+                || (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains($0)
+                || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0)
+        }
+    }
+
+    /// The mappings of an env file; a bad line is a usage error naming the file and line.
+    static func read(file path: String) throws -> [EnvironmentMapping] {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else {
+            throw CommandFailure.io("cannot open '\(path)' (\(String(cString: strerror(errno)))). Check the path")
+        }
+        defer { close(fd) }
+        guard let bytes = try readAll(fd, limit: 1 << 20) else {
+            throw CommandFailure.badData("'\(path)' is larger than 1 MiB; an env file holds mappings, not secrets")
+        }
+        var mappings: [EnvironmentMapping] = []
+        for (index, line) in String(decoding: bytes, as: UTF8.self).split(
+            separator: "\n", omittingEmptySubsequences: false
+        )
+        .enumerated() {
+            let text = String(line.drop(while: \.isWhitespace).reversed().drop(while: \.isWhitespace).reversed())
+            if text.isEmpty || text.hasPrefix("#") { continue }
+            mappings.append(try EnvironmentMapping(text, origin: "\(path):\(index + 1)"))
+        }
+        return mappings
+    }
+
+    /// The secret as text for the environment.
+    /// - Throws: ``KeychainError/notFound(service:key:)`` when missing; ``CommandFailure`` when it
+    ///   is binary (an environment variable cannot hold NUL bytes or arbitrary bytes safely).
+    func resolve(defaultService keychain: Keychain) throws -> String {
+        let target = try service.map { Keychain(service: try ServiceName($0), store: keychain.store) } ?? keychain
+        let key = try KeychainKey(key)
+        guard let secret = try target.data(for: key) else {
+            throw KeychainError.notFound(service: target.service.rawValue, key: key.rawValue)
+        }
+        guard let text = String(validating: secret, as: UTF8.self), !text.utf8.contains(0) else {
+            throw CommandFailure.badData(
+                "the secret '\(key)' of service '\(target.service)' is binary and cannot go in the environment "
+                    + "(\(name)). Nothing was run; write it to a file with get instead")
+        }
+        return text
+    }
+}
+
+/// Replaces this process with `command` (searched in PATH), keeping the environment as set.
+/// - Throws: ``CommandFailure`` (exit 127 when not found, 126 when it cannot be run).
+func replaceProcess(with command: [String]) throws -> Never {
+    // GDBus ignores SIGPIPE for the whole process, and an ignored signal stays ignored across
+    // exec: give the command the default, as a shell would (or `yes | head` there never ends).
+    signal(SIGPIPE, SIG_DFL)
+    var arguments = command.map { strdup($0) } + [nil]
+    execvp(command[0], &arguments)
+    let reason = String(cString: strerror(errno))
+    if errno == ENOENT {
+        throw CommandFailure(
+            kind: .commandNotFound,
+            message: "cannot find the command '\(command[0])' (\(reason)). Check its name and PATH")
+    }
+    throw CommandFailure(kind: .cannotExecute, message: "cannot run '\(command[0])' (\(reason)). Check its permissions")
+}
