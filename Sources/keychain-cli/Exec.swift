@@ -127,9 +127,9 @@ struct EnvironmentMapping {
             separator: "\n", omittingEmptySubsequences: false
         )
         .enumerated() {
-            let text = String(line.drop(while: \.isWhitespace).reversed().drop(while: \.isWhitespace).reversed())
+            let text = line.trimmingSpaces()
             if text.isEmpty || text.hasPrefix("#") { continue }
-            mappings.append(try EnvironmentMapping(text, origin: "\(path):\(index + 1)"))
+            mappings.append(try EnvironmentMapping(String(text), origin: "\(path):\(index + 1)"))
         }
         return mappings
     }

@@ -9,6 +9,8 @@ import KeychainCore
 struct CommandFailure: Error {
     enum Kind {
         case usage, badData, io
+        /// A secret a template or file refers to is missing (1, as for get).
+        case notFound
         /// `exec`: the command does not exist (127) or cannot be run (126), as shells report it.
         case commandNotFound, cannotExecute
     }
@@ -38,6 +40,7 @@ func exitCode(for error: any Error) -> Int32 {
         case .usage: return 64
         case .badData: return 65
         case .io: return 74
+        case .notFound: return 1
         case .commandNotFound: return 127
         case .cannotExecute: return 126
         }

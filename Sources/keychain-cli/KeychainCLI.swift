@@ -34,7 +34,7 @@ struct KeychainCLI: ParsableCommand {
               126, 127  exec: the command cannot be run, or is not found
             """,
         version: "0.1.0",
-        subcommands: [Set.self, Get.self, Delete.self, Reset.self, List.self, Exec.self]
+        subcommands: [Set.self, Get.self, Delete.self, Reset.self, List.self, Exec.self, Inject.self]
     )
 
     @OptionGroup var globals: GlobalOptions
