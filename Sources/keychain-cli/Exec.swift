@@ -152,12 +152,26 @@ struct EnvironmentMapping {
     }
 }
 
+/// The SIGPIPE disposition keychain-cli was started with. GDBus sets SIGPIPE to ignored for the
+/// whole process, and an ignored signal stays ignored across exec: `exec` gives the command what
+/// keychain-cli received (usually the default; else `yes | head` in the command never ends).
+enum InheritedSignals {
+    nonisolated(unsafe) private static var sigpipe = sigaction()
+
+    /// Called first thing in main, before any D-Bus connection.
+    static func record() {
+        sigaction(SIGPIPE, nil, &sigpipe)
+    }
+
+    static func restore() {
+        sigaction(SIGPIPE, &sigpipe, nil)
+    }
+}
+
 /// Replaces this process with `command` (searched in PATH), keeping the environment as set.
 /// - Throws: ``CommandFailure`` (exit 127 when not found, 126 when it cannot be run).
 func replaceProcess(with command: [String]) throws -> Never {
-    // GDBus ignores SIGPIPE for the whole process, and an ignored signal stays ignored across
-    // exec: give the command the default, as a shell would (or `yes | head` there never ends).
-    signal(SIGPIPE, SIG_DFL)
+    InheritedSignals.restore()
     var arguments = command.map { strdup($0) } + [nil]
     execvp(command[0], &arguments)
     let reason = String(cString: strerror(errno))

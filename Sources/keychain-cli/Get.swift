@@ -90,8 +90,9 @@ struct GetRequest {
     }
 }
 
-/// What `get --json` prints: text as is, anything that is not UTF-8 as base64.
-struct SecretDocument: Encodable {
+/// One secret as `get --json` prints it and export files hold it: text as is, anything that is
+/// not UTF-8 as base64.
+struct SecretDocument: Codable, Equatable {
     var service: String
     var key: String
     var encoding: String
@@ -106,6 +107,15 @@ struct SecretDocument: Encodable {
         } else {
             encoding = "base64"
             self.secret = secret.base64EncodedString()
+        }
+    }
+
+    /// The secret's bytes; nil when `encoding` is unknown or the base64 is broken.
+    var bytes: Data? {
+        switch encoding {
+        case "utf8": Data(secret.utf8)
+        case "base64": Data(base64Encoded: secret)
+        default: nil
         }
     }
 }

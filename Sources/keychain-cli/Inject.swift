@@ -59,7 +59,7 @@ extension KeychainCLI {
             let keychain = try keychain()
             var secrets: [String: String] = [:]
             for reference in references where secrets[reference.text] == nil {
-                secrets[reference.text] = try reference.resolve(with: keychain.store)
+                secrets[reference.text] = try reference.resolve(with: keychain)
             }
             var result = ""
             var cursor = template.startIndex
@@ -118,10 +118,10 @@ struct TemplateReference {
         return references
     }
 
-    func resolve(with store: any SecretStore) throws -> String {
+    func resolve(with keychain: Keychain) throws -> String {
         let service = try ServiceName(service)
         let key = try KeychainKey(key)
-        guard let secret = try store.secret(service: service, key: key) else {
+        guard let secret = try Keychain(service: service, store: keychain.store).data(for: key) else {
             throw CommandFailure(
                 kind: .notFound,
                 message: "\(location): no secret named '\(key)' in service '\(service)'; nothing was written. "

@@ -36,24 +36,27 @@ struct ExecTests {
         #expect(killed.status == SIGUSR1)
     }
 
-    @Test func theCommandGetsTheSignalDispositionsKeychainCLIGot() throws {
-        // GDBus ignores SIGPIPE in keychain-cli; exec must not pass that on (`yes | head` would
-        // never end). Compare with a direct child of this test process.
+    @Test(arguments: ["SIG_DFL", "SIG_IGN"])
+    func theCommandGetsTheSIGPIPEDispositionKeychainCLIGot(disposition: String) throws {
+        // GDBus ignores SIGPIPE inside keychain-cli; the command must get what keychain-cli was
+        // started with. Python sets it, then becomes keychain-cli.
         let s = uniqueService()
         _ = try cli(["-s", s, "set", "k"], input: "v")
-        let probe = ["/bin/sed", "-n", "s/^SigIgn:[[:space:]]*//p", "/proc/self/status"]
-        func sigpipeIgnored(_ result: ProcessResult) throws -> Bool {
-            let text = result.stdoutText.trimmingCharacters(in: .whitespacesAndNewlines)
-            let mask = try #require(UInt64(text, radix: 16), "SigIgn: \(text)")
-            return mask & (1 << UInt64(SIGPIPE - 1)) != 0
+        let arguments = [
+            keychainCLIPath, "-s", s, "exec", "--env", "K=k", "--", "/bin/sed", "-n", "s/^SigIgn:[[:space:]]*//p",
+            "/proc/self/status",
+        ]
+        let launcher =
+            "import os, signal, sys; signal.signal(signal.SIGPIPE, signal.\(disposition)); os.execv(sys.argv[1], sys.argv[1:])"
+        let result = try runProcess(
+            "/usr/bin/python3", ["-c", launcher] + arguments, environment: KeyringSession.current!.environment)
+        #expect(result.status == 0, "\(result.stderr)")
+        let mask = try #require(UInt64(result.stdoutText.trimmingCharacters(in: .whitespacesAndNewlines), radix: 16))
+        #expect((mask & (1 << UInt64(SIGPIPE - 1)) != 0) == (disposition == "SIG_IGN"))
+        if disposition == "SIG_DFL" {
+            let pipeline = try cli(["-s", s, "exec", "--env", "K=k", "--", "sh", "-c", "yes | head -1"], timeout: 20)
+            #expect(pipeline.stdoutText == "y\n")
         }
-        let direct = try runProcess(
-            probe[0], Array(probe.dropFirst()), environment: KeyringSession.current!.environment)
-        let viaExec = try cli(["-s", s, "exec", "--env", "K=k", "--"] + probe)
-        #expect(viaExec.status == 0)
-        #expect(try sigpipeIgnored(viaExec) == sigpipeIgnored(direct))
-        let pipeline = try cli(["-s", s, "exec", "--env", "K=k", "--", "sh", "-c", "yes | head -1"], timeout: 20)
-        #expect(pipeline.stdoutText == "y\n")
     }
 
     @Test func aMissingOrBinarySecretRunsNothing() throws {

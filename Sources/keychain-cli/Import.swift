@@ -1,0 +1,152 @@
+import ArgumentParser
+import KeychainCore
+
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+extension KeychainCLI {
+    struct Import: KeychainCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Store the secrets of an export file (JSON or dotenv).",
+            discussion: """
+                Reads FILE (or standard input). The whole file is checked before the first write: \
+                one bad item (the message gives its line or number and the reason) stores nothing. \
+                Items already there are skipped and reported unless --overwrite. JSON items carry \
+                their own service; env lines (NAME=value) go to --service under the key NAME. \
+                The format is taken from --format, else from the content ({ means JSON).
+
+                  keychain-cli -s ci export --yes | keychain-cli import      # same keyring, no-op
+                  keychain-cli import ci-secrets.json --dry-run
+                  keychain-cli -s ci import .env --overwrite
+                """)
+
+        @OptionGroup var globals: GlobalOptions
+        @ParentCommand var root: KeychainCLI
+
+        @Argument(help: "The file to read; standard input when omitted.")
+        var file: String?
+
+        @Option(help: "json or env; by default, taken from the content.")
+        var format: TransferFormat?
+
+        @Flag(help: "Replace items that are already there.")
+        var overwrite = false
+
+        @Flag(help: "Only print what would be added, replaced or skipped.")
+        var dryRun = false
+
+        func run() throws {
+            let source = file ?? "standard input"
+            let text = try readText(source)
+            let keychain = try keychain(listing: .keysOnly)
+            let items = try parse(text, source: source, defaultService: keychain.service)
+
+            // Which items exist, one listing per service.
+            var existing: [ServiceName: Swift.Set<String>] = [:]
+            for service in Swift.Set(items.map(\.service)) {
+                existing[service] = Swift.Set(try Keychain(service: service, store: keychain.store).items().map(\.key))
+            }
+            var added = 0
+            var replaced = 0
+            var skipped = 0
+            let progress = !dryRun && isTerminal(STDERR_FILENO) && items.count > 20
+            for (index, item) in items.enumerated() {
+                let present = existing[item.service]?.contains(item.key.rawValue) == true
+                let action = present ? (overwrite ? "replace" : "skip") : "add"
+                if dryRun {
+                    try writeOutput(Array("\(action) \(item.service)/\(item.key)\n".utf8))
+                } else if action != "skip" {
+                    try Keychain(service: item.service, store: keychain.store).set(item.secret, for: item.key)
+                }
+                switch action {
+                case "add": added += 1
+                case "replace": replaced += 1
+                default: skipped += 1
+                }
+                if progress { writeError("\rimporting \(index + 1)/\(items.count)") }
+            }
+            if progress { writeError("\n") }
+            var summary =
+                dryRun
+                ? "would add \(added), replace \(replaced), skip \(skipped)"
+                : "added \(added), replaced \(replaced), skipped \(skipped)"
+            if skipped > 0 { summary += " (already there; --overwrite replaces them)" }
+            try writeOutput(Array((summary + "\n").utf8))
+        }
+
+        private func readText(_ source: String) throws -> String {
+            let fd = file.map { open($0, O_RDONLY | O_CLOEXEC) } ?? STDIN_FILENO
+            guard fd >= 0 else {
+                throw CommandFailure.io("cannot open '\(source)' (\(String(cString: strerror(errno)))). Check the path")
+            }
+            defer { if file != nil { close(fd) } }
+            guard let bytes = try readAll(fd, limit: 256 << 20) else {
+                throw CommandFailure.badData("\(source) is larger than 256 MiB")
+            }
+            guard let text = String(validating: bytes, as: UTF8.self) else {
+                throw CommandFailure.badData("\(source) is not UTF-8 text; export files are JSON or dotenv")
+            }
+            return text
+        }
+
+        private struct Item {
+            var service: ServiceName
+            var key: KeychainKey
+            var secret: Data
+        }
+
+        /// Every item of the file, validated; the first problem throws and nothing is stored.
+        private func parse(_ text: String, source: String, defaultService: ServiceName) throws -> [Item] {
+            let isJSON = format.map { $0 == .json } ?? (text.drop(while: \.isWhitespace).first == "{")
+            var items: [Item] = []
+            if isJSON {
+                let document: ExportDocument
+                do {
+                    document = try JSONDecoder().decode(ExportDocument.self, from: Data(text.utf8))
+                } catch {
+                    throw CommandFailure.badData("\(source) is not a keychain-cli export document (\(error))")
+                }
+                guard document.format == ExportDocument.formatName, document.version == 1 else {
+                    throw CommandFailure.badData(
+                        "\(source): format \(document.format) version \(document.version) is not one this keychain-cli reads"
+                    )
+                }
+                for (index, entry) in document.items.enumerated() {
+                    let location = "\(source): item \(index + 1)"
+                    guard let secret = entry.bytes else {
+                        throw CommandFailure.badData("\(location): the secret does not decode as \(entry.encoding)")
+                    }
+                    items.append(try item(entry.service, entry.key, secret, at: location))
+                }
+            } else {
+                for pair in try DotEnv.parse(text, source: source) {
+                    items.append(
+                        try item(
+                            defaultService.rawValue, pair.name, Data(pair.value.utf8), at: "\(source):\(pair.line)"))
+                }
+            }
+            var seen: Swift.Set<String> = []
+            for item in items where !seen.insert("\(item.service.rawValue)\u{0}\(item.key.rawValue)").inserted {
+                throw CommandFailure.badData("\(source): \(item.service)/\(item.key) appears twice. Keep one")
+            }
+            return items
+        }
+
+        private func item(_ service: String, _ key: String, _ secret: Data, at location: String) throws -> Item {
+            do {
+                guard secret.count <= Keychain.maximumSecretSize else {
+                    throw KeychainError.secretTooLarge(limit: Keychain.maximumSecretSize)
+                }
+                return Item(service: try ServiceName(service), key: try KeychainKey(key), secret: secret)
+            } catch let error as KeychainError {
+                throw CommandFailure.badData("\(location): \(error.description)")
+            }
+        }
+    }
+}
