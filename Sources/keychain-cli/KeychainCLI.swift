@@ -9,7 +9,9 @@ import KeychainCore
 struct KeychainCLI: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "keychain-cli",
-        abstract: "Store, read and list secrets in the desktop keyring (the freedesktop Secret Service), and hand them to programs.",
+        abstract:
+            "Store, read and list secrets in the desktop keyring (the freedesktop Secret Service), "
+            + "and hand them to programs.",
         discussion: """
             Secrets are addressed by a service (a namespace: --service, else $KEYCHAIN_SERVICE, \
             else "keychain-cli") and a key. Secrets are never taken from the command line; pipe \
