@@ -50,6 +50,28 @@ struct ExportImportTests {
         #expect(try cli(["-s", s, "get", "key-999"]).stdoutText == "value-999")
     }
 
+    @Test func importShowsProgressAtATerminalOnly() throws {
+        let s = uniqueService()
+        let items = (0..<25).map { ["service": s, "key": "k\($0)", "encoding": "utf8", "secret": "v"] }
+        let file = path("progress.json")
+        try JSONSerialization.data(withJSONObject: ["format": "keychain-cli-export", "version": 1, "items": items])
+            .write(to: URL(fileURLWithPath: file))
+        let terminal = try expect(
+            """
+            spawn $env(KEYCHAIN_CLI) import \(file)
+            expect "importing 25/25"
+            expect "added 25, replaced 0, skipped 0"
+            expect eof
+            catch wait status
+            exit [lindex $status 3]
+            """)
+        #expect(terminal.status == 0, "\(terminal.stdoutText)")
+        #expect(terminal.stdoutText.contains("importing 1/25"))
+        let piped = try cli(["import", "--overwrite", file])
+        #expect(!piped.stderr.contains("importing"))
+        #expect(piped.stdoutText == "added 0, replaced 25, skipped 0\n")
+    }
+
     @Test func existingItemsAreSkippedUnlessOverwriteAndDryRunChangesNothing() throws {
         let s = uniqueService()
         _ = try cli(["-s", s, "set", "a"], input: "old")
