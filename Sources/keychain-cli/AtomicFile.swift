@@ -19,18 +19,7 @@ func writeFileAtomically(_ path: String, _ bytes: [UInt8]) throws {
     defer {
         if !renamed { unlink(temporary) }
     }
-    let written = bytes.withUnsafeBufferPointer { buffer -> Bool in
-        var offset = 0
-        while offset < buffer.count {
-            let count = write(fd, buffer.baseAddress! + offset, buffer.count - offset)
-            if count < 0 {
-                if errno == EINTR { continue }
-                return false
-            }
-            offset += count
-        }
-        return true
-    }
+    let written = bytes.withUnsafeBufferPointer { writeAll(fd, $0) }
     guard written, fchmod(fd, 0o600) == 0, fsync(fd) == 0 else {
         close(fd)
         throw ioFailure("cannot write '\(path)'")

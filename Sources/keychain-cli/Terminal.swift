@@ -22,7 +22,8 @@ func writeOutput(_ bytes: some Collection<UInt8>) throws {
     }
 }
 
-private func writeAll(_ fd: Int32, _ buffer: UnsafeBufferPointer<UInt8>) -> Bool {
+/// Writes all of `buffer` to `fd`, retrying short writes and EINTR; false on any other error.
+func writeAll(_ fd: Int32, _ buffer: UnsafeBufferPointer<UInt8>) -> Bool {
     var offset = 0
     while offset < buffer.count {
         let written = write(fd, buffer.baseAddress! + offset, buffer.count - offset)

@@ -4,13 +4,13 @@ import Testing
 
 @Suite("export and import", .keyringSession)
 struct ExportImportTests {
-    let directory = FileManager.default.temporaryDirectory.appendingPathComponent("kc-export-\(UUID())")
+    let scratch: ScratchDirectory
 
     init() throws {
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        scratch = try ScratchDirectory("export")
     }
 
-    private func path(_ name: String) -> String { directory.appendingPathComponent(name).path }
+    private func path(_ name: String) -> String { scratch.path(name) }
 
     @Test func exportResetImportGivesBackIdenticalItemsIncludingBinary() throws {
         let s = uniqueService()

@@ -4,13 +4,13 @@ import Testing
 
 @Suite("inject: secrets into templates", .keyringSession)
 struct InjectTests {
-    let directory = FileManager.default.temporaryDirectory.appendingPathComponent("kc-inject-\(UUID())")
+    let scratch: ScratchDirectory
 
     init() throws {
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        scratch = try ScratchDirectory("inject")
     }
 
-    private func path(_ name: String) -> String { directory.appendingPathComponent(name).path }
+    private func path(_ name: String) -> String { scratch.path(name) }
 
     @Test func referencesAreReplacedAndOtherBracesKept() throws {
         let s = uniqueService()
@@ -46,7 +46,7 @@ struct InjectTests {
         #expect(result.status == 1)
         #expect(result.stderr.hasPrefix("keychain-cli: standard input:2: no secret named 'absent'"))
         #expect(try String(contentsOfFile: path("out"), encoding: .utf8) == "previous content")
-        let stray = try FileManager.default.contentsOfDirectory(atPath: directory.path).filter { $0 != "out" }
+        let stray = try FileManager.default.contentsOfDirectory(atPath: scratch.url.path).filter { $0 != "out" }
         #expect(stray.isEmpty, "temporary files left: \(stray)")
         #expect(try cli(["inject", "-o", path("new")], input: "{{ keychain://\(s)/absent }}").status == 1)
         #expect(!FileManager.default.fileExists(atPath: path("new")))
