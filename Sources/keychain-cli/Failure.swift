@@ -24,8 +24,10 @@ struct CommandFailure: Error {
 }
 
 /// The one place where errors become exit codes (the table in the README and `--help`).
-func exitCode(for error: any Error) -> Int32 {
+func exitStatus(for error: any Error) -> Int32 {
     switch error {
+    case let code as ExitCode:
+        return code.rawValue
     case let error as KeychainError:
         switch error {
         case .notFound: return 1
@@ -55,9 +57,10 @@ func exitCode(for error: any Error) -> Int32 {
 /// Prints `error` as `keychain-cli: <what happened>. <what to do next>` (help and version go to
 /// stdout as usual) and returns the exit code.
 func reportingFailure(_ error: any Error) -> Int32 {
-    let code = exitCode(for: error)
+    let code = exitStatus(for: error)
     let message: String
     switch error {
+    case is ExitCode: return code  // the command has said what went wrong (doctor)
     case let error as KeychainError: message = error.description
     case let failure as CommandFailure: message = failure.message
     default:

@@ -38,6 +38,7 @@ struct KeychainCLI: ParsableCommand {
         version: "0.1.0",
         subcommands: [
             Set.self, Get.self, Delete.self, Reset.self, List.self, Exec.self, Inject.self, Export.self, Import.self,
+            Doctor.self,
         ]
     )
 

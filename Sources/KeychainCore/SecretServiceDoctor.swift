@@ -1,0 +1,149 @@
+import CLibSecret
+
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
+
+/// One line of `keychain-cli doctor`.
+public struct HealthCheck: Sendable, Codable, Equatable {
+    public enum Status: String, Sendable, Codable {
+        /// The check passed.
+        case ok
+        /// The check failed; ``detail`` says why and what to do.
+        case failed
+        /// Not run, because an earlier check failed.
+        case skipped
+    }
+
+    /// What was checked, e.g. "session bus".
+    public var name: String
+    public var status: Status
+    /// What was found, or for a failure, the error's message with its fix.
+    public var detail: String
+}
+
+extension SecretServiceStore {
+    /// Checks, in order, what the Secret Service backend needs: a session bus; a provider that
+    /// owns or can activate `org.freedesktop.secrets`; a default collection; that it is unlocked;
+    /// a store, lookup and delete of a probe item. Each check is bounded by ``timeout``; after a
+    /// failure the rest are skipped.
+    /// - Returns: the checks, and the error of the first failure (nil when all passed).
+    public func diagnose() -> (checks: [HealthCheck], failure: KeychainError?) {
+        var checks: [HealthCheck] = []
+        var failure: KeychainError?
+        func run(_ name: String, _ body: () throws -> String) {
+            guard failure == nil else {
+                checks.append(HealthCheck(name: name, status: .skipped, detail: "an earlier check failed"))
+                return
+            }
+            do {
+                checks.append(HealthCheck(name: name, status: .ok, detail: try body()))
+            } catch {
+                let error = error as? KeychainError ?? .backendFailure(detail: "\(error)")
+                failure = error
+                checks.append(HealthCheck(name: name, status: .failed, detail: error.description))
+            }
+        }
+        var bus: OpaquePointer?
+        defer { if let bus { g_object_unref(UnsafeMutableRawPointer(bus)) } }
+        var collection = ""
+
+        run("session bus") {
+            bus = try BoundedOperation.run("connect to the session bus", seconds: timeout) { operation in
+                // g_bus_get / g_bus_get_finish
+                try operation.call({ g_bus_get(G_BUS_TYPE_SESSION, $0, $1, $2) }, finish: { g_bus_get_finish($0, $1) })
+            }
+            guard let bus, let address = getenv("DBUS_SESSION_BUS_ADDRESS") else { return "connected" }
+            _ = bus
+            return "connected (\(String(cString: address)))"
+        }
+        run("Secret Service provider") {
+            let owned = try boolean(
+                bus!, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", "NameHasOwner")
+            if owned { return "org.freedesktop.secrets is owned" }
+            let reply = try call(
+                bus!, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", "ListActivatableNames",
+                nil)
+            defer { g_variant_unref(reply) }
+            let names = g_variant_get_child_value(reply, 0)!
+            defer { g_variant_unref(names) }
+            if (0..<Int(g_variant_n_children(names))).contains(where: {
+                variantString(names, child: $0) == "org.freedesktop.secrets"
+            }) {
+                return "org.freedesktop.secrets can be activated"
+            }
+            throw KeychainError.noSecretService(detail: "nothing owns or can activate org.freedesktop.secrets")
+        }
+        run("default keyring") {
+            let reply = try call(
+                bus!, "org.freedesktop.secrets", "/org/freedesktop/secrets", "org.freedesktop.Secret.Service",
+                "ReadAlias",
+                g_variant_new_tuple([g_variant_new_string("default")], 1))
+            defer { g_variant_unref(reply) }
+            collection = variantString(reply, child: 0)
+            guard collection != "/" else {
+                throw KeychainError.noDefaultCollection(detail: "the alias 'default' points to no collection")
+            }
+            return collection
+        }
+        run("default keyring unlocked") {
+            let reply = try call(
+                bus!, "org.freedesktop.secrets", collection, "org.freedesktop.DBus.Properties", "Get",
+                g_variant_new_tuple(
+                    [g_variant_new_string("org.freedesktop.Secret.Collection"), g_variant_new_string("Locked")], 2))
+            defer { g_variant_unref(reply) }
+            let boxed = g_variant_get_child_value(reply, 0)!
+            defer { g_variant_unref(boxed) }
+            let value = g_variant_get_variant(boxed)!
+            defer { g_variant_unref(value) }
+            if g_variant_get_boolean(value) != 0 {
+                throw KeychainError.locked(detail: "\(collection) is locked")
+            }
+            return "yes"
+        }
+        run("store, read and delete a probe item") {
+            let service = try ServiceName("keychain-cli-doctor")
+            let key = try KeychainKey("probe-\(getpid())")
+            let probe = Data((0..<32).map { _ in UInt8.random(in: 0...255) })
+            try setSecret(probe, service: service, key: key)
+            let read = try secret(service: service, key: key)
+            let deleted = try deleteSecret(service: service, key: key)
+            guard read == probe, deleted else {
+                throw KeychainError.backendFailure(detail: "the probe item did not read back as stored")
+            }
+            return "ok"
+        }
+        return (checks, failure)
+    }
+
+    /// One bounded D-Bus method call on `bus`; the caller unrefs the reply.
+    private func call(
+        _ bus: OpaquePointer, _ destination: String, _ path: String, _ interface: String, _ method: String,
+        _ parameters: OpaquePointer?
+    ) throws -> OpaquePointer {
+        try BoundedOperation.run("answer \(method)", seconds: timeout) { operation in
+            try operation.call(
+                {
+                    g_dbus_connection_call(
+                        bus, destination, path, interface, method, parameters, nil, G_DBUS_CALL_FLAGS_NONE, -1, $0, $1,
+                        $2)
+                },
+                finish: { g_dbus_connection_call_finish(bus, $0, $1) })!
+        }
+    }
+
+    /// The answer of org.freedesktop.DBus.NameHasOwner("org.freedesktop.secrets") and the like.
+    private func boolean(
+        _ bus: OpaquePointer, _ destination: String, _ path: String, _ interface: String, _ method: String
+    ) throws -> Bool {
+        let reply = try call(
+            bus, destination, path, interface, method,
+            g_variant_new_tuple([g_variant_new_string("org.freedesktop.secrets")], 1))
+        defer { g_variant_unref(reply) }
+        let value = g_variant_get_child_value(reply, 0)!
+        defer { g_variant_unref(value) }
+        return g_variant_get_boolean(value) != 0
+    }
+}
