@@ -55,9 +55,8 @@ extension SecretServiceStore {
                 // g_bus_get / g_bus_get_finish
                 try operation.call({ g_bus_get(G_BUS_TYPE_SESSION, $0, $1, $2) }, finish: { g_bus_get_finish($0, $1) })
             }
-            guard let bus, let address = getenv("DBUS_SESSION_BUS_ADDRESS") else { return "connected" }
-            _ = bus
-            return "connected (\(String(cString: address)))"
+            let address = getenv("DBUS_SESSION_BUS_ADDRESS").map { String(cString: $0) }
+            return address.map { "connected (\($0))" } ?? "connected"
         }
         run("Secret Service provider") {
             let owned = try boolean(
