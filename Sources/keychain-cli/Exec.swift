@@ -114,12 +114,7 @@ struct EnvironmentMapping {
 
     /// The mappings of an env file; a bad line is a usage error naming the file and line.
     static func read(file path: String) throws -> [EnvironmentMapping] {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else {
-            throw CommandFailure.io("cannot open '\(path)' (\(String(cString: strerror(errno)))). Check the path")
-        }
-        defer { close(fd) }
-        guard let bytes = try readAll(fd, limit: 1 << 20) else {
+        guard let bytes = try readInput(path: path, limit: 1 << 20) else {
             throw CommandFailure.badData("'\(path)' is larger than 1 MiB; an env file holds mappings, not secrets")
         }
         var mappings: [EnvironmentMapping] = []

@@ -81,12 +81,7 @@ extension KeychainCLI {
         }
 
         private func readText(_ source: String) throws -> String {
-            let fd = file.map { open($0, O_RDONLY | O_CLOEXEC) } ?? STDIN_FILENO
-            guard fd >= 0 else {
-                throw CommandFailure.io("cannot open '\(source)' (\(String(cString: strerror(errno)))). Check the path")
-            }
-            defer { if file != nil { close(fd) } }
-            guard let bytes = try readAll(fd, limit: 256 << 20) else {
+            guard let bytes = try readInput(path: file, limit: 256 << 20) else {
                 throw CommandFailure.badData("\(source) is larger than 256 MiB")
             }
             guard let text = String(validating: bytes, as: UTF8.self) else {

@@ -38,19 +38,9 @@ extension KeychainCLI {
 
         func run() throws {
             let name = input ?? "standard input"
-            let bytes: [UInt8]?
-            if let input {
-                let fd = open(input, O_RDONLY | O_CLOEXEC)
-                guard fd >= 0 else {
-                    throw CommandFailure.io(
-                        "cannot open '\(input)' (\(String(cString: strerror(errno)))). Check the path")
-                }
-                defer { close(fd) }
-                bytes = try readAll(fd, limit: Self.maximumTemplateSize)
-            } else {
-                bytes = try readAll(STDIN_FILENO, limit: Self.maximumTemplateSize)
+            guard let bytes = try readInput(path: input, limit: Self.maximumTemplateSize) else {
+                throw CommandFailure.badData("\(name) is larger than 16 MiB")
             }
-            guard let bytes else { throw CommandFailure.badData("\(name) is larger than 16 MiB") }
             guard let template = String(validating: bytes, as: UTF8.self) else {
                 throw CommandFailure.badData("\(name) is not UTF-8 text; templates are text")
             }

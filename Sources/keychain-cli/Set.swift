@@ -97,19 +97,10 @@ struct SetRequest {
                     "the environment variable \(name) is not set. Export it, or pipe the secret")
             }
             bytes = Array(UnsafeBufferPointer(start: value, count: strlen(value)).map { UInt8(bitPattern: $0) })
-        } else if let path = fromFile {
-            let fd = open(path, O_RDONLY | O_CLOEXEC)
-            guard fd >= 0 else {
-                throw CommandFailure.io(
-                    "cannot open '\(path)' (\(String(cString: strerror(errno)))). Check the path and its permissions")
-            }
-            defer { close(fd) }
-            guard let content = try readAll(fd, limit: limit) else { throw KeychainError.secretTooLarge(limit: limit) }
-            bytes = content
-        } else if isTerminal(STDIN_FILENO) {
+        } else if fromFile == nil && isTerminal(STDIN_FILENO) {
             return Data(try promptTwice(for: key))
         } else {
-            guard let content = try readAll(STDIN_FILENO, limit: limit) else {
+            guard let content = try readInput(path: fromFile, limit: limit) else {
                 throw KeychainError.secretTooLarge(limit: limit)
             }
             bytes = content

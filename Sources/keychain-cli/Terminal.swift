@@ -47,12 +47,27 @@ func readAll(_ fd: Int32, limit: Int) throws -> [UInt8]? {
         let count = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
         if count < 0 {
             if errno == EINTR { continue }
-            throw CommandFailure.io("could not read the secret (\(String(cString: strerror(errno))))")
+            throw CommandFailure.io("could not read the input (\(String(cString: strerror(errno))))")
         }
         if count == 0 { return bytes }
         bytes += chunk[0..<count]
         if bytes.count > limit { return nil }
     }
+}
+
+/// Reads the file at `path`, or standard input when `path` is nil, refusing more than `limit`
+/// bytes: what --from-file, --env-file, inject -i and import FILE share.
+/// - Returns: nil when the input is larger than `limit`.
+/// - Throws: ``CommandFailure`` (I/O) when the file cannot be opened or read.
+func readInput(path: String?, limit: Int) throws -> [UInt8]? {
+    guard let path else { return try readAll(STDIN_FILENO, limit: limit) }
+    let fd = open(path, O_RDONLY | O_CLOEXEC)
+    guard fd >= 0 else {
+        throw CommandFailure.io(
+            "cannot open '\(path)' (\(String(cString: strerror(errno)))). Check the path and its permissions")
+    }
+    defer { close(fd) }
+    return try readAll(fd, limit: limit)
 }
 
 // The terminal settings to restore if the user interrupts a hidden prompt.
