@@ -98,6 +98,21 @@ final class BoundedOperation {
             1, start: { _, c, callback, data in start(c, callback, data) }, finish: { _, r, e in finish(r, e) })[0]
     }
 
+    /// One D-Bus method call on `bus`, for the Secret Service and bus calls libsecret does not
+    /// offer. `parameters` is a floating tuple (consumed); the caller unrefs the reply.
+    func callMethod(
+        _ bus: OpaquePointer, _ destination: String, _ path: String, _ interface: String, _ method: String,
+        _ parameters: OpaquePointer?, replyType: OpaquePointer? = nil
+    ) throws -> OpaquePointer {
+        try call(
+            {
+                g_dbus_connection_call(
+                    bus, destination, path, interface, method, parameters, replyType, G_DBUS_CALL_FLAGS_NONE, -1,
+                    $0, $1, $2)
+            },
+            finish: { g_dbus_connection_call_finish(bus, $0, $1) })!
+    }
+
     /// Runs `count` asynchronous calls concurrently (at most ``window`` in flight) and returns
     /// their finished values in order. The first error, or the deadline, ends them all.
     func callEach<T>(
@@ -242,4 +257,11 @@ func variantString(_ tuple: OpaquePointer, child index: Int) -> String {
     let child = g_variant_get_child_value(tuple, gsize(index))!
     defer { g_variant_unref(child) }
     return String(cString: g_variant_get_string(child, nil))
+}
+
+/// The value inside a `(v)` reply, as Properties.Get returns it; the caller unrefs it.
+func propertyValue(_ reply: OpaquePointer) -> OpaquePointer {
+    let boxed = g_variant_get_child_value(reply, 0)!
+    defer { g_variant_unref(boxed) }
+    return g_variant_get_variant(boxed)!
 }

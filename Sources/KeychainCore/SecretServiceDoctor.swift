@@ -93,9 +93,7 @@ extension SecretServiceStore {
                 g_variant_new_tuple(
                     [g_variant_new_string("org.freedesktop.Secret.Collection"), g_variant_new_string("Locked")], 2))
             defer { g_variant_unref(reply) }
-            let boxed = g_variant_get_child_value(reply, 0)!
-            defer { g_variant_unref(boxed) }
-            let value = g_variant_get_variant(boxed)!
+            let value = propertyValue(reply)
             defer { g_variant_unref(value) }
             if g_variant_get_boolean(value) != 0 {
                 throw KeychainError.locked(detail: "\(collection) is locked")
@@ -117,19 +115,13 @@ extension SecretServiceStore {
         return (checks, failure)
     }
 
-    /// One bounded D-Bus method call on `bus`; the caller unrefs the reply.
+    /// One D-Bus method call on `bus`, bounded by ``timeout``; the caller unrefs the reply.
     private func call(
         _ bus: OpaquePointer, _ destination: String, _ path: String, _ interface: String, _ method: String,
         _ parameters: OpaquePointer?
     ) throws -> OpaquePointer {
         try BoundedOperation.run("answer \(method)", seconds: timeout) { operation in
-            try operation.call(
-                {
-                    g_dbus_connection_call(
-                        bus, destination, path, interface, method, parameters, nil, G_DBUS_CALL_FLAGS_NONE, -1, $0, $1,
-                        $2)
-                },
-                finish: { g_dbus_connection_call_finish(bus, $0, $1) })!
+            try operation.callMethod(bus, destination, path, interface, method, parameters)
         }
     }
 

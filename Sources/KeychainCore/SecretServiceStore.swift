@@ -262,14 +262,9 @@ public final class SecretServiceStore: SecretStore {
         }
         let attributes = g_variant_new_array(keychain_cli_type_string_pair(), entries, gsize(entries.count))
         // org.freedesktop.Secret.Service.SearchItems(a{ss}) -> (ao unlocked, ao locked)
-        let reply = try operation.call(
-            {
-                g_dbus_connection_call(
-                    bus, name, "/org/freedesktop/secrets", "org.freedesktop.Secret.Service", "SearchItems",
-                    g_variant_new_tuple([attributes], 1), keychain_cli_type_search_reply(), G_DBUS_CALL_FLAGS_NONE,
-                    -1, $0, $1, $2)
-            },
-            finish: { g_dbus_connection_call_finish(bus, $0, $1) })!
+        let reply = try operation.callMethod(
+            bus, name, "/org/freedesktop/secrets", "org.freedesktop.Secret.Service", "SearchItems",
+            g_variant_new_tuple([attributes], 1), replyType: keychain_cli_type_search_reply())
         defer { g_variant_unref(reply) }
         let lists = (0..<2).map { index in
             let paths = g_variant_get_child_value(reply, gsize(index))!
@@ -281,9 +276,7 @@ public final class SecretServiceStore: SecretStore {
 
     /// The key-only metadata in an item's `(v)` Properties.Get("Attributes") reply.
     private static func info(attributesReply reply: OpaquePointer) -> ItemInfo? {
-        let boxed = g_variant_get_child_value(reply, 0)!
-        defer { g_variant_unref(boxed) }
-        let table = g_variant_get_variant(boxed)!
+        let table = propertyValue(reply)
         defer { g_variant_unref(table) }
         let attributes = dictionary(table)
         guard let service = attributes["service"], let key = attributes["username"] else { return nil }
