@@ -68,10 +68,10 @@ uninstall:
 		$(SHAREDIR)/zsh/site-functions/_keychain-cli $(SHAREDIR)/fish/vendor_completions.d/keychain-cli.fish
 
 lint:
-	$(SWIFT) format lint --strict -r Sources Tests Package.swift
+	$(SWIFT) format lint --strict -r Sources Tests Benchmarks Package.swift
 
 format:
-	$(SWIFT) format format -i -r Sources Tests Package.swift
+	$(SWIFT) format format -i -r Sources Tests Benchmarks Package.swift
 
 clean:
 	rm -rf .build

@@ -9,7 +9,9 @@ let package = Package(
         .library(name: "KeychainCore", targets: ["KeychainCore"]),
     ],
     dependencies: [
-        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.6.0")
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.6.0"),
+        // The vault: ChaCha20-Poly1305, HKDF and HMAC (Crypto), scrypt (CryptoExtras).
+        .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),
     ],
     targets: [
         .systemLibrary(
@@ -19,7 +21,11 @@ let package = Package(
         ),
         .target(
             name: "KeychainCore",
-            dependencies: ["CLibSecret"]
+            dependencies: [
+                "CLibSecret",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "CryptoExtras", package: "swift-crypto"),
+            ]
         ),
         .executableTarget(
             name: "keychain-cli",

@@ -43,7 +43,8 @@ do {
     precondition(sink == cachedBatches * batchSize * "in-process-secret".utf8.count)
     try keychain.delete(key)
 
-    let slow = median(uncached), fast = median(cached)
+    let slow = median(uncached)
+    let fast = median(cached)
     print(
         """
         | in-process `Keychain.data(for:)` | median per read |

@@ -28,6 +28,17 @@ public enum KeychainError: Error, Equatable, Sendable, CustomStringConvertible {
     case timedOut(operation: String, seconds: Double)
     /// The backend failed in a way none of the other cases describe.
     case backendFailure(detail: String)
+    /// The vault file or its directory cannot be read, created or written; `detail` names the path.
+    case vaultIO(detail: String)
+    /// The vault file is not a vault this version can read: not age, truncated, altered, or an
+    /// unknown document. It is left untouched.
+    case vaultCorrupt(path: String, reason: String)
+    /// The passphrase does not open the vault.
+    case wrongPassphrase(path: String)
+    /// The vault needs a passphrase and none could be had (no source set, no terminal, empty).
+    case noPassphrase(detail: String)
+    /// Another process held the vault's write lock for `seconds`.
+    case vaultBusy(path: String, seconds: Double)
 
     public var description: String {
         switch self {
@@ -65,6 +76,20 @@ public enum KeychainError: Error, Equatable, Sendable, CustomStringConvertible {
                 + "(an unanswered unlock prompt?). Unlock the keyring first, or raise --timeout"
         case .backendFailure(let detail):
             return "the Secret Service failed: \(detail). Run with a fresh session or report a bug"
+        case .vaultIO(let detail):
+            return "\(detail). Check the vault's path (--vault, $KEYCHAIN_VAULT) and its permissions"
+        case .vaultCorrupt(let path, let reason):
+            return "cannot open the vault '\(path)': \(reason). The file was left untouched; restore it "
+                + "from a backup, or move it away to start a new vault"
+        case .wrongPassphrase(let path):
+            return "wrong passphrase for the vault '\(path)' (or its header was altered). Check "
+                + "$KEYCHAIN_PASSPHRASE, --passphrase-file or --passphrase-fd"
+        case .noPassphrase(let detail):
+            return "the vault needs a passphrase (\(detail)). Set $KEYCHAIN_PASSPHRASE, or pass "
+                + "--passphrase-file PATH or --passphrase-fd N, or run at a terminal to be asked"
+        case .vaultBusy(let path, let seconds):
+            return "another process kept the vault '\(path)' locked for \(formatSeconds(seconds)) s. "
+                + "Try again, or raise --timeout"
         }
     }
 }

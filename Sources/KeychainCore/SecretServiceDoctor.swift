@@ -6,24 +6,6 @@ import CLibSecret
     import Foundation
 #endif
 
-/// One line of `keychain-cli doctor`.
-public struct HealthCheck: Sendable, Codable, Equatable {
-    public enum Status: String, Sendable, Codable {
-        /// The check passed.
-        case ok
-        /// The check failed; ``detail`` says why and what to do.
-        case failed
-        /// Not run, because an earlier check failed.
-        case skipped
-    }
-
-    /// What was checked, e.g. "session bus".
-    public var name: String
-    public var status: Status
-    /// What was found, or for a failure, the error's message with its fix.
-    public var detail: String
-}
-
 extension SecretServiceStore {
     /// Checks, in order, what the Secret Service backend needs: a session bus; a provider that
     /// owns or can activate `org.freedesktop.secrets`; a default collection; that it is unlocked;
@@ -31,26 +13,12 @@ extension SecretServiceStore {
     /// failure the rest are skipped.
     /// - Returns: the checks, and the error of the first failure (nil when all passed).
     public func diagnose() -> (checks: [HealthCheck], failure: KeychainError?) {
-        var checks: [HealthCheck] = []
-        var failure: KeychainError?
-        func run(_ name: String, _ body: () throws -> String) {
-            guard failure == nil else {
-                checks.append(HealthCheck(name: name, status: .skipped, detail: "an earlier check failed"))
-                return
-            }
-            do {
-                checks.append(HealthCheck(name: name, status: .ok, detail: try body()))
-            } catch {
-                let error = error as? KeychainError ?? .backendFailure(detail: "\(error)")
-                failure = error
-                checks.append(HealthCheck(name: name, status: .failed, detail: error.description))
-            }
-        }
+        var report = HealthReport()
         var bus: OpaquePointer?
         defer { if let bus { g_object_unref(UnsafeMutableRawPointer(bus)) } }
         var collection = ""
 
-        run("session bus") {
+        report.run("session bus") {
             bus = try BoundedOperation.run("connect to the session bus", seconds: timeout) { operation in
                 // g_bus_get / g_bus_get_finish
                 try operation.call({ g_bus_get(G_BUS_TYPE_SESSION, $0, $1, $2) }, finish: { g_bus_get_finish($0, $1) })
@@ -58,7 +26,7 @@ extension SecretServiceStore {
             let address = getenv("DBUS_SESSION_BUS_ADDRESS").map { String(cString: $0) }
             return address.map { "connected (\($0))" } ?? "connected"
         }
-        run("Secret Service provider") {
+        report.run("Secret Service provider") {
             let owned = try boolean(
                 bus!, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", "NameHasOwner")
             if owned { return "org.freedesktop.secrets is owned" }
@@ -75,7 +43,7 @@ extension SecretServiceStore {
             }
             throw KeychainError.noSecretService(detail: "nothing owns or can activate org.freedesktop.secrets")
         }
-        run("default keyring") {
+        report.run("default keyring") {
             let reply = try call(
                 bus!, "org.freedesktop.secrets", "/org/freedesktop/secrets", "org.freedesktop.Secret.Service",
                 "ReadAlias",
@@ -87,7 +55,7 @@ extension SecretServiceStore {
             }
             return collection
         }
-        run("default keyring unlocked") {
+        report.run("default keyring unlocked") {
             let reply = try call(
                 bus!, "org.freedesktop.secrets", collection, "org.freedesktop.DBus.Properties", "Get",
                 g_variant_new_tuple(
@@ -100,7 +68,7 @@ extension SecretServiceStore {
             }
             return "yes"
         }
-        run("store, read and delete a probe item") {
+        report.run("store, read and delete a probe item") {
             let service = try ServiceName("keychain-cli-doctor")
             let key = try KeychainKey("probe-\(getpid())")
             let probe = Data((0..<32).map { _ in UInt8.random(in: 0...255) })
@@ -112,7 +80,7 @@ extension SecretServiceStore {
             }
             return "ok"
         }
-        return (checks, failure)
+        return (report.checks, report.failure)
     }
 
     /// One D-Bus method call on `bus`, bounded by ``timeout``; the caller unrefs the reply.

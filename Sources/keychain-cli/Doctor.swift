@@ -8,16 +8,19 @@ import KeychainCore
 extension KeychainCLI {
     struct Doctor: KeychainCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Check that the keyring works here, step by step, and say what to fix.",
+            abstract: "Check that the chosen backend works here, step by step, and say what to fix.",
             discussion: """
-                Checks in order: a session bus; a Secret Service provider that owns or can \
-                activate org.freedesktop.secrets; a default keyring; that it is unlocked; a store, \
-                read and delete of a probe item. One line each, ✓ or ✗ with the fix; after a \
-                failure the rest are skipped. Exits 0 only when everything works, otherwise \
-                with the first failure's code (69, 75 or 77).
+                The Secret Service, in order: a session bus; a provider that owns or can activate \
+                org.freedesktop.secrets; a default keyring; that it is unlocked; a store, read and \
+                delete of a probe item. The vault (--backend vault), in order: the file (mode \
+                0600, or not created yet); its directory; the passphrase source; that the \
+                passphrase opens the vault. One line each, ✓ or ✗ with the fix; after a failure \
+                the rest are skipped. Exits 0 only when everything works, otherwise with the \
+                first failure's code (65, 69, 74, 75 or 77).
 
                   keychain-cli doctor
                   keychain-cli doctor --json
+                  KEYCHAIN_BACKEND=vault keychain-cli doctor
                 """)
 
         @OptionGroup var globals: GlobalOptions
@@ -27,8 +30,15 @@ extension KeychainCLI {
         var json = false
 
         func run() throws {
-            let timeout = globals.timeout ?? root.globals.timeout ?? SecretServiceStore.defaultTimeout
-            let (checks, failure) = SecretServiceStore(timeout: timeout).diagnose()
+            let options = self.options
+            let timeout = options.timeout ?? SecretServiceStore.defaultTimeout
+            let (checks, failure) =
+                switch try chosenBackend(options) {
+                case .secretService: SecretServiceStore(timeout: timeout).diagnose()
+                case .vault:
+                    try makeVaultStore(options, timeout: timeout).diagnose(
+                        passphraseSource: PassphraseSource(options).description)
+                }
             if json {
                 try writeJSON(checks)
             } else {

@@ -20,7 +20,8 @@ extension KeychainCLI {
                 command, so its signals, input, output and exit status are the command's own. \
                 A mapping is NAME=KEY (in --service) or NAME=SERVICE/KEY (split at the first /). \
                 An --env-file holds one mapping per line; blank lines and # comments are ignored. \
-                If the command cannot be found, exit 127; if it cannot be run, 126.
+                If the command cannot be found, exit 127; if it cannot be run, 126. The vault's \
+                passphrase ($KEYCHAIN_PASSPHRASE, --passphrase-fd) is not passed on.
 
                   keychain-cli -s ci exec --env GITHUB_TOKEN=github-token -- ./deploy.sh arg
                   keychain-cli exec --env-file secrets.env -- make release
@@ -64,6 +65,9 @@ extension KeychainCLI {
             // Every secret is read before anything runs: one missing secret runs nothing.
             let keychain = try keychain()
             let values = try all.map { mapping in (mapping.name, try mapping.resolve(defaultService: keychain)) }
+            // The vault's passphrase is ours, not the command's (a mapping may still pass it on).
+            unsetenv("KEYCHAIN_PASSPHRASE")
+            if let fd = options.passphraseFD { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
             for (name, value) in values { setenv(name, value, 1) }
             try replaceProcess(with: command)
         }

@@ -32,11 +32,14 @@ func exitStatus(for error: any Error) -> Int32 {
         switch error {
         case .notFound: return 1
         case .invalidName: return 64
-        case .emptySecret, .secretTooLarge, .invalidData: return 65
+        case .emptySecret, .secretTooLarge, .invalidData, .vaultCorrupt: return 65
         case .noSessionBus, .noSecretService, .noDefaultCollection, .backendFailure: return 69
-        case .timedOut: return 75
-        case .locked, .permissionDenied: return 77
+        case .vaultIO: return 74
+        case .timedOut, .vaultBusy: return 75
+        case .locked, .permissionDenied, .wrongPassphrase, .noPassphrase: return 77
         }
+    case is FileError:
+        return 74
     case let failure as CommandFailure:
         switch failure.kind {
         case .usage: return 64
@@ -63,6 +66,7 @@ func reportingFailure(_ error: any Error) -> Int32 {
     case is ExitCode: return code  // the command has said what went wrong (doctor)
     case let error as KeychainError: message = error.description
     case let failure as CommandFailure: message = failure.message
+    case let error as FileError: message = "\(error). Check the path and its permissions"
     default:
         if code == 0 {
             KeychainCLI.exit(withError: error)  // --help, --version: printed by the parser

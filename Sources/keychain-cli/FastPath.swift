@@ -24,22 +24,21 @@ enum FastPath {
     }
 
     static func parse(_ arguments: ArraySlice<String>) -> (() throws -> Void)? {
-        var service: String?
-        var timeout: Double?
+        var options = KeychainOptions()
         var words: [String] = []
         var flags: [String] = []
         var remaining = arguments.makeIterator()
         while let argument = remaining.next() {
             switch argument {
             case "-s", "--service":
-                guard service == nil, let value = remaining.next(), !value.hasPrefix("-") else { return nil }
-                service = value
+                guard options.service == nil, let value = remaining.next(), !value.hasPrefix("-") else { return nil }
+                options.service = value
             case "--timeout":
                 // The same bounds as GlobalOptions.validate(); anything else gets the parser's error.
-                guard timeout == nil, let value = remaining.next(), let seconds = Double(value),
+                guard options.timeout == nil, let value = remaining.next(), let seconds = Double(value),
                     seconds > 0 && seconds <= 86_400
                 else { return nil }
-                timeout = seconds
+                options.timeout = seconds
             case _ where argument.hasPrefix("-"):
                 guard !flags.contains(argument) else { return nil }
                 flags.append(argument)
@@ -58,12 +57,12 @@ enum FastPath {
                 return nil
             }
             let request = GetRequest(key: key, output: output)
-            return { try request.perform(in: makeKeychain(service: service, timeout: timeout)) }
+            return { try request.perform(in: makeKeychain(options)) }
         case "set":
             guard flags.allSatisfy({ $0 == "--raw" || $0 == "--allow-empty" }) else { return nil }
             let request = SetRequest(
                 key: key, raw: flags.contains("--raw"), allowEmpty: flags.contains("--allow-empty"))
-            return { try request.perform(in: makeKeychain(service: service, timeout: timeout)) }
+            return { try request.perform(in: makeKeychain(options)) }
         default:
             return nil
         }

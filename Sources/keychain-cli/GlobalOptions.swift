@@ -20,11 +20,70 @@ struct GlobalOptions: ParsableArguments {
             valueName: "seconds"))
     var timeout: Double?
 
+    @Option(
+        help: ArgumentHelp(
+            "Where secrets are kept: secret-service (the desktop keyring) or vault (an encrypted file, "
+                + "for CI and servers). Default: $KEYCHAIN_BACKEND, else secret-service.",
+            valueName: "backend"))
+    var backend: Backend?
+
+    @Option(
+        help: ArgumentHelp(
+            "The vault file. Default: $KEYCHAIN_VAULT, else $XDG_DATA_HOME/keychain-cli/vault.age "
+                + "(~/.local/share/keychain-cli/vault.age).",
+            valueName: "path"))
+    var vault: String?
+
+    @Option(
+        help: ArgumentHelp(
+            "Read the vault's passphrase from this file (one trailing newline is ignored). "
+                + "Default: $KEYCHAIN_PASSPHRASE, else a prompt on the terminal.",
+            valueName: "path"))
+    var passphraseFile: String?
+
+    @Option(
+        name: .customLong("passphrase-fd"),
+        help: ArgumentHelp(
+            "Read the vault's passphrase from this open file descriptor, to its end (one trailing "
+                + "newline is ignored).",
+            valueName: "n"))
+    var passphraseFD: Int32?
+
     func validate() throws {
         if let timeout, !(timeout > 0 && timeout <= 86_400) {
             throw ValidationError("--timeout must be a number of seconds above 0 and at most 86400")
         }
+        if passphraseFile != nil && passphraseFD != nil {
+            throw ValidationError("give the passphrase by --passphrase-file or by --passphrase-fd, not both")
+        }
+        if let passphraseFD, passphraseFD < 0 {
+            throw ValidationError("--passphrase-fd must be an open file descriptor number")
+        }
     }
+
+    /// These options, with those not given here taken from `outer` (given before the command name).
+    func over(_ outer: GlobalOptions) -> KeychainOptions {
+        KeychainOptions(
+            service: service ?? outer.service, timeout: timeout ?? outer.timeout, backend: backend ?? outer.backend,
+            vault: vault ?? outer.vault, passphraseFile: passphraseFile ?? outer.passphraseFile,
+            passphraseFD: passphraseFD ?? outer.passphraseFD)
+    }
+}
+
+/// The global options of one invocation as plain values (nil: not given), for ``makeKeychain(_:listing:)``.
+struct KeychainOptions {
+    var service: String?
+    var timeout: Double?
+    var backend: Backend?
+    var vault: String?
+    var passphraseFile: String?
+    var passphraseFD: Int32?
+}
+
+/// Where secrets are kept.
+enum Backend: String, ExpressibleByArgument, CaseIterable {
+    case secretService = "secret-service"
+    case vault
 }
 
 /// What a subcommand needs from the global options, whether given to it or to the root command.
@@ -34,20 +93,77 @@ protocol KeychainCommand: ParsableCommand {
 }
 
 extension KeychainCommand {
-    /// The keychain of the chosen service on the chosen backend. Options given after the command
-    /// name win over those given before it.
+    /// The options of this invocation: those given after the command name win over those before.
+    var options: KeychainOptions { globals.over(root.globals) }
+
+    /// The keychain of the chosen service on the chosen backend.
     func keychain(listing: SecretServiceStore.Listing = .full) throws -> Keychain {
-        try makeKeychain(
-            service: globals.service ?? root.globals.service, timeout: globals.timeout ?? root.globals.timeout,
-            listing: listing)
+        try makeKeychain(options, listing: listing)
     }
 }
 
-/// The keychain for a service and timeout from the command line (nil when not given): the
-/// service falls back to $KEYCHAIN_SERVICE, then to the default.
-func makeKeychain(service: String?, timeout: Double?, listing: SecretServiceStore.Listing = .full) throws -> Keychain {
-    let environment = getenv("KEYCHAIN_SERVICE").map { String(cString: $0) }.flatMap { $0.isEmpty ? nil : $0 }
-    let name = try ServiceName(service ?? environment ?? ServiceName.defaultName)
-    let store = SecretServiceStore(timeout: timeout ?? SecretServiceStore.defaultTimeout, listing: listing)
-    return Keychain(service: name, store: store)
+/// The keychain the options choose: the service falls back to $KEYCHAIN_SERVICE, then to the
+/// default; the backend to $KEYCHAIN_BACKEND, then to the Secret Service.
+func makeKeychain(_ options: KeychainOptions, listing: SecretServiceStore.Listing = .full) throws -> Keychain {
+    let name = try ServiceName(options.service ?? environment("KEYCHAIN_SERVICE") ?? ServiceName.defaultName)
+    return Keychain(service: name, store: try makeStore(options, listing: listing))
+}
+
+/// The backend the options choose, never another one: an unknown $KEYCHAIN_BACKEND is an error,
+/// and vault options without the vault backend are refused rather than ignored.
+func makeStore(_ options: KeychainOptions, listing: SecretServiceStore.Listing = .full) throws -> any SecretStore {
+    let timeout = options.timeout ?? SecretServiceStore.defaultTimeout
+    switch try chosenBackend(options) {
+    case .secretService:
+        if options.vault != nil || options.passphraseFile != nil || options.passphraseFD != nil {
+            throw CommandFailure.usage(
+                "--vault, --passphrase-file and --passphrase-fd need the vault backend: add --backend vault")
+        }
+        return SecretServiceStore(timeout: timeout, listing: listing)
+    case .vault:
+        return try makeVaultStore(options, timeout: timeout)
+    }
+}
+
+func chosenBackend(_ options: KeychainOptions) throws -> Backend {
+    if let backend = options.backend { return backend }
+    guard let name = environment("KEYCHAIN_BACKEND") else { return .secretService }
+    guard let backend = Backend(rawValue: name) else {
+        throw CommandFailure.usage(
+            "KEYCHAIN_BACKEND is '\(name)'; it must be "
+                + Backend.allCases.map(\.rawValue).joined(separator: " or "))
+    }
+    return backend
+}
+
+func makeVaultStore(_ options: KeychainOptions, timeout: Double) throws -> VaultStore {
+    guard
+        let path = options.vault ?? environment("KEYCHAIN_VAULT")
+            ?? VaultStore.defaultPath(environment: processEnvironment())
+    else {
+        throw CommandFailure.usage("no vault path: pass --vault PATH, or set KEYCHAIN_VAULT or HOME")
+    }
+    var workFactor = VaultStore.defaultWorkFactor
+    if let text = environment("KEYCHAIN_VAULT_WORK_FACTOR") {
+        guard let value = Int(text), VaultStore.workFactors.contains(value) else {
+            throw CommandFailure.usage(
+                "KEYCHAIN_VAULT_WORK_FACTOR is '\(text)'; it must be a whole number from "
+                    + "\(VaultStore.workFactors.lowerBound) to \(VaultStore.workFactors.upperBound) (log2 of scrypt's N)"
+            )
+        }
+        workFactor = value
+    }
+    let source = PassphraseSource(options)
+    return VaultStore(path: path, workFactor: workFactor, lockTimeout: timeout) { purpose throws(KeychainError) in
+        try source.read(purpose, vault: path)
+    }
+}
+
+/// The environment variable `name`, or nil when it is unset or empty.
+func environment(_ name: String) -> String? {
+    getenv(name).map { String(cString: $0) }.flatMap { $0.isEmpty ? nil : $0 }
+}
+
+private func processEnvironment() -> [String: String] {
+    ["XDG_DATA_HOME": environment("XDG_DATA_HOME"), "HOME": environment("HOME")].compactMapValues { $0 }
 }

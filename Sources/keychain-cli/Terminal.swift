@@ -1,3 +1,5 @@
+import KeychainCore
+
 #if canImport(FoundationEssentials)
     import FoundationEssentials
 #else
@@ -20,20 +22,6 @@ func writeOutput(_ bytes: some Collection<UInt8>) throws {
     if !ok {
         throw CommandFailure.io("could not write to standard output (\(String(cString: strerror(errno))))")
     }
-}
-
-/// Writes all of `buffer` to `fd`, retrying short writes and EINTR; false on any other error.
-func writeAll(_ fd: Int32, _ buffer: UnsafeBufferPointer<UInt8>) -> Bool {
-    var offset = 0
-    while offset < buffer.count {
-        let written = write(fd, buffer.baseAddress! + offset, buffer.count - offset)
-        if written < 0 {
-            if errno == EINTR { continue }
-            return false
-        }
-        offset += written
-    }
-    return true
 }
 
 func isTerminal(_ fd: Int32) -> Bool { isatty(fd) == 1 }
@@ -70,20 +58,22 @@ func readInput(path: String?, limit: Int) throws -> [UInt8]? {
     return try readAll(fd, limit: limit)
 }
 
-// The terminal settings to restore if the user interrupts a hidden prompt.
+// The terminal and its settings to restore if the user interrupts a hidden prompt.
 nonisolated(unsafe) private var savedTerminal = termios()
+nonisolated(unsafe) private var promptTerminal = STDIN_FILENO
 
-/// Asks for a line on the terminal on stdin without echoing it; the prompt goes to stderr.
+/// Asks for a line on the terminal `input` without echoing it; the prompt goes to `output`.
 /// - Returns: the line without its newline; nil at end of input.
-func readHiddenLine(prompt: String) throws -> [UInt8]? {
-    guard tcgetattr(STDIN_FILENO, &savedTerminal) == 0 else {
+func readHiddenLine(prompt: String, input: Int32 = STDIN_FILENO, output: Int32 = STDERR_FILENO) throws -> [UInt8]? {
+    guard tcgetattr(input, &savedTerminal) == 0 else {
         throw CommandFailure.io("could not read the terminal settings (\(String(cString: strerror(errno))))")
     }
+    promptTerminal = input
     var hidden = savedTerminal
     hidden.c_lflag &= ~tcflag_t(ECHO)
     hidden.c_lflag |= tcflag_t(ECHONL)
     let restore: @convention(c) (Int32) -> Void = { signal in
-        tcsetattr(STDIN_FILENO, TCSANOW, &savedTerminal)
+        tcsetattr(promptTerminal, TCSANOW, &savedTerminal)
         writeError("\n")
         _exit(128 + signal)
     }
@@ -91,14 +81,15 @@ func readHiddenLine(prompt: String) throws -> [UInt8]? {
     let previousTerminate = signal(SIGTERM, restore)
     // Echo goes off before the prompt appears, so an answer typed at once is neither echoed
     // nor lost (TCSANOW keeps input already typed; TCSAFLUSH would discard it).
-    tcsetattr(STDIN_FILENO, TCSANOW, &hidden)
-    writeError(prompt)
+    tcsetattr(input, TCSANOW, &hidden)
+    var text = prompt
+    text.withUTF8 { _ = writeAll(output, $0) }
     defer {
-        tcsetattr(STDIN_FILENO, TCSANOW, &savedTerminal)
+        tcsetattr(input, TCSANOW, &savedTerminal)
         signal(SIGINT, previousInterrupt)
         signal(SIGTERM, previousTerminate)
     }
-    return try readLine(STDIN_FILENO)
+    return try readLine(input)
 }
 
 /// Asks a yes/no question on the terminal; only "y" or "yes" is a yes.

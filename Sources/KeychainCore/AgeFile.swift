@@ -1,0 +1,289 @@
+import Crypto
+import CryptoExtras
+
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
+
+/// The age v1 file format (https://age-encryption.org/v1) with one scrypt (passphrase) recipient,
+/// as `age --encrypt --passphrase` writes it and `age --decrypt` reads it:
+///
+/// ```
+/// age-encryption.org/v1
+/// -> scrypt <salt, base64> <log2 of the work factor>
+/// <the file key wrapped with ChaCha20-Poly1305 under scrypt(passphrase), base64>
+/// --- <HMAC-SHA256 of the header, base64>
+/// <16-byte nonce><the payload in STREAM chunks of 64 KiB, ChaCha20-Poly1305>
+/// ```
+///
+/// Every primitive comes from swift-crypto; this file only lays the bytes out.
+enum AgeFile {
+    /// age's own default: scrypt with N = 2^18 (about 0.6 s and 256 MiB here).
+    static let defaultWorkFactor = 18
+    /// The work factors accepted when reading or writing. age reads up to 22, but 2^22 costs
+    /// 4 GiB of memory, which a tampered header must not be able to demand; age writes 18.
+    static let workFactors = 1...20
+
+    static let versionLine = "age-encryption.org/v1"
+    private static let chunkSize = 64 * 1024
+    private static let tagSize = 16
+
+    enum Failure: Error, Equatable {
+        /// Not an age file, or one this reader does not support; the reason says which.
+        case malformed(String)
+        /// The passphrase does not unwrap the file key (or the recipient stanza was altered).
+        case wrongPassphrase
+    }
+
+    /// A parsed header and the file key it wraps: kept by a reader so that the next write can
+    /// reuse it without paying for scrypt again.
+    struct Header: Sendable {
+        /// The header's bytes, from the version line through the MAC line's newline.
+        var bytes: [UInt8]
+        var fileKey: SymmetricKey
+    }
+
+    // MARK: Writing
+
+    /// A new header: a random file key wrapped under scrypt(`passphrase`) with a random salt.
+    static func makeHeader(passphrase: [UInt8], workFactor: Int) throws -> Header {
+        precondition(workFactors.contains(workFactor))
+        let fileKey = SymmetricKey(size: .bits128)
+        let salt = randomBytes(16)
+        let wrapKey = try deriveWrapKey(passphrase: passphrase, salt: salt, workFactor: workFactor)
+        let wrapped = try ChaChaPoly.seal(fileKey.bytes, using: wrapKey, nonce: ChaChaPoly.Nonce(data: zeroNonce))
+        var text = "\(versionLine)\n"
+        text += "-> scrypt \(base64(salt)) \(workFactor)\n"
+        text += wrappedLines(base64(Array(wrapped.ciphertext) + Array(wrapped.tag)))
+        text += "---"
+        let mac = HMAC<SHA256>.authenticationCode(for: Array(text.utf8), using: macKey(fileKey))
+        text += " \(base64(Array(mac)))\n"
+        return Header(bytes: Array(text.utf8), fileKey: fileKey)
+    }
+
+    /// The whole file: `header`, a fresh payload nonce, and `plaintext` in STREAM chunks.
+    ///
+    /// Reusing a header is safe: each file gets a new random nonce and so a new payload key.
+    static func encrypt(_ plaintext: [UInt8], header: Header) throws -> [UInt8] {
+        let nonce = randomBytes(16)
+        let key = payloadKey(header.fileKey, nonce: nonce)
+        var output = header.bytes + nonce
+        output.reserveCapacity(output.count + plaintext.count + (plaintext.count / chunkSize + 1) * tagSize)
+        var start = 0
+        var counter: UInt64 = 0
+        repeat {
+            let end = min(start + chunkSize, plaintext.count)
+            let last = end == plaintext.count
+            let box = try ChaChaPoly.seal(
+                plaintext[start..<end], using: key, nonce: chunkNonce(counter, last: last))
+            output += box.ciphertext
+            output += box.tag
+            start = end
+            counter += 1
+        } while start < plaintext.count
+        return output
+    }
+
+    // MARK: Reading
+
+    /// The plaintext of `file`, and its header for writing the next version.
+    /// - Parameters:
+    ///   - known: a header read before; when `file` starts with the same bytes its file key is
+    ///     reused and `passphrase` is not called.
+    ///   - passphrase: asked only when scrypt has to run.
+    /// - Throws: ``Failure``, or what `passphrase` throws.
+    static func decrypt(_ file: [UInt8], known: Header?, passphrase: () throws -> [UInt8]) throws -> (
+        plaintext: [UInt8], header: Header
+    ) {
+        let parsed = try parseHeader(file)
+        let headerBytes = Array(file[..<parsed.end])
+        let fileKey: SymmetricKey
+        if let known, known.bytes == headerBytes {
+            fileKey = known.fileKey
+        } else {
+            let wrapKey = try deriveWrapKey(passphrase: passphrase(), salt: parsed.salt, workFactor: parsed.workFactor)
+            let box = try ChaChaPoly.SealedBox(
+                nonce: ChaChaPoly.Nonce(data: zeroNonce), ciphertext: parsed.wrappedKey.prefix(16),
+                tag: parsed.wrappedKey.suffix(tagSize))
+            guard let opened = try? ChaChaPoly.open(box, using: wrapKey) else { throw Failure.wrongPassphrase }
+            fileKey = SymmetricKey(data: opened)
+        }
+        guard
+            HMAC<SHA256>.isValidAuthenticationCode(
+                parsed.mac, authenticating: file[..<parsed.macStart], using: macKey(fileKey))
+        else { throw Failure.malformed("the header's MAC does not match (the header was altered)") }
+        let plaintext = try decryptPayload(file[parsed.end...], fileKey: fileKey)
+        return (plaintext, Header(bytes: headerBytes, fileKey: fileKey))
+    }
+
+    private struct ParsedHeader {
+        var salt: [UInt8]
+        var workFactor: Int
+        var wrappedKey: [UInt8]
+        var mac: [UInt8]
+        /// Where "---" ends: the MAC covers everything before.
+        var macStart: Int
+        /// Where the payload starts.
+        var end: Int
+    }
+
+    private static func parseHeader(_ file: [UInt8]) throws -> ParsedHeader {
+        var position = 0
+        func nextLine() throws -> String {
+            guard let newline = file[position...].firstIndex(of: UInt8(ascii: "\n")) else {
+                throw Failure.malformed("the header is truncated")
+            }
+            defer { position = newline + 1 }
+            guard let line = String(validating: file[position..<newline], as: UTF8.self) else {
+                throw Failure.malformed("the header is not text")
+            }
+            return line
+        }
+        let armor = "-----BEGIN AGE ENCRYPTED FILE-----"
+        if file.starts(with: armor.utf8) {
+            throw Failure.malformed(
+                "it is ASCII-armored (age --armor); convert it with 'age -d' and encrypt again without --armor")
+        }
+        guard file.starts(with: (versionLine + "\n").utf8) else {
+            throw Failure.malformed("it is not an age-encryption.org/v1 file")
+        }
+        _ = try nextLine()
+        var stanzas: [(arguments: [Substring], body: [UInt8])] = []
+        var line = try nextLine()
+        while line.hasPrefix("-> ") {
+            let arguments = line.dropFirst(3).split(separator: " ", omittingEmptySubsequences: false)
+            var body = ""
+            while true {
+                let bodyLine = try nextLine()
+                guard bodyLine.count <= 64 else { throw Failure.malformed("a header line is too long") }
+                body += bodyLine
+                if bodyLine.count < 64 { break }
+            }
+            guard let bytes = decodeBase64(body) else { throw Failure.malformed("a recipient's body is not base64") }
+            stanzas.append((arguments, bytes))
+            line = try nextLine()
+        }
+        guard line.hasPrefix("--- "), let mac = decodeBase64(String(line.dropFirst(4))), mac.count == 32 else {
+            throw Failure.malformed("the header has no valid MAC line")
+        }
+        guard let scrypt = stanzas.first(where: { $0.arguments.first == "scrypt" }) else {
+            let types = stanzas.compactMap { $0.arguments.first.map(String.init) }.joined(separator: ", ")
+            throw Failure.malformed(
+                "it is encrypted to age recipients (\(types.isEmpty ? "none" : types)), not to a passphrase")
+        }
+        guard stanzas.count == 1 else {
+            throw Failure.malformed("a passphrase (scrypt) recipient must be the only one")
+        }
+        let arguments = scrypt.arguments
+        guard arguments.count == 3, let salt = decodeBase64(String(arguments[1])), salt.count == 16,
+            let workFactor = Int(arguments[2]), String(workFactor) == arguments[2], scrypt.body.count == 32
+        else { throw Failure.malformed("its scrypt recipient is malformed") }
+        guard workFactors.contains(workFactor) else {
+            throw Failure.malformed(
+                "its scrypt work factor 2^\(workFactor) is outside the accepted 2^\(workFactors.lowerBound)"
+                    + "...2^\(workFactors.upperBound)")
+        }
+        let macLineLength = line.utf8.count + 1
+        return ParsedHeader(
+            salt: salt, workFactor: workFactor, wrappedKey: scrypt.body, mac: mac,
+            macStart: position - macLineLength + 3, end: position)
+    }
+
+    private static func decryptPayload(_ payload: ArraySlice<UInt8>, fileKey: SymmetricKey) throws -> [UInt8] {
+        guard payload.count >= 16 + tagSize else { throw Failure.malformed("the payload is truncated") }
+        let key = payloadKey(fileKey, nonce: payload.prefix(16))
+        var plaintext: [UInt8] = []
+        plaintext.reserveCapacity(payload.count)
+        var start = payload.startIndex + 16
+        var counter: UInt64 = 0
+        while true {
+            let remaining = payload.endIndex - start
+            let isLast = remaining <= chunkSize + tagSize
+            let end = start + min(remaining, chunkSize + tagSize)
+            guard end - start >= tagSize, !(end - start == tagSize && counter > 0) else {
+                throw Failure.malformed("the payload is truncated")
+            }
+            let chunk = payload[start..<end]
+            do {
+                plaintext += try open(chunk, key: key, nonce: chunkNonce(counter, last: isLast))
+            } catch {
+                // A full final chunk that opens as a middle one means chunks are missing.
+                if isLast, (try? open(chunk, key: key, nonce: chunkNonce(counter, last: false))) != nil {
+                    throw Failure.malformed("the payload is truncated")
+                }
+                throw Failure.malformed("the payload does not authenticate (its bytes were altered)")
+            }
+            if isLast { return plaintext }
+            start = end
+            counter += 1
+        }
+    }
+
+    private static func open(_ chunk: ArraySlice<UInt8>, key: SymmetricKey, nonce: ChaChaPoly.Nonce) throws -> Data {
+        let box = try ChaChaPoly.SealedBox(
+            nonce: nonce, ciphertext: chunk.dropLast(tagSize), tag: chunk.suffix(tagSize))
+        return try ChaChaPoly.open(box, using: key)
+    }
+
+    // MARK: Keys
+
+    private static let zeroNonce = [UInt8](repeating: 0, count: 12)
+
+    private static func deriveWrapKey(passphrase: [UInt8], salt: [UInt8], workFactor: Int) throws -> SymmetricKey {
+        try KDF.Scrypt.deriveKey(
+            from: passphrase, salt: Array("age-encryption.org/v1/scrypt".utf8) + salt, outputByteCount: 32,
+            rounds: 1 << workFactor, blockSize: 8, parallelism: 1)
+    }
+
+    private static func macKey(_ fileKey: SymmetricKey) -> SymmetricKey {
+        HKDF<SHA256>.deriveKey(inputKeyMaterial: fileKey, info: Array("header".utf8), outputByteCount: 32)
+    }
+
+    private static func payloadKey(_ fileKey: SymmetricKey, nonce: some DataProtocol) -> SymmetricKey {
+        HKDF<SHA256>.deriveKey(
+            inputKeyMaterial: fileKey, salt: Array(nonce), info: Array("payload".utf8), outputByteCount: 32)
+    }
+
+    /// STREAM's nonce: an 11-byte big-endian chunk counter, then 1 for the last chunk, else 0.
+    private static func chunkNonce(_ counter: UInt64, last: Bool) -> ChaChaPoly.Nonce {
+        var bytes = [UInt8](repeating: 0, count: 3)
+        withUnsafeBytes(of: counter.bigEndian) { bytes += $0 }
+        bytes.append(last ? 1 : 0)
+        return try! ChaChaPoly.Nonce(data: bytes)  // always 12 bytes
+    }
+
+    // MARK: Encoding
+
+    /// age's base64: the standard alphabet without padding, and only the canonical encoding.
+    private static func base64(_ bytes: [UInt8]) -> String {
+        String(Data(bytes).base64EncodedString().prefix { $0 != "=" })
+    }
+
+    private static func decodeBase64(_ text: String) -> [UInt8]? {
+        guard !text.contains("=") else { return nil }
+        let padded = text + String(repeating: "=", count: (4 - text.count % 4) % 4)
+        guard let data = Data(base64Encoded: padded), base64(Array(data)) == text else { return nil }
+        return Array(data)
+    }
+
+    /// A stanza body: lines of 64 columns, the last one shorter (possibly empty).
+    private static func wrappedLines(_ text: String) -> String {
+        var lines = ""
+        var rest = Substring(text)
+        while rest.count >= 64 {
+            lines += rest.prefix(64) + "\n"
+            rest = rest.dropFirst(64)
+        }
+        return lines + rest + "\n"
+    }
+
+    private static func randomBytes(_ count: Int) -> [UInt8] {
+        SymmetricKey(size: SymmetricKeySize(bitCount: count * 8)).bytes
+    }
+}
+
+extension SymmetricKey {
+    fileprivate var bytes: [UInt8] { withUnsafeBytes { Array($0) } }
+}

@@ -1,0 +1,146 @@
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+// The POSIX file calls of the vault and of the CLI's output files, in one place.
+
+/// A file operation that failed: what was attempted, on which path, and the C error.
+package struct FileError: Error, CustomStringConvertible {
+    /// What was attempted, naming the path: `cannot write '/x/vault.age'`.
+    package var operation: String
+    /// The `errno` it failed with.
+    package var code: Int32
+
+    package init(_ operation: String, code: Int32 = errno) {
+        self.operation = operation
+        self.code = code
+    }
+
+    package var description: String { "\(operation) (\(String(cString: strerror(code))))" }
+}
+
+/// Writes all of `buffer` to `fd`, retrying short writes and EINTR; false on any other error.
+package func writeAll(_ fd: Int32, _ buffer: UnsafeBufferPointer<UInt8>) -> Bool {
+    var offset = 0
+    while offset < buffer.count {
+        let written = write(fd, buffer.baseAddress! + offset, buffer.count - offset)
+        if written < 0 {
+            if errno == EINTR { continue }
+            return false
+        }
+        offset += written
+    }
+    return true
+}
+
+/// The directory part of `path` ("." when it has none) and the file name.
+package func splitPath(_ path: String) -> (directory: String, name: String) {
+    guard let slash = path.lastIndex(of: "/") else { return (".", path) }
+    let directory = slash == path.startIndex ? "/" : String(path[..<slash])
+    return (directory, String(path[path.index(after: slash)...]))
+}
+
+/// Writes `bytes` to `path` so that readers see the old file or the new one, never a part:
+/// a temporary file `.NAME.XXXXXX` in the same directory (created 0600, so a secret is never
+/// readable by others even for a moment), fsynced, renamed over `path`, then the directory
+/// fsynced. A crash at any point leaves the old file or the new one, and at worst a stray
+/// temporary file.
+/// - Throws: ``FileError`` naming the path; `path` is then untouched.
+package func writeFileAtomically(_ path: String, _ bytes: [UInt8]) throws(FileError) {
+    let (directory, name) = splitPath(path)
+    var template = Array("\(directory)/.\(name).XXXXXX".utf8CString)
+    let fd = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }  // mode 0600
+    guard fd >= 0 else { throw FileError("cannot create a file in '\(directory)'") }
+    _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+    let temporary = template.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
+    var renamed = false
+    defer {
+        if !renamed { unlink(temporary) }
+    }
+    let written = bytes.withUnsafeBufferPointer { writeAll(fd, $0) }
+    guard written, fchmod(fd, 0o600) == 0, fsync(fd) == 0 else {
+        let error = FileError("cannot write '\(path)'")
+        close(fd)
+        throw error
+    }
+    close(fd)
+    guard rename(temporary, path) == 0 else { throw FileError("cannot replace '\(path)'") }
+    renamed = true
+    let directoryFD = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+    if directoryFD >= 0 {
+        fsync(directoryFD)
+        close(directoryFD)
+    }
+}
+
+/// Removes the temporary files `writeFileAtomically(path, _)` leaves when a writer is killed.
+/// Call it only while no other writer of `path` can be running (under its lock).
+package func removeStrayTemporaries(of path: String) {
+    let (directory, name) = splitPath(path)
+    guard let stream = opendir(directory) else { return }
+    defer { closedir(stream) }
+    let prefix = ".\(name)."
+    while let entry = readdir(stream) {
+        let entryName = withUnsafeBytes(of: entry.pointee.d_name) {
+            String(cString: $0.bindMemory(to: CChar.self).baseAddress!)
+        }
+        if entryName.hasPrefix(prefix) && entryName.utf8.count == prefix.utf8.count + 6 {
+            unlink("\(directory)/\(entryName)")
+        }
+    }
+}
+
+/// The contents of the file at `path`, or nil when it does not exist.
+/// - Throws: ``FileError`` when it cannot be read, or is larger than `limit` bytes (`EFBIG`).
+package func readFileIfPresent(_ path: String, limit: Int) throws(FileError) -> [UInt8]? {
+    let fd = open(path, O_RDONLY | O_CLOEXEC)
+    if fd < 0 && errno == ENOENT { return nil }
+    guard fd >= 0 else { throw FileError("cannot open '\(path)'") }
+    defer { close(fd) }
+    var bytes: [UInt8] = []
+    var chunk = [UInt8](repeating: 0, count: 65_536)
+    while true {
+        let count = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+        if count < 0 && errno == EINTR { continue }
+        guard count >= 0 else { throw FileError("cannot read '\(path)'") }
+        if count == 0 { return bytes }
+        bytes += chunk[0..<count]
+        guard bytes.count <= limit else { throw FileError("'\(path)' is larger than \(limit) bytes", code: EFBIG) }
+    }
+}
+
+/// Creates `path` and any missing parents with mode 0700 (existing ones are left as they are).
+package func makeDirectories(_ path: String) throws(FileError) {
+    var isDirectory = stat()
+    if stat(path, &isDirectory) == 0 { return }
+    let (parent, _) = splitPath(path)
+    if parent != path && parent != "." && parent != "/" { try makeDirectories(parent) }
+    guard mkdir(path, 0o700) == 0 || errno == EEXIST else { throw FileError("cannot create the directory '\(path)'") }
+}
+
+/// Runs `body` holding an exclusive advisory lock (`flock`) on `directory`. Every writer of a
+/// file in the directory takes it around its read-modify-write, so that no update is lost.
+/// - Returns: nil when another process held the lock for `timeout` seconds; `body` did not run.
+/// - Throws: ``FileError`` when the directory cannot be opened or locked, or what `body` throws.
+package func withDirectoryLock<Result, Failure: Error>(
+    _ directory: String, timeout: Double, _ body: () throws(Failure) -> Result
+) throws -> Result? {
+    let fd = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+    guard fd >= 0 else { throw FileError("cannot open the directory '\(directory)'") }
+    defer { close(fd) }  // releases the lock
+    let deadline = monotonicSeconds() + timeout
+    while flock(fd, LOCK_EX | LOCK_NB) != 0 {
+        guard errno == EWOULDBLOCK || errno == EINTR else {
+            throw FileError("cannot lock the directory '\(directory)'")
+        }
+        guard monotonicSeconds() < deadline else { return nil }
+        usleep(2_000)
+    }
+    return try body()
+}
+
+private func monotonicSeconds() -> Double {
+    var now = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &now)
+    return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
+}

@@ -1,0 +1,72 @@
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+extension VaultStore {
+    /// Checks, in order, what the vault backend needs: a vault file that only this user can read
+    /// (or none yet), a directory only this user can write, a passphrase, and that the passphrase
+    /// opens the vault. After a failure the rest are skipped.
+    /// - Parameter passphraseSource: where the passphrase comes from, as the user should read it
+    ///   (`$KEYCHAIN_PASSPHRASE`, `--passphrase-file /run/secrets/pw`).
+    /// - Returns: the checks, and the error of the first failure (nil when all passed).
+    public func diagnose(passphraseSource: String) -> (checks: [HealthCheck], failure: KeychainError?) {
+        var report = HealthReport()
+        let (directory, _) = splitPath(path)
+        var exists = false
+        report.run("vault file") {
+            var info = stat()
+            guard stat(path, &info) == 0 else {
+                guard errno == ENOENT else {
+                    throw KeychainError.vaultIO(detail: FileError("cannot stat '\(path)'").description)
+                }
+                return "\(path) does not exist yet; the first set creates it (mode 0600)"
+            }
+            exists = true
+            let mode = info.st_mode & 0o777
+            guard info.st_mode & S_IFMT == S_IFREG else {
+                throw KeychainError.vaultIO(detail: "'\(path)' is not a regular file")
+            }
+            guard info.st_uid == geteuid() else {
+                throw KeychainError.vaultIO(detail: "'\(path)' belongs to another user (uid \(info.st_uid))")
+            }
+            guard mode & 0o077 == 0 else {
+                throw KeychainError.vaultIO(
+                    detail: "other users can open '\(path)' (mode 0\(String(mode, radix: 8))): run chmod 600 '\(path)'")
+            }
+            return "\(path) (mode 0\(String(mode, radix: 8)), \(info.st_size) bytes)"
+        }
+        report.run("vault directory") {
+            var existing = directory
+            var info = stat()
+            while stat(existing, &info) != 0 {
+                guard errno == ENOENT, existing != "/" && existing != "." else {
+                    throw KeychainError.vaultIO(detail: FileError("cannot stat '\(existing)'").description)
+                }
+                existing = splitPath(existing).directory
+            }
+            guard access(existing, W_OK | X_OK) == 0 else {
+                throw KeychainError.vaultIO(detail: FileError("cannot write in '\(existing)'").description)
+            }
+            if existing != directory { return "\(directory) will be created (mode 0700)" }
+            guard info.st_mode & 0o022 == 0 || info.st_mode & S_ISVTX != 0 else {
+                let mode = String(info.st_mode & 0o777, radix: 8)
+                throw KeychainError.vaultIO(
+                    detail:
+                        "other users can replace files in '\(directory)' (mode 0\(mode)): run chmod 700 '\(directory)'")
+            }
+            return "\(directory) is writable"
+        }
+        report.run("passphrase") {
+            try obtainPassphrase()
+            return "from \(passphraseSource)"
+        }
+        report.run("vault opens") {
+            guard exists else { return "nothing to open yet" }
+            let items = try items(service: nil)
+            let services = Set(items.map(\.service)).count
+            return
+                "decrypted: \(items.count) item\(items.count == 1 ? "" : "s") in \(services) service\(services == 1 ? "" : "s")"
+        }
+        return (report.checks, report.failure)
+    }
+}

@@ -1,0 +1,360 @@
+import Synchronization
+
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// A ``SecretStore`` in one passphrase-encrypted file, for machines without a Secret Service
+/// (CI jobs, servers, containers).
+///
+/// The file is a standard age v1 file with one scrypt (passphrase) recipient: `age --decrypt`
+/// opens it, and a file `age --encrypt --passphrase` wrote from a ``VaultDocument`` (or from
+/// `keychain-cli export`) opens as a vault.
+///
+/// Writes are safe against crashes and against each other: each one takes an advisory lock on the
+/// vault's directory, reads the current file, and writes the new version to a temporary file that
+/// is fsynced and renamed over the vault (mode 0600; a directory it creates gets 0700). Readers
+/// need no lock: they see the old file or the new one. scrypt runs once per process: the header
+/// (and its file key) of the first read is reused by later writes, with a fresh payload nonce.
+public final class VaultStore: SecretStore {
+    /// Why the passphrase is asked for: to open an existing vault, or to create a new one (a
+    /// prompt then asks twice).
+    public enum PassphrasePurpose: Sendable {
+        case unlock, create
+    }
+
+    /// Gives the vault's passphrase; called at most once per store, and only when scrypt must run.
+    public typealias PassphraseSource = @Sendable (PassphrasePurpose) throws(KeychainError) -> [UInt8]
+
+    /// The work factors (log2 of scrypt's N) accepted for new vaults and when reading.
+    public static let workFactors = AgeFile.workFactors
+    /// The work factor of new vaults unless told otherwise: age's default, 2^18.
+    public static let defaultWorkFactor = AgeFile.defaultWorkFactor
+    /// The largest vault file read, in bytes.
+    public static let maximumFileSize = 256 << 20
+
+    /// The vault file.
+    public let path: String
+    /// The scrypt work factor given to a new vault (an existing one keeps its own).
+    public let workFactor: Int
+    /// How long a writer waits for another writer's lock before giving up.
+    public let lockTimeout: Double
+
+    private let passphraseSource: PassphraseSource
+
+    struct State {
+        var passphrase: [UInt8]?
+        var header: AgeFile.Header?
+        /// The file as last read or written, and what it holds.
+        var file: [UInt8]?
+        var entries: Entries = [:]
+    }
+
+    struct Entry {
+        var secret: Data
+        var created: Date?
+        var modified: Date?
+    }
+
+    typealias Entries = [ServiceName: [KeychainKey: Entry]]
+
+    private let state = Mutex(State())
+
+    /// A store for the vault at `path`, which need not exist yet: the first write creates it.
+    /// - Parameters:
+    ///   - workFactor: scrypt's log2 N for a new vault, within ``workFactors``.
+    ///   - lockTimeout: seconds to wait for another writer before failing with
+    ///     ``KeychainError/vaultBusy(path:seconds:)``.
+    ///   - passphrase: asked only when the vault must be decrypted or created.
+    public init(
+        path: String, workFactor: Int = VaultStore.defaultWorkFactor, lockTimeout: Double = 5,
+        passphrase: @escaping PassphraseSource
+    ) {
+        precondition(Self.workFactors.contains(workFactor), "work factor outside \(Self.workFactors)")
+        self.path = path
+        self.workFactor = workFactor
+        self.lockTimeout = lockTimeout
+        self.passphraseSource = passphrase
+    }
+
+    /// `$XDG_DATA_HOME/keychain-cli/vault.age`, else `$HOME/.local/share/keychain-cli/vault.age`;
+    /// nil when neither variable is set.
+    public static func defaultPath(environment: [String: String]) -> String? {
+        if let data = environment["XDG_DATA_HOME"], data.hasPrefix("/") {
+            return "\(data)/keychain-cli/vault.age"
+        }
+        guard let home = environment["HOME"], !home.isEmpty else { return nil }
+        return "\(home)/.local/share/keychain-cli/vault.age"
+    }
+
+    // MARK: SecretStore
+
+    public func secret(service: ServiceName, key: KeychainKey) throws(KeychainError) -> Data? {
+        try read { $0[service]?[key]?.secret }
+    }
+
+    public func setSecret(_ secret: Data, service: ServiceName, key: KeychainKey) throws(KeychainError) {
+        let now = Date()
+        try modify { entries in
+            let created = entries[service]?[key]?.created ?? now
+            entries[service, default: [:]][key] = Entry(secret: secret, created: created, modified: now)
+            return ((), true)
+        }
+    }
+
+    public func deleteSecret(service: ServiceName, key: KeychainKey) throws(KeychainError) -> Bool {
+        try modify { entries in
+            guard entries[service]?.removeValue(forKey: key) != nil else { return (false, false) }
+            if entries[service]?.isEmpty == true { entries[service] = nil }
+            return (true, true)
+        }
+    }
+
+    public func items(service: ServiceName?) throws(KeychainError) -> [ItemInfo] {
+        try read { entries in
+            let services = service.map { [$0] } ?? Array(entries.keys)
+            return services.flatMap { service in
+                (entries[service] ?? [:]).map { key, entry in
+                    ItemInfo(
+                        service: service.rawValue, key: key.rawValue,
+                        label: ItemInfo.defaultLabel(service: service, key: key), application: "keychain-cli",
+                        created: entry.created, modified: entry.modified)
+                }
+            }
+        }
+    }
+
+    public func deleteAll(service: ServiceName) throws(KeychainError) -> Int {
+        try modify { entries in
+            let count = entries.removeValue(forKey: service)?.count ?? 0
+            return (count, count > 0)
+        }
+    }
+
+    // MARK: Reading and writing the file
+
+    func read<Result: Sendable>(_ body: (Entries) -> Result) throws(KeychainError) -> Result {
+        try state.withLock { state throws(KeychainError) in
+            body(try load(&state))
+        }
+    }
+
+    /// Runs `change` on the current contents under the directory lock, and writes the result
+    /// when `change` says it changed anything.
+    private func modify<Result: Sendable>(_ change: (inout Entries) -> (Result, changed: Bool)) throws(KeychainError)
+        -> Result
+    {
+        let (directory, _) = splitPath(path)
+        return try state.withLock { state throws(KeychainError) in
+            do {
+                try makeDirectories(directory)
+                let result = try withDirectoryLock(directory, timeout: lockTimeout) { () throws(KeychainError) in
+                    removeStrayTemporaries(of: path)
+                    var entries = try load(&state)
+                    let (result, changed) = change(&entries)
+                    if changed { try write(entries, state: &state) }
+                    return result
+                }
+                guard let result else { throw KeychainError.vaultBusy(path: path, seconds: lockTimeout) }
+                return result
+            } catch let error as KeychainError {
+                throw error
+            } catch let error as FileError {
+                throw KeychainError.vaultIO(detail: error.description)
+            } catch {
+                throw KeychainError.vaultIO(detail: "\(error)")
+            }
+        }
+    }
+
+    /// The vault's current contents (empty when there is no file yet), decrypted only when the
+    /// file differs from the one last seen.
+    private func load(_ state: inout State) throws(KeychainError) -> Entries {
+        let file: [UInt8]?
+        do {
+            file = try readFileIfPresent(path, limit: Self.maximumFileSize)
+        } catch {
+            throw KeychainError.vaultIO(detail: error.description)
+        }
+        guard let file else {
+            state.file = nil
+            state.entries = [:]
+            return [:]
+        }
+        if file == state.file { return state.entries }
+        let plaintext: [UInt8]
+        do {
+            (plaintext, state.header) = try AgeFile.decrypt(file, known: state.header) {
+                try passphrase(.unlock, state: &state)
+            }
+        } catch AgeFile.Failure.malformed(let reason) {
+            throw KeychainError.vaultCorrupt(path: path, reason: reason)
+        } catch AgeFile.Failure.wrongPassphrase {
+            throw KeychainError.wrongPassphrase(path: path)
+        } catch let error as KeychainError {
+            throw error
+        } catch {
+            throw KeychainError.vaultCorrupt(path: path, reason: "\(error)")
+        }
+        state.entries = try decode(plaintext)
+        state.file = file
+        return state.entries
+    }
+
+    private func write(_ entries: Entries, state: inout State) throws(KeychainError) {
+        do {
+            let header =
+                try state.header
+                ?? AgeFile.makeHeader(
+                    passphrase: passphrase(.create, state: &state), workFactor: workFactor)
+            let file = try AgeFile.encrypt(encode(entries), header: header)
+            try writeFileAtomically(path, file)
+            state.header = header
+            state.file = file
+            state.entries = entries
+        } catch let error as KeychainError {
+            throw error
+        } catch let error as FileError {
+            throw KeychainError.vaultIO(detail: error.description)
+        } catch {
+            throw KeychainError.vaultIO(detail: "cannot encrypt '\(path)': \(error)")
+        }
+    }
+
+    /// Asks the passphrase source now (doctor), keeping the answer for later operations.
+    func obtainPassphrase() throws(KeychainError) {
+        _ = try state.withLock { state throws(KeychainError) in try passphrase(.unlock, state: &state) }
+    }
+
+    private func passphrase(_ purpose: PassphrasePurpose, state: inout State) throws(KeychainError) -> [UInt8] {
+        if let passphrase = state.passphrase { return passphrase }
+        let passphrase = try passphraseSource(purpose)
+        guard !passphrase.isEmpty else {
+            throw KeychainError.noPassphrase(detail: "the passphrase given is empty")
+        }
+        state.passphrase = passphrase
+        return passphrase
+    }
+
+    // MARK: The plaintext document
+
+    private func decode(_ plaintext: [UInt8]) throws(KeychainError) -> Entries {
+        let document: VaultDocument
+        do {
+            document = try JSONDecoder.vault.decode(VaultDocument.self, from: Data(plaintext))
+        } catch {
+            throw KeychainError.vaultCorrupt(
+                path: path, reason: "it decrypts, but not to a keychain-cli vault document (\(error))")
+        }
+        guard VaultDocument.formats.contains(document.format) else {
+            throw KeychainError.vaultCorrupt(path: path, reason: "its document's format is '\(document.format)'")
+        }
+        guard document.version == VaultDocument.currentVersion else {
+            throw KeychainError.vaultCorrupt(
+                path: path,
+                reason: "its document is version \(document.version), and this keychain-cli reads version "
+                    + "\(VaultDocument.currentVersion) (was it written by a newer keychain-cli?)")
+        }
+        var entries: Entries = [:]
+        for (index, item) in document.items.enumerated() {
+            guard let service = try? ServiceName(item.service), let key = try? KeychainKey(item.key),
+                let secret = item.bytes
+            else {
+                throw KeychainError.vaultCorrupt(path: path, reason: "its item \(index + 1) is malformed")
+            }
+            guard entries[service]?[key] == nil else {
+                throw KeychainError.vaultCorrupt(path: path, reason: "its item \(index + 1) is a duplicate")
+            }
+            entries[service, default: [:]][key] = Entry(secret: secret, created: item.created, modified: item.modified)
+        }
+        return entries
+    }
+
+    private func encode(_ entries: Entries) throws -> [UInt8] {
+        var items: [VaultDocument.Item] = []
+        for (service, keys) in entries.sorted(by: { $0.key < $1.key }) {
+            for (key, entry) in keys.sorted(by: { $0.key < $1.key }) {
+                items.append(
+                    VaultDocument.Item(
+                        service: service.rawValue, key: key.rawValue, secret: entry.secret, created: entry.created,
+                        modified: entry.modified))
+            }
+        }
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        encoder.dateEncodingStrategy = .iso8601
+        return Array(try encoder.encode(VaultDocument(items: items))) + [UInt8(ascii: "\n")]
+    }
+}
+
+/// The plaintext of a vault: what `age --decrypt` prints, and what `age --encrypt --passphrase`
+/// may be given to make a vault.
+///
+/// ```json
+/// {"format": "keychain-cli-vault", "version": 1, "items": [
+///   {"service": "ci", "key": "token", "encoding": "utf8", "secret": "…",
+///    "created": "2026-11-22T05:00:00Z", "modified": "2026-11-22T05:00:00Z"}]}
+/// ```
+/// `encoding` is `utf8` for text or `base64` for any other bytes; the dates are optional. The
+/// export document (`"format": "keychain-cli-export"`) is read as a vault too.
+public struct VaultDocument: Codable, Sendable {
+    /// The format names read; the first is written.
+    public static let formats = ["keychain-cli-vault", "keychain-cli-export"]
+    /// The version written and read; a later one is refused rather than misread.
+    public static let currentVersion = 1
+
+    public var format: String
+    public var version: Int
+    public var items: [Item]
+
+    public init(items: [Item]) {
+        self.format = Self.formats[0]
+        self.version = Self.currentVersion
+        self.items = items
+    }
+
+    /// One secret and its dates.
+    public struct Item: Codable, Sendable {
+        public var service: String
+        public var key: String
+        /// `utf8` or `base64`.
+        public var encoding: String
+        public var secret: String
+        public var created: Date?
+        public var modified: Date?
+
+        public init(service: String, key: String, secret: Data, created: Date? = nil, modified: Date? = nil) {
+            self.service = service
+            self.key = key
+            if let text = String(validating: secret, as: UTF8.self) {
+                (encoding, self.secret) = ("utf8", text)
+            } else {
+                (encoding, self.secret) = ("base64", secret.base64EncodedString())
+            }
+            self.created = created
+            self.modified = modified
+        }
+
+        /// The secret's bytes; nil when `encoding` is unknown or the base64 is broken.
+        public var bytes: Data? {
+            switch encoding {
+            case "utf8": Data(secret.utf8)
+            case "base64": Data(base64Encoded: secret)
+            default: nil
+            }
+        }
+    }
+}
+
+extension JSONDecoder {
+    fileprivate static var vault: JSONDecoder {
+        let decoder = JSONDecoder()
+        decoder.dateDecodingStrategy = .iso8601
+        return decoder
+    }
+}
