@@ -33,6 +33,35 @@ public protocol SecretStore: Sendable {
     /// - Returns: how many items were removed.
     /// - Throws: ``KeychainError`` when the backend cannot answer.
     func deleteAll(service: ServiceName) throws -> Int
+
+    /// Stores each of `secrets` as ``setSecret(_:service:key:)`` does, in order. A backend that
+    /// can store them in one step does (the vault writes its file once, so either all are stored
+    /// or none); the default stores one at a time.
+    /// - Parameter progress: told how many are stored so far.
+    /// - Throws: ``KeychainError`` when the backend cannot store one; those before it may be stored.
+    func setSecrets(_ secrets: [SecretToStore], progress: (Int) -> Void) throws
+}
+
+/// One secret for ``SecretStore/setSecrets(_:progress:)``.
+public struct SecretToStore: Sendable {
+    public var service: ServiceName
+    public var key: KeychainKey
+    public var secret: Data
+
+    public init(service: ServiceName, key: KeychainKey, secret: Data) {
+        self.service = service
+        self.key = key
+        self.secret = secret
+    }
+}
+
+extension SecretStore {
+    public func setSecrets(_ secrets: [SecretToStore], progress: (Int) -> Void) throws {
+        for (index, item) in secrets.enumerated() {
+            try setSecret(item.secret, service: item.service, key: item.key)
+            progress(index + 1)
+        }
+    }
 }
 
 /// What `list --json` shows about an item: never its secret.

@@ -99,12 +99,21 @@ public final class VaultStore: SecretStore {
     }
 
     public func setSecret(_ secret: Data, service: ServiceName, key: KeychainKey) throws(KeychainError) {
+        try setSecrets([SecretToStore(service: service, key: key, secret: secret)]) { _ in }
+    }
+
+    /// Stores every secret with one write of the vault: all of them or, on failure, none.
+    public func setSecrets(_ secrets: [SecretToStore], progress: (Int) -> Void) throws(KeychainError) {
         let now = Date()
         try modify { entries in
-            let created = entries[service]?[key]?.created ?? now
-            entries[service, default: [:]][key] = Entry(secret: secret, created: created, modified: now)
-            return ((), true)
+            for item in secrets {
+                let created = entries[item.service]?[item.key]?.created ?? now
+                entries[item.service, default: [:]][item.key] = Entry(
+                    secret: item.secret, created: created, modified: now)
+            }
+            return ((), !secrets.isEmpty)
         }
+        progress(secrets.count)
     }
 
     public func deleteSecret(service: ServiceName, key: KeychainKey) throws(KeychainError) -> Bool {

@@ -55,21 +55,24 @@ extension KeychainCLI {
             var added = 0
             var replaced = 0
             var skipped = 0
-            let progress = !dryRun && isTerminal(STDERR_FILENO) && items.count > 20
-            for (index, item) in items.enumerated() {
+            var toStore: [SecretToStore] = []
+            for item in items {
                 let present = existing[item.service]?.contains(item.key.rawValue) == true
                 let action = present ? (overwrite ? "replace" : "skip") : "add"
                 if dryRun {
                     try writeOutput(Array("\(action) \(item.service)/\(item.key)\n".utf8))
                 } else if action != "skip" {
-                    try Keychain(service: item.service, store: keychain.store).set(item.secret, for: item.key)
+                    toStore.append(SecretToStore(service: item.service, key: item.key, secret: item.secret))
                 }
                 switch action {
                 case "add": added += 1
                 case "replace": replaced += 1
                 default: skipped += 1
                 }
-                if progress { writeError("\rimporting \(index + 1)/\(items.count)") }
+            }
+            let progress = isTerminal(STDERR_FILENO) && toStore.count > 20
+            try keychain.store.setSecrets(toStore) { done in
+                if progress { writeError("\rimporting \(done)/\(toStore.count)") }
             }
             if progress { writeError("\n") }
             var summary =

@@ -93,159 +93,203 @@ struct HelpAndUsageTests {
 
 @Suite("keychain-cli on a private gnome-keyring", .keyringSession)
 struct CommandTests {
-    @Test func setFromAPipeStripsOneTrailingNewline() throws {
-        let s = uniqueService()
-        for (input, expected) in [("tok\n", "tok"), ("tok\r\n", "tok"), ("tok\n\n", "tok\n"), ("tok", "tok")] {
-            #expect(try cli(["-s", s, "set", "k"], input: input).status == 0)
-            #expect(try cli(["-s", s, "get", "k"]).stdoutText == expected, "input \(input.debugDescription)")
+    @Test(arguments: CLIBackend.allCases)
+    func setFromAPipeStripsOneTrailingNewline(on backend: CLIBackend) throws {
+        try backend.run { () throws in  // its only `try`s are inside #expect
+            let s = uniqueService()
+            for (input, expected) in [("tok\n", "tok"), ("tok\r\n", "tok"), ("tok\n\n", "tok\n"), ("tok", "tok")] {
+                #expect(try cli(["-s", s, "set", "k"], input: input).status == 0)
+                #expect(try cli(["-s", s, "get", "k"]).stdoutText == expected, "input \(input.debugDescription)")
+            }
         }
     }
 
-    @Test func rawKeepsEveryByteAndBinaryRoundTripsThroughPipes() throws {
-        let s = uniqueService()
-        var bytes = Data([0, 0, 255, 254, 10, 13, 0x80, 0xc3, 0x28, 10])
-        bytes += Data((0..<256).map { UInt8($0) })
-        #expect(try cli(["-s", s, "set", "bin", "--raw"], stdin: bytes).status == 0)
-        let got = try cli(["-s", s, "get", "bin"])
-        #expect(got.status == 0)
-        #expect(got.stdout == bytes)
-        #expect(try cli(["-s", s, "get", "bin", "--raw"]).stdout == bytes)
-    }
-
-    @Test func getAddsANewlineOnlyWhenAsked() throws {
-        let s = uniqueService()
-        _ = try cli(["-s", s, "set", "k"], input: "v")
-        #expect(try cli(["-s", s, "get", "k"]).stdoutText == "v")
-        #expect(try cli(["-s", s, "get", "k", "-n"]).stdoutText == "v")
-        #expect(try cli(["-s", s, "get", "k", "--newline"]).stdoutText == "v\n")
-    }
-
-    @Test func getJSONUsesBase64OnlyForBinary() throws {
-        let s = uniqueService()
-        _ = try cli(["-s", s, "set", "text"], input: "héllo")
-        _ = try cli(["-s", s, "set", "bin", "--raw"], stdin: Data([0, 255]))
-        let text =
-            try JSONSerialization.jsonObject(with: cli(["-s", s, "get", "text", "--json"]).stdout) as! [String: String]
-        #expect(text == ["service": s, "key": "text", "encoding": "utf8", "secret": "héllo"])
-        let binary =
-            try JSONSerialization.jsonObject(with: cli(["-s", s, "get", "bin", "--json"]).stdout) as! [String: String]
-        #expect(binary["encoding"] == "base64")
-        #expect(Data(base64Encoded: binary["secret"]!) == Data([0, 255]))
-    }
-
-    @Test func allowEmptyStoresAnEmptySecret() throws {
-        let s = uniqueService()
-        #expect(try cli(["-s", s, "set", "e", "--allow-empty"], stdin: Data()).status == 0)
-        let got = try cli(["-s", s, "get", "e"])
-        #expect(got.status == 0)
-        #expect(got.stdout.isEmpty)
-    }
-
-    @Test func fromEnvironmentAndFromFile() throws {
-        let s = uniqueService()
-        let env = try cli(["-s", s, "set", "e", "--from-env", "KC_SECRET"], extra: ["KC_SECRET": "from-env"])
-        #expect(env.status == 0)
-        #expect(try cli(["-s", s, "get", "e"]).stdoutText == "from-env")
-        let file = FileManager.default.temporaryDirectory.appendingPathComponent("kc-secret-\(UUID())")
-        try Data("from-file\n".utf8).write(to: file)
-        defer { try? FileManager.default.removeItem(at: file) }
-        #expect(try cli(["-s", s, "set", "f", "--from-file", file.path]).status == 0)
-        #expect(try cli(["-s", s, "get", "f"]).stdoutText == "from-file")
-        #expect(try cli(["-s", s, "set", "fr", "--from-file", file.path, "--raw"]).status == 0)
-        #expect(try cli(["-s", s, "get", "fr"]).stdoutText == "from-file\n")
-    }
-
-    @Test func setReplacesTheSecret() throws {
-        let s = uniqueService()
-        _ = try cli(["-s", s, "set", "k"], input: "one")
-        _ = try cli(["-s", s, "set", "k"], input: "two")
-        #expect(try cli(["-s", s, "get", "k"]).stdoutText == "two")
-        #expect(try cli(["-s", s, "list"]).stdoutText == "k\n")
-    }
-
-    @Test func missingItemsExit1AndIgnoreMissingExits0() throws {
-        let s = uniqueService()
-        let get = try cli(["-s", s, "get", "absent"])
-        #expect(get.status == 1)
-        #expect(
-            get.stderr
-                == "keychain-cli: no secret named 'absent' in service '\(s)'. Check the name with 'keychain-cli -s \(s) list'\n"
-        )
-        #expect(try cli(["-s", s, "delete", "absent"]).status == 1)
-        #expect(try cli(["-s", s, "delete", "absent", "--ignore-missing"]).status == 0)
-        _ = try cli(["-s", s, "set", "k"], input: "v")
-        #expect(try cli(["-s", s, "delete", "k"]).status == 0)
-        #expect(try cli(["-s", s, "get", "k"]).status == 1)
-    }
-
-    @Test func globalOptionsWorkBeforeAndAfterTheCommandAndFromTheEnvironment() throws {
-        let s = uniqueService()
-        #expect(try cli(["set", "k", "-s", s], input: "after").status == 0)
-        #expect(try cli(["-s", s, "get", "k"]).stdoutText == "after")
-        #expect(try cli(["--service", s, "--timeout", "10", "list"]).stdoutText == "k\n")
-        #expect(try cli(["list", "--timeout", "10", "--service", s]).stdoutText == "k\n")
-        let env = try cli(["get", "k"], extra: ["KEYCHAIN_SERVICE": s])
-        #expect(env.stdoutText == "after")
-        let flagWins = try cli(["-s", "\(s)-other", "get", "k"], extra: ["KEYCHAIN_SERVICE": s])
-        #expect(flagWins.status == 1)
-    }
-
-    @Test func listIsSortedAndNeverShowsSecrets() throws {
-        let s = uniqueService()
-        for key in ["zulu", "alpha", "Mike", "with space"] {
-            _ = try cli(["-s", s, "set", key], input: "SECRET-\(key)")
+    @Test(arguments: CLIBackend.allCases)
+    func rawKeepsEveryByteAndBinaryRoundTripsThroughPipes(on backend: CLIBackend) throws {
+        try backend.run {
+            let s = uniqueService()
+            var bytes = Data([0, 0, 255, 254, 10, 13, 0x80, 0xc3, 0x28, 10])
+            bytes += Data((0..<256).map { UInt8($0) })
+            #expect(try cli(["-s", s, "set", "bin", "--raw"], stdin: bytes).status == 0)
+            let got = try cli(["-s", s, "get", "bin"])
+            #expect(got.status == 0)
+            #expect(got.stdout == bytes)
+            #expect(try cli(["-s", s, "get", "bin", "--raw"]).stdout == bytes)
         }
-        let list = try cli(["-s", s, "list"])
-        #expect(list.stdoutText == "Mike\nalpha\nwith space\nzulu\n")
-        let json = try cli(["-s", s, "list", "--json"])
-        #expect(!json.stdoutText.contains("SECRET-"))
-        let items = try JSONSerialization.jsonObject(with: json.stdout) as! [[String: String]]
-        #expect(items.map { $0["key"]! } == ["Mike", "alpha", "with space", "zulu"])
-        #expect(items[0]["label"] == "\(s)/Mike (keychain-cli)")
-        #expect(items[0]["application"] == "keychain-cli")
-        #expect(items[0]["created"]?.hasSuffix("Z") == true)
     }
 
-    @Test func listAllServicesShowsServiceAndKey() throws {
-        let a = uniqueService("a")
-        let b = uniqueService("b")
-        _ = try cli(["-s", a, "set", "k1"], input: "1")
-        _ = try cli(["-s", b, "set", "k2"], input: "2")
-        let lines = try cli(["list", "--all-services"]).stdoutText.split(separator: "\n").map(String.init)
-        #expect(lines.contains("\(a)\tk1"))
-        #expect(lines.contains("\(b)\tk2"))
-        #expect(lines == lines.sorted())
+    @Test(arguments: CLIBackend.allCases)
+    func getAddsANewlineOnlyWhenAsked(on backend: CLIBackend) throws {
+        try backend.run {
+            let s = uniqueService()
+            _ = try cli(["-s", s, "set", "k"], input: "v")
+            #expect(try cli(["-s", s, "get", "k"]).stdoutText == "v")
+            #expect(try cli(["-s", s, "get", "k", "-n"]).stdoutText == "v")
+            #expect(try cli(["-s", s, "get", "k", "--newline"]).stdoutText == "v\n")
+        }
     }
 
-    @Test func resetNeedsYesOutsideATerminalAndTouchesOnlyItsService() throws {
-        let s = uniqueService()
-        let other = uniqueService()
-        for key in ["a", "b", "c"] { _ = try cli(["-s", s, "set", key], input: "v") }
-        _ = try cli(["-s", other, "set", "keep"], input: "v")
-        let refused = try cli(["-s", s, "reset"])
-        #expect(refused.status == 64)
-        #expect(refused.stderr.contains("Pass --yes"))
-        #expect(try cli(["-s", s, "list"]).stdoutText == "a\nb\nc\n")
-        let reset = try cli(["-s", s, "reset", "--yes"])
-        #expect(reset.status == 0)
-        #expect(reset.stdoutText == "removed 3 secrets of service '\(s)'\n")
-        #expect(try cli(["-s", s, "list"]).stdoutText.isEmpty)
-        #expect(try cli(["-s", other, "get", "keep"]).stdoutText == "v")
+    @Test(arguments: CLIBackend.allCases)
+    func getJSONUsesBase64OnlyForBinary(on backend: CLIBackend) throws {
+        try backend.run {
+            let s = uniqueService()
+            _ = try cli(["-s", s, "set", "text"], input: "héllo")
+            _ = try cli(["-s", s, "set", "bin", "--raw"], stdin: Data([0, 255]))
+            let text =
+                try JSONSerialization.jsonObject(with: cli(["-s", s, "get", "text", "--json"]).stdout)
+                as! [String: String]
+            #expect(text == ["service": s, "key": "text", "encoding": "utf8", "secret": "héllo"])
+            let binary =
+                try JSONSerialization.jsonObject(with: cli(["-s", s, "get", "bin", "--json"]).stdout)
+                as! [String: String]
+            #expect(binary["encoding"] == "base64")
+            #expect(Data(base64Encoded: binary["secret"]!) == Data([0, 255]))
+        }
     }
 
-    @Test func failedSetLeavesTheOldSecret() throws {
-        let s = uniqueService()
-        _ = try cli(["-s", s, "set", "k"], input: "old")
-        #expect(try cli(["-s", s, "set", "k"], stdin: Data()).status == 65)
-        #expect(try cli(["-s", s, "set", "k"], stdin: Data(count: (1 << 20) + 1)).status == 65)
-        #expect(try cli(["-s", s, "get", "k"]).stdoutText == "old")
+    @Test(arguments: CLIBackend.allCases)
+    func allowEmptyStoresAnEmptySecret(on backend: CLIBackend) throws {
+        try backend.run {
+            let s = uniqueService()
+            #expect(try cli(["-s", s, "set", "e", "--allow-empty"], stdin: Data()).status == 0)
+            let got = try cli(["-s", s, "get", "e"])
+            #expect(got.status == 0)
+            #expect(got.stdout.isEmpty)
+        }
     }
 
-    @Test func largestAllowedSecretRoundTrips() throws {
-        let s = uniqueService()
-        let bytes = Data((0..<(1 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 7) })
-        #expect(try cli(["-s", s, "set", "big", "--raw"], stdin: bytes).status == 0)
-        #expect(try cli(["-s", s, "get", "big"]).stdout == bytes)
+    @Test(arguments: CLIBackend.allCases)
+    func fromEnvironmentAndFromFile(on backend: CLIBackend) throws {
+        try backend.run {
+            let s = uniqueService()
+            let env = try cli(["-s", s, "set", "e", "--from-env", "KC_SECRET"], extra: ["KC_SECRET": "from-env"])
+            #expect(env.status == 0)
+            #expect(try cli(["-s", s, "get", "e"]).stdoutText == "from-env")
+            let file = FileManager.default.temporaryDirectory.appendingPathComponent("kc-secret-\(UUID())")
+            try Data("from-file\n".utf8).write(to: file)
+            defer { try? FileManager.default.removeItem(at: file) }
+            #expect(try cli(["-s", s, "set", "f", "--from-file", file.path]).status == 0)
+            #expect(try cli(["-s", s, "get", "f"]).stdoutText == "from-file")
+            #expect(try cli(["-s", s, "set", "fr", "--from-file", file.path, "--raw"]).status == 0)
+            #expect(try cli(["-s", s, "get", "fr"]).stdoutText == "from-file\n")
+        }
+    }
+
+    @Test(arguments: CLIBackend.allCases)
+    func setReplacesTheSecret(on backend: CLIBackend) throws {
+        try backend.run {
+            let s = uniqueService()
+            _ = try cli(["-s", s, "set", "k"], input: "one")
+            _ = try cli(["-s", s, "set", "k"], input: "two")
+            #expect(try cli(["-s", s, "get", "k"]).stdoutText == "two")
+            #expect(try cli(["-s", s, "list"]).stdoutText == "k\n")
+        }
+    }
+
+    @Test(arguments: CLIBackend.allCases)
+    func missingItemsExit1AndIgnoreMissingExits0(on backend: CLIBackend) throws {
+        try backend.run {
+            let s = uniqueService()
+            let get = try cli(["-s", s, "get", "absent"])
+            #expect(get.status == 1)
+            #expect(
+                get.stderr
+                    == "keychain-cli: no secret named 'absent' in service '\(s)'. Check the name with 'keychain-cli -s \(s) list'\n"
+            )
+            #expect(try cli(["-s", s, "delete", "absent"]).status == 1)
+            #expect(try cli(["-s", s, "delete", "absent", "--ignore-missing"]).status == 0)
+            _ = try cli(["-s", s, "set", "k"], input: "v")
+            #expect(try cli(["-s", s, "delete", "k"]).status == 0)
+            #expect(try cli(["-s", s, "get", "k"]).status == 1)
+        }
+    }
+
+    @Test(arguments: CLIBackend.allCases)
+    func globalOptionsWorkBeforeAndAfterTheCommandAndFromTheEnvironment(on backend: CLIBackend) throws {
+        try backend.run {
+            let s = uniqueService()
+            #expect(try cli(["set", "k", "-s", s], input: "after").status == 0)
+            #expect(try cli(["-s", s, "get", "k"]).stdoutText == "after")
+            #expect(try cli(["--service", s, "--timeout", "10", "list"]).stdoutText == "k\n")
+            #expect(try cli(["list", "--timeout", "10", "--service", s]).stdoutText == "k\n")
+            let env = try cli(["get", "k"], extra: ["KEYCHAIN_SERVICE": s])
+            #expect(env.stdoutText == "after")
+            let flagWins = try cli(["-s", "\(s)-other", "get", "k"], extra: ["KEYCHAIN_SERVICE": s])
+            #expect(flagWins.status == 1)
+        }
+    }
+
+    @Test(arguments: CLIBackend.allCases)
+    func listIsSortedAndNeverShowsSecrets(on backend: CLIBackend) throws {
+        try backend.run {
+            let s = uniqueService()
+            for key in ["zulu", "alpha", "Mike", "with space"] {
+                _ = try cli(["-s", s, "set", key], input: "SECRET-\(key)")
+            }
+            let list = try cli(["-s", s, "list"])
+            #expect(list.stdoutText == "Mike\nalpha\nwith space\nzulu\n")
+            let json = try cli(["-s", s, "list", "--json"])
+            #expect(!json.stdoutText.contains("SECRET-"))
+            let items = try JSONSerialization.jsonObject(with: json.stdout) as! [[String: String]]
+            #expect(items.map { $0["key"]! } == ["Mike", "alpha", "with space", "zulu"])
+            #expect(items[0]["label"] == "\(s)/Mike (keychain-cli)")
+            #expect(items[0]["application"] == "keychain-cli")
+            #expect(items[0]["created"]?.hasSuffix("Z") == true)
+        }
+    }
+
+    @Test(arguments: CLIBackend.allCases)
+    func listAllServicesShowsServiceAndKey(on backend: CLIBackend) throws {
+        try backend.run {
+            let a = uniqueService("a")
+            let b = uniqueService("b")
+            _ = try cli(["-s", a, "set", "k1"], input: "1")
+            _ = try cli(["-s", b, "set", "k2"], input: "2")
+            let lines = try cli(["list", "--all-services"]).stdoutText.split(separator: "\n").map(String.init)
+            #expect(lines.contains("\(a)\tk1"))
+            #expect(lines.contains("\(b)\tk2"))
+            #expect(lines == lines.sorted())
+        }
+    }
+
+    @Test(arguments: CLIBackend.allCases)
+    func resetNeedsYesOutsideATerminalAndTouchesOnlyItsService(on backend: CLIBackend) throws {
+        try backend.run {
+            let s = uniqueService()
+            let other = uniqueService()
+            for key in ["a", "b", "c"] { _ = try cli(["-s", s, "set", key], input: "v") }
+            _ = try cli(["-s", other, "set", "keep"], input: "v")
+            let refused = try cli(["-s", s, "reset"])
+            #expect(refused.status == 64)
+            #expect(refused.stderr.contains("Pass --yes"))
+            #expect(try cli(["-s", s, "list"]).stdoutText == "a\nb\nc\n")
+            let reset = try cli(["-s", s, "reset", "--yes"])
+            #expect(reset.status == 0)
+            #expect(reset.stdoutText == "removed 3 secrets of service '\(s)'\n")
+            #expect(try cli(["-s", s, "list"]).stdoutText.isEmpty)
+            #expect(try cli(["-s", other, "get", "keep"]).stdoutText == "v")
+        }
+    }
+
+    @Test(arguments: CLIBackend.allCases)
+    func failedSetLeavesTheOldSecret(on backend: CLIBackend) throws {
+        try backend.run {
+            let s = uniqueService()
+            _ = try cli(["-s", s, "set", "k"], input: "old")
+            #expect(try cli(["-s", s, "set", "k"], stdin: Data()).status == 65)
+            #expect(try cli(["-s", s, "set", "k"], stdin: Data(count: (1 << 20) + 1)).status == 65)
+            #expect(try cli(["-s", s, "get", "k"]).stdoutText == "old")
+        }
+    }
+
+    @Test(arguments: CLIBackend.allCases)
+    func largestAllowedSecretRoundTrips(on backend: CLIBackend) throws {
+        try backend.run { () throws in  // its only `try`s are inside #expect
+            let s = uniqueService()
+            let bytes = Data((0..<(1 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 7) })
+            #expect(try cli(["-s", s, "set", "big", "--raw"], stdin: bytes).status == 0)
+            #expect(try cli(["-s", s, "get", "big"]).stdout == bytes)
+        }
     }
 }
 
@@ -266,63 +310,75 @@ struct TerminalTests {
             """)
     }
 
-    @Test func setPromptsTwiceWithoutEcho() throws {
-        let s = uniqueService()
-        let result = try setTyped(service: s, first: "hunter2-typed", second: "hunter2-typed")
-        #expect(result.status == 0)
-        #expect(!result.stdoutText.contains("hunter2-typed"), "the typed secret was echoed")
-        #expect(try cli(["-s", s, "get", "typed"]).stdoutText == "hunter2-typed")
+    @Test(arguments: CLIBackend.allCases)
+    func setPromptsTwiceWithoutEcho(on backend: CLIBackend) throws {
+        try backend.run {
+            let s = uniqueService()
+            let result = try setTyped(service: s, first: "hunter2-typed", second: "hunter2-typed")
+            #expect(result.status == 0)
+            #expect(!result.stdoutText.contains("hunter2-typed"), "the typed secret was echoed")
+            #expect(try cli(["-s", s, "get", "typed"]).stdoutText == "hunter2-typed")
+        }
     }
 
-    @Test func mismatchedConfirmationStoresNothing() throws {
-        let s = uniqueService()
-        let result = try setTyped(service: s, first: "one", second: "two")
-        #expect(result.status == 65)
-        #expect(result.stdoutText.contains("the two entries differ"))
-        #expect(try cli(["-s", s, "get", "typed"]).status == 1)
+    @Test(arguments: CLIBackend.allCases)
+    func mismatchedConfirmationStoresNothing(on backend: CLIBackend) throws {
+        try backend.run {
+            let s = uniqueService()
+            let result = try setTyped(service: s, first: "one", second: "two")
+            #expect(result.status == 65)
+            #expect(result.stdoutText.contains("the two entries differ"))
+            #expect(try cli(["-s", s, "get", "typed"]).status == 1)
+        }
     }
 
-    @Test func getOnATerminalEndsWithANewlineAndRefusesBinary() throws {
-        let s = uniqueService()
-        _ = try cli(["-s", s, "set", "k"], input: "visible")
-        _ = try cli(["-s", s, "set", "bin", "--raw"], stdin: Data([0xff, 0x00, 0x1b]))
-        let result = try expect(
-            """
-            spawn $env(KEYCHAIN_CLI) -s \(s) get k
-            expect "visible\\r\\n"
-            expect eof
-            spawn $env(KEYCHAIN_CLI) -s \(s) get bin
-            expect eof
-            catch wait status
-            exit [lindex $status 3]
-            """)
-        #expect(result.status == 65)
-        #expect(result.stdoutText.contains("visible\r\n"))
-        #expect(result.stdoutText.contains("is binary and would garble the terminal"))
+    @Test(arguments: CLIBackend.allCases)
+    func getOnATerminalEndsWithANewlineAndRefusesBinary(on backend: CLIBackend) throws {
+        try backend.run {
+            let s = uniqueService()
+            _ = try cli(["-s", s, "set", "k"], input: "visible")
+            _ = try cli(["-s", s, "set", "bin", "--raw"], stdin: Data([0xff, 0x00, 0x1b]))
+            let result = try expect(
+                """
+                spawn $env(KEYCHAIN_CLI) -s \(s) get k
+                expect "visible\\r\\n"
+                expect eof
+                spawn $env(KEYCHAIN_CLI) -s \(s) get bin
+                expect eof
+                catch wait status
+                exit [lindex $status 3]
+                """)
+            #expect(result.status == 65)
+            #expect(result.stdoutText.contains("visible\r\n"))
+            #expect(result.stdoutText.contains("is binary and would garble the terminal"))
+        }
     }
 
-    @Test func resetAsksOnATerminal() throws {
-        let s = uniqueService()
-        _ = try cli(["-s", s, "set", "a"], input: "1")
-        _ = try cli(["-s", s, "set", "b"], input: "2")
-        let declined = try expect(
-            """
-            spawn $env(KEYCHAIN_CLI) -s \(s) reset
-            expect "Delete all 2 secret(s) of service '\(s)'? \\[y/N\\] "
-            send "n\\r"
-            expect eof
-            """)
-        #expect(declined.stdoutText.contains("nothing was deleted"))
-        #expect(try cli(["-s", s, "list"]).stdoutText == "a\nb\n")
-        let accepted = try expect(
-            """
-            spawn $env(KEYCHAIN_CLI) -s \(s) reset
-            expect "\\[y/N\\] "
-            send "y\\r"
-            expect eof
-            """)
-        #expect(accepted.stdoutText.contains("removed 2 secrets"))
-        #expect(try cli(["-s", s, "list"]).stdoutText.isEmpty)
+    @Test(arguments: CLIBackend.allCases)
+    func resetAsksOnATerminal(on backend: CLIBackend) throws {
+        try backend.run {
+            let s = uniqueService()
+            _ = try cli(["-s", s, "set", "a"], input: "1")
+            _ = try cli(["-s", s, "set", "b"], input: "2")
+            let declined = try expect(
+                """
+                spawn $env(KEYCHAIN_CLI) -s \(s) reset
+                expect "Delete all 2 secret(s) of service '\(s)'? \\[y/N\\] "
+                send "n\\r"
+                expect eof
+                """)
+            #expect(declined.stdoutText.contains("nothing was deleted"))
+            #expect(try cli(["-s", s, "list"]).stdoutText == "a\nb\n")
+            let accepted = try expect(
+                """
+                spawn $env(KEYCHAIN_CLI) -s \(s) reset
+                expect "\\[y/N\\] "
+                send "y\\r"
+                expect eof
+                """)
+            #expect(accepted.stdoutText.contains("removed 2 secrets"))
+            #expect(try cli(["-s", s, "list"]).stdoutText.isEmpty)
+        }
     }
 }
 
@@ -337,33 +393,40 @@ struct FastPathTests {
         #expect(fast.stderr == parsed.stderr, "\(arguments)")
     }
 
-    @Test func getFormsAgree() throws {
-        let s = uniqueService()
-        _ = try cli(["-s", s, "set", "k"], input: "value")
-        _ = try cli(["-s", s, "set", "bin", "--raw"], stdin: Data([0, 255, 10]))
-        for arguments in [
-            ["-s", s, "get", "k"], ["get", "k", "-s", s], ["get", "-s", s, "k"], ["--service", s, "get", "k", "-n"],
-            ["-s", s, "get", "k", "--newline"], ["-s", s, "get", "k", "--raw"], ["-s", s, "get", "k", "--json"],
-            ["-s", s, "get", "bin"], ["-s", s, "get", "bin", "--json"], ["-s", s, "--timeout", "7.5", "get", "k"],
-            ["-s", s, "get", "missing"], ["-s", s, "get", "bad\u{7}key"], ["-s", "", "get", "k"],
-            ["-s", s, "get", "k", "-n", "--json"], ["-s", s, "get", "k", "-n", "-n"],
-            ["-s", s, "--timeout", "0", "get", "k"],
-            ["-s", s, "--timeout", "nan", "get", "k"], ["-s", s, "get"], ["-s", s, "get", "k", "extra"],
-        ] {
-            try expectSameBothWays(arguments)
+    @Test(arguments: CLIBackend.allCases)
+    func getFormsAgree(on backend: CLIBackend) throws {
+        try backend.run {
+            let s = uniqueService()
+            _ = try cli(["-s", s, "set", "k"], input: "value")
+            _ = try cli(["-s", s, "set", "bin", "--raw"], stdin: Data([0, 255, 10]))
+            for arguments in [
+                ["-s", s, "get", "k"], ["get", "k", "-s", s], ["get", "-s", s, "k"],
+                ["--service", s, "get", "k", "-n"],
+                ["-s", s, "get", "k", "--newline"], ["-s", s, "get", "k", "--raw"], ["-s", s, "get", "k", "--json"],
+                ["-s", s, "get", "bin"], ["-s", s, "get", "bin", "--json"], ["-s", s, "--timeout", "7.5", "get", "k"],
+                ["-s", s, "get", "missing"], ["-s", s, "get", "bad\u{7}key"], ["-s", "", "get", "k"],
+                ["-s", s, "get", "k", "-n", "--json"], ["-s", s, "get", "k", "-n", "-n"],
+                ["-s", s, "--timeout", "0", "get", "k"],
+                ["-s", s, "--timeout", "nan", "get", "k"], ["-s", s, "get"], ["-s", s, "get", "k", "extra"],
+            ] {
+                try expectSameBothWays(arguments)
+            }
+            #expect(try cli(["get", "k"], extra: ["KEYCHAIN_SERVICE": s]).stdoutText == "value")
         }
-        #expect(try cli(["get", "k"], extra: ["KEYCHAIN_SERVICE": s]).stdoutText == "value")
     }
 
-    @Test func setFormsAgree() throws {
-        let s = uniqueService()
-        for (arguments, input) in [
-            (["-s", s, "set", "k"], "v\n"), (["set", "k", "-s", s, "--raw"], "v\n"), (["-s", s, "set", "e"], ""),
-            (["-s", s, "set", "e", "--allow-empty"], ""), (["-s", s, "set", "k", "value-on-argv"], "v"),
-            (["-s", s, "set", "bad\u{1b}", "--raw"], "v"),
-        ] {
-            try expectSameBothWays(arguments, stdin: Data(input.utf8))
+    @Test(arguments: CLIBackend.allCases)
+    func setFormsAgree(on backend: CLIBackend) throws {
+        try backend.run {
+            let s = uniqueService()
+            for (arguments, input) in [
+                (["-s", s, "set", "k"], "v\n"), (["set", "k", "-s", s, "--raw"], "v\n"), (["-s", s, "set", "e"], ""),
+                (["-s", s, "set", "e", "--allow-empty"], ""), (["-s", s, "set", "k", "value-on-argv"], "v"),
+                (["-s", s, "set", "bad\u{1b}", "--raw"], "v"),
+            ] {
+                try expectSameBothWays(arguments, stdin: Data(input.utf8))
+            }
+            #expect(try cli(["-s", s, "get", "k"]).stdoutText == "v\n")
         }
-        #expect(try cli(["-s", s, "get", "k"]).stdoutText == "v\n")
     }
 }

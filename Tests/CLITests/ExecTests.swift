@@ -4,36 +4,44 @@ import Testing
 
 @Suite("exec: secrets in a child's environment", .keyringSession)
 struct ExecTests {
-    @Test func childSeesTheSecretsInItsEnvironmentButNotInItsArguments() throws {
-        let s = uniqueService()
-        let other = uniqueService()
-        _ = try cli(["-s", s, "set", "token"], input: "SECRET-ONE")
-        _ = try cli(["-s", other, "set", "npm"], input: "SECRET-TWO")
-        let script = #"printf '%s|%s\n' "$A" "$B"; tr '\0' ' ' < /proc/$$/cmdline"#
-        let result = try cli(["-s", s, "exec", "--env", "A=token", "--env", "B=\(other)/npm", "--", "sh", "-c", script])
-        #expect(result.status == 0, "\(result.stderr)")
-        let lines = result.stdoutText.split(separator: "\n")
-        #expect(lines.first == "SECRET-ONE|SECRET-TWO")
-        #expect(lines.count == 2)
-        #expect(!lines[1].contains("SECRET"), "a secret is in the child's cmdline: \(lines[1])")
-        #expect(lines[1].hasPrefix("sh -c "))
+    @Test(arguments: CLIBackend.allCases)
+    func childSeesTheSecretsInItsEnvironmentButNotInItsArguments(on backend: CLIBackend) throws {
+        try backend.run {
+            let s = uniqueService()
+            let other = uniqueService()
+            _ = try cli(["-s", s, "set", "token"], input: "SECRET-ONE")
+            _ = try cli(["-s", other, "set", "npm"], input: "SECRET-TWO")
+            let script = #"printf '%s|%s\n' "$A" "$B"; tr '\0' ' ' < /proc/$$/cmdline"#
+            let result = try cli([
+                "-s", s, "exec", "--env", "A=token", "--env", "B=\(other)/npm", "--", "sh", "-c", script,
+            ])
+            #expect(result.status == 0, "\(result.stderr)")
+            let lines = result.stdoutText.split(separator: "\n")
+            #expect(lines.first == "SECRET-ONE|SECRET-TWO")
+            #expect(lines.count == 2)
+            #expect(!lines[1].contains("SECRET"), "a secret is in the child's cmdline: \(lines[1])")
+            #expect(lines[1].hasPrefix("sh -c "))
+        }
     }
 
-    @Test func exitStatusStdinAndSignalsAreTheChildsOwn() throws {
-        let s = uniqueService()
-        _ = try cli(["-s", s, "set", "k"], input: "v")
-        let exited = try cli(["-s", s, "exec", "--env", "K=k", "--", "sh", "-c", "exit 7"])
-        #expect(exited.status == 7)
-        #expect(!exited.signaled)
-        let piped = try cli(["-s", s, "exec", "--env", "K=k", "--", "cat"], input: "through stdin")
-        #expect(piped.stdoutText == "through stdin")
-        // The test runner's children start with most signals blocked: unblock, then die of one.
-        let suicide =
-            "import os, signal; signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGUSR1]); "
-            + "os.kill(os.getpid(), signal.SIGUSR1)"
-        let killed = try cli(["-s", s, "exec", "--env", "K=k", "--", "/usr/bin/python3", "-c", suicide])
-        #expect(killed.signaled)
-        #expect(killed.status == SIGUSR1)
+    @Test(arguments: CLIBackend.allCases)
+    func exitStatusStdinAndSignalsAreTheChildsOwn(on backend: CLIBackend) throws {
+        try backend.run {
+            let s = uniqueService()
+            _ = try cli(["-s", s, "set", "k"], input: "v")
+            let exited = try cli(["-s", s, "exec", "--env", "K=k", "--", "sh", "-c", "exit 7"])
+            #expect(exited.status == 7)
+            #expect(!exited.signaled)
+            let piped = try cli(["-s", s, "exec", "--env", "K=k", "--", "cat"], input: "through stdin")
+            #expect(piped.stdoutText == "through stdin")
+            // The test runner's children start with most signals blocked: unblock, then die of one.
+            let suicide =
+                "import os, signal; signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGUSR1]); "
+                + "os.kill(os.getpid(), signal.SIGUSR1)"
+            let killed = try cli(["-s", s, "exec", "--env", "K=k", "--", "/usr/bin/python3", "-c", suicide])
+            #expect(killed.signaled)
+            #expect(killed.status == SIGUSR1)
+        }
     }
 
     @Test(arguments: ["SIG_DFL", "SIG_IGN"])
@@ -49,7 +57,7 @@ struct ExecTests {
         let launcher =
             "import os, signal, sys; signal.signal(signal.SIGPIPE, signal.\(disposition)); os.execv(sys.argv[1], sys.argv[1:])"
         let result = try runProcess(
-            "/usr/bin/python3", ["-c", launcher] + arguments, environment: KeyringSession.current!.environment)
+            "/usr/bin/python3", ["-c", launcher] + arguments, environment: cliEnvironment())
         #expect(result.status == 0, "\(result.stderr)")
         let mask = try #require(UInt64(result.stdoutText.trimmingCharacters(in: .whitespacesAndNewlines), radix: 16))
         #expect((mask & (1 << UInt64(SIGPIPE - 1)) != 0) == (disposition == "SIG_IGN"))
@@ -59,50 +67,59 @@ struct ExecTests {
         }
     }
 
-    @Test func aMissingOrBinarySecretRunsNothing() throws {
-        let s = uniqueService()
-        _ = try cli(["-s", s, "set", "present"], input: "v")
-        _ = try cli(["-s", s, "set", "bin", "--raw"], stdin: Data([0x00, 0xff]))
-        let marker = FileManager.default.temporaryDirectory.appendingPathComponent("kc-exec-\(UUID())").path
-        let missing = try cli(["-s", s, "exec", "--env", "A=present", "--env", "B=absent", "--", "touch", marker])
-        #expect(missing.status == 1)
-        #expect(missing.stderr.contains("no secret named 'absent'"))
-        let binary = try cli(["-s", s, "exec", "--env", "A=bin", "--", "touch", marker])
-        #expect(binary.status == 65)
-        #expect(binary.stderr.contains("is binary and cannot go in the environment"))
-        #expect(!FileManager.default.fileExists(atPath: marker), "the command ran although a secret failed")
-    }
-
-    @Test func envFileMappingsWithCommentsAndBadLines() throws {
-        let s = uniqueService()
-        _ = try cli(["-s", s, "set", "a"], input: "va")
-        _ = try cli(["-s", s, "set", "b"], input: "vb")
-        let file = FileManager.default.temporaryDirectory.appendingPathComponent("kc-\(UUID()).env")
-        defer { try? FileManager.default.removeItem(at: file) }
-        try "# deploy secrets\n\nA=a\n   B=\(s)/b  \n".write(to: file, atomically: true, encoding: .utf8)
-        let good = try cli(["-s", s, "exec", "--env-file", file.path, "--", "sh", "-c", #"printf %s "$A$B""#])
-        #expect(good.status == 0, "\(good.stderr)")
-        #expect(good.stdoutText == "vavb")
-        try "A=a\nthis is not a mapping\n".write(to: file, atomically: true, encoding: .utf8)
-        let bad = try cli(["-s", s, "exec", "--env-file", file.path, "--", "true"])
-        #expect(bad.status == 64)
-        #expect(bad.stderr == "keychain-cli: \(file.path):2: expected NAME=KEY or NAME=SERVICE/KEY\n")
-    }
-
-    @Test func usageMistakesExit64AndAMissingCommand127() throws {
-        let s = uniqueService()
-        _ = try cli(["-s", s, "set", "k"], input: "v")
-        for arguments in [
-            ["exec", "--env", "1BAD=k", "--", "true"], ["exec", "--env", "A-B=k", "--", "true"],
-            ["exec", "--env", "NOEQUALS", "--", "true"], ["exec", "--env", "A=k", "--env", "A=k", "--", "true"],
-            ["exec", "--", "true"], ["exec", "--env", "A=k"], ["exec", "--env", "A=/k", "--", "true"],
-        ] {
-            let result = try cli(["-s", s] + arguments)
-            #expect(result.status == 64, "\(arguments): \(result.stderr)")
-            #expect(result.stderr.hasPrefix("keychain-cli: "))
+    @Test(arguments: CLIBackend.allCases)
+    func aMissingOrBinarySecretRunsNothing(on backend: CLIBackend) throws {
+        try backend.run {
+            let s = uniqueService()
+            _ = try cli(["-s", s, "set", "present"], input: "v")
+            _ = try cli(["-s", s, "set", "bin", "--raw"], stdin: Data([0x00, 0xff]))
+            let marker = FileManager.default.temporaryDirectory.appendingPathComponent("kc-exec-\(UUID())").path
+            let missing = try cli(["-s", s, "exec", "--env", "A=present", "--env", "B=absent", "--", "touch", marker])
+            #expect(missing.status == 1)
+            #expect(missing.stderr.contains("no secret named 'absent'"))
+            let binary = try cli(["-s", s, "exec", "--env", "A=bin", "--", "touch", marker])
+            #expect(binary.status == 65)
+            #expect(binary.stderr.contains("is binary and cannot go in the environment"))
+            #expect(!FileManager.default.fileExists(atPath: marker), "the command ran although a secret failed")
         }
-        let notFound = try cli(["-s", s, "exec", "--env", "A=k", "--", "no-such-command-kc"])
-        #expect(notFound.status == 127)
-        #expect(notFound.stderr.contains("cannot find the command 'no-such-command-kc'"))
+    }
+
+    @Test(arguments: CLIBackend.allCases)
+    func envFileMappingsWithCommentsAndBadLines(on backend: CLIBackend) throws {
+        try backend.run {
+            let s = uniqueService()
+            _ = try cli(["-s", s, "set", "a"], input: "va")
+            _ = try cli(["-s", s, "set", "b"], input: "vb")
+            let file = FileManager.default.temporaryDirectory.appendingPathComponent("kc-\(UUID()).env")
+            defer { try? FileManager.default.removeItem(at: file) }
+            try "# deploy secrets\n\nA=a\n   B=\(s)/b  \n".write(to: file, atomically: true, encoding: .utf8)
+            let good = try cli(["-s", s, "exec", "--env-file", file.path, "--", "sh", "-c", #"printf %s "$A$B""#])
+            #expect(good.status == 0, "\(good.stderr)")
+            #expect(good.stdoutText == "vavb")
+            try "A=a\nthis is not a mapping\n".write(to: file, atomically: true, encoding: .utf8)
+            let bad = try cli(["-s", s, "exec", "--env-file", file.path, "--", "true"])
+            #expect(bad.status == 64)
+            #expect(bad.stderr == "keychain-cli: \(file.path):2: expected NAME=KEY or NAME=SERVICE/KEY\n")
+        }
+    }
+
+    @Test(arguments: CLIBackend.allCases)
+    func usageMistakesExit64AndAMissingCommand127(on backend: CLIBackend) throws {
+        try backend.run {
+            let s = uniqueService()
+            _ = try cli(["-s", s, "set", "k"], input: "v")
+            for arguments in [
+                ["exec", "--env", "1BAD=k", "--", "true"], ["exec", "--env", "A-B=k", "--", "true"],
+                ["exec", "--env", "NOEQUALS", "--", "true"], ["exec", "--env", "A=k", "--env", "A=k", "--", "true"],
+                ["exec", "--", "true"], ["exec", "--env", "A=k"], ["exec", "--env", "A=/k", "--", "true"],
+            ] {
+                let result = try cli(["-s", s] + arguments)
+                #expect(result.status == 64, "\(arguments): \(result.stderr)")
+                #expect(result.stderr.hasPrefix("keychain-cli: "))
+            }
+            let notFound = try cli(["-s", s, "exec", "--env", "A=k", "--", "no-such-command-kc"])
+            #expect(notFound.status == 127)
+            #expect(notFound.stderr.contains("cannot find the command 'no-such-command-kc'"))
+        }
     }
 }

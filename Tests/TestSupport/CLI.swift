@@ -1,11 +1,11 @@
 import Foundation
 
-/// Runs the built `keychain-cli` with `arguments` in `session`'s environment (plus `extra`).
+/// Runs the built `keychain-cli` with `arguments` in ``cliEnvironment(session:)`` (plus `extra`).
 public func cli(
     _ arguments: [String], stdin: Data? = nil, session: KeyringSession? = KeyringSession.current,
     extra: [String: String] = [:], timeout: Double = 60
 ) throws -> ProcessResult {
-    var environment = session?.environment ?? ["PATH": "/usr/bin:/bin", "HOME": NSTemporaryDirectory()]
+    var environment = cliEnvironment(session: session)
     environment.merge(extra) { _, new in new }
     return try runProcess(keychainCLIPath, arguments, stdin: stdin, environment: environment, timeout: timeout)
 }
@@ -19,7 +19,7 @@ public func cli(_ arguments: [String], input text: String, session: KeyringSessi
 
 /// Runs a script through `expect`, which gives the spawned commands a real terminal.
 public func expect(_ script: String, session: KeyringSession? = KeyringSession.current) throws -> ProcessResult {
-    var environment = session?.environment ?? [:]
+    var environment = cliEnvironment(session: session)
     environment["KEYCHAIN_CLI"] = keychainCLIPath
     environment["TERM"] = "dumb"
     return try runProcess("/usr/bin/expect", ["-c", script], environment: environment, timeout: 60)

@@ -1,0 +1,48 @@
+import Foundation
+import Testing
+
+/// The backend a CLI test runs `keychain-cli` against. The backend-neutral CLI suites take it as
+/// their argument, so that every one of their tests runs on each backend.
+public enum CLIBackend: String, CaseIterable, Sendable, CustomTestStringConvertible {
+    /// The private gnome-keyring of the suite's ``KeyringSession``.
+    case secretService
+    /// A vault file of the test's own, with no session bus at all in the environment.
+    case vault
+
+    /// The passphrase of the test vaults.
+    public static let passphrase = "correct horse battery staple"
+
+    /// What ``cli(_:stdin:session:extra:timeout:)`` adds to (or, for nil, removes from) the
+    /// session's environment while a test body runs on a backend.
+    @TaskLocal public static var overrides: [String: String?] = [:]
+
+    public var testDescription: String { rawValue }
+
+    /// The environment of a vault at `path`: a low scrypt work factor keeps tests fast.
+    public static func vaultEnvironment(_ path: String) -> [String: String?] {
+        [
+            "KEYCHAIN_BACKEND": "vault", "KEYCHAIN_VAULT": path, "KEYCHAIN_PASSPHRASE": passphrase,
+            "KEYCHAIN_VAULT_WORK_FACTOR": "10", "DBUS_SESSION_BUS_ADDRESS": nil,
+        ]
+    }
+
+    /// Runs `body` with every `keychain-cli` it starts using this backend.
+    public func run(_ body: () throws -> Void) throws {
+        switch self {
+        case .secretService:
+            try body()
+        case .vault:
+            let directory = try ScratchDirectory("vault")
+            defer { try? FileManager.default.removeItem(at: directory.url) }
+            try Self.$overrides.withValue(Self.vaultEnvironment(directory.path("vault.age")), operation: body)
+        }
+    }
+}
+
+/// The environment `keychain-cli` gets in a test: `session`'s (or a minimal one without a bus),
+/// with the current backend's overrides applied.
+public func cliEnvironment(session: KeyringSession? = KeyringSession.current) -> [String: String] {
+    var environment = session?.environment ?? ["PATH": "/usr/bin:/bin", "HOME": NSTemporaryDirectory()]
+    for (name, value) in CLIBackend.overrides { environment[name] = value }
+    return environment
+}
