@@ -32,10 +32,17 @@ public enum CLIBackend: String, CaseIterable, Sendable, CustomTestStringConverti
         case .secretService:
             try body()
         case .vault:
-            let directory = try ScratchDirectory("vault")
-            defer { try? FileManager.default.removeItem(at: directory.url) }
-            try Self.$overrides.withValue(Self.vaultEnvironment(directory.path("vault.age")), operation: body)
+            try Self.withVault { _ in try body() }
         }
+    }
+
+    /// Runs `body` with every `keychain-cli` it starts using a new vault (not created yet, nor its
+    /// directory) in a scratch directory, removed afterwards; `body` gets the vault's path.
+    public static func withVault(_ body: (String) throws -> Void) throws {
+        let directory = try ScratchDirectory("vault")
+        defer { try? FileManager.default.removeItem(at: directory.url) }
+        let path = directory.path("keychain-cli/vault.age")
+        try $overrides.withValue(vaultEnvironment(path)) { try body(path) }
     }
 }
 
