@@ -1,5 +1,6 @@
 import Crypto
 import CryptoExtras
+import Synchronization
 
 #if canImport(FoundationEssentials)
     import FoundationEssentials
@@ -231,8 +232,16 @@ enum AgeFile {
 
     private static let zeroNonce = [UInt8](repeating: 0, count: 12)
 
+    /// Counts the scrypt runs of the task it is bound to: the tests hold a write to one.
+    final class DerivationCounter: Sendable {
+        let count = Atomic(0)
+    }
+
+    @TaskLocal static var derivationCounter: DerivationCounter?
+
     private static func deriveWrapKey(passphrase: [UInt8], salt: [UInt8], workFactor: Int) throws -> SymmetricKey {
-        try KDF.Scrypt.deriveKey(
+        derivationCounter?.count.add(1, ordering: .relaxed)
+        return try KDF.Scrypt.deriveKey(
             from: passphrase, salt: Array("age-encryption.org/v1/scrypt".utf8) + salt, outputByteCount: 32,
             rounds: 1 << workFactor, blockSize: 8, parallelism: 1)
     }

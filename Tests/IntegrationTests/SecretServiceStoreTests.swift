@@ -20,11 +20,51 @@ struct InProcessKeyringTrait: SuiteTrait, TestScoping {
     }
 }
 
-@Suite("SecretServiceStore on a real gnome-keyring", .serialized, InProcessKeyringTrait())
+/// The backends the store contract is checked on: the same tests, each backend.
+enum StoreKind: String, CaseIterable, Sendable, CustomTestStringConvertible {
+    case inMemory, vault, secretService
+
+    var testDescription: String { rawValue }
+
+    /// A new store: an empty one for the in-memory store and the vault (a vault file of its own
+    /// that does not exist yet), the suite's gnome-keyring for the Secret Service.
+    func makeStore() throws -> any SecretStore {
+        switch self {
+        case .inMemory: return InMemorySecretStore()
+        case .secretService: return SecretServiceStore(timeout: 10)
+        case .vault:
+            let path = try ScratchDirectory("store").path("vault/vault.age")
+            return VaultStore(path: path, workFactor: 10) { _ in Array("passphrase".utf8) }
+        }
+    }
+}
+
+/// Every backend on the `SecretStore` contract (missing items are normal answers, bytes come back
+/// exactly, one item per key, services are separate), and what only the Secret Service has.
+@Suite("SecretStore backends: the contract on each, and a real gnome-keyring", .serialized, InProcessKeyringTrait())
 struct SecretServiceStoreTests {
     let store = SecretServiceStore(timeout: 10)
 
-    @Test func storesReadsAndDeletesBytesExactly() throws {
+    @Test(arguments: StoreKind.allCases)
+    func setSecretsStoresEveryOneAndEmptyAndLargestSecretsRoundTrip(on kind: StoreKind) throws {
+        let store = try kind.makeStore()
+        let service = try ServiceName(uniqueService())
+        let largest = Data((0..<Keychain.maximumSecretSize).map { UInt8(truncatingIfNeeded: $0 &* 13) })
+        let secrets = try [("empty", Data()), ("largest", largest), ("text", Data("héllo".utf8))].map {
+            SecretToStore(service: service, key: try KeychainKey($0.0), secret: $0.1)
+        }
+        var reported: [Int] = []
+        try store.setSecrets(secrets) { reported.append($0) }
+        #expect(reported.last == 3)
+        for secret in secrets {
+            #expect(try store.secret(service: service, key: secret.key) == secret.secret, "\(secret.key)")
+        }
+        #expect(try store.items(service: service).map(\.key).sorted() == ["empty", "largest", "text"])
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func storesReadsAndDeletesBytesExactly(on kind: StoreKind) throws {
+        let store = try kind.makeStore()
         let service = try ServiceName(uniqueService())
         let key = try KeychainKey("bytes")
         let bytes = Data([0, 1, 2, 255, 0, 10]) + Data("tail".utf8)
@@ -36,7 +76,9 @@ struct SecretServiceStoreTests {
         #expect(try !store.deleteSecret(service: service, key: key))
     }
 
-    @Test func replacingKeepsOneItem() throws {
+    @Test(arguments: StoreKind.allCases)
+    func replacingKeepsOneItem(on kind: StoreKind) throws {
+        let store = try kind.makeStore()
         let service = try ServiceName(uniqueService())
         let key = try KeychainKey("k")
         try store.setSecret(Data("1".utf8), service: service, key: key)
@@ -45,7 +87,9 @@ struct SecretServiceStoreTests {
         #expect(try store.secret(service: service, key: key) == Data("2".utf8))
     }
 
-    @Test func itemsCarryTheDesignAttributesAndLabel() throws {
+    @Test(arguments: StoreKind.allCases)
+    func itemsCarryTheDesignAttributesAndLabel(on kind: StoreKind) throws {
+        let store = try kind.makeStore()
         let service = try ServiceName(uniqueService())
         try store.setSecret(Data("x".utf8), service: service, key: KeychainKey("meta"))
         let item = try #require(store.items(service: service).first)
@@ -59,7 +103,9 @@ struct SecretServiceStoreTests {
         #expect(all.contains(item))
     }
 
-    @Test func deleteAllRemovesOneServiceAndCounts() throws {
+    @Test(arguments: StoreKind.allCases)
+    func deleteAllRemovesOneServiceAndCounts(on kind: StoreKind) throws {
+        let store = try kind.makeStore()
         let service = try ServiceName(uniqueService())
         let other = try ServiceName(uniqueService())
         for name in ["a", "b", "c"] { try store.setSecret(Data(name.utf8), service: service, key: KeychainKey(name)) }
@@ -70,7 +116,9 @@ struct SecretServiceStoreTests {
         #expect(try store.deleteAll(service: service) == 0)
     }
 
-    @Test func listingManyItemsReturnsEveryOne() throws {
+    @Test(arguments: StoreKind.allCases)
+    func listingManyItemsReturnsEveryOne(on kind: StoreKind) throws {
+        let store = try kind.makeStore()
         let service = try ServiceName(uniqueService())
         // More than one window of pipelined GetAll calls.
         let count = BoundedOperationWindow.value + 7
@@ -105,7 +153,9 @@ struct SecretServiceStoreTests {
         #expect(full.allSatisfy { $0.label != nil && $0.created != nil })
     }
 
-    @Test func keychainFacadeCachesRealReads() throws {
+    @Test(arguments: StoreKind.allCases)
+    func keychainFacadeCachesRealReads(on kind: StoreKind) throws {
+        let store = try kind.makeStore()
         let keychain = Keychain(service: try ServiceName(uniqueService()), store: store)
         let key = try KeychainKey("cached")
         try keychain.set("v1", for: key)

@@ -1,0 +1,151 @@
+import Foundation
+import Synchronization
+import Testing
+
+@testable import KeychainCore
+
+private let passphrase = Array("a passphrase".utf8)
+
+private func scratchPath(_ name: String) -> String {
+    FileManager.default.temporaryDirectory.appendingPathComponent("kc-core-\(UUID())").appendingPathComponent(name)
+        .path
+}
+
+/// The age format itself; interoperability with the real `age` is in the CLI tests.
+@Suite("AgeFile: age v1 with a passphrase")
+struct AgeFileTests {
+    @Test(arguments: [0, 1, 65_535, 65_536, 65_537, 131_072, 200_000])
+    func everySizeRoundTripsAcrossChunkBoundaries(size: Int) throws {
+        let plaintext = (0..<size).map { UInt8(truncatingIfNeeded: $0 &* 7) }
+        let header = try AgeFile.makeHeader(passphrase: passphrase, workFactor: 10)
+        let file = try AgeFile.encrypt(plaintext, header: header)
+        // Header, 16-byte nonce, then each 64 KiB chunk plus a 16-byte tag (at least one chunk).
+        let chunks = max(1, (size + 65_535) / 65_536)
+        #expect(file.count == header.bytes.count + 16 + size + 16 * chunks)
+        let (opened, reread) = try AgeFile.decrypt(file, known: nil) { passphrase }
+        #expect(opened == plaintext)
+        #expect(reread.bytes == header.bytes)
+    }
+
+    @Test func theHeaderHasTheShapeTheSpecificationGives() throws {
+        let header = try AgeFile.makeHeader(passphrase: passphrase, workFactor: 12)
+        let lines = String(decoding: header.bytes, as: UTF8.self).split(
+            separator: "\n", omittingEmptySubsequences: false)
+        #expect(lines.count == 5)  // version, stanza, body, MAC, and the empty rest after the last newline
+        #expect(lines[0] == "age-encryption.org/v1")
+        let stanza = lines[1].split(separator: " ")
+        #expect(stanza.count == 4 && stanza[0] == "->" && stanza[1] == "scrypt" && stanza[3] == "12")
+        #expect(stanza[2].count == 22)  // 16 bytes, unpadded base64
+        #expect(lines[2].count == 43)  // the 32-byte wrapped file key
+        #expect(lines[3].hasPrefix("--- ") && lines[3].count == 4 + 43)
+        #expect(lines[4].isEmpty)
+        #expect(!String(decoding: header.bytes, as: UTF8.self).contains("="))
+    }
+
+    @Test func aKnownHeaderSkipsScryptAndAWrongPassphraseIsRecognised() throws {
+        let header = try AgeFile.makeHeader(passphrase: passphrase, workFactor: 10)
+        let file = try AgeFile.encrypt(Array("x".utf8), header: header)
+        var asked = 0
+        _ = try AgeFile.decrypt(file, known: header) {
+            asked += 1
+            return passphrase
+        }
+        #expect(asked == 0)
+        #expect(throws: AgeFile.Failure.wrongPassphrase) {
+            try AgeFile.decrypt(file, known: nil) { Array("another".utf8) }
+        }
+    }
+
+    @Test func twoWritesWithOneHeaderDifferInEveryPayloadByte() throws {
+        let header = try AgeFile.makeHeader(passphrase: passphrase, workFactor: 10)
+        let plaintext = [UInt8](repeating: 0, count: 64)
+        let one = try AgeFile.encrypt(plaintext, header: header)
+        let two = try AgeFile.encrypt(plaintext, header: header)
+        let payloadOne = one.dropFirst(header.bytes.count)
+        let payloadTwo = two.dropFirst(header.bytes.count)
+        // A fresh nonce per write gives a fresh payload key: no keystream is ever reused.
+        let equal = zip(payloadOne, payloadTwo).filter { $0 == $1 }.count
+        #expect(equal < 10, "\(equal) of \(payloadOne.count) bytes equal")
+    }
+}
+
+@Suite("VaultStore in one process")
+struct VaultStoreTests {
+    /// How many times scrypt runs in `body`.
+    private func derivations(_ body: () throws -> Void) throws -> Int {
+        let counter = AgeFile.DerivationCounter()
+        try AgeFile.$derivationCounter.withValue(counter, operation: body)
+        return counter.count.load(ordering: .relaxed)
+    }
+
+    @Test func aWriteDerivesTheKeyOnceAndLaterWritesNotAtAll() throws {
+        let path = scratchPath("vault.age")
+        let service = try ServiceName("s")
+        let creator = VaultStore(path: path, workFactor: 10) { _ in passphrase }
+        let creating = try derivations {
+            try creator.setSecret(Data("1".utf8), service: service, key: KeychainKey("a"))
+        }
+        #expect(creating == 1)
+
+        // Another process's view: opening the existing vault costs one derivation, then none.
+        let writer = VaultStore(path: path, workFactor: 10) { _ in passphrase }
+        let writing = try derivations {
+            try writer.setSecret(Data("2".utf8), service: service, key: KeychainKey("b"))
+            try writer.setSecret(Data("3".utf8), service: service, key: KeychainKey("c"))
+            #expect(try writer.deleteSecret(service: service, key: KeychainKey("a")))
+        }
+        #expect(writing == 1)
+        // The creator sees the writer's changes (the file changed, the header did not): no scrypt.
+        let rereading = try derivations { () throws in
+            #expect(try creator.items(service: service).map(\.key).sorted() == ["b", "c"])
+        }
+        #expect(rereading == 0)
+    }
+
+    @Test func thePassphraseIsAskedOnlyWhenNeededAndForTheRightPurpose() throws {
+        let path = scratchPath("vault.age")
+        let asked = Mutex<[VaultStore.PassphrasePurpose]>([])
+        let store = VaultStore(path: path, workFactor: 10) { purpose in
+            asked.withLock { $0.append(purpose) }
+            return passphrase
+        }
+        let service = try ServiceName("s")
+        // No vault yet: reading needs no passphrase.
+        #expect(try store.secret(service: service, key: KeychainKey("k")) == nil)
+        #expect(try store.items(service: nil).isEmpty)
+        #expect(try !store.deleteSecret(service: service, key: KeychainKey("k")))
+        #expect(asked.withLock { $0 }.isEmpty)
+        #expect(!FileManager.default.fileExists(atPath: path), "a delete of nothing created the vault")
+        try store.setSecret(Data("v".utf8), service: service, key: KeychainKey("k"))
+        #expect(asked.withLock { $0 } == [.create])
+        let reader = VaultStore(path: path, workFactor: 10) { purpose in
+            asked.withLock { $0.append(purpose) }
+            return passphrase
+        }
+        #expect(try reader.secret(service: service, key: KeychainKey("k")) == Data("v".utf8))
+        #expect(asked.withLock { $0 } == [.create, .unlock])
+    }
+
+    @Test func anEmptyPassphraseIsRefused() throws {
+        let store = VaultStore(path: scratchPath("vault.age"), workFactor: 10) { _ in [] }
+        #expect(throws: KeychainError.noPassphrase(detail: "the passphrase given is empty")) {
+            try store.setSecret(Data("v".utf8), service: ServiceName("s"), key: KeychainKey("k"))
+        }
+    }
+
+    @Test func aDocumentFromANewerVersionIsRefusedNotMisread() throws {
+        let path = scratchPath("vault.age")
+        try FileManager.default.createDirectory(
+            atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+        let header = try AgeFile.makeHeader(passphrase: passphrase, workFactor: 10)
+        let document = #"{"format": "keychain-cli-vault", "version": 2, "items": []}"#
+        try Data(AgeFile.encrypt(Array(document.utf8), header: header)).write(to: URL(fileURLWithPath: path))
+        let store = VaultStore(path: path, workFactor: 10) { _ in passphrase }
+        #expect {
+            try store.items(service: nil)
+        } throws: { error in
+            guard case KeychainError.vaultCorrupt(_, let reason) = error else { return false }
+            return reason.contains("version 2") && reason.contains("newer keychain-cli")
+        }
+    }
+}
