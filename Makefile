@@ -13,9 +13,9 @@ RELEASE_FLAGS = -c release --static-swift-stdlib -Xswiftc -use-ld=lld
 RELEASE_BIN = .build/release/keychain-cli
 
 # Debian packages: build (libsecret-1-dev, pkg-config), run (a Secret Service: gnome-keyring and
-# the D-Bus tools), tests (secret-tool, python keyring, expect for terminals), bench (hyperfine).
+# the D-Bus tools), tests (secret-tool, python keyring, age, expect for terminals), bench (hyperfine).
 DEB_PACKAGES = libsecret-1-dev pkg-config gnome-keyring dbus dbus-bin dbus-daemon libsecret-tools \
-	python3-keyring expect hyperfine
+	python3-keyring age expect hyperfine
 
 .PHONY: deps build release test demo demo-steps install uninstall lint format clean bench
 

@@ -10,8 +10,8 @@ struct KeychainCLI: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "keychain-cli",
         abstract:
-            "Store, read and list secrets in the desktop keyring (the freedesktop Secret Service), "
-            + "and hand them to programs.",
+            "Store, read and list secrets in the desktop keyring (the freedesktop Secret Service) "
+            + "or an encrypted vault file, and hand them to programs.",
         discussion: """
             Secrets are addressed by a service (a namespace: --service, else $KEYCHAIN_SERVICE, \
             else "keychain-cli") and a key. Secrets are never taken from the command line; pipe \
@@ -21,18 +21,27 @@ struct KeychainCLI: ParsableCommand {
               TOKEN=$(keychain-cli get github-token)
               keychain-cli -s ci list --json
 
-            Global options (--service, --timeout) go before or after the command name.
+            Global options (--service, --timeout, --backend, --vault, --passphrase-file, \
+            --passphrase-fd) go before or after the command name.
+
+            Without a desktop keyring (CI, servers), choose the vault: an age-encrypted file \
+            (age --decrypt opens it) unlocked by one passphrase, from $KEYCHAIN_PASSPHRASE, \
+            --passphrase-file, --passphrase-fd or a prompt. Nothing falls back to it silently.
+
+              export KEYCHAIN_BACKEND=vault KEYCHAIN_VAULT=ci/secrets.age
+              keychain-cli -s ci exec --env GITHUB_TOKEN=github-token -- ./deploy.sh
 
             Exit codes:
               0   success
               1   not found (get, delete, a secret exec or inject needs)
               64  usage error
-              65  bad data: empty, too large, not text, a bad import file
-              69  backend unavailable: no session bus, no Secret Service, no default keyring
+              65  bad data: empty, too large, not text, a bad import file, a damaged vault
+              69  backend unavailable: no session bus, Secret Service or default keyring
               70  internal error (a bug)
-              74  I/O error (a file to read or write)
-              75  timed out: the keyring or a prompt did not answer for --timeout seconds
-              77  locked and not unlocked (no prompter, prompt dismissed), permission denied
+              74  I/O error: the vault or another file cannot be read or written
+              75  timed out: the keyring, a prompt or the vault's lock, after --timeout
+              77  locked (no prompter, prompt dismissed), permission denied, or a
+                  wrong or missing vault passphrase
               126, 127  exec: the command cannot be run, or is not found
             """,
         version: "0.1.0",

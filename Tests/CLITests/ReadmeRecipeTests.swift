@@ -1,0 +1,71 @@
+import Foundation
+import TestSupport
+import Testing
+
+/// The shell snippet that follows `<!-- tested: NAME -->` in the README, exactly as written there.
+private func readmeSnippet(_ name: String) throws -> String {
+    let readme = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().appendingPathComponent("README.md")
+    let text = try String(contentsOf: readme, encoding: .utf8)
+    let marker = try #require(text.range(of: "<!-- tested: \(name) -->\n```sh\n"), "no snippet \(name)")
+    let end = try #require(text.range(of: "\n```\n", range: marker.upperBound..<text.endIndex))
+    return String(text[marker.upperBound..<end.lowerBound])
+}
+
+/// Runs `snippet` with sh in `directory`, with keychain-cli on PATH and nothing from the
+/// desktop: no session bus, a HOME of its own.
+private func runSnippet(_ snippet: String, in directory: ScratchDirectory, environment extra: [String: String])
+    throws -> ProcessResult
+{
+    let binaries = (keychainCLIPath as NSString).deletingLastPathComponent
+    var environment = [
+        "PATH": "\(binaries):/usr/bin:/bin", "HOME": directory.path("home"), "LANG": "C.UTF-8",
+    ]
+    environment.merge(extra) { _, new in new }
+    try FileManager.default.createDirectory(atPath: directory.path("home"), withIntermediateDirectories: true)
+    return try runProcess(
+        "/bin/sh", ["-c", "set -e; cd \"$0\"; " + snippet, directory.url.path], environment: environment,
+        timeout: 120)
+}
+
+/// A `./deploy.sh` that records what it was given.
+private func writeDeployScript(in directory: ScratchDirectory, body: String) throws {
+    let path = directory.path("deploy.sh")
+    try Data("#!/bin/sh\n\(body)\n".utf8).write(to: URL(fileURLWithPath: path))
+    chmod(path, 0o755)
+}
+
+@Suite("The README's headless recipes, run as written")
+struct ReadmeRecipeTests {
+    @Test func theVaultRecipeHandsTheCredentialsToTheDeployScript() throws {
+        let directory = try ScratchDirectory("recipe-vault")
+        defer { try? FileManager.default.removeItem(at: directory.url) }
+        try writeDeployScript(in: directory, body: #"printf '%s|%s' "$GITHUB_TOKEN" "$NPM_TOKEN" > deployed"#)
+        _ = try runProcess("/usr/bin/git", ["init", "-q", directory.url.path], environment: ["PATH": "/usr/bin:/bin"])
+        let result = try runSnippet(
+            readmeSnippet("vault-recipe"), in: directory,
+            environment: [
+                "TOKEN": "gh-secret", "NPM_TOKEN": "npm-secret", "KEYCHAIN_PASSPHRASE": "the one CI secret",
+                "KEYCHAIN_VAULT_WORK_FACTOR": "10",
+            ])
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(try String(contentsOfFile: directory.path("deployed"), encoding: .utf8) == "gh-secret|npm-secret")
+        let vault = try Data(contentsOf: URL(fileURLWithPath: directory.path("ci/secrets.age")))
+        #expect(vault.starts(with: Data("age-encryption.org/v1\n".utf8)))
+        #expect(vault.range(of: Data("gh-secret".utf8)) == nil)
+    }
+
+    @Test func theSecretServiceRecipeStoresAndReadsInAPrivateKeyring() throws {
+        let directory = try ScratchDirectory("recipe-keyring")
+        defer { try? FileManager.default.removeItem(at: directory.url) }
+        try writeDeployScript(in: directory, body: "keychain-cli -s ci get github-token > deployed")
+        let result = try runSnippet(
+            readmeSnippet("secret-service-recipe"), in: directory,
+            environment: [
+                "TOKEN": "gh-secret", "KEYRING_PASSWORD": "keyring password",
+                "XDG_RUNTIME_DIR": directory.path("home"),
+            ])
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(try String(contentsOfFile: directory.path("deployed"), encoding: .utf8) == "gh-secret")
+    }
+}
