@@ -162,7 +162,7 @@ public final class VaultStore: SecretStore {
         return try state.withLock { state throws(KeychainError) in
             do {
                 try makeDirectories(directory)
-                let result = try withDirectoryLock(directory, timeout: lockTimeout) { () throws(KeychainError) in
+                let result = try withDirectoryLock(directory, timeout: lockTimeout) { () throws in
                     removeStrayTemporaries(of: path)
                     var entries = try load(&state)
                     let (result, changed) = change(&entries)
@@ -176,7 +176,7 @@ public final class VaultStore: SecretStore {
             } catch let error as FileError {
                 throw KeychainError.vaultIO(detail: error.description)
             } catch {
-                throw KeychainError.vaultIO(detail: "\(error)")
+                throw KeychainError.vaultIO(detail: "cannot write the vault '\(path)': \(error)")
             }
         }
     }
@@ -215,24 +215,19 @@ public final class VaultStore: SecretStore {
         return state.entries
     }
 
-    private func write(_ entries: Entries, state: inout State) throws(KeychainError) {
-        do {
-            let header =
-                try state.header
-                ?? AgeFile.makeHeader(
-                    passphrase: passphrase(.create, state: &state), workFactor: workFactor)
-            let file = try AgeFile.encrypt(encode(entries), header: header)
-            try writeFileAtomically(path, file)
-            state.header = header
-            state.file = file
-            state.entries = entries
-        } catch let error as KeychainError {
-            throw error
-        } catch let error as FileError {
-            throw KeychainError.vaultIO(detail: error.description)
-        } catch {
-            throw KeychainError.vaultIO(detail: "cannot encrypt '\(path)': \(error)")
+    /// Encrypts and replaces the vault; the caller maps the errors.
+    private func write(_ entries: Entries, state: inout State) throws {
+        let header: AgeFile.Header
+        if let known = state.header {
+            header = known  // one scrypt per process: reuse the header read or made before
+        } else {
+            header = try AgeFile.makeHeader(passphrase: passphrase(.create, state: &state), workFactor: workFactor)
         }
+        let file = try AgeFile.encrypt(encode(entries), header: header)
+        try writeFileAtomically(path, file)
+        state.header = header
+        state.file = file
+        state.entries = entries
     }
 
     /// Asks the passphrase source now (doctor), keeping the answer for later operations.

@@ -179,19 +179,10 @@ struct VaultTests {
         try CLIBackend.withVault { vault in
             _ = try cli(["set", "first"], input: "v")
             // Twelve processes at once, each setting its own key.
-            let writers = try (1...12).map { i in
-                let process = Process()
-                process.executableURL = URL(fileURLWithPath: keychainCLIPath)
-                process.arguments = ["set", "key-\(i)"]
-                process.environment = cliEnvironment()
-                let input = Pipe()
-                process.standardInput = input
-                try process.run()
-                return (process, input)
-            }
+            let writers = try (1...12).map { try launchCLI(["set", "key-\($0)"]) }
             for (i, (_, input)) in writers.enumerated() {
-                try input.fileHandleForWriting.write(contentsOf: Data("value-\(i + 1)".utf8))
-                try input.fileHandleForWriting.close()
+                try input.write(contentsOf: Data("value-\(i + 1)".utf8))
+                try input.close()
             }
             for (process, _) in writers {
                 process.waitUntilExit()
@@ -214,15 +205,9 @@ struct VaultTests {
             let directory = (vault as NSString).deletingLastPathComponent
             var killedMidWrite = 0
             for attempt in 0..<5 {
-                let process = Process()
-                process.executableURL = URL(fileURLWithPath: keychainCLIPath)
-                process.arguments = ["set", "new-\(attempt)"]
-                process.environment = cliEnvironment()
-                let input = Pipe()
-                process.standardInput = input
-                try process.run()
-                try input.fileHandleForWriting.write(contentsOf: Data("value".utf8))
-                try input.fileHandleForWriting.close()
+                let (process, input) = try launchCLI(["set", "new-\(attempt)"])
+                try input.write(contentsOf: Data("value".utf8))
+                try input.close()
                 // Kill it the moment its temporary file appears: the new vault is being written.
                 while process.isRunning {
                     let names = try FileManager.default.contentsOfDirectory(atPath: directory)

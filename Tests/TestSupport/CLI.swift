@@ -24,3 +24,16 @@ public func expect(_ script: String, session: KeyringSession? = KeyringSession.c
     environment["TERM"] = "dumb"
     return try runProcess("/usr/bin/expect", ["-c", script], environment: environment, timeout: 60)
 }
+
+/// Starts the built `keychain-cli` with `arguments` in ``cliEnvironment(session:)`` without
+/// waiting for it; write its standard input through `input`, then close it.
+public func launchCLI(_ arguments: [String]) throws -> (process: Process, input: FileHandle) {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: keychainCLIPath)
+    process.arguments = arguments
+    process.environment = cliEnvironment()
+    let input = Pipe()
+    process.standardInput = input
+    try process.run()
+    return (process, input.fileHandleForWriting)
+}
