@@ -203,8 +203,9 @@ enum AgeFile {
             let remaining = payload.endIndex - start
             let isLast = remaining <= chunkSize + tagSize
             let end = start + min(remaining, chunkSize + tagSize)
-            guard end - start >= tagSize, !(end - start == tagSize && counter > 0) else {
-                throw Failure.malformed("the payload is truncated")
+            guard end - start >= tagSize else { throw Failure.malformed("the payload is truncated") }
+            guard end - start > tagSize || counter == 0 else {
+                throw Failure.malformed("the payload ends with an empty chunk, which age v1 does not allow")
             }
             let chunk = payload[start..<end]
             do {

@@ -161,7 +161,14 @@ public final class VaultStore: SecretStore {
         let (directory, _) = splitPath(path)
         return try state.withLock { state throws(KeychainError) in
             do {
-                try makeDirectories(directory)
+                var info = stat()
+                if stat(directory, &info) != 0 && errno == ENOENT {
+                    // No directory, so no vault: a change that changes nothing creates nothing.
+                    var empty: Entries = [:]
+                    let (result, changed) = change(&empty)
+                    if !changed { return result }
+                    try makeDirectories(directory)
+                }
                 let result = try withDirectoryLock(directory, timeout: lockTimeout) { () throws in
                     removeStrayTemporaries(of: path)
                     var entries = try load(&state)

@@ -115,23 +115,29 @@ func makeStore(_ options: KeychainOptions, listing: SecretServiceStore.Listing =
     let timeout = options.timeout ?? SecretServiceStore.defaultTimeout
     switch try chosenBackend(options) {
     case .secretService:
-        if options.vault != nil || options.passphraseFile != nil || options.passphraseFD != nil {
-            throw CommandFailure.usage(
-                "--vault, --passphrase-file and --passphrase-fd need the vault backend: add --backend vault")
-        }
         return SecretServiceStore(timeout: timeout, listing: listing)
     case .vault:
         return try makeVaultStore(options, timeout: timeout)
     }
 }
 
+/// The backend of `--backend`, else of $KEYCHAIN_BACKEND, else the Secret Service.
+/// - Throws: a usage error for an unknown $KEYCHAIN_BACKEND, or vault options without the vault.
 func chosenBackend(_ options: KeychainOptions) throws -> Backend {
-    if let backend = options.backend { return backend }
-    guard let name = environment("KEYCHAIN_BACKEND") else { return .secretService }
-    guard let backend = Backend(rawValue: name) else {
+    var backend = options.backend ?? .secretService
+    if options.backend == nil, let name = environment("KEYCHAIN_BACKEND") {
+        guard let named = Backend(rawValue: name) else {
+            throw CommandFailure.usage(
+                "KEYCHAIN_BACKEND is '\(name)'; it must be "
+                    + Backend.allCases.map(\.rawValue).joined(separator: " or "))
+        }
+        backend = named
+    }
+    if backend == .secretService
+        && (options.vault != nil || options.passphraseFile != nil || options.passphraseFD != nil)
+    {
         throw CommandFailure.usage(
-            "KEYCHAIN_BACKEND is '\(name)'; it must be "
-                + Backend.allCases.map(\.rawValue).joined(separator: " or "))
+            "--vault, --passphrase-file and --passphrase-fd need the vault backend: add --backend vault")
     }
     return backend
 }

@@ -47,7 +47,10 @@ enum PassphraseSource: Sendable, CustomStringConvertible {
             case .file(let path):
                 return try strippingNewline(readInput(path: path, limit: Self.limit), from: "--passphrase-file")
             case .environment:
-                return Array(String(cString: getenv("KEYCHAIN_PASSPHRASE")).utf8)
+                guard let value = getenv("KEYCHAIN_PASSPHRASE") else {
+                    throw KeychainError.noPassphrase(detail: "$KEYCHAIN_PASSPHRASE was unset")
+                }
+                return Array(String(cString: value).utf8)
             case .terminal:
                 return try prompt(purpose, vault: vault)
             }

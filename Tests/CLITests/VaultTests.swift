@@ -335,6 +335,10 @@ struct VaultSettingsTests {
             let cases: [([String], [String: String], String)] = [
                 (["--passphrase-file", "a", "--passphrase-fd", "3", "list"], [:], "not both"),
                 (["--backend", "secret-service", "--vault", vault, "list"], [:], "need the vault backend"),
+                (
+                    ["doctor", "--passphrase-file", "pw"], ["KEYCHAIN_BACKEND": "secret-service"],
+                    "need the vault backend"
+                ),
                 (["list"], ["KEYCHAIN_BACKEND": "keyring"], "KEYCHAIN_BACKEND is 'keyring'"),
                 (["list"], ["KEYCHAIN_VAULT_WORK_FACTOR": "99"], "from 1 to 20"),
                 (["--backend", "file", "list"], [:], "backend"),

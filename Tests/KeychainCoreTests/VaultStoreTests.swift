@@ -115,7 +115,8 @@ struct VaultStoreTests {
         #expect(try store.items(service: nil).isEmpty)
         #expect(try !store.deleteSecret(service: service, key: KeychainKey("k")))
         #expect(asked.withLock { $0 }.isEmpty)
-        #expect(!FileManager.default.fileExists(atPath: path), "a delete of nothing created the vault")
+        let directory = (path as NSString).deletingLastPathComponent
+        #expect(!FileManager.default.fileExists(atPath: directory), "a delete of nothing created the vault's directory")
         try store.setSecret(Data("v".utf8), service: service, key: KeychainKey("k"))
         #expect(asked.withLock { $0 } == [.create])
         let reader = VaultStore(path: path, workFactor: 10) { purpose in
