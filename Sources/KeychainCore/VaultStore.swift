@@ -330,7 +330,7 @@ public struct VaultDocument: Codable, Sendable {
     }
 
     /// One secret and its dates.
-    public struct Item: Codable, Sendable {
+    public struct Item: Codable, Sendable, Equatable {
         public var service: String
         public var key: String
         /// `utf8` or `base64`.

@@ -91,31 +91,11 @@ struct GetRequest {
 }
 
 /// One secret as `get --json` prints it and export files hold it: text as is, anything that is
-/// not UTF-8 as base64.
-struct SecretDocument: Codable, Equatable {
-    var service: String
-    var key: String
-    var encoding: String
-    var secret: String
+/// not UTF-8 as base64. The same item as in a vault's document, without its dates.
+typealias SecretDocument = VaultDocument.Item
 
+extension VaultDocument.Item {
     init(service: ServiceName, key: KeychainKey, secret: Data) {
-        self.service = service.rawValue
-        self.key = key.rawValue
-        if let text = String(validating: secret, as: UTF8.self) {
-            encoding = "utf8"
-            self.secret = text
-        } else {
-            encoding = "base64"
-            self.secret = secret.base64EncodedString()
-        }
-    }
-
-    /// The secret's bytes; nil when `encoding` is unknown or the base64 is broken.
-    var bytes: Data? {
-        switch encoding {
-        case "utf8": Data(secret.utf8)
-        case "base64": Data(base64Encoded: secret)
-        default: nil
-        }
+        self.init(service: service.rawValue, key: key.rawValue, secret: secret)
     }
 }

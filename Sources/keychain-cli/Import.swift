@@ -106,11 +106,14 @@ extension KeychainCLI {
             if isJSON {
                 let document: ExportDocument
                 do {
-                    document = try JSONDecoder().decode(ExportDocument.self, from: Data(text.utf8))
+                    let decoder = JSONDecoder()
+                    decoder.dateDecodingStrategy = .iso8601  // a vault's document has dates
+                    document = try decoder.decode(ExportDocument.self, from: Data(text.utf8))
                 } catch {
                     throw CommandFailure.badData("\(source) is not a keychain-cli export document (\(error))")
                 }
-                guard document.format == ExportDocument.formatName, document.version == 1 else {
+                // An export, or a vault's plaintext (age --decrypt vault.age | keychain-cli import).
+                guard VaultDocument.formats.contains(document.format), document.version == 1 else {
                     throw CommandFailure.badData(
                         "\(source): format \(document.format) version \(document.version) is not one this keychain-cli reads"
                     )

@@ -12,6 +12,26 @@ struct ExportImportTests {
 
     private func path(_ name: String) -> String { scratch.path(name) }
 
+    @Test func secretsMoveFromTheVaultToTheKeyringAndBackUnchanged() throws {
+        let s = uniqueService()
+        let keyring = [
+            "KEYCHAIN_BACKEND": "secret-service", "DBUS_SESSION_BUS_ADDRESS": KeyringSession.current!.busAddress,
+        ]
+        try CLIBackend.withVault { _ in
+            _ = try cli(["-s", s, "set", "text"], input: "héllo")
+            _ = try cli(["-s", s, "set", "bin", "--raw"], stdin: Data([0, 255, 1]))
+            let fromVault = try cli(["-s", s, "export", "--yes"])
+            #expect(fromVault.status == 0)
+            let imported = try cli(["import"], stdin: fromVault.stdout, extra: keyring)
+            #expect(imported.stdoutText == "added 2, replaced 0, skipped 0\n", "\(imported.stderr)")
+            #expect(try cli(["-s", s, "get", "bin"], extra: keyring).stdout == Data([0, 255, 1]))
+            #expect(try cli(["-s", s, "reset", "--yes"]).status == 0)
+            let fromKeyring = try cli(["-s", s, "export", "--yes"], extra: keyring)
+            #expect(try cli(["import"], stdin: fromKeyring.stdout).status == 0)
+            #expect(try cli(["-s", s, "export", "--yes"]).stdout == fromVault.stdout)
+        }
+    }
+
     @Test(arguments: CLIBackend.allCases)
     func exportResetImportGivesBackIdenticalItemsIncludingBinary(on backend: CLIBackend) throws {
         try backend.run {

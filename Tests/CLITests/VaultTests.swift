@@ -86,6 +86,11 @@ struct VaultTests {
             #expect(items[0]["encoding"] as? String == "base64")
             #expect(Data(base64Encoded: items[0]["secret"] as? String ?? "") == largeBinary)
             #expect(items[1]["created"] is String && items[1]["modified"] is String)
+            // The plaintext imports as it is, here into a second vault.
+            let copy = vault + ".copy.age"
+            let imported = try cli(["--vault", copy, "import"], stdin: decrypted.stdout)
+            #expect(imported.stdoutText == "added 2, replaced 0, skipped 0\n", "\(imported.stderr)")
+            #expect(try cli(["--vault", copy, "-s", "ci", "get", "blob"]).stdout == largeBinary)
         }
     }
 
