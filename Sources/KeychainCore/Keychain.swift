@@ -118,6 +118,19 @@ public final class Keychain: Sendable {
         try set(data, for: key)
     }
 
+    /// Stores `secrets`, of this service or any other, through this keychain's backend in as
+    /// few steps as it allows (the vault: one write, all or nothing), and forgets cached secrets.
+    /// - Parameter progress: told how many are stored so far.
+    /// - Throws: ``KeychainError/secretTooLarge(limit:)`` before anything is stored when one is
+    ///   above ``maximumSecretSize``, or any ``KeychainError`` of the backend.
+    public func storeAll(_ secrets: [SecretToStore], progress: (Int) -> Void = { _ in }) throws {
+        guard secrets.allSatisfy({ $0.secret.count <= Self.maximumSecretSize }) else {
+            throw KeychainError.secretTooLarge(limit: Self.maximumSecretSize)
+        }
+        defer { removeCachedSecrets() }
+        try store.setSecrets(secrets, progress: progress)
+    }
+
     /// Removes the item stored under `key`.
     /// - Returns: `false` when there was no such item.
     /// - Throws: any ``KeychainError`` of the backend.

@@ -71,7 +71,7 @@ extension KeychainCLI {
                 }
             }
             let progress = isTerminal(STDERR_FILENO) && toStore.count > 20
-            try keychain.store.setSecrets(toStore) { done in
+            try keychain.storeAll(toStore) { done in
                 if progress { writeError("\rimporting \(done)/\(toStore.count)") }
             }
             if progress { writeError("\n") }

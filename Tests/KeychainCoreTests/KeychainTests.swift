@@ -50,6 +50,27 @@ struct KeychainTests {
         #expect(store.count("secret") == 1)
     }
 
+    @Test func storeAllRefusesEverythingWhenOneIsTooLargeAndOtherwiseStoresAllAndClearsTheCache() throws {
+        try keychain.set("old", for: key("a"))
+        _ = try keychain.data(for: key("a"))
+        let other = try ServiceName("other")
+        let tooLarge = try [
+            SecretToStore(service: keychain.service, key: key("a"), secret: Data("new".utf8)),
+            SecretToStore(service: other, key: key("big"), secret: Data(count: Keychain.maximumSecretSize + 1)),
+        ]
+        #expect(throws: KeychainError.secretTooLarge(limit: Keychain.maximumSecretSize)) {
+            try keychain.storeAll(tooLarge)
+        }
+        #expect(try keychain.string(for: key("a")) == "old")
+        var progress: [Int] = []
+        try keychain.storeAll([tooLarge[0], SecretToStore(service: other, key: key("b"), secret: Data("x".utf8))]) {
+            progress.append($0)
+        }
+        #expect(progress == [1, 2])
+        #expect(try keychain.string(for: key("a")) == "new")
+        #expect(try store.secret(service: other, key: key("b")) == Data("x".utf8))
+    }
+
     @Test func ownWriteInvalidatesTheCache() throws {
         try keychain.set("v1", for: key("k"))
         _ = try keychain.data(for: key("k"))
