@@ -56,7 +56,16 @@ demo-steps:
 	echo '$$ secret-tool lookup service demo username github-token'; secret-tool lookup service demo username github-token; echo; \
 	echo '$$ keychain-cli -s demo get missing   # exit 1'; $$K -s demo get missing || echo "(exit $$?)"; \
 	echo '$$ keychain-cli -s demo delete deploy-key'; $$K -s demo delete deploy-key; \
-	echo '$$ keychain-cli -s demo reset --yes'; $$K -s demo reset --yes
+	echo '$$ keychain-cli -s demo reset --yes'; $$K -s demo reset --yes; \
+	echo; echo '# The same without a keyring: an encrypted vault file (scrypt 2^18, ~0.8 s per process)'; \
+	V=$$(mktemp -d); export KEYCHAIN_BACKEND=vault KEYCHAIN_VAULT=$$V/ci/secrets.age KEYCHAIN_PASSPHRASE=demo-passphrase; \
+	echo '$$ export KEYCHAIN_BACKEND=vault KEYCHAIN_VAULT=ci/secrets.age KEYCHAIN_PASSPHRASE=…'; \
+	echo '$$ printf %s "$$TOKEN" | keychain-cli -s ci set github-token'; printf %s 'ghp_vault_token' | $$K -s ci set github-token; \
+	echo '$$ keychain-cli -s ci exec --env GITHUB_TOKEN=github-token -- sh -c '"'"'echo "deploy sees $${#GITHUB_TOKEN} characters"'"'"; \
+	$$K -s ci exec --env GITHUB_TOKEN=github-token -- sh -c 'echo "deploy sees $${#GITHUB_TOKEN} characters"'; \
+	echo '$$ head -2 ci/secrets.age'; head -2 $$V/ci/secrets.age; \
+	echo '$$ keychain-cli doctor'; $$K doctor; \
+	rm -rf $$V
 
 install: release
 	install -d $(BINDIR) $(SHAREDIR)/bash-completion/completions $(SHAREDIR)/zsh/site-functions $(SHAREDIR)/fish/vendor_completions.d
