@@ -56,6 +56,9 @@ struct GlobalOptions: ParsableArguments {
         if passphraseFile != nil && passphraseFD != nil {
             throw ValidationError("give the passphrase by --passphrase-file or by --passphrase-fd, not both")
         }
+        if vault?.isEmpty == true || passphraseFile?.isEmpty == true {
+            throw ValidationError("--vault and --passphrase-file need a path")
+        }
         if let passphraseFD, passphraseFD < 0 {
             throw ValidationError("--passphrase-fd must be an open file descriptor number")
         }

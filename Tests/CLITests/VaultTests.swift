@@ -347,6 +347,7 @@ struct VaultSettingsTests {
                 (["list"], ["KEYCHAIN_BACKEND": "keyring"], "KEYCHAIN_BACKEND is 'keyring'"),
                 (["list"], ["KEYCHAIN_VAULT_WORK_FACTOR": "99"], "from 1 to 20"),
                 (["--backend", "file", "list"], [:], "backend"),
+                (["--vault", "", "list"], [:], "need a path"),
             ]
             for (arguments, extra, message) in cases {
                 let result = try cli(arguments, extra: extra)
