@@ -158,7 +158,8 @@ public final class VaultStore: SecretStore {
     private func modify<Result: Sendable>(_ change: (inout Entries) -> (Result, changed: Bool)) throws(KeychainError)
         -> Result
     {
-        let (directory, _) = splitPath(path)
+        let file = filePath
+        let (directory, _) = splitPath(file)
         return try state.withLock { state throws(KeychainError) in
             do {
                 var info = stat()
@@ -170,10 +171,10 @@ public final class VaultStore: SecretStore {
                     try makeDirectories(directory)
                 }
                 let result = try withDirectoryLock(directory, timeout: lockTimeout) { () throws in
-                    removeStrayTemporaries(of: path)
+                    removeStrayTemporaries(of: file)
                     var entries = try load(&state)
                     let (result, changed) = change(&entries)
-                    if changed { try write(entries, state: &state) }
+                    if changed { try write(entries, to: file, state: &state) }
                     return result
                 }
                 guard let result else { throw KeychainError.vaultBusy(path: path, seconds: lockTimeout) }
@@ -193,7 +194,7 @@ public final class VaultStore: SecretStore {
     private func load(_ state: inout State) throws(KeychainError) -> Entries {
         let file: [UInt8]?
         do {
-            file = try readFileIfPresent(path, limit: Self.maximumFileSize)
+            file = try readFileIfPresent(filePath, limit: Self.maximumFileSize)
         } catch {
             throw KeychainError.vaultIO(detail: error.description)
         }
@@ -223,7 +224,7 @@ public final class VaultStore: SecretStore {
     }
 
     /// Encrypts and replaces the vault; the caller maps the errors.
-    private func write(_ entries: Entries, state: inout State) throws {
+    private func write(_ entries: Entries, to path: String, state: inout State) throws {
         let header: AgeFile.Header
         if let known = state.header {
             header = known  // one scrypt per process: reuse the header read or made before
@@ -235,6 +236,14 @@ public final class VaultStore: SecretStore {
         state.header = header
         state.file = file
         state.entries = entries
+    }
+
+    /// The file to read and replace: `path`, or the file it links to, so that a symbolic link
+    /// (to a mounted secret, say) stays a link and its target gets the new vault.
+    private var filePath: String {
+        guard let resolved = realpath(path, nil) else { return path }
+        defer { free(resolved) }
+        return String(cString: resolved)
     }
 
     /// Asks the passphrase source now (doctor), keeping the answer for later operations.

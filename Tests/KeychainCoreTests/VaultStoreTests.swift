@@ -127,6 +127,22 @@ struct VaultStoreTests {
         #expect(asked.withLock { $0 } == [.create, .unlock])
     }
 
+    @Test func aVaultPathThatIsASymbolicLinkStaysOneAndItsTargetIsWritten() throws {
+        let target = scratchPath("real/vault.age")
+        let link = scratchPath("vault.age")
+        let service = try ServiceName("s")
+        try VaultStore(path: target, workFactor: 10) { _ in passphrase }
+            .setSecret(Data("1".utf8), service: service, key: KeychainKey("a"))
+        try FileManager.default.createDirectory(
+            atPath: (link as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+        try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: target)
+        let viaLink = VaultStore(path: link, workFactor: 10) { _ in passphrase }
+        try viaLink.setSecret(Data("2".utf8), service: service, key: KeychainKey("b"))
+        #expect(try FileManager.default.destinationOfSymbolicLink(atPath: link) == target)
+        let direct = VaultStore(path: target, workFactor: 10) { _ in passphrase }
+        #expect(try direct.secret(service: service, key: KeychainKey("b")) == Data("2".utf8))
+    }
+
     @Test func anEmptyPassphraseIsRefused() throws {
         let store = VaultStore(path: scratchPath("vault.age"), workFactor: 10) { _ in [] }
         #expect(throws: KeychainError.noPassphrase(detail: "the passphrase given is empty")) {
