@@ -64,10 +64,8 @@ enum PassphraseSource: Sendable, CustomStringConvertible {
     }
 
     private func strippingNewline(_ bytes: [UInt8]?, from source: String) throws -> [UInt8] {
-        guard var bytes else { throw CommandFailure.badData("\(source) holds more than \(Self.limit) bytes") }
-        if bytes.last == UInt8(ascii: "\n") { bytes.removeLast() }
-        if bytes.last == UInt8(ascii: "\r") { bytes.removeLast() }
-        return bytes
+        guard let bytes else { throw CommandFailure.badData("\(source) holds more than \(Self.limit) bytes") }
+        return Array(withoutTrailingNewline(bytes))
     }
 
     private func prompt(_ purpose: VaultStore.PassphrasePurpose, vault: String) throws -> [UInt8] {
