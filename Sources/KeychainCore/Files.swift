@@ -90,6 +90,22 @@ package func removeStrayTemporaries(of path: String) {
     }
 }
 
+/// Reads `fd` to its end, refusing more than `limit` bytes (nothing is ever silently truncated).
+/// - Returns: nil when there are more than `limit` bytes.
+/// - Throws: ``FileError`` with `operation` when a read fails (EINTR is retried).
+package func readToEnd(_ fd: Int32, limit: Int, operation: @autoclosure () -> String) throws(FileError) -> [UInt8]? {
+    var bytes: [UInt8] = []
+    var chunk = [UInt8](repeating: 0, count: 65_536)
+    while true {
+        let count = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+        if count < 0 && errno == EINTR { continue }
+        guard count >= 0 else { throw FileError(operation()) }
+        if count == 0 { return bytes }
+        bytes += chunk[0..<count]
+        if bytes.count > limit { return nil }
+    }
+}
+
 /// The contents of the file at `path`, or nil when it does not exist.
 /// - Throws: ``FileError`` when it cannot be read, or is larger than `limit` bytes (`EFBIG`).
 package func readFileIfPresent(_ path: String, limit: Int) throws(FileError) -> [UInt8]? {
@@ -97,16 +113,10 @@ package func readFileIfPresent(_ path: String, limit: Int) throws(FileError) -> 
     if fd < 0 && errno == ENOENT { return nil }
     guard fd >= 0 else { throw FileError("cannot open '\(path)'") }
     defer { close(fd) }
-    var bytes: [UInt8] = []
-    var chunk = [UInt8](repeating: 0, count: 65_536)
-    while true {
-        let count = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-        if count < 0 && errno == EINTR { continue }
-        guard count >= 0 else { throw FileError("cannot read '\(path)'") }
-        if count == 0 { return bytes }
-        bytes += chunk[0..<count]
-        guard bytes.count <= limit else { throw FileError("'\(path)' is larger than \(limit) bytes", code: EFBIG) }
+    guard let bytes = try readToEnd(fd, limit: limit, operation: "cannot read '\(path)'") else {
+        throw FileError("'\(path)' is larger than \(limit) bytes", code: EFBIG)
     }
+    return bytes
 }
 
 /// Creates `path` and any missing parents with mode 0700 (existing ones are left as they are).

@@ -29,17 +29,10 @@ func isTerminal(_ fd: Int32) -> Bool { isatty(fd) == 1 }
 /// Reads `fd` to its end, refusing more than `limit` bytes (nothing is ever silently truncated).
 /// - Returns: nil when the input is larger than `limit`.
 func readAll(_ fd: Int32, limit: Int) throws -> [UInt8]? {
-    var bytes: [UInt8] = []
-    var chunk = [UInt8](repeating: 0, count: 65_536)
-    while true {
-        let count = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-        if count < 0 {
-            if errno == EINTR { continue }
-            throw CommandFailure.io("could not read the input (\(String(cString: strerror(errno))))")
-        }
-        if count == 0 { return bytes }
-        bytes += chunk[0..<count]
-        if bytes.count > limit { return nil }
+    do {
+        return try readToEnd(fd, limit: limit, operation: "could not read the input")
+    } catch {
+        throw CommandFailure.io(error.description)
     }
 }
 
