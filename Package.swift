@@ -10,7 +10,8 @@ let package = Package(
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.6.0"),
-        // The vault: ChaCha20-Poly1305, HKDF and HMAC (Crypto), scrypt (CryptoExtras).
+        // The vault: ChaCha20-Poly1305, HKDF and HMAC (Crypto), scrypt (CryptoExtras); the Secret
+        // Service session: HKDF (Crypto), AES-128-CBC (CryptoExtras).
         .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),
     ],
     targets: [
@@ -19,10 +20,18 @@ let package = Package(
             pkgConfig: "libsecret-1",
             providers: [.apt(["libsecret-1-dev"])]
         ),
+        // The modular exponentiation of the Secret Service session's key exchange (libsecret's own
+        // dependency; swift-crypto offers no finite-field Diffie-Hellman).
+        .systemLibrary(
+            name: "CLibGcrypt",
+            pkgConfig: "libgcrypt",
+            providers: [.apt(["libgcrypt20-dev"])]
+        ),
         .target(
             name: "KeychainCore",
             dependencies: [
                 "CLibSecret",
+                "CLibGcrypt",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "CryptoExtras", package: "swift-crypto"),
             ]

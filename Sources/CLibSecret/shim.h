@@ -38,5 +38,9 @@ static inline const GVariantType *keychain_cli_type_object_path_reply(void) { re
 static inline const GVariantType *keychain_cli_type_search_reply(void) { return G_VARIANT_TYPE("(aoao)"); }
 static inline const GVariantType *keychain_cli_type_string_pair(void) { return G_VARIANT_TYPE("{ss}"); }
 static inline const GVariantType *keychain_cli_type_uint64(void) { return G_VARIANT_TYPE_UINT64; }
+static inline const GVariantType *keychain_cli_type_byte(void) { return G_VARIANT_TYPE_BYTE; }
+static inline const GVariantType *keychain_cli_type_bytestring(void) { return G_VARIANT_TYPE_BYTESTRING; }
+static inline const GVariantType *keychain_cli_type_open_session_reply(void) { return G_VARIANT_TYPE("(vo)"); }
+static inline const GVariantType *keychain_cli_type_get_secret_reply(void) { return G_VARIANT_TYPE("((oayays))"); }
 
 #endif

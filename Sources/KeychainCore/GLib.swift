@@ -183,10 +183,7 @@ extension KeychainError {
     init(_ error: GError, operation: String, seconds: Double, expired: Bool) {
         let message = error.message.map { String(cString: $0) } ?? "unknown error"
         var mutableError = error
-        let remoteName: String? = g_dbus_error_get_remote_error(&mutableError).map { name in
-            defer { g_free(name) }
-            return String(cString: name)
-        }
+        let remoteName = remoteErrorName(&mutableError)
         let detail = Self.strippingRemotePrefix(message)
 
         if error.domain == keychain_cli_io_error_quark() && error.code == Int32(G_IO_ERROR_CANCELLED.rawValue) {
@@ -241,6 +238,14 @@ func makeAttributes(_ pairs: KeyValuePairs<String, String>) -> OpaquePointer {
     return table
 }
 
+/// The name of the D-Bus error a remote peer answered with, or nil for a local error.
+func remoteErrorName(_ error: UnsafeMutablePointer<GError>) -> String? {
+    g_dbus_error_get_remote_error(error).map { name in
+        defer { g_free(name) }
+        return String(cString: name)
+    }
+}
+
 /// The strings of a NULL-terminated `gchar**`.
 func strings(_ vector: UnsafeMutablePointer<UnsafeMutablePointer<gchar>?>?) -> [String] {
     guard var cursor = vector else { return [] }
@@ -259,7 +264,19 @@ func variantString(_ tuple: OpaquePointer, child index: Int) -> String {
     return String(cString: g_variant_get_string(child, nil))
 }
 
-/// The value inside a `(v)` reply, as Properties.Get returns it; the caller unrefs it.
+/// The bytes of an `ay` GVariant, or of child `index` of a tuple GVariant.
+func variantBytes(_ variant: OpaquePointer, child index: Int? = nil) -> [UInt8] {
+    if let index {
+        let child = g_variant_get_child_value(variant, gsize(index))!
+        defer { g_variant_unref(child) }
+        return variantBytes(child)
+    }
+    var count: gsize = 0
+    guard let base = g_variant_get_fixed_array(variant, &count, 1), count > 0 else { return [] }
+    return Array(UnsafeRawBufferPointer(start: base, count: Int(count)))
+}
+
+/// The value inside the first child of a `(v…)` reply, as Properties.Get and OpenSession return it; the caller unrefs it.
 func propertyValue(_ reply: OpaquePointer) -> OpaquePointer {
     let boxed = g_variant_get_child_value(reply, 0)!
     defer { g_variant_unref(boxed) }

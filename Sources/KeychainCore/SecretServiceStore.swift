@@ -1,4 +1,5 @@
 import CLibSecret
+import Synchronization
 
 #if canImport(FoundationEssentials)
     import FoundationEssentials
@@ -34,40 +35,153 @@ public final class SecretServiceStore: SecretStore {
     /// What ``items(service:)`` reads of each item.
     public let listing: Listing
 
+    /// An encrypted session and the bus connection (referenced) it was opened on.
+    private struct KeptSession: @unchecked Sendable {
+        let bus: OpaquePointer
+        let session: SecretSession
+    }
+    /// The session of the last read, for the next one.
+    private let kept = Mutex<KeptSession?>(nil)
+    /// The object path of the kept session (for tests).
+    var keptSessionPath: String? { kept.withLock { $0?.session.path } }
+
+    /// Closes the kept session on the service but keeps it here, as a restarted service would
+    /// have forgotten it (for tests: the service lets only the connection that opened a session
+    /// close it).
+    func closeKeptSessionOnTheService() throws {
+        guard let path = keptSessionPath else { return }
+        try BoundedOperation.run("close the session", seconds: timeout) { operation in
+            let bus = try sessionBus(operation)
+            defer { g_object_unref(UnsafeMutableRawPointer(bus)) }
+            g_variant_unref(
+                try operation.callMethod(bus, Self.busName, path, "org.freedesktop.Secret.Session", "Close", nil))
+        }
+    }
+
     /// A store whose operations give up when the Secret Service has not answered for `timeout` seconds.
     public init(timeout: Double = SecretServiceStore.defaultTimeout, listing: Listing = .full) {
         self.timeout = timeout
         self.listing = listing
     }
 
+    deinit {
+        kept.withLock { slot in
+            if let old = slot { g_object_unref(UnsafeMutableRawPointer(old.bus)) }
+        }
+    }
+
     private var schema: UnsafePointer<SecretSchema> { keychain_cli_schema() }
 
     public func secret(service: ServiceName, key: KeychainKey) throws -> Data? {
-        let value = try BoundedOperation.run("return the secret", seconds: timeout) { operation in
-            let connection = try connect(operation, openSession: false)
-            defer { g_object_unref(connection) }
-            let (bus, name) = busAndName(connection)
-            // Searching first needs no encrypted session, so a miss costs no key exchange (about
-            // 3 ms of CPU); libsecret's lookup opens the session before it searches.
-            let found = try searchPaths(
-                operation, bus, name, ["service": service.rawValue, "username": key.rawValue])
-            if found.unlocked.isEmpty && found.locked.isEmpty { return OpaquePointer?.none }
-            guard let path = try found.unlocked.first ?? unlock(found.locked, operation, connection).first else {
+        try BoundedOperation.run("return the secret", seconds: timeout) { operation in
+            let bus = try sessionBus(operation)
+            defer { g_object_unref(UnsafeMutableRawPointer(bus)) }
+            // Searching first needs no encrypted session, so a miss costs no key exchange;
+            // libsecret's lookup opens the session before it searches.
+            let found = try searchPaths(operation, bus, ["service": service.rawValue, "username": key.rawValue])
+            if found.unlocked.isEmpty && found.locked.isEmpty { return nil }
+            guard let path = try found.unlocked.first ?? unlock(found.locked, operation).first else {
                 throw KeychainError.locked(detail: "the item is in a locked keyring that could not be unlocked")
             }
-            // secret_service_get_secret_for_dbus_path / …_finish (opens the session if needed);
-            // the path is a C copy that outlives the asynchronous call, not a Swift temporary.
-            let cPath = strdup(path)!
-            defer { free(cPath) }
-            let value = try operation.call(
-                { secret_service_get_secret_for_dbus_path(connection, cPath, $0, $1, $2) },
-                finish: { secret_service_get_secret_for_dbus_path_finish(connection, $0, $1) })
-            guard let value else {
-                throw KeychainError.locked(detail: "the item was locked again before its secret was read")
-            }
-            return value
+            return try readSecret(at: path, operation, bus)
         }
-        guard let value else { return nil }
+    }
+
+    /// The secret of the item at `path`, read in this store's encrypted session: opened on the
+    /// first read and kept for later ones on the same connection, as libsecret keeps its own.
+    /// A service that offers no such session is read through libsecret, which falls back to
+    /// what the service offers.
+    private func readSecret(at path: String, _ operation: BoundedOperation, _ bus: OpaquePointer) throws -> Data {
+        if let session = kept.withLock({ $0?.bus == bus ? $0?.session : nil }) {
+            do {
+                return try getSecret(at: path, in: session, operation, bus)
+            } catch {
+                // A restarted service no longer knows the session: negotiate a new one, once.
+                // A read that ran out of time is not tried again.
+                if case KeychainError.timedOut = error { throw error }
+            }
+        }
+        guard let session = try openSession(operation, bus) else {
+            return try readSecretThroughLibsecret(at: path, operation)
+        }
+        kept.withLock { slot in
+            if let old = slot { g_object_unref(UnsafeMutableRawPointer(old.bus)) }
+            g_object_ref(UnsafeMutableRawPointer(bus))
+            slot = KeptSession(bus: bus, session: session)
+        }
+        return try getSecret(at: path, in: session, operation, bus)
+    }
+
+    /// Negotiates an encrypted session with the Secret Service (see ``SecretSession``); nil when
+    /// the service does not offer one.
+    private func openSession(_ operation: BoundedOperation, _ bus: OpaquePointer) throws -> SecretSession? {
+        let exchange = SecretSession.KeyExchange()
+        let publicValue = exchange.publicValue.withUnsafeBytes { buffer in
+            g_variant_new_fixed_array(keychain_cli_type_byte(), buffer.baseAddress, gsize(buffer.count), 1)!
+        }
+        let parameters = g_variant_new_tuple(
+            [g_variant_new_string(SecretSession.algorithm), g_variant_new_variant(publicValue)], 2)
+        var unsupported = false
+        // org.freedesktop.Secret.Service.OpenSession(s algorithm, v input) -> (v output, o result)
+        let reply = try operation.call(
+            {
+                g_dbus_connection_call(
+                    bus, Self.busName, "/org/freedesktop/secrets", "org.freedesktop.Secret.Service", "OpenSession",
+                    parameters, keychain_cli_type_open_session_reply(), G_DBUS_CALL_FLAGS_NONE, -1, $0, $1, $2)
+            },
+            finish: { result, error in
+                let reply = g_dbus_connection_call_finish(bus, result, error)
+                if let failure = error.pointee, remoteErrorName(failure) == "org.freedesktop.DBus.Error.NotSupported" {
+                    g_clear_error(error)
+                    unsupported = true
+                }
+                return reply
+            })
+        guard let reply, !unsupported else { return nil }
+        defer { g_variant_unref(reply) }
+        let output = propertyValue(reply)
+        defer { g_variant_unref(output) }
+        guard g_variant_is_of_type(output, keychain_cli_type_bytestring()) != 0,
+            let key = exchange.sharedKey(peer: variantBytes(output))
+        else {
+            throw KeychainError.backendFailure(
+                detail: "the Secret Service answered the session's key exchange with an invalid public value")
+        }
+        return SecretSession(path: variantString(reply, child: 1), key: key)
+    }
+
+    /// The secret of the item at `path`, sent and decrypted in `session`.
+    private func getSecret(
+        at path: String, in session: SecretSession, _ operation: BoundedOperation, _ bus: OpaquePointer
+    ) throws -> Data {
+        // org.freedesktop.Secret.Item.GetSecret(o session) -> ((oayays) secret)
+        let reply = try operation.callMethod(
+            bus, Self.busName, path, "org.freedesktop.Secret.Item", "GetSecret",
+            g_variant_new_tuple([g_variant_new_object_path(session.path)], 1),
+            replyType: keychain_cli_type_get_secret_reply())
+        defer { g_variant_unref(reply) }
+        let secret = g_variant_get_child_value(reply, 0)!
+        defer { g_variant_unref(secret) }
+        guard variantString(secret, child: 0) == session.path else {
+            throw KeychainError.backendFailure(detail: "the Secret Service sent the secret in another session")
+        }
+        return try session.decrypt(parameters: variantBytes(secret, child: 1), value: variantBytes(secret, child: 2))
+    }
+
+    /// The secret of the item at `path` through libsecret, for a service without an encrypted session.
+    private func readSecretThroughLibsecret(at path: String, _ operation: BoundedOperation) throws -> Data {
+        let connection = try connect(operation, openSession: false)
+        defer { g_object_unref(connection) }
+        // secret_service_get_secret_for_dbus_path / …_finish (opens the session if needed);
+        // the path is a C copy that outlives the asynchronous call, not a Swift temporary.
+        let cPath = strdup(path)!
+        defer { free(cPath) }
+        let value = try operation.call(
+            { secret_service_get_secret_for_dbus_path(connection, cPath, $0, $1, $2) },
+            finish: { secret_service_get_secret_for_dbus_path_finish(connection, $0, $1) })
+        guard let value else {
+            throw KeychainError.locked(detail: "the item was locked again before its secret was read")
+        }
         defer { secret_value_unref(UnsafeMutableRawPointer(value)) }
         var length: gsize = 0
         guard let bytes = secret_value_get(value, &length) else { return Data() }
@@ -77,10 +191,10 @@ public final class SecretServiceStore: SecretStore {
     /// Asks the Secret Service to unlock the locked items at `paths` (which may prompt, within the
     /// deadline) and returns the paths it unlocked: fewer than `paths` when there is no prompter
     /// or the prompt was dismissed.
-    private func unlock(
-        _ paths: [String], _ operation: BoundedOperation, _ connection: UnsafeMutablePointer<SecretService>
-    ) throws -> [String] {
+    private func unlock(_ paths: [String], _ operation: BoundedOperation) throws -> [String] {
         guard !paths.isEmpty else { return [] }
+        let connection = try connect(operation, openSession: false)
+        defer { g_object_unref(connection) }
         var unlocked: UnsafeMutablePointer<UnsafeMutablePointer<gchar>?>?
         defer { g_strfreev(unlocked) }
         let copies = paths.map { strdup($0)! }
@@ -146,14 +260,13 @@ public final class SecretServiceStore: SecretStore {
     public func items(service: ServiceName?) throws -> [ItemInfo] {
         let pairs: KeyValuePairs<String, String> = service.map { ["service": $0.rawValue] } ?? [:]
         return try BoundedOperation.run("list the items", seconds: timeout) { operation in
-            let connection = try connect(operation, openSession: false)
-            defer { g_object_unref(connection) }
-            let (bus, name) = busAndName(connection)
+            let bus = try sessionBus(operation)
+            defer { g_object_unref(UnsafeMutableRawPointer(bus)) }
             // libsecret builds a D-Bus proxy per found item (about 0.9 ms each) and refuses an
             // empty search; asking for the paths, then for every item's properties in pipelined
             // Properties calls on the same connection, costs one round trip per window, and
             // gnome-keyring's own time per item (0.58 ms for GetAll, 0.27 ms for Attributes alone).
-            let found = try searchPaths(operation, bus, name, pairs)
+            let found = try searchPaths(operation, bus, pairs)
             let paths = found.unlocked + found.locked
             let replies = try operation.callEach(
                 paths.count,
@@ -161,7 +274,7 @@ public final class SecretServiceStore: SecretStore {
                     var arguments = [g_variant_new_string("org.freedesktop.Secret.Item")]
                     if listing == .keysOnly { arguments.append(g_variant_new_string("Attributes")) }
                     g_dbus_connection_call(
-                        bus, name, paths[index], "org.freedesktop.DBus.Properties",
+                        bus, Self.busName, paths[index], "org.freedesktop.DBus.Properties",
                         listing == .keysOnly ? "Get" : "GetAll", g_variant_new_tuple(arguments, gsize(arguments.count)),
                         nil, G_DBUS_CALL_FLAGS_NONE, -1, cancellable, callback, data)
                 },
@@ -214,11 +327,10 @@ public final class SecretServiceStore: SecretStore {
     /// pipelined Item.Delete calls: one proxy and one round trip per item took 15 s for 1,000.
     private func deleteMatching(_ pairs: KeyValuePairs<String, String>, what: String) throws -> Int {
         try BoundedOperation.run(what, seconds: timeout) { operation in
-            let connection = try connect(operation, openSession: false)
-            defer { g_object_unref(connection) }
-            let (bus, name) = busAndName(connection)
-            let found = try searchPaths(operation, bus, name, pairs)
-            let unlocked = try unlock(found.locked, operation, connection)
+            let bus = try sessionBus(operation)
+            defer { g_object_unref(UnsafeMutableRawPointer(bus)) }
+            let found = try searchPaths(operation, bus, pairs)
+            let unlocked = try unlock(found.locked, operation)
             guard unlocked.count == found.locked.count else {
                 throw KeychainError.locked(detail: "items to delete are in a locked keyring that could not be unlocked")
             }
@@ -228,7 +340,7 @@ public final class SecretServiceStore: SecretStore {
                 paths.count,
                 start: { index, cancellable, callback, data in
                     g_dbus_connection_call(
-                        bus, name, paths[index], "org.freedesktop.Secret.Item", "Delete", nil,
+                        bus, Self.busName, paths[index], "org.freedesktop.Secret.Item", "Delete", nil,
                         keychain_cli_type_object_path_reply(), G_DBUS_CALL_FLAGS_NONE, -1, cancellable, callback, data)
                 },
                 finish: { _, result, error in
@@ -244,18 +356,25 @@ public final class SecretServiceStore: SecretStore {
         }
     }
 
-    /// The session bus connection and the unique name of the Secret Service behind `service`,
-    /// for calls libsecret does not offer. Valid while `service` is.
-    private func busAndName(_ service: UnsafeMutablePointer<SecretService>) -> (OpaquePointer, String) {
-        let proxy = UnsafeMutableRawPointer(service).assumingMemoryBound(to: GDBusProxy.self)
-        return (g_dbus_proxy_get_connection(proxy)!, String(cString: g_dbus_proxy_get_name(proxy)!))
+    /// The bus name of the Secret Service: `$SECRET_SERVICE_BUS_NAME` or the well-known name, as
+    /// libsecret chooses it.
+    private static var busName: String {
+        getenv("SECRET_SERVICE_BUS_NAME").map { String(cString: $0) } ?? "org.freedesktop.secrets"
+    }
+
+    /// The shared session bus connection, the one libsecret uses too, for the calls made without
+    /// libsecret's service proxy: building that proxy costs three D-Bus round trips (name owner,
+    /// match rule, properties) that reads, lists and deletes of unlocked items do not need.
+    /// The caller unrefs it.
+    private func sessionBus(_ operation: BoundedOperation) throws -> OpaquePointer {
+        // g_bus_get / g_bus_get_finish
+        try operation.call({ g_bus_get(G_BUS_TYPE_SESSION, $0, $1, $2) }, finish: { g_bus_get_finish($0, $1) })!
     }
 
     /// The object paths of the items whose attributes include `pairs` (all items when `pairs`
     /// is empty, which libsecret's search refuses).
     private func searchPaths(
-        _ operation: BoundedOperation, _ bus: OpaquePointer, _ name: String,
-        _ pairs: KeyValuePairs<String, String>
+        _ operation: BoundedOperation, _ bus: OpaquePointer, _ pairs: KeyValuePairs<String, String>
     ) throws -> (unlocked: [String], locked: [String]) {
         let entries = pairs.map {
             g_variant_new_dict_entry(g_variant_new_string($0.key), g_variant_new_string($0.value))
@@ -263,7 +382,7 @@ public final class SecretServiceStore: SecretStore {
         let attributes = g_variant_new_array(keychain_cli_type_string_pair(), entries, gsize(entries.count))
         // org.freedesktop.Secret.Service.SearchItems(a{ss}) -> (ao unlocked, ao locked)
         let reply = try operation.callMethod(
-            bus, name, "/org/freedesktop/secrets", "org.freedesktop.Secret.Service", "SearchItems",
+            bus, Self.busName, "/org/freedesktop/secrets", "org.freedesktop.Secret.Service", "SearchItems",
             g_variant_new_tuple([attributes], 1), replyType: keychain_cli_type_search_reply())
         defer { g_variant_unref(reply) }
         let lists = (0..<2).map { index in

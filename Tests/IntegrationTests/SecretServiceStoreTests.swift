@@ -1,7 +1,8 @@
 import Foundation
-import KeychainCore
 import TestSupport
 import Testing
+
+@testable import KeychainCore
 
 /// The only suite that calls libsecret inside the test process: GDBus keeps one session-bus
 /// connection per process, so this suite exports its private bus to the process before the
@@ -151,6 +152,41 @@ struct SecretServiceStoreTests {
         #expect(keysOnly.map(\.key) == full.map(\.key))
         #expect(keysOnly.allSatisfy { $0.label == nil && $0.created == nil && $0.application == "keychain-cli" })
         #expect(full.allSatisfy { $0.label != nil && $0.created != nil })
+    }
+
+    @Test func readsKeepOneEncryptedSessionAndReopenItWhenTheServiceForgetsIt() throws {
+        let service = try ServiceName(uniqueService())
+        let key = try KeychainKey("k")
+        let secret = Data([0, 255, 10, 13] + Array("secret".utf8))
+        try store.setSecret(secret, service: service, key: key)
+        let reader = SecretServiceStore(timeout: 10)
+        #expect(reader.keptSessionPath == nil)
+        #expect(try reader.secret(service: service, key: try KeychainKey("missing")) == nil)
+        #expect(reader.keptSessionPath == nil, "a miss needs no session")
+        #expect(try reader.secret(service: service, key: key) == secret)
+        let first = try #require(reader.keptSessionPath)
+        #expect(first.hasPrefix("/org/freedesktop/secrets/session/"))
+        #expect(try reader.secret(service: service, key: key) == secret)
+        #expect(reader.keptSessionPath == first, "the second read reuses the session")
+        // The service forgets the session, as a restarted gnome-keyring would.
+        try reader.closeKeptSessionOnTheService()
+        #expect(throws: KeychainError.self) { try reader.closeKeptSessionOnTheService() }
+        #expect(try reader.secret(service: service, key: key) == secret)
+        #expect(reader.keptSessionPath != first)
+    }
+
+    @Test func everyFreshSessionDecrypts() throws {
+        // One shared value in 256 starts with a zero byte, which both sides must hash as 128 bytes;
+        // 300 exchanges meet that case with a probability of about 70% (and the unit tests always).
+        let service = try ServiceName(uniqueService())
+        let key = try KeychainKey("k")
+        let secret = Data((0..<100).map { UInt8($0) })
+        try store.setSecret(secret, service: service, key: key)
+        var failures = 0
+        for _ in 0..<300 where try SecretServiceStore(timeout: 10).secret(service: service, key: key) != secret {
+            failures += 1
+        }
+        #expect(failures == 0)
     }
 
     @Test(arguments: StoreKind.allCases)
