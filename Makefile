@@ -10,8 +10,11 @@ SHAREDIR = $(DESTDIR)$(PREFIX)/share
 SWIFT ?= swift
 # lld: GNU ld warns about mktemp inside the static FoundationEssentials; lld links the same binary quietly.
 # pack-relative-relocs (DT_RELR, glibc 2.36+): the ~48,000 relative relocations of a static Swift
-# binary shrink from 1.1 MiB to 9 KiB, which start-up no longer reads: 1.3 MiB less peak memory.
-RELEASE_FLAGS = -c release --static-swift-stdlib -Xswiftc -use-ld=lld -Xlinker -z -Xlinker pack-relative-relocs
+# binary shrink from 1.1 MiB to 9 KiB, which start-up no longer reads: 1.0 MiB less peak memory.
+# build-support/static-libstdc++: the Swift runtime's libstdc++ is linked statically as well (see the
+# linker script there): 0.8 MiB less peak memory and 0.5 ms less CPU per process (`get`, measured).
+RELEASE_FLAGS = -c release --static-swift-stdlib -Xswiftc -use-ld=lld -Xlinker -z -Xlinker pack-relative-relocs \
+	-Xlinker -L$(CURDIR)/build-support/static-libstdc++
 RELEASE_BIN = .build/release/keychain-cli
 
 # Debian packages: build (libsecret-1-dev, libgcrypt20-dev, pkg-config), run (a Secret Service: gnome-keyring and
