@@ -18,9 +18,9 @@ RELEASE_FLAGS = -c release --static-swift-stdlib -Xswiftc -use-ld=lld -Xlinker -
 RELEASE_BIN = .build/release/keychain-cli
 
 # Debian packages: build (libsecret-1-dev, libgcrypt20-dev, pkg-config), run (a Secret Service: gnome-keyring and
-# the D-Bus tools), tests (secret-tool, python keyring, age, expect for terminals), bench (hyperfine).
+# the D-Bus tools), tests (secret-tool, python keyring, age, expect for terminals), bench (hyperfine, GNU time).
 DEB_PACKAGES = libsecret-1-dev libgcrypt20-dev pkg-config gnome-keyring dbus dbus-bin dbus-daemon libsecret-tools \
-	python3-keyring age expect hyperfine
+	python3-keyring age expect hyperfine time
 
 .PHONY: deps build release test demo demo-steps install uninstall lint format clean bench
 

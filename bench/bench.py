@@ -3,21 +3,24 @@
 
 Run through `make bench`, inside a private gnome-keyring session (scripts/with-keyring).
 Every run is a whole process started with posix_spawn; its wall time is measured around
-spawn+wait and its peak memory is the child's own ru_maxrss from wait4. Commands of one row
-are interleaved, in an order rotated every round, so machine drift hits every side alike.
+spawn+wait. Commands of one row are interleaved, in an order rotated every round, so machine
+drift hits every side alike. Peak memory is measured in separate runs under GNU time: the
+ru_maxrss of a child posix_spawned from this Python starts at Python's own resident size
+(13 MiB), above what secret-tool ever uses, while GNU time forks its child from a 1 MiB process.
 """
 import datetime, os, platform, shutil, statistics, subprocess, sys, tempfile, time
 
 KC = os.environ.get("KEYCHAIN_CLI", ".build/release/keychain-cli")
 PY = "/usr/bin/python3"  # Debian's python, where python3-keyring lives
 RUNS = int(os.environ.get("BENCH_RUNS", "30"))
+MEMORY_RUNS = int(os.environ.get("BENCH_MEMORY_RUNS", "15"))
 WARMUP = int(os.environ.get("BENCH_WARMUP", "3"))
 LIST_ITEMS = int(os.environ.get("BENCH_LIST_ITEMS", "1000"))
 DEVNULL = os.open(os.devnull, os.O_RDWR)
 
 
 def spawn(argv, stdin_bytes=None):
-    """Runs argv once; returns (seconds, peak RSS in KiB, exit status)."""
+    """Runs argv once; returns (seconds, exit status)."""
     if stdin_bytes is None:
         fd = DEVNULL
     else:
@@ -29,26 +32,45 @@ def spawn(argv, stdin_bytes=None):
     path = shutil.which(argv[0]) or argv[0]
     start = time.perf_counter()
     pid = os.posix_spawn(path, argv, os.environ, file_actions=actions)
-    _, status, usage = os.wait4(pid, 0)
+    _, status = os.waitpid(pid, 0)
     elapsed = time.perf_counter() - start
     if stdin_bytes is not None:
         tmp.close()
-    return elapsed, usage.ru_maxrss, os.waitstatus_to_exitcode(status)
+    return elapsed, os.waitstatus_to_exitcode(status)
 
 
 def measure(row):
-    """row: list of (name, argv, stdin, expected_exit) -> {name: (times, rss)}"""
-    results = {name: ([], []) for name, *_ in row}
+    """row: list of (name, argv, stdin, expected_exit) -> {name: [seconds]}"""
+    results = {name: [] for name, *_ in row}
     for round_index in range(WARMUP + RUNS):
         shift = round_index % len(row)
         for name, argv, stdin, expected in row[shift:] + row[:shift]:
-            seconds, rss, code = spawn(argv, stdin)
+            seconds, code = spawn(argv, stdin)
             if code != expected:
                 sys.exit(f"bench: {' '.join(argv)} exited {code}, expected {expected}")
             if round_index >= WARMUP:
-                results[name][0].append(seconds)
-                results[name][1].append(rss)
+                results[name].append(seconds)
     return results
+
+
+def peak_memory(argv):
+    """Peak resident set size of one run of argv, in KiB, as GNU time reports it."""
+    with tempfile.NamedTemporaryFile("r") as report:
+        code = subprocess.run(["/usr/bin/time", "-f", "%M", "-o", report.name, *argv],
+                              stdin=DEVNULL, stdout=DEVNULL, stderr=DEVNULL).returncode
+        if code != 0:
+            sys.exit(f"bench: {' '.join(argv)} exited {code} under /usr/bin/time")
+        return int(report.read().split()[-1])
+
+
+def measure_memory(row):
+    """row: list of (name, argv) -> {name: median peak RSS in KiB}, runs interleaved."""
+    results = {name: [] for name, _ in row}
+    for round_index in range(MEMORY_RUNS):
+        shift = round_index % len(row)
+        for name, argv in row[shift:] + row[:shift]:
+            results[name].append(peak_memory(argv))
+    return {name: statistics.median(values) for name, values in results.items()}
 
 
 def main():
@@ -84,6 +106,8 @@ def main():
         ],
     }
     measured = {title: measure(row) for title, row in rows.items()}
+    memory_row = [(name, argv) for name, argv, _, _ in rows["`get` of an existing item"]]
+    rss = {name: kib / 1024 for name, kib in measure_memory(memory_row + [("floor", ["/bin/true"])]).items()}
 
     def ms(values):
         return statistics.median(values) * 1000
@@ -93,11 +117,9 @@ def main():
         "|---|---|---|---|---|",
     ]
     for title, result in measured.items():
-        cells = [f"{ms(result[n][0]):.1f} ms" if n in result else "—" for n in (kc, st, py)]
-        ratio = ms(result[kc][0]) / ms(result[st][0])
+        cells = [f"{ms(result[n]):.1f} ms" if n in result else "—" for n in (kc, st, py)]
+        ratio = ms(result[kc]) / ms(result[st])
         lines.append(f"| {title} | {cells[0]} | {cells[1]} | {cells[2]} | **{ratio:.2f}×** |")
-    get = measured["`get` of an existing item"]
-    rss = {n: statistics.median(get[n][1]) / 1024 for n in (kc, st, py)}
     lines.append(
         f"| peak memory of `get` (max RSS) | {rss[kc]:.1f} MiB | {rss[st]:.1f} MiB | {rss[py]:.1f} MiB "
         f"| **{rss[kc] / rss[st]:.2f}×** |")
@@ -132,7 +154,11 @@ Versions: {"; ".join(f"{k} {v}" for k, v in versions.items())}.
 - All tools run against the same private gnome-keyring and read the very same item; `set`
   replaces one item per tool; `list` and `secret-tool search --all` read the same {LIST_ITEMS:,}
   items (secret-tool also fetches their secrets, which is what its search offers).
-- Peak memory is the child's own maximum resident set size (`wait4`), median over the `get` runs.
+- Peak memory is the maximum resident set size that GNU time reports (`/usr/bin/time -f %M`),
+  median of {MEMORY_RUNS} interleaved runs of each `get`. GNU time's own floor, `/bin/true`
+  measured the same way, is {rss["floor"]:.1f} MiB. (A child started straight from this Python
+  script would report at least Python's own 13 MiB, because Linux counts the resident size the
+  child had before `exec`; this benchmark's memory column did so until 2026-11-22.)
 
 ## Inside one process: the `Keychain` cache
 

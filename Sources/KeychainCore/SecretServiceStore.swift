@@ -7,8 +7,11 @@ import Synchronization
     import Foundation
 #endif
 
-/// A ``SecretStore`` on the freedesktop Secret Service (gnome-keyring, KeePassXC, KWallet),
-/// through libsecret.
+/// A ``SecretStore`` on the freedesktop Secret Service (gnome-keyring, KeePassXC, KWallet).
+///
+/// Writes and unlocking go through libsecret. Reads, lists and deletes call the Secret Service's
+/// D-Bus API on the shared session bus, and reads decrypt secrets in a ``SecretSession`` the
+/// store opens on its first read and keeps.
 ///
 /// Items are written with the attributes `service`, `username` (the key) and
 /// `application=keychain-cli` under the schema `org.freedesktop.Secret.Generic`, and found by
