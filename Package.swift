@@ -10,8 +10,7 @@ let package = Package(
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.6.0"),
-        // The vault: ChaCha20-Poly1305, HKDF and HMAC (Crypto), scrypt (CryptoExtras); the Secret
-        // Service session: HKDF (Crypto), AES-128-CBC (CryptoExtras).
+        // The vault: ChaCha20-Poly1305, HKDF and HMAC (Crypto), scrypt (CryptoExtras).
         .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),
     ],
     targets: [
@@ -20,8 +19,8 @@ let package = Package(
             pkgConfig: "libsecret-1",
             providers: [.apt(["libsecret-1-dev"])]
         ),
-        // The modular exponentiation of the Secret Service session's key exchange (libsecret's own
-        // dependency; swift-crypto offers no finite-field Diffie-Hellman).
+        // The Secret Service's encrypted session: libsecret's own dependency, and the only one with
+        // the finite-field Diffie-Hellman arithmetic the session needs (swift-crypto has none).
         .systemLibrary(
             name: "CLibGcrypt",
             pkgConfig: "libgcrypt",

@@ -276,7 +276,8 @@ func variantBytes(_ variant: OpaquePointer, child index: Int? = nil) -> [UInt8] 
     return Array(UnsafeRawBufferPointer(start: base, count: Int(count)))
 }
 
-/// The value inside the first child of a `(v…)` reply, as Properties.Get and OpenSession return it; the caller unrefs it.
+/// The value inside the first child of a `(v…)` reply, as Properties.Get and OpenSession return
+/// it; the caller unrefs it.
 func propertyValue(_ reply: OpaquePointer) -> OpaquePointer {
     let boxed = g_variant_get_child_value(reply, 0)!
     defer { g_variant_unref(boxed) }

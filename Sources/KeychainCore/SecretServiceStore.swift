@@ -366,9 +366,10 @@ public final class SecretServiceStore: SecretStore {
     }
 
     /// The shared session bus connection, the one libsecret uses too, for the calls made without
-    /// libsecret's service proxy: building that proxy costs three D-Bus round trips (name owner,
-    /// match rule, properties) that reads, lists and deletes of unlocked items do not need.
-    /// The caller unrefs it.
+    /// libsecret's service proxy. Building that proxy costs seven D-Bus calls before the first
+    /// useful one (three AddMatch, two GetNameOwner, StartServiceByName, GetAll; seen with
+    /// dbus-monitor), which reads, lists and deletes of unlocked items do not need: a `get` is
+    /// Hello, SearchItems, OpenSession and GetSecret. The caller unrefs it.
     private func sessionBus(_ operation: BoundedOperation) throws -> OpaquePointer {
         // g_bus_get / g_bus_get_finish
         try operation.call({ g_bus_get(G_BUS_TYPE_SESSION, $0, $1, $2) }, finish: { g_bus_get_finish($0, $1) })!
