@@ -21,8 +21,9 @@ RELEASE_FLAGS = -c release --static-swift-stdlib -Xswiftc -use-ld=lld -Xlinker -
 	-Xlinker --symbol-ordering-file=$(CURDIR)/build-support/keychain-cli.order -Xlinker --no-warn-symbol-ordering
 RELEASE_BIN = .build/release/keychain-cli
 
-# Debian packages: build (libsecret-1-dev, libgcrypt20-dev, pkg-config), run (a Secret Service: gnome-keyring and
-# the D-Bus tools), tests (secret-tool, python keyring, age, expect for terminals), bench (hyperfine, GNU time).
+# Debian packages: build (libsecret-1-dev, libgcrypt20-dev, pkg-config), run (a Secret Service:
+# gnome-keyring and the D-Bus tools), tests (secret-tool, python keyring, age, expect for terminals),
+# bench (hyperfine, GNU time).
 DEB_PACKAGES = libsecret-1-dev libgcrypt20-dev pkg-config gnome-keyring dbus dbus-bin dbus-daemon libsecret-tools \
 	python3-keyring age expect hyperfine time
 
