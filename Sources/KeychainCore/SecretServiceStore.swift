@@ -124,7 +124,6 @@ public final class SecretServiceStore: SecretStore {
         }
         let parameters = g_variant_new_tuple(
             [g_variant_new_string(SecretSession.algorithm), g_variant_new_variant(publicValue)], 2)
-        var unsupported = false
         // org.freedesktop.Secret.Service.OpenSession(s algorithm, v input) -> (v output, o result)
         let reply = try operation.call(
             {
@@ -134,13 +133,13 @@ public final class SecretServiceStore: SecretStore {
             },
             finish: { result, error in
                 let reply = g_dbus_connection_call_finish(bus, result, error)
+                // A service without this session: no reply and no error, so the caller falls back.
                 if let failure = error.pointee, remoteErrorName(failure) == "org.freedesktop.DBus.Error.NotSupported" {
                     g_clear_error(error)
-                    unsupported = true
                 }
                 return reply
             })
-        guard let reply, !unsupported else { return nil }
+        guard let reply else { return nil }
         defer { g_variant_unref(reply) }
         let output = propertyValue(reply)
         defer { g_variant_unref(output) }
@@ -360,10 +359,10 @@ public final class SecretServiceStore: SecretStore {
     }
 
     /// The bus name of the Secret Service: `$SECRET_SERVICE_BUS_NAME` or the well-known name, as
-    /// libsecret chooses it.
-    private static var busName: String {
+    /// libsecret chooses it; read once per process, as libsecret's shared service proxy did, not
+    /// once per D-Bus call (a list of 1,000 items makes 1,001).
+    private static let busName: String =
         getenv("SECRET_SERVICE_BUS_NAME").map { String(cString: $0) } ?? "org.freedesktop.secrets"
-    }
 
     /// The shared session bus connection, the one libsecret uses too, for the calls made without
     /// libsecret's service proxy. Building that proxy costs seven D-Bus calls before the first

@@ -155,12 +155,10 @@ enum Gcrypt {
 
 /// Exponentiation modulo the session's prime with libgcrypt's multi-precision integers.
 enum MultiPrecision {
-    private static var ready: Void { Gcrypt.ready }
-
     /// `base ^ exponent mod SecretSession.prime`, big-endian and zero-padded to the prime's
     /// 128 bytes; nil when `base` is outside 2 … prime − 2.
     static func power(_ base: [UInt8], _ exponent: [UInt8]) -> [UInt8]? {
-        ready
+        Gcrypt.ready
         let prime = scan(SecretSession.prime)
         let base = scan(base)
         // Secure memory keeps the exponent out of swap and makes libgcrypt take its constant-time path.
