@@ -26,9 +26,12 @@ let package = Package(
             pkgConfig: "libgcrypt",
             providers: [.apt(["libgcrypt20-dev"])]
         ),
+        // Linux calls Swift cannot make directly (variadic prctl and open, the O_TMPFILE macro).
+        .systemLibrary(name: "CLinux"),
         .target(
             name: "KeychainCore",
             dependencies: [
+                "CLinux",
                 "CLibSecret",
                 "CLibGcrypt",
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -39,6 +42,7 @@ let package = Package(
             name: "keychain-cli",
             dependencies: [
                 "KeychainCore",
+                "CLinux",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),

@@ -1,3 +1,5 @@
+import CLinux
+
 #if canImport(Glibc)
     import Glibc
 #endif
@@ -40,14 +42,53 @@ package func splitPath(_ path: String) -> (directory: String, name: String) {
     return (directory, String(path[path.index(after: slash)...]))
 }
 
-/// Writes `bytes` to `path` so that readers see the old file or the new one, never a part:
-/// a temporary file `.NAME.XXXXXX` in the same directory (created 0600, so a secret is never
-/// readable by others even for a moment), fsynced, renamed over `path`, then the directory
-/// fsynced. A crash at any point leaves the old file or the new one, and at worst a stray
-/// temporary file.
+/// Writes `bytes` to `path` so that readers see the old file or the new one, never a part, and so
+/// that no interruption leaves a copy behind (the file may hold secrets).
+///
+/// The bytes go to an unnamed file in the same directory (`O_TMPFILE`, mode 0600), fsynced; it
+/// then gets its name with `linkat`: `path` itself when there is no file there, else a temporary
+/// `.NAME.XXXXXX` renamed over `path` at once, with SIGINT, SIGTERM, SIGHUP and SIGQUIT held back
+/// between the two calls. Then the directory is fsynced. A file system without `O_TMPFILE` gets a
+/// named temporary file instead, with the same signals held back until it is renamed or removed.
+/// Only SIGKILL or a crash in those microseconds can leave a `.NAME.XXXXXX` file; the vault
+/// removes such leftovers at its next write.
 /// - Throws: ``FileError`` naming the path; `path` is then untouched.
 package func writeFileAtomically(_ path: String, _ bytes: [UInt8]) throws(FileError) {
     let (directory, name) = splitPath(path)
+    let unnamed = keychain_cli_open_unnamed(directory)
+    guard unnamed >= 0 else {
+        guard errno == EOPNOTSUPP || errno == EISDIR || errno == EINVAL else {
+            throw FileError("cannot create a file in '\(directory)'")
+        }
+        return try withSignalsHeldBack { () throws(FileError) in
+            try writeThroughNamedTemporary(path, directory: directory, name: name, bytes)
+        }
+    }
+    defer { close(unnamed) }
+    guard bytes.withUnsafeBufferPointer({ writeAll(unnamed, $0) }), fchmod(unnamed, 0o600) == 0, fsync(unnamed) == 0
+    else { throw FileError("cannot write '\(path)'") }
+    let source = "/proc/self/fd/\(unnamed)"
+    if linkat(AT_FDCWD, source, AT_FDCWD, path, AT_SYMLINK_FOLLOW) != 0 {
+        guard errno == EEXIST else { throw FileError("cannot create '\(path)'") }
+        try withSignalsHeldBack { () throws(FileError) in
+            let temporary = "\(directory)/.\(name).\(randomSuffix())"
+            guard linkat(AT_FDCWD, source, AT_FDCWD, temporary, AT_SYMLINK_FOLLOW) == 0 else {
+                throw FileError("cannot create a file in '\(directory)'")
+            }
+            guard rename(temporary, path) == 0 else {
+                let error = FileError("cannot replace '\(path)'")
+                unlink(temporary)
+                throw error
+            }
+        }
+    }
+    syncDirectory(directory)
+}
+
+/// `writeFileAtomically` where the file system has no `O_TMPFILE`: a named `.NAME.XXXXXX` file.
+private func writeThroughNamedTemporary(_ path: String, directory: String, name: String, _ bytes: [UInt8])
+    throws(FileError)
+{
     var template = Array("\(directory)/.\(name).XXXXXX".utf8CString)
     let fd = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }  // mode 0600
     guard fd >= 0 else { throw FileError("cannot create a file in '\(directory)'") }
@@ -66,11 +107,47 @@ package func writeFileAtomically(_ path: String, _ bytes: [UInt8]) throws(FileEr
     close(fd)
     guard rename(temporary, path) == 0 else { throw FileError("cannot replace '\(path)'") }
     renamed = true
+    syncDirectory(directory)
+}
+
+private func syncDirectory(_ directory: String) {
     let directoryFD = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
     if directoryFD >= 0 {
         fsync(directoryFD)
         close(directoryFD)
     }
+}
+
+/// Six random letters and digits, as mkstemp uses.
+private func randomSuffix() -> String {
+    let alphabet = Array("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
+    return String((0..<6).map { _ in alphabet.randomElement()! })
+}
+
+/// The signal that arrived while ``withSignalsHeldBack(_:)`` held it back (0: none).
+nonisolated(unsafe) private var heldBackSignal: sig_atomic_t = 0
+
+/// Runs `body` with SIGINT, SIGTERM, SIGHUP and SIGQUIT caught and remembered (on whichever
+/// thread they arrive: the handlers are process-wide, unlike a thread's signal mask), then puts
+/// the earlier handlers back and raises the first such signal that came, so that `body` is never
+/// interrupted half-way and the signal still has its usual effect afterwards.
+package func withSignalsHeldBack<Result, Failure: Error>(_ body: () throws(Failure) -> Result) throws(Failure)
+    -> Result
+{
+    let signals = [SIGINT, SIGTERM, SIGHUP, SIGQUIT]
+    var previous = Array(repeating: sigaction(), count: signals.count)
+    var holding = sigaction()
+    holding.__sigaction_handler.sa_handler = { signal in
+        if heldBackSignal == 0 { heldBackSignal = signal }
+    }
+    sigemptyset(&holding.sa_mask)
+    heldBackSignal = 0
+    for (index, signal) in signals.enumerated() { sigaction(signal, &holding, &previous[index]) }
+    defer {
+        for (index, signal) in signals.enumerated() { sigaction(signal, &previous[index], nil) }
+        if heldBackSignal != 0 { raise(heldBackSignal) }
+    }
+    return try body()
 }
 
 /// Removes the temporary files `writeFileAtomically(path, _)` leaves when a writer is killed.
@@ -117,6 +194,20 @@ package func readFileIfPresent(_ path: String, limit: Int) throws(FileError) -> 
         throw FileError("'\(path)' is larger than \(limit) bytes", code: EFBIG)
     }
     return bytes
+}
+
+/// `path` with the symbolic links at its end followed (40 at most, as the kernel allows), even to
+/// a target that does not exist yet, so that writing to the result leaves the links in place.
+package func followingSymbolicLinks(_ path: String) -> String {
+    var current = path
+    for _ in 0..<40 {
+        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+        let count = readlink(current, &buffer, buffer.count - 1)
+        guard count > 0 else { return current }
+        let target = String(decoding: buffer[0..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        current = target.hasPrefix("/") ? target : "\(splitPath(current).directory)/\(target)"
+    }
+    return current
 }
 
 /// Creates `path` and any missing parents with mode 0700 (existing ones are left as they are).

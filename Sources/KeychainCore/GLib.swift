@@ -113,6 +113,21 @@ final class BoundedOperation {
             finish: { g_dbus_connection_call_finish(bus, $0, $1) })!
     }
 
+    /// One D-Bus method call on the Secret Service object at `path` (an item): nil when the object
+    /// no longer exists, because another client deleted it after it was found.
+    func callItemMethod(
+        _ bus: OpaquePointer, _ destination: String, _ path: String, _ interface: String, _ method: String,
+        _ parameters: OpaquePointer?, replyType: OpaquePointer? = nil
+    ) throws -> OpaquePointer? {
+        try call(
+            {
+                g_dbus_connection_call(
+                    bus, destination, path, interface, method, parameters, replyType, G_DBUS_CALL_FLAGS_NONE, -1,
+                    $0, $1, $2)
+            },
+            finish: { finishItemCall(bus, $0, $1) })
+    }
+
     /// Runs `count` asynchronous calls concurrently (at most ``window`` in flight) and returns
     /// their finished values in order. The first error, or the deadline, ends them all.
     func callEach<T>(
@@ -208,6 +223,9 @@ extension KeychainError {
             self = .locked(detail: detail)
         case "org.freedesktop.DBus.Error.AccessDenied", "org.freedesktop.DBus.Error.AuthFailed":
             self = .permissionDenied(detail: detail)
+        case "org.freedesktop.DBus.Error.NoReply" where message.contains("disconnected"):
+            // The provider quit (or crashed) with our call pending: the bus answers for it.
+            self = .noSecretService(detail: "the Secret Service quit before it answered: \(detail)")
         case "org.freedesktop.DBus.Error.NoReply", "org.freedesktop.DBus.Error.Timeout":
             self = .timedOut(operation: operation, seconds: seconds)
         case .some:
@@ -236,6 +254,37 @@ func makeAttributes(_ pairs: KeyValuePairs<String, String>) -> OpaquePointer {
         g_hash_table_insert(table, g_strdup(name), g_strdup(value))
     }
     return table
+}
+
+/// Finishes a D-Bus call made on one item: nil, and no error, when the item no longer exists. An
+/// item deleted by another client between our search and this call is answered with
+/// `UnknownMethod` "Object does not exist at path" (gnome-keyring 42), which for a collection
+/// would mean no default keyring, but for an item means only that it is gone.
+func finishItemCall(
+    _ bus: OpaquePointer, _ result: OpaquePointer, _ error: UnsafeMutablePointer<UnsafeMutablePointer<GError>?>
+) -> OpaquePointer? {
+    let reply = g_dbus_connection_call_finish(bus, result, error)
+    _ = clearingVanishedItemError(error)
+    return reply
+}
+
+/// Clears `error` and returns true when it says the item a call was made on no longer exists
+/// (see ``finishItemCall(_:_:_:)``; libsecret reports it as `SECRET_ERROR_NO_SUCH_OBJECT`).
+func clearingVanishedItemError(_ error: UnsafeMutablePointer<UnsafeMutablePointer<GError>?>) -> Bool {
+    guard let failure = error.pointee else { return false }
+    let vanished: Bool
+    if failure.pointee.domain == keychain_cli_secret_error_quark() {
+        vanished = failure.pointee.code == Int32(SECRET_ERROR_NO_SUCH_OBJECT.rawValue)
+    } else {
+        switch remoteErrorName(failure) {
+        case "org.freedesktop.DBus.Error.UnknownMethod", "org.freedesktop.DBus.Error.UnknownObject",
+            "org.freedesktop.Secret.Error.NoSuchObject":
+            vanished = true
+        default: vanished = false
+        }
+    }
+    if vanished { g_clear_error(error) }
+    return vanished
 }
 
 /// The name of the D-Bus error a remote peer answered with, or nil for a local error.

@@ -5,7 +5,7 @@
 public enum KeychainError: Error, Equatable, Sendable, CustomStringConvertible {
     /// No item is stored under this service and key.
     case notFound(service: String, key: String)
-    /// A key or service name that cannot address an item (empty, control characters, too long).
+    /// A key or service name that cannot address an item (empty, a NUL character, too long).
     case invalidName(kind: String, reason: String)
     /// The secret is empty and the caller did not allow empty secrets.
     case emptySecret
@@ -43,10 +43,10 @@ public enum KeychainError: Error, Equatable, Sendable, CustomStringConvertible {
     public var description: String {
         switch self {
         case .notFound(let service, let key):
-            return "no secret named '\(key)' in service '\(service)'. "
-                + "Check the name with 'keychain-cli -s \(shellQuoted(service)) list'"
+            return "no secret named '\(escapedForDisplay(key))' in service '\(escapedForDisplay(service))'. "
+                + "Check the name with 'keychain-cli -s \(shellQuoted(escapedForDisplay(service))) list'"
         case .invalidName(let kind, let reason):
-            return "invalid \(kind): \(reason). Use a non-empty name without control characters"
+            return "invalid \(kind): \(reason). Use a non-empty name without NUL, of at most \(maximumNameLength) bytes"
         case .emptySecret:
             return "refusing to store an empty secret (is the variable you piped unset?). "
                 + "Pass --allow-empty if an empty secret is really meant"
@@ -54,7 +54,7 @@ public enum KeychainError: Error, Equatable, Sendable, CustomStringConvertible {
             return "the secret is larger than the limit of \(limit) bytes; nothing was stored. "
                 + "Store a path to a file instead, or split it"
         case .invalidData(let key, let reason):
-            return "the secret '\(key)' \(reason)"
+            return "the secret '\(escapedForDisplay(key))' \(reason)"
         case .noSessionBus(let detail):
             return "no D-Bus session bus (\(detail)). Run inside a desktop session, or headless: "
                 + "dbus-run-session -- sh -c 'printf %s \"$PW\" | gnome-keyring-daemon --unlock "

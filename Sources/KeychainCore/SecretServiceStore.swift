@@ -83,18 +83,27 @@ public final class SecretServiceStore: SecretStore {
             // libsecret's lookup opens the session before it searches.
             let found = try searchPaths(operation, bus, ["service": service.rawValue, "username": key.rawValue])
             if found.unlocked.isEmpty && found.locked.isEmpty { return nil }
-            guard let path = try found.unlocked.first ?? unlock(found.locked, operation).first else {
+            // An item another client deletes after the search is not there: the next one, or a miss.
+            for path in found.unlocked {
+                if let secret = try readSecret(at: path, operation, bus) { return secret }
+            }
+            if found.locked.isEmpty { return nil }
+            let unlocked = try unlock(found.locked, operation)
+            guard !unlocked.isEmpty else {
                 throw KeychainError.locked(detail: "the item is in a locked keyring that could not be unlocked")
             }
-            return try readSecret(at: path, operation, bus)
+            for path in unlocked {
+                if let secret = try readSecret(at: path, operation, bus) { return secret }
+            }
+            return nil
         }
     }
 
     /// The secret of the item at `path`, read in this store's encrypted session: opened on the
     /// first read and kept for later ones on the same connection, as libsecret keeps its own.
     /// A service that offers no such session is read through libsecret, which falls back to
-    /// what the service offers.
-    private func readSecret(at path: String, _ operation: BoundedOperation, _ bus: OpaquePointer) throws -> Data {
+    /// what the service offers. Nil when the item no longer exists.
+    private func readSecret(at path: String, _ operation: BoundedOperation, _ bus: OpaquePointer) throws -> Data? {
         if let session = kept.withLock({ $0?.bus == bus ? $0?.session : nil }) {
             do {
                 return try getSecret(at: path, in: session, operation, bus)
@@ -152,15 +161,17 @@ public final class SecretServiceStore: SecretStore {
         return SecretSession(path: variantString(reply, child: 1), key: key)
     }
 
-    /// The secret of the item at `path`, sent and decrypted in `session`.
+    /// The secret of the item at `path`, sent and decrypted in `session`; nil when the item is gone.
     private func getSecret(
         at path: String, in session: SecretSession, _ operation: BoundedOperation, _ bus: OpaquePointer
-    ) throws -> Data {
+    ) throws -> Data? {
         // org.freedesktop.Secret.Item.GetSecret(o session) -> ((oayays) secret)
-        let reply = try operation.callMethod(
-            bus, Self.busName, path, "org.freedesktop.Secret.Item", "GetSecret",
-            g_variant_new_tuple([g_variant_new_object_path(session.path)], 1),
-            replyType: keychain_cli_type_get_secret_reply())
+        guard
+            let reply = try operation.callItemMethod(
+                bus, Self.busName, path, "org.freedesktop.Secret.Item", "GetSecret",
+                g_variant_new_tuple([g_variant_new_object_path(session.path)], 1),
+                replyType: keychain_cli_type_get_secret_reply())
+        else { return nil }
         defer { g_variant_unref(reply) }
         let secret = g_variant_get_child_value(reply, 0)!
         defer { g_variant_unref(secret) }
@@ -171,7 +182,7 @@ public final class SecretServiceStore: SecretStore {
     }
 
     /// The secret of the item at `path` through libsecret, for a service without an encrypted session.
-    private func readSecretThroughLibsecret(at path: String, _ operation: BoundedOperation) throws -> Data {
+    private func readSecretThroughLibsecret(at path: String, _ operation: BoundedOperation) throws -> Data? {
         let connection = try connect(operation, openSession: false)
         defer { g_object_unref(connection) }
         // secret_service_get_secret_for_dbus_path / …_finish (opens the session if needed);
@@ -226,7 +237,18 @@ public final class SecretServiceStore: SecretStore {
             // attributes) gets the new secret in place, so that every tool, and every later
             // lookup, sees one value; otherwise a new item is created.
             try search(operation, connection, ["service": service.rawValue, "username": key.rawValue]) { existing in
-                if existing.isEmpty {
+                var updated = 0
+                for item in existing {
+                    // secret_item_set_secret / secret_item_set_secret_finish; an item another
+                    // client deleted since the search is skipped.
+                    let done = try operation.call(
+                        { secret_item_set_secret(item, value, $0, $1, $2) },
+                        finish: { result, error in
+                            secret_item_set_secret_finish(item, result, error) != 0 || !clearingVanishedItemError(error)
+                        })
+                    if done { updated += 1 }
+                }
+                if updated == 0 {
                     let attributes = makeAttributes([
                         "service": service.rawValue, "username": key.rawValue, "application": "keychain-cli",
                     ])
@@ -239,13 +261,6 @@ public final class SecretServiceStore: SecretStore {
                                 connection, schema, attributes, SECRET_COLLECTION_DEFAULT, label, value, $0, $1, $2)
                         },
                         finish: { secret_service_store_finish(connection, $0, $1) })
-                } else {
-                    for item in existing {
-                        // secret_item_set_secret / secret_item_set_secret_finish
-                        _ = try operation.call(
-                            { secret_item_set_secret(item, value, $0, $1, $2) },
-                            finish: { secret_item_set_secret_finish(item, $0, $1) })
-                    }
                 }
             }
         }
@@ -255,8 +270,11 @@ public final class SecretServiceStore: SecretStore {
         try deleteMatching(["service": service.rawValue, "username": key.rawValue], what: "delete the secret") > 0
     }
 
+    /// Removes the items ``items(service:)`` lists for `service`, and no other: an item of another
+    /// application with a `service` attribute but no `username` (node keytar's `account`, say) is
+    /// neither listed nor deleted.
     public func deleteAll(service: ServiceName) throws -> Int {
-        try deleteMatching(["service": service.rawValue], what: "delete the service's secrets")
+        try deleteMatching(["service": service.rawValue], requiring: "username", what: "delete the service's secrets")
     }
 
     public func items(service: ServiceName?) throws -> [ItemInfo] {
@@ -280,7 +298,7 @@ public final class SecretServiceStore: SecretStore {
                         listing == .keysOnly ? "Get" : "GetAll", g_variant_new_tuple(arguments, gsize(arguments.count)),
                         nil, G_DBUS_CALL_FLAGS_NONE, -1, cancellable, callback, data)
                 },
-                finish: { _, result, error in g_dbus_connection_call_finish(bus, result, error) })
+                finish: { _, result, error in finishItemCall(bus, result, error) })
             return replies.compactMap { reply in
                 guard let reply else { return nil }
                 defer { g_variant_unref(reply) }
@@ -311,10 +329,21 @@ public final class SecretServiceStore: SecretStore {
         let attributes = makeAttributes(pairs)
         defer { g_hash_table_unref(attributes) }
         let flags = SecretSearchFlags(rawValue: SECRET_SEARCH_ALL.rawValue | SECRET_SEARCH_UNLOCK.rawValue)
-        // secret_service_search / secret_service_search_finish
-        let list = try operation.call(
-            { secret_service_search(connection, schema, attributes, flags, $0, $1, $2) },
-            finish: { secret_service_search_finish(connection, $0, $1) })
+        // secret_service_search / secret_service_search_finish. libsecret loads every item it
+        // finds, and fails the whole search when one was deleted by another client in between:
+        // search again (a few times: each retry means another client is deleting items right now).
+        var list: UnsafeMutablePointer<GList>?
+        for attempt in 1...5 {
+            var vanished = false
+            list = try operation.call(
+                { secret_service_search(connection, schema, attributes, flags, $0, $1, $2) },
+                finish: { result, error in
+                    let list = secret_service_search_finish(connection, result, error)
+                    vanished = attempt < 5 && clearingVanishedItemError(error)
+                    return list
+                })
+            if !vanished { break }
+        }
         defer { g_list_free_full(list, g_object_unref) }
         var items: [UnsafeMutablePointer<SecretItem>] = []
         var node = list
@@ -325,13 +354,22 @@ public final class SecretServiceStore: SecretStore {
         return try body(items)
     }
 
-    /// Deletes every item whose attributes include `pairs` (unlocking locked ones first) with
-    /// pipelined Item.Delete calls: one proxy and one round trip per item took 15 s for 1,000.
-    private func deleteMatching(_ pairs: KeyValuePairs<String, String>, what: String) throws -> Int {
+    /// Deletes every item whose attributes include `pairs`, and the attribute `requiring` when one
+    /// is named (unlocking locked ones first), with pipelined Item.Delete calls: one proxy and one
+    /// round trip per item took 15 s for 1,000. Items another client deleted meanwhile are not counted.
+    private func deleteMatching(
+        _ pairs: KeyValuePairs<String, String>, requiring: String? = nil, what: String
+    ) throws -> Int {
         try BoundedOperation.run(what, seconds: timeout) { operation in
             let bus = try sessionBus(operation)
             defer { g_object_unref(UnsafeMutableRawPointer(bus)) }
-            let found = try searchPaths(operation, bus, pairs)
+            var found = try searchPaths(operation, bus, pairs)
+            if let requiring {
+                // The Secret Service searches by value only: read each item's attributes to keep
+                // those that have the attribute at all.
+                found.unlocked = try paths(found.unlocked, having: requiring, operation, bus)
+                found.locked = try paths(found.locked, having: requiring, operation, bus)
+            }
             let unlocked = try unlock(found.locked, operation)
             guard unlocked.count == found.locked.count else {
                 throw KeychainError.locked(detail: "items to delete are in a locked keyring that could not be unlocked")
@@ -346,7 +384,7 @@ public final class SecretServiceStore: SecretStore {
                         keychain_cli_type_object_path_reply(), G_DBUS_CALL_FLAGS_NONE, -1, cancellable, callback, data)
                 },
                 finish: { _, result, error in
-                    g_dbus_connection_call_finish(bus, result, error).map { reply in
+                    finishItemCall(bus, result, error).map { reply in
                         defer { g_variant_unref(reply) }
                         return variantString(reply, child: 0)
                     }
@@ -354,8 +392,32 @@ public final class SecretServiceStore: SecretStore {
             if prompts.contains(where: { $0 != nil && $0 != "/" }) {
                 throw KeychainError.permissionDenied(detail: "the Secret Service asks for confirmation to delete items")
             }
-            return paths.count
+            return prompts.count { $0 != nil }
         }
+    }
+
+    /// Those of `paths` whose items have the attribute `name` (and still exist).
+    private func paths(
+        _ paths: [String], having name: String, _ operation: BoundedOperation, _ bus: OpaquePointer
+    ) throws -> [String] {
+        let replies = try operation.callEach(
+            paths.count,
+            start: { index, cancellable, callback, data in
+                g_dbus_connection_call(
+                    bus, Self.busName, paths[index], "org.freedesktop.DBus.Properties", "Get",
+                    g_variant_new_tuple(
+                        [g_variant_new_string("org.freedesktop.Secret.Item"), g_variant_new_string("Attributes")], 2),
+                    nil, G_DBUS_CALL_FLAGS_NONE, -1, cancellable, callback, data)
+            },
+            finish: { _, result, error in
+                finishItemCall(bus, result, error).map { reply in
+                    defer { g_variant_unref(reply) }
+                    let table = propertyValue(reply)
+                    defer { g_variant_unref(table) }
+                    return Self.dictionary(table)[name] != nil
+                }
+            })
+        return zip(paths, replies).compactMap { $1 == true ? $0 : nil }
     }
 
     /// The bus name of the Secret Service: `$SECRET_SERVICE_BUS_NAME` or the well-known name, as

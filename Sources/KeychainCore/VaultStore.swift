@@ -240,11 +240,8 @@ public final class VaultStore: SecretStore {
 
     /// The file to read and replace: `path`, or the file it links to, so that a symbolic link
     /// (to a mounted secret, say) stays a link and its target gets the new vault.
-    private var filePath: String {
-        guard let resolved = realpath(path, nil) else { return path }
-        defer { free(resolved) }
-        return String(cString: resolved)
-    }
+    /// A dangling link stays one too: the file it names is created.
+    private var filePath: String { followingSymbolicLinks(path) }
 
     /// Asks the passphrase source now (doctor), keeping the answer for later operations.
     func obtainPassphrase() throws(KeychainError) {

@@ -67,70 +67,24 @@ extension KeychainCLI {
             let values = try all.map { mapping in (mapping.name, try mapping.resolve(defaultService: keychain)) }
             // The vault's passphrase is ours, not the command's (a mapping may still pass it on).
             unsetenv("KEYCHAIN_PASSPHRASE")
-            if let fd = options.passphraseFD { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
+            // A standard descriptor stays: once read it is /dev/null (see PassphraseSource).
+            if let fd = options.passphraseFD, fd > STDERR_FILENO { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
             for (name, value) in values { setenv(name, value, 1) }
             try replaceProcess(with: command)
         }
     }
 }
 
-/// One `NAME=KEY` or `NAME=SERVICE/KEY` mapping of `exec`.
-struct EnvironmentMapping {
-    var name: String
-    var service: String?
-    var key: String
-    /// Where it came from, for messages: "--env NAME" or "secrets.env:3".
-    var origin: String
-
-    init(_ text: String, origin: String) throws {
-        self.origin = origin
-        guard let equals = text.firstIndex(of: "=") else {
-            throw CommandFailure.usage("\(origin): expected NAME=KEY or NAME=SERVICE/KEY")
-        }
-        name = String(text[..<equals])
-        let target = text[text.index(after: equals)...]
-        guard Self.isValidName(name) else {
-            throw CommandFailure.usage(
-                "\(origin): '\(name)' is not a valid environment variable name. Use letters, digits and _, not starting with a digit"
-            )
-        }
-        if let slash = target.firstIndex(of: "/") {
-            service = String(target[..<slash])
-            key = String(target[target.index(after: slash)...])
-        } else {
-            key = String(target)
-        }
-        guard !key.isEmpty, service?.isEmpty != true else {
-            throw CommandFailure.usage("\(origin): expected NAME=KEY or NAME=SERVICE/KEY")
-        }
-    }
-
-    static func isValidName(_ name: String) -> Bool {
-        guard let first = name.utf8.first, !(UInt8(ascii: "0")...UInt8(ascii: "9")).contains(first) else {
-            return false
-        }
-        return name.utf8.allSatisfy {
-            $0 == UInt8(ascii: "_") || (UInt8(ascii: "a")...UInt8(ascii: "z")).contains($0)
-                || (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains($0)
-                || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0)
-        }
-    }
-
+extension EnvironmentMapping {
     /// The mappings of an env file; a bad line is a usage error naming the file and line.
     static func read(file path: String) throws -> [EnvironmentMapping] {
         guard let bytes = try readInput(path: path, limit: 1 << 20) else {
             throw CommandFailure.badData("'\(path)' is larger than 1 MiB; an env file holds mappings, not secrets")
         }
-        var mappings: [EnvironmentMapping] = []
-        for (index, line) in String(decoding: bytes, as: UTF8.self).split(
-            separator: "\n", omittingEmptySubsequences: false
-        )
-        .enumerated() {
-            let text = line.trimmingSpaces()
-            if text.isEmpty || text.hasPrefix("#") { continue }
-            mappings.append(try EnvironmentMapping(String(text), origin: "\(path):\(index + 1)"))
+        guard let text = String(validating: bytes, as: UTF8.self) else {
+            throw CommandFailure.usage("'\(path)' is not UTF-8 text; an env file holds NAME=KEY lines")
         }
-        return mappings
+        return try EnvironmentMapping.parse(text, path: path)
     }
 
     /// The secret as text for the environment.
@@ -171,8 +125,12 @@ enum InheritedSignals {
 /// - Throws: ``CommandFailure`` (exit 127 when not found, 126 when it cannot be run).
 func replaceProcess(with command: [String]) throws -> Never {
     InheritedSignals.restore()
-    var arguments = command.map { strdup($0) } + [nil]
-    execvp(command[0], &arguments)
+    Startup.restoreForExec()
+    // The command's arguments byte for byte, as given after --: the parser's strings have any
+    // invalid UTF-8 replaced by U+FFFD.
+    let raw = Startup.argumentsAfterTerminator()
+    var arguments = (raw?.count == command.count ? raw! : command.map { strdup($0) }) + [nil]
+    execvp(arguments[0]!, &arguments)
     let reason = String(cString: strerror(errno))
     if errno == ENOENT {
         throw CommandFailure(

@@ -18,14 +18,6 @@ enum TransferFormat: String, ExpressibleByArgument, CaseIterable {
     case env
 }
 
-/// The JSON document of `export --format json`.
-struct ExportDocument: Codable {
-    static let formatName = "keychain-cli-export"
-    var format = Self.formatName
-    var version = 1
-    var items: [SecretDocument]
-}
-
 extension KeychainCLI {
     struct Export: KeychainCommand {
         static let configuration = CommandConfiguration(
@@ -66,24 +58,40 @@ extension KeychainCLI {
         }
 
         func run() throws {
+            // The refusal comes first: it needs no backend, and says what to do whatever else is wrong.
+            if !yes && !isTerminal(STDIN_FILENO) {
+                throw CommandFailure.usage(
+                    "refusing to export secrets without confirmation (standard input is not a terminal). Pass --yes")
+            }
             let keychain = try keychain(listing: .keysOnly)
             let items = allServices ? try keychain.itemsOfAllServices() : try keychain.items()
+            // One entry per service and key: two tools' items under one name are one secret to
+            // get, and an import of the backup restores that one (export → reset → import).
+            var addresses: [(service: String, key: String)] = []
+            var seen: Swift.Set<String> = []
+            for item in items where seen.insert("\(item.service)\u{0}\(item.key)").inserted {
+                addresses.append((item.service, item.key))
+            }
             let scope = allServices ? "every service" : "service '\(keychain.service)'"
             if !yes {
-                guard isTerminal(STDIN_FILENO) else {
-                    throw CommandFailure.usage(
-                        "refusing to export the secrets of \(scope) without confirmation. Pass --yes")
-                }
-                guard try confirm("Write \(items.count) secret(s) of \(scope) to \(output ?? "standard output")?")
+                guard try confirm("Write \(addresses.count) secret(s) of \(scope) to \(output ?? "standard output")?")
                 else {
                     writeError("keychain-cli: nothing was exported.\n")
                     return
                 }
             }
             var documents: [SecretDocument] = []
-            for item in items {
-                let service = try ServiceName(item.service)
-                let key = try KeychainKey(item.key)
+            for (serviceName, keyName) in addresses {
+                let service: ServiceName
+                let key: KeychainKey
+                do {
+                    (service, key) = (try ServiceName(serviceName), try KeychainKey(keyName))
+                } catch let error as KeychainError {
+                    throw CommandFailure.badData(
+                        "cannot export the item '\(abbreviated(keyName))' of service '\(abbreviated(serviceName))': "
+                            + "\(error.description); nothing was written. Rename or delete it with the tool that wrote it"
+                    )
+                }
                 // An item deleted since the listing is simply not exported.
                 guard let secret = try Keychain(service: service, store: keychain.store).data(for: key) else {
                     continue
@@ -98,6 +106,12 @@ extension KeychainCLI {
             }
         }
 
+        /// A name for a message: escaped, and cut to 100 characters.
+        private func abbreviated(_ name: String) -> String {
+            let shown = escapedForDisplay(name)
+            return shown.count > 100 ? shown.prefix(100) + "…" : shown
+        }
+
         private func json(_ documents: [SecretDocument]) throws -> [UInt8] {
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
@@ -110,100 +124,18 @@ extension KeychainCLI {
             for document in documents {
                 guard document.encoding == "utf8" else {
                     throw CommandFailure.badData(
-                        "the secret '\(document.key)' is binary and cannot be written as env. Use --format json")
+                        "the secret '\(escapedForDisplay(document.key))' is binary and cannot be written as env. "
+                            + "Use --format json")
                 }
                 let name = DotEnv.variableName(for: document.key)
                 if let owner = owners.updateValue(document.key, forKey: name) {
                     throw CommandFailure.badData(
-                        "the keys '\(owner)' and '\(document.key)' both become \(name). Use --format json")
+                        "the keys '\(escapedForDisplay(owner))' and '\(escapedForDisplay(document.key))' both become "
+                            + "\(name). Use --format json")
                 }
                 text += "\(name)=\(DotEnv.quoted(document.secret))\n"
             }
             return Array(text.utf8)
         }
-    }
-}
-
-/// The dotenv dialect of export and import: NAME="value" with \\ \" \n \r \t \$ escapes.
-enum DotEnv {
-    /// `github-token` → `GITHUB_TOKEN`: letters and digits upper-cased, anything else `_`,
-    /// and `_` before a leading digit.
-    static func variableName(for key: String) -> String {
-        var name = String(
-            key.unicodeScalars.map { scalar -> Character in
-                scalar.isASCII && (scalar.properties.isAlphabetic || ("0"..."9").contains(scalar))
-                    ? Character(String(scalar).uppercased()) : "_"
-            })
-        if let first = name.first, first.isNumber { name = "_" + name }
-        return name
-    }
-
-    static func quoted(_ value: String) -> String {
-        var result = "\""
-        for character in value {
-            switch character {
-            case "\\": result += "\\\\"
-            case "\"": result += "\\\""
-            case "\n": result += "\\n"
-            case "\r": result += "\\r"
-            case "\t": result += "\\t"
-            case "$": result += "\\$"
-            default: result.append(character)
-            }
-        }
-        return result + "\""
-    }
-
-    /// The (name, value) pairs of a dotenv text: `NAME=value`, `NAME="quoted"`, `NAME='literal'`,
-    /// an optional `export ` before, blank lines and `#` comments.
-    /// - Throws: ``CommandFailure`` (bad data) naming `source`, the line and the reason.
-    static func parse(_ text: String, source: String) throws -> [(name: String, value: String, line: Int)] {
-        var pairs: [(name: String, value: String, line: Int)] = []
-        for (index, rawLine) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
-            let location = "\(source):\(index + 1)"
-            var line = rawLine.trimmingSpaces()
-            if line.isEmpty || line.hasPrefix("#") { continue }
-            if line.hasPrefix("export ") { line = line.dropFirst(7).trimmingSpaces() }
-            guard let equals = line.firstIndex(of: "=") else {
-                throw CommandFailure.badData("\(location): expected NAME=value")
-            }
-            let name = String(line[..<equals])
-            guard EnvironmentMapping.isValidName(name) else {
-                throw CommandFailure.badData("\(location): '\(name)' is not a valid variable name")
-            }
-            let raw = line[line.index(after: equals)...]
-            pairs.append((name, try value(raw, at: location), index + 1))
-        }
-        return pairs
-    }
-
-    private static func value(_ raw: Substring, at location: String) throws -> String {
-        guard let quote = raw.first, quote == "\"" || quote == "'" else { return String(raw) }
-        guard raw.count >= 2, raw.last == quote else {
-            throw CommandFailure.badData("\(location): the value's closing \(quote) is missing")
-        }
-        let body = raw.dropFirst().dropLast()
-        if quote == "'" { return String(body) }
-        var result = ""
-        var escaped = false
-        for character in body {
-            if escaped {
-                switch character {
-                case "n": result += "\n"
-                case "r": result += "\r"
-                case "t": result += "\t"
-                case "\\", "\"", "$": result.append(character)
-                default:
-                    throw CommandFailure.badData("\(location): unknown escape \\\(character)")
-                }
-                escaped = false
-            } else if character == "\\" {
-                escaped = true
-            } else {
-                result.append(character)
-            }
-        }
-        if escaped { throw CommandFailure.badData("\(location): the value ends in a lone \\") }
-        return result
     }
 }

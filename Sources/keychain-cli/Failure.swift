@@ -40,6 +40,8 @@ func exitStatus(for error: any Error) -> Int32 {
         }
     case is FileError:
         return 74
+    case let error as FormatError:
+        return error.isUsageError ? 64 : 65
     case let failure as CommandFailure:
         switch failure.kind {
         case .usage: return 64
@@ -67,6 +69,7 @@ func reportingFailure(_ error: any Error) -> Int32 {
     case let error as KeychainError: message = error.description
     case let failure as CommandFailure: message = failure.message
     case let error as FileError: message = "\(error). Check the path and its permissions"
+    case let error as FormatError: message = error.description
     default:
         if code == 0 {
             KeychainCLI.exit(withError: error)  // --help, --version: printed by the parser
@@ -74,7 +77,7 @@ func reportingFailure(_ error: any Error) -> Int32 {
         message =
             code == 70
             ? "internal error (\(error)). This is a bug: please report it with the command you ran"
-            : KeychainCLI.message(for: error) + ". See 'keychain-cli --help'"
+            : UsageCheck.message(for: error, arguments: Array(CommandLine.arguments.dropFirst()))
     }
     writeError("keychain-cli: \(message)\n")
     return code

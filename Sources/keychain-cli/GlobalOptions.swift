@@ -14,7 +14,9 @@ struct GlobalOptions: ParsableArguments {
             valueName: "name"))
     var service: String?
 
+    // Unconditional: "--timeout -1" is a bad number, not a missing value followed by an option.
     @Option(
+        parsing: .unconditional,
         help: ArgumentHelp(
             "Give up when the keyring (or an unlock prompt) has not answered for this many seconds. Default: 5.",
             valueName: "seconds"))
@@ -151,6 +153,10 @@ func makeVaultStore(_ options: KeychainOptions, timeout: Double) throws -> Vault
             ?? VaultStore.defaultPath(environment: processEnvironment())
     else {
         throw CommandFailure.usage("no vault path: pass --vault PATH, or set KEYCHAIN_VAULT or HOME")
+    }
+    if path.hasSuffix("/") {
+        throw CommandFailure.usage(
+            "the vault path '\(path)' names a directory; give a file in it, e.g. \(path)vault.age")
     }
     var workFactor = VaultStore.defaultWorkFactor
     if let text = environment("KEYCHAIN_VAULT_WORK_FACTOR") {

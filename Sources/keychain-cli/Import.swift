@@ -45,7 +45,8 @@ extension KeychainCLI {
             let source = file ?? "standard input"
             let text = try readText(source)
             let keychain = try keychain(listing: .keysOnly)
-            let items = try parse(text, source: source, defaultService: keychain.service)
+            let items = try ImportFile.items(
+                of: text, source: source, json: format.map { $0 == .json }, defaultService: keychain.service)
 
             // Which items exist, one listing per service.
             var existing: [ServiceName: Swift.Set<String>] = [:]
@@ -93,61 +94,5 @@ extension KeychainCLI {
             return text
         }
 
-        private struct Item {
-            var service: ServiceName
-            var key: KeychainKey
-            var secret: Data
-        }
-
-        /// Every item of the file, validated; the first problem throws and nothing is stored.
-        private func parse(_ text: String, source: String, defaultService: ServiceName) throws -> [Item] {
-            let isJSON = format.map { $0 == .json } ?? (text.drop(while: \.isWhitespace).first == "{")
-            var items: [Item] = []
-            if isJSON {
-                let document: ExportDocument
-                do {
-                    let decoder = JSONDecoder()
-                    decoder.dateDecodingStrategy = .iso8601  // a vault's document has dates
-                    document = try decoder.decode(ExportDocument.self, from: Data(text.utf8))
-                } catch {
-                    throw CommandFailure.badData("\(source) is not a keychain-cli export document (\(error))")
-                }
-                // An export, or a vault's plaintext (age --decrypt vault.age | keychain-cli import).
-                guard VaultDocument.formats.contains(document.format), document.version == 1 else {
-                    throw CommandFailure.badData(
-                        "\(source): format \(document.format) version \(document.version) is not one this keychain-cli reads"
-                    )
-                }
-                for (index, entry) in document.items.enumerated() {
-                    let location = "\(source): item \(index + 1)"
-                    guard let secret = entry.bytes else {
-                        throw CommandFailure.badData("\(location): the secret does not decode as \(entry.encoding)")
-                    }
-                    items.append(try item(entry.service, entry.key, secret, at: location))
-                }
-            } else {
-                for pair in try DotEnv.parse(text, source: source) {
-                    items.append(
-                        try item(
-                            defaultService.rawValue, pair.name, Data(pair.value.utf8), at: "\(source):\(pair.line)"))
-                }
-            }
-            var seen: Swift.Set<String> = []
-            for item in items where !seen.insert("\(item.service.rawValue)\u{0}\(item.key.rawValue)").inserted {
-                throw CommandFailure.badData("\(source): \(item.service)/\(item.key) appears twice. Keep one")
-            }
-            return items
-        }
-
-        private func item(_ service: String, _ key: String, _ secret: Data, at location: String) throws -> Item {
-            do {
-                guard secret.count <= Keychain.maximumSecretSize else {
-                    throw KeychainError.secretTooLarge(limit: Keychain.maximumSecretSize)
-                }
-                return Item(service: try ServiceName(service), key: try KeychainKey(key), secret: secret)
-            } catch let error as KeychainError {
-                throw CommandFailure.badData("\(location): \(error.description)")
-            }
-        }
     }
 }

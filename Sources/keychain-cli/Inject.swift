@@ -41,28 +41,29 @@ extension KeychainCLI {
             guard let bytes = try readInput(path: input, limit: Self.maximumTemplateSize) else {
                 throw CommandFailure.badData("\(name) is larger than 16 MiB")
             }
-            guard let template = String(validating: bytes, as: UTF8.self) else {
+            guard String(validating: bytes, as: UTF8.self) != nil else {
                 throw CommandFailure.badData("\(name) is not UTF-8 text; templates are text")
             }
-            let references = try TemplateReference.all(in: template, source: name)
+            let references = try TemplateReference.all(in: bytes, source: name)
             // Every secret is read before anything is written.
             let keychain = try keychain()
             var secrets: [String: String] = [:]
             for reference in references where secrets[reference.text] == nil {
                 secrets[reference.text] = try reference.resolve(with: keychain)
             }
-            var result = ""
-            var cursor = template.startIndex
+            var result: [UInt8] = []
+            result.reserveCapacity(bytes.count)
+            var cursor = 0
             for reference in references {
-                result += template[cursor..<reference.range.lowerBound]
-                result += secrets[reference.text]!
+                result += bytes[cursor..<reference.range.lowerBound]
+                result += secrets[reference.text]!.utf8
                 cursor = reference.range.upperBound
             }
-            result += template[cursor...]
+            result += bytes[cursor...]
             if let output {
-                try writeFileAtomically(output, Array(result.utf8))
+                try writeFileAtomically(output, result)
             } else {
-                try writeOutput(Array(result.utf8))
+                try writeOutput(result)
             }
         }
 
@@ -70,44 +71,7 @@ extension KeychainCLI {
     }
 }
 
-/// One `{{ keychain://SERVICE/KEY }}` in a template.
-struct TemplateReference {
-    var range: Range<String.Index>
-    /// The whole reference, as written.
-    var text: String
-    var service: String
-    var key: String
-    /// "FILE:LINE", for messages.
-    var location: String
-
-    static let scheme = "keychain://"
-
-    /// The references of `template`, in order; `{{ … }}` that do not start with keychain:// are
-    /// left alone, a malformed keychain:// reference is a usage error.
-    static func all(in template: String, source: String) throws -> [TemplateReference] {
-        var references: [TemplateReference] = []
-        var searchStart = template.startIndex
-        while let open = template[searchStart...].firstRange(of: "{{") {
-            guard let close = template[open.upperBound...].firstRange(of: "}}") else { break }
-            let inner = template[open.upperBound..<close.lowerBound].trimmingSpaces()
-            searchStart = close.upperBound
-            guard inner.hasPrefix(scheme) else { continue }
-            let line = template[..<open.lowerBound].count(where: { $0 == "\n" }) + 1
-            let location = "\(source):\(line)"
-            let path = inner.dropFirst(scheme.count)
-            guard let slash = path.firstIndex(of: "/"), slash != path.startIndex,
-                path.index(after: slash) != path.endIndex
-            else {
-                throw CommandFailure.usage("\(location): '{{ \(inner) }}' should be {{ keychain://SERVICE/KEY }}")
-            }
-            references.append(
-                TemplateReference(
-                    range: open.lowerBound..<close.upperBound, text: String(inner), service: String(path[..<slash]),
-                    key: String(path[path.index(after: slash)...]), location: location))
-        }
-        return references
-    }
-
+extension TemplateReference {
     func resolve(with keychain: Keychain) throws -> String {
         let service = try ServiceName(service)
         let key = try KeychainKey(key)

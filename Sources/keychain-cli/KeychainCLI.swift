@@ -56,10 +56,18 @@ struct KeychainCLI: ParsableCommand {
     /// Parses, runs, and turns every error into one line on stderr and the exit code of the README.
     static func main() {
         InheritedSignals.record()
-        if let status = FastPath.run(CommandLine.arguments.dropFirst()) {
+        Startup.harden()
+        let arguments = CommandLine.arguments.dropFirst()
+        do {
+            try Startup.checkArgumentsAreText()
+        } catch {
+            Glibc.exit(reportingFailure(error))
+        }
+        if let status = FastPath.run(arguments) {
             Glibc.exit(status)
         }
         do {
+            try UsageCheck.beforeParsing(Array(arguments))
             var command = try parseAsRoot()
             try command.run()
         } catch {

@@ -42,8 +42,9 @@ enum PassphraseSource: Sendable, CustomStringConvertible {
         do {
             switch self {
             case .descriptor(let fd):
-                defer { close(fd) }  // a child started by exec must not inherit it
-                return try strippingNewline(readAll(fd, limit: Self.limit), from: "--passphrase-fd \(fd)")
+                defer { release(fd) }
+                return try strippingNewline(
+                    readAll(fd, limit: Self.limit, name: "--passphrase-fd \(fd)"), from: "--passphrase-fd \(fd)")
             case .file(let path):
                 return try strippingNewline(readInput(path: path, limit: Self.limit), from: "--passphrase-file")
             case .environment:
@@ -60,6 +61,21 @@ enum PassphraseSource: Sendable, CustomStringConvertible {
             throw KeychainError.noPassphrase(detail: failure.message)
         } catch {
             throw KeychainError.noPassphrase(detail: "\(error)")
+        }
+    }
+
+    /// Closes the passphrase's descriptor, read to its end, so that a command started by `exec`
+    /// does not inherit it; standard input, output or error become /dev/null instead, so that the
+    /// command still has them (at end of input, as the passphrase left it).
+    private func release(_ fd: Int32) {
+        guard fd <= STDERR_FILENO else {
+            close(fd)
+            return
+        }
+        let null = open("/dev/null", O_RDWR | O_CLOEXEC)
+        if null >= 0 {
+            dup2(null, fd)
+            close(null)
         }
     }
 

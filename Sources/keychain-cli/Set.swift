@@ -111,7 +111,9 @@ struct SetRequest {
 
     private func promptTwice(for key: KeychainKey) throws -> [UInt8] {
         guard let first = try readHiddenLine(prompt: "Secret for '\(key)': ") else {
-            throw KeychainError.emptySecret
+            throw CommandFailure.badData(
+                "nothing was typed at the prompt (end of input, Ctrl-D); nothing was stored. Run the command "
+                    + "again and type the secret, or pipe it in")
         }
         guard let second = try readHiddenLine(prompt: "Repeat to confirm: "), second == first else {
             throw CommandFailure.badData("the two entries differ; nothing was stored. Run the command again")

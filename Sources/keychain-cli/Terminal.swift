@@ -15,12 +15,18 @@ func writeError(_ text: String) {
     text.withUTF8 { _ = writeAll(STDERR_FILENO, $0) }
 }
 
-/// Writes bytes to stdout.
+/// Writes bytes to stdout. A reader that went away (`keychain-cli list | head -1`) ends the
+/// process quietly by SIGPIPE, as it ends other filters, on every backend.
 /// - Throws: ``CommandFailure`` (I/O) when stdout is closed or full.
 func writeOutput(_ bytes: some Collection<UInt8>) throws {
     let ok = Array(bytes).withUnsafeBufferPointer { writeAll(STDOUT_FILENO, $0) }
     if !ok {
-        throw CommandFailure.io("could not write to standard output (\(String(cString: strerror(errno))))")
+        if errno == EPIPE {
+            signal(SIGPIPE, SIG_DFL)
+            raise(SIGPIPE)
+        }
+        throw CommandFailure.io(
+            "could not write to standard output (\(String(cString: strerror(errno)))). Check where it is redirected")
     }
 }
 
@@ -28,11 +34,11 @@ func isTerminal(_ fd: Int32) -> Bool { isatty(fd) == 1 }
 
 /// Reads `fd` to its end, refusing more than `limit` bytes (nothing is ever silently truncated).
 /// - Returns: nil when the input is larger than `limit`.
-func readAll(_ fd: Int32, limit: Int) throws -> [UInt8]? {
+func readAll(_ fd: Int32, limit: Int, name: String = "standard input") throws -> [UInt8]? {
     do {
-        return try readToEnd(fd, limit: limit, operation: "could not read the input")
+        return try readToEnd(fd, limit: limit, operation: "could not read \(name)")
     } catch {
-        throw CommandFailure.io(error.description)
+        throw CommandFailure.io(error.description + ". Check the path and its permissions")
     }
 }
 
@@ -48,7 +54,7 @@ func readInput(path: String?, limit: Int) throws -> [UInt8]? {
             "cannot open '\(path)' (\(String(cString: strerror(errno)))). Check the path and its permissions")
     }
     defer { close(fd) }
-    return try readAll(fd, limit: limit)
+    return try readAll(fd, limit: limit, name: "'\(path)'")
 }
 
 // The terminal and its settings to restore if the user interrupts a hidden prompt.

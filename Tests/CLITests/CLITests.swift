@@ -54,9 +54,9 @@ struct HelpAndUsageTests {
     }
 
     @Test func invalidKeyIsAUsageError() throws {
-        let result = try cli(["get", "bad\u{1b}key"], session: nil)
+        let result = try cli(["get", ""], session: nil)
         #expect(result.status == 64)
-        #expect(result.stderr.contains("control character U+001B"))
+        #expect(result.stderr.contains("the key name is empty"))
     }
 
     @Test func emptyPipedSecretIsRefusedBeforeTheBackend() throws {

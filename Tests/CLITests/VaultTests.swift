@@ -213,10 +213,16 @@ struct VaultTests {
                 let (process, input) = try launchCLI(["set", "new-\(attempt)"])
                 try input.write(contentsOf: Data("value".utf8))
                 try input.close()
-                // Kill it the moment its temporary file appears: the new vault is being written.
+                // Kill it the moment it holds the new vault open: an unnamed file (O_TMPFILE) in
+                // the vault's directory, which /proc shows as "DIRECTORY/#INODE (deleted)".
+                let descriptors = "/proc/\(process.processIdentifier)/fd"
                 while process.isRunning {
-                    let names = try FileManager.default.contentsOfDirectory(atPath: directory)
-                    if names.contains(where: { $0.hasPrefix(".vault.age.") }) {
+                    let open = (try? FileManager.default.contentsOfDirectory(atPath: descriptors)) ?? []
+                    let writing = open.contains { fd in
+                        let target = try? FileManager.default.destinationOfSymbolicLink(atPath: "\(descriptors)/\(fd)")
+                        return target?.hasPrefix(directory + "/#") == true
+                    }
+                    if writing {
                         kill(process.processIdentifier, SIGKILL)
                         killedMidWrite += 1
                         break
@@ -228,7 +234,8 @@ struct VaultTests {
                 #expect(list.status == 0, "\(list.stderr)")
             }
             #expect(killedMidWrite > 0, "no writer was caught mid-write")
-            // The next writer clears what the killed ones left.
+            // A killed writer leaves nothing behind: its unnamed file vanishes with it.
+            #expect(try FileManager.default.contentsOfDirectory(atPath: directory) == ["vault.age"])
             #expect(try cli(["set", "after"], input: "v").status == 0)
             #expect(try FileManager.default.contentsOfDirectory(atPath: directory) == ["vault.age"])
         }

@@ -2,13 +2,13 @@ import Foundation
 import TestSupport
 import Testing
 
-private func secretTool(_ arguments: [String], input: String? = nil) throws -> ProcessResult {
+func secretTool(_ arguments: [String], input: String? = nil) throws -> ProcessResult {
     try runProcess(
         "/usr/bin/secret-tool", arguments, stdin: input.map { Data($0.utf8) },
         environment: KeyringSession.current!.environment)
 }
 
-private func pythonKeyring(_ arguments: [String], input: String? = nil) throws -> ProcessResult {
+func pythonKeyring(_ arguments: [String], input: String? = nil) throws -> ProcessResult {
     // Debian's python3-keyring, with Debian's python (not whatever python3 is first on PATH).
     try runProcess(
         "/usr/bin/python3", ["-m", "keyring"] + arguments, stdin: input.map { Data($0.utf8) },

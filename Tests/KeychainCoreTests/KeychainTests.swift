@@ -198,18 +198,36 @@ struct NameTests {
         #expect(try ServiceName(name).rawValue == name)
     }
 
-    @Test(arguments: ["", "new\nline", "tab\there", "nul\u{0}", "esc\u{1b}[31m", String(repeating: "x", count: 1025)])
+    @Test(arguments: ["", "nul\u{0}", String(repeating: "x", count: 65_537)])
     func unusableNamesAreRefused(_ name: String) {
         #expect(throws: KeychainError.self) { try KeychainKey(name) }
         #expect(throws: KeychainError.self) { try ServiceName(name) }
     }
 
-    @Test func refusalNamesTheControlCharacter() {
-        #expect(
-            throws: KeychainError.invalidName(kind: "key", reason: "the key name contains the control character U+000A")
-        ) {
-            try KeychainKey("a\nb")
+    // Issue 10, item 10: any other tool's item can be addressed, whatever its name holds.
+    @Test(arguments: [
+        "new\nline", "tab\there", "esc\u{1b}[31m", "rtl\u{202E}txt", "sep\u{2028}",
+        String(repeating: "x", count: 65_536),
+    ])
+    func anyTextWithoutNULIsAName(_ name: String) throws {
+        #expect(try KeychainKey(name).rawValue == name)
+        #expect(try ServiceName(name).rawValue == name)
+    }
+
+    @Test func refusalNamesTheNUL() {
+        #expect(throws: KeychainError.invalidName(kind: "key", reason: "the key name contains a NUL character")) {
+            try KeychainKey("a\u{0}b")
         }
+    }
+
+    @Test func displayEscapingKeepsOneNamePerLineAndNothingRaw() {
+        #expect(escapedForDisplay("plain name/with ünïcode") == "plain name/with ünïcode")
+        #expect(escapedForDisplay("a\nb\tc\rd\\e") == "a\\nb\\tc\\rd\\\\e")
+        #expect(
+            escapedForDisplay("\u{1b}[31m\u{202E}\u{2028}\u{7F}\u{85}")
+                == "\\u{001B}[31m\\u{202E}\\u{2028}\\u{007F}\\u{0085}")
+        let messages = KeychainError.notFound(service: "s\u{1b}", key: "k\n").description
+        #expect(!messages.unicodeScalars.contains { $0.value < 0x20 })
     }
 }
 

@@ -136,6 +136,9 @@ public final class KeyringSession: @unchecked Sendable {
         if let daemon { kill(daemon.processIdentifier, SIGSTOP) }
     }
 
+    /// The keyring daemon's process id (to kill it as a crash would), if there is one.
+    public var daemonProcessIdentifier: Int32? { daemon?.processIdentifier }
+
     /// Locks the login collection, as a screen lock or `seahorse` would.
     public func lockLogin() throws {
         _ = try dbusSend([

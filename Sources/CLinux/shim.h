@@ -1,0 +1,29 @@
+#ifndef KEYCHAIN_CLI_LINUX_SHIM_H
+#define KEYCHAIN_CLI_LINUX_SHIM_H
+
+// Linux calls Swift cannot make directly: prctl and open with a mode are variadic, and O_TMPFILE
+// is a macro built from others, which Swift does not import.
+#include <fcntl.h>
+#include <sys/prctl.h>
+
+// glibc defines O_TMPFILE only under _GNU_SOURCE, which the Swift module of glibc is not built
+// with; this is its value on x86_64, arm64 and the other architectures of asm-generic.
+#ifndef O_TMPFILE
+#define O_TMPFILE (020000000 | O_DIRECTORY)
+#endif
+
+// prctl(PR_SET_DUMPABLE, 0): no core file, and no ptrace by other processes of the same user
+// (what ssh-agent and gpg-agent do). execve of another program makes it dumpable again.
+static inline int keychain_cli_set_undumpable(void) { return prctl(PR_SET_DUMPABLE, 0, 0, 0, 0); }
+
+// prctl(PR_GET_DUMPABLE), for tests.
+static inline int keychain_cli_is_dumpable(void) { return prctl(PR_GET_DUMPABLE, 0, 0, 0, 0); }
+
+// An unnamed file in `directory`, created 0600, that no interruption can leave behind: it gets a
+// name only by linkat. -1 with errno EOPNOTSUPP (or EISDIR on old kernels) where the file system
+// has no O_TMPFILE.
+static inline int keychain_cli_open_unnamed(const char *directory) {
+    return open(directory, O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600);
+}
+
+#endif

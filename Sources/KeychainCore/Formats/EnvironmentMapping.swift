@@ -1,0 +1,44 @@
+/// One `NAME=KEY` or `NAME=SERVICE/KEY` mapping of `exec`.
+package struct EnvironmentMapping: Sendable {
+    package var name: String
+    package var service: String?
+    package var key: String
+    /// Where it came from, for messages: "--env NAME" or "secrets.env:3".
+    package var origin: String
+
+    package init(_ text: String, origin: String) throws(FormatError) {
+        self.origin = origin
+        let text = Substring(text)
+        guard let equals = text.firstIndex(ofScalar: "=") else {
+            throw FormatError("\(origin): expected NAME=KEY or NAME=SERVICE/KEY", isUsageError: true)
+        }
+        name = String(text[..<equals])
+        let target = text[text.unicodeScalars.index(after: equals)...]
+        guard DotEnv.isVariableName(name) else {
+            throw FormatError(
+                "\(origin): '\(escapedForDisplay(name))' is not a valid environment variable name. "
+                    + "Use letters, digits and _, not starting with a digit", isUsageError: true)
+        }
+        if let slash = target.firstIndex(ofScalar: "/") {
+            service = String(target[..<slash])
+            key = String(target[target.unicodeScalars.index(after: slash)...])
+        } else {
+            key = String(target)
+        }
+        guard !key.isEmpty, service?.isEmpty != true else {
+            throw FormatError("\(origin): expected NAME=KEY or NAME=SERVICE/KEY", isUsageError: true)
+        }
+    }
+
+    /// The mappings of an env file's text; `path` names it in messages.
+    /// - Throws: ``FormatError`` (a usage error) naming the file and line of the first bad line.
+    package static func parse(_ text: String, path: String) throws(FormatError) -> [EnvironmentMapping] {
+        var mappings: [EnvironmentMapping] = []
+        for (number, line) in lines(of: text) {
+            let text = line.trimmingSpaces()
+            if text.isEmpty || text.hasPrefix("#") { continue }
+            mappings.append(try EnvironmentMapping(String(text), origin: "\(path):\(number)"))
+        }
+        return mappings
+    }
+}

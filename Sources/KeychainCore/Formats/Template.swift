@@ -1,0 +1,83 @@
+/// One `{{ keychain://SERVICE/KEY }}` in a template.
+package struct TemplateReference: Sendable {
+    /// Where it is in the template, in bytes.
+    package var range: Range<Int>
+    /// The whole reference, as written.
+    package var text: String
+    package var service: String
+    package var key: String
+    /// "FILE:LINE", for messages.
+    package var location: String
+
+    package static let scheme = Array("keychain://".utf8)
+
+    /// The references of the UTF-8 `template`, in order, found in one pass over its bytes (lines
+    /// are counted as the scan goes, so 20,000 references cost no more than one). `{{ … }}` that do
+    /// not start with keychain:// are left alone. A keychain:// reference that is not closed by
+    /// `}}` on its line, or has no service or key, is a usage error naming the line.
+    package static func all(in template: [UInt8], source: String) throws(FormatError) -> [TemplateReference] {
+        let open = (UInt8(ascii: "{"), UInt8(ascii: "{"))
+        let close = (UInt8(ascii: "}"), UInt8(ascii: "}"))
+        var references: [TemplateReference] = []
+        var line = 1
+        var counted = 0  // bytes before this offset have been counted into `line`
+        var index = 0
+        while let start = find(open, in: template, from: index) {
+            line += template[counted..<start].count(where: { $0 == UInt8(ascii: "\n") })
+            counted = start
+            let innerStart = skipSpaces(template, from: start + 2)
+            index = start + 2
+            guard template[innerStart...].starts(with: scheme) else { continue }
+            let location = "\(source):\(line)"
+            // The reference ends at the first }} on its line; a line end or another {{ first means
+            // it was never closed.
+            var end = innerStart
+            while end < template.count - 1 && !(template[end] == close.0 && template[end + 1] == close.1) {
+                if template[end] == UInt8(ascii: "\n") || (template[end] == open.0 && template[end + 1] == open.1) {
+                    break
+                }
+                end += 1
+            }
+            guard end < template.count - 1, template[end] == close.0, template[end + 1] == close.1 else {
+                let shown = String(decoding: template[innerStart..<min(end, innerStart + 200)], as: UTF8.self)
+                throw FormatError(
+                    "\(location): '{{ \(escapedForDisplay(shown.trimmingSuffixSpaces()))' is not closed by }} on its line; "
+                        + "nothing was written. Write {{ keychain://SERVICE/KEY }}", isUsageError: true)
+            }
+            let inner = String(decoding: template[innerStart..<end], as: UTF8.self).trimmingSuffixSpaces()
+            index = end + 2
+            let path = inner.dropFirst(scheme.count)
+            guard let slash = path.firstIndex(ofScalar: "/"), slash != path.startIndex,
+                path.unicodeScalars.index(after: slash) != path.endIndex
+            else {
+                throw FormatError(
+                    "\(location): '{{ \(escapedForDisplay(inner)) }}' should be {{ keychain://SERVICE/KEY }}; "
+                        + "nothing was written", isUsageError: true)
+            }
+            references.append(
+                TemplateReference(
+                    range: start..<(end + 2), text: inner, service: String(path[..<slash]),
+                    key: String(path[path.unicodeScalars.index(after: slash)...]), location: location))
+        }
+        return references
+    }
+
+    /// The offset of the next `pair` of bytes at or after `from`.
+    private static func find(_ pair: (UInt8, UInt8), in bytes: [UInt8], from: Int) -> Int? {
+        var index = from
+        while index < bytes.count - 1 {
+            guard let next = bytes[index..<(bytes.count - 1)].firstIndex(of: pair.0) else { return nil }
+            if bytes[next + 1] == pair.1 { return next }
+            index = next + 1
+        }
+        return nil
+    }
+
+    private static func skipSpaces(_ bytes: [UInt8], from: Int) -> Int {
+        var index = from
+        while index < bytes.count && (bytes[index] == UInt8(ascii: " ") || bytes[index] == UInt8(ascii: "\t")) {
+            index += 1
+        }
+        return index
+    }
+}

@@ -1,0 +1,71 @@
+import CLinux
+import KeychainCore
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// What the process does before anything else, so that no secret it will hold leaks and no
+/// descriptor it opens lands where a caller expects standard input or output.
+enum Startup {
+    /// The core file size limit keychain-cli was started with, given back to `exec`'s command.
+    nonisolated(unsafe) private static var inheritedCoreLimit = rlimit()
+
+    /// Called first thing in `main`, before any file or D-Bus connection is opened.
+    static func harden() {
+        reserveStandardDescriptors()
+        // No core file and no ptrace by other processes of this user: a secret, or
+        // $KEYCHAIN_PASSPHRASE, never reaches a core dump (ssh-agent and gpg-agent do the same).
+        _ = keychain_cli_set_undumpable()
+        getrlimit(__rlimit_resource_t(RLIMIT_CORE.rawValue), &inheritedCoreLimit)
+        var none = rlimit(rlim_cur: 0, rlim_max: inheritedCoreLimit.rlim_max)
+        setrlimit(__rlimit_resource_t(RLIMIT_CORE.rawValue), &none)
+        // A closed pipe on stdout is an error of write() (EPIPE), handled by writeOutput, on every
+        // backend alike: GDBus ignores SIGPIPE for the whole process, the vault would be killed by it.
+        signal(SIGPIPE, SIG_IGN)
+    }
+
+    /// Undoes what `exec`'s command must not inherit (it gets the caller's core limit back; execve
+    /// itself makes the process dumpable again).
+    static func restoreForExec() {
+        setrlimit(__rlimit_resource_t(RLIMIT_CORE.rawValue), &inheritedCoreLimit)
+    }
+
+    /// Opens /dev/null on whichever of descriptors 0, 1 and 2 the caller left closed, so that the
+    /// next file or socket opened (GLib's eventfd, a D-Bus connection) cannot take its number and
+    /// receive what is written to stdout. It is opened for the other direction, so that using it
+    /// still fails as a closed descriptor would (`get >&-` exits 74, not 0 with the secret lost).
+    private static func reserveStandardDescriptors() {
+        for fd in Int32(0)...2 where fcntl(fd, F_GETFD) == -1 && errno == EBADF {
+            let reserved = open("/dev/null", fd == STDIN_FILENO ? O_WRONLY : O_RDONLY)
+            if reserved >= 0 && reserved != fd {
+                dup2(reserved, fd)
+                close(reserved)
+            }
+        }
+    }
+
+    /// Refuses an argument that is not valid UTF-8 (before `--`, after which `exec`'s command
+    /// takes its arguments byte for byte): Swift would turn each bad byte into U+FFFD, so that
+    /// `a\xfeb` and `a\xffb` would name the same key.
+    static func checkArgumentsAreText() throws {
+        for index in 1..<Int(CommandLine.argc) {
+            guard let argument = CommandLine.unsafeArgv[index] else { break }
+            if strcmp(argument, "--") == 0 { return }
+            if String(validatingCString: argument) == nil {
+                throw CommandFailure.usage(
+                    "argument \(index) is not valid UTF-8 text. Names and options are UTF-8; "
+                        + "convert it first (iconv), or set it from a UTF-8 file")
+            }
+        }
+    }
+
+    /// The arguments after the first `--`, exactly as the caller passed them (for `exec`).
+    static func argumentsAfterTerminator() -> [UnsafeMutablePointer<CChar>?]? {
+        let all = (0..<Int(CommandLine.argc)).map { CommandLine.unsafeArgv[$0] }
+        guard let terminator = all.firstIndex(where: { $0.map { strcmp($0, "--") == 0 } ?? false }) else {
+            return nil
+        }
+        return Array(all[(terminator + 1)...])
+    }
+}
