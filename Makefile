@@ -27,7 +27,7 @@ RELEASE_BIN = .build/release/keychain-cli
 DEB_PACKAGES = libsecret-1-dev libgcrypt20-dev pkg-config gnome-keyring dbus dbus-bin dbus-daemon libsecret-tools \
 	python3-keyring age expect hyperfine time
 
-.PHONY: deps build release test demo demo-steps install uninstall lint format clean bench order-file
+.PHONY: deps build release test demo demo-steps install uninstall lint format clean bench order-file fuzz
 
 deps:
 	@missing=""; for p in $(DEB_PACKAGES); do \
@@ -87,10 +87,10 @@ uninstall:
 		$(SHAREDIR)/zsh/site-functions/_keychain-cli $(SHAREDIR)/fish/vendor_completions.d/keychain-cli.fish
 
 lint:
-	$(SWIFT) format lint --strict -r Sources Tests Benchmarks Package.swift
+	$(SWIFT) format lint --strict -r Sources Tests Benchmarks Fuzz Package.swift
 
 format:
-	$(SWIFT) format format -i -r Sources Tests Benchmarks Package.swift
+	$(SWIFT) format format -i -r Sources Tests Benchmarks Fuzz Package.swift
 
 clean:
 	rm -rf .build
@@ -100,6 +100,26 @@ clean:
 bench: deps release
 	$(SWIFT) build $(RELEASE_FLAGS) --product keychain-bench
 	KEYCHAIN_PRIVATE_KEYRING=1 scripts/with-keyring /usr/bin/python3 bench/bench.py
+
+# libFuzzer (swiftc -sanitize=fuzzer,address) over every parser of untrusted bytes, FUZZ_SECONDS
+# (default 600) per target, starting from the seeds in Fuzz/corpus. New inputs go to
+# .build-fuzz/corpus; a crash or hang stops the run and is written to .build-fuzz/crashes
+# (copy it into Fuzz/corpus/TARGET once fixed: the tests replay that folder).
+FUZZ_SECONDS ?= 600
+FUZZ_TARGETS = age-header age-payload vault-document import env-file template
+FUZZ_BIN = .build-fuzz/debug/keychain-fuzz
+fuzz:
+	$(SWIFT) build --product keychain-fuzz --scratch-path .build-fuzz \
+		-Xswiftc -sanitize=fuzzer,address -Xswiftc -DFUZZING
+	@mkdir -p .build-fuzz/crashes
+	@for t in $(FUZZ_TARGETS); do \
+		mkdir -p .build-fuzz/corpus/$$t; \
+		echo "fuzz: $$t for $(FUZZ_SECONDS) s"; \
+		KEYCHAIN_FUZZ_TARGET=$$t $(FUZZ_BIN) -max_total_time=$(FUZZ_SECONDS) -timeout=10 -rss_limit_mb=2048 \
+			-print_final_stats=1 -artifact_prefix=.build-fuzz/crashes/$$t- \
+			.build-fuzz/corpus/$$t Fuzz/corpus/$$t 2>.build-fuzz/$$t.log || { tail -40 .build-fuzz/$$t.log; exit 1; }; \
+		grep -E '^stat::number_of_executed_units|^#[0-9]+.*DONE' .build-fuzz/$$t.log | tail -2; \
+	done
 
 # Regenerates build-support/keychain-cli.order from what get, set and list run (needs valgrind).
 order-file: release

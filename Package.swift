@@ -46,6 +46,8 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
+        // `make fuzz`: libFuzzer over the parsers of untrusted bytes; otherwise a corpus replayer.
+        .executableTarget(name: "keychain-fuzz", dependencies: ["KeychainCore"], path: "Fuzz/keychain-fuzz"),
         // `make bench`: the in-process cache benchmark (not installed).
         .executableTarget(name: "keychain-bench", dependencies: ["KeychainCore"], path: "Benchmarks/keychain-bench"),
         // Shared by the test targets: child processes, the private keyring session, the CLI runner.

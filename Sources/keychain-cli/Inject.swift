@@ -18,8 +18,9 @@ extension KeychainCLI {
                 Reads the template (standard input, or -i), replaces every reference \
                 {{ keychain://SERVICE/KEY }} with that secret (the key runs to the closing braces \
                 and may contain /), and writes the result (standard output, or -o, created 0600 \
-                and replaced atomically). Other {{ … }} text is left alone. If any reference \
-                cannot be resolved, nothing is written.
+                and replaced atomically). Other {{ … }} text is left alone. A reference is written \
+                on one line; one that is not closed by }} there is malformed (exit 64). If any \
+                reference cannot be resolved, nothing is written.
 
                   keychain-cli inject -i config.tmpl -o config.yaml
                   keychain-cli inject < .npmrc.tmpl > .npmrc

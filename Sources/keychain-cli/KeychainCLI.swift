@@ -14,8 +14,9 @@ struct KeychainCLI: ParsableCommand {
             + "or an encrypted vault file, and hand them to programs.",
         discussion: """
             Secrets are addressed by a service (a namespace: --service, else $KEYCHAIN_SERVICE, \
-            else "keychain-cli") and a key. Secrets are never taken from the command line; pipe \
-            them in, or type them at the hidden prompt.
+            else "keychain-cli") and a key: any UTF-8 text but NUL (a key that starts with - \
+            goes after --). Secrets are never taken from the command line; pipe them in, or type \
+            them at the hidden prompt.
 
               printf '%s' "$TOKEN" | keychain-cli set github-token
               TOKEN=$(keychain-cli get github-token)
@@ -43,6 +44,8 @@ struct KeychainCLI: ParsableCommand {
               77  locked (no prompter, prompt dismissed), permission denied, or a
                   wrong or missing vault passphrase
               126, 127  exec: the command cannot be run, or is not found
+            A reader of standard output that goes away (list | head -1) ends keychain-cli
+            quietly by SIGPIPE, as it ends other filters.
             """,
         version: "0.1.0",
         subcommands: [

@@ -10,8 +10,9 @@ extension KeychainCLI {
         static let configuration = CommandConfiguration(
             abstract: "Remove every secret of the service, and of no other service.",
             discussion: """
-                Asks for confirmation when standard input is a terminal; otherwise needs --yes. \
-                Prints how many secrets were removed.
+                Removes exactly the items list shows (service and username attributes, any tool's), \
+                nothing else. Asks for confirmation, with that count, when standard input is a \
+                terminal; otherwise needs --yes. Prints how many secrets were removed.
 
                   keychain-cli -s ci reset --yes
                 """)

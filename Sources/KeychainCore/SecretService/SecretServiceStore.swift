@@ -39,12 +39,12 @@ public final class SecretServiceStore: SecretStore {
     public let listing: Listing
 
     /// An encrypted session and the bus connection (referenced) it was opened on.
-    private struct KeptSession: @unchecked Sendable {
+    struct KeptSession: @unchecked Sendable {
         let bus: OpaquePointer
         let session: SecretSession
     }
     /// The session of the last read, for the next one.
-    private let kept = Mutex<KeptSession?>(nil)
+    let kept = Mutex<KeptSession?>(nil)
     /// The object path of the kept session (for tests).
     var keptSessionPath: String? { kept.withLock { $0?.session.path } }
 
@@ -73,7 +73,7 @@ public final class SecretServiceStore: SecretStore {
         }
     }
 
-    private var schema: UnsafePointer<SecretSchema> { keychain_cli_schema() }
+    var schema: UnsafePointer<SecretSchema> { keychain_cli_schema() }
 
     public func secret(service: ServiceName, key: KeychainKey) throws -> Data? {
         try BoundedOperation.run("return the secret", seconds: timeout) { operation in
@@ -97,129 +97,6 @@ public final class SecretServiceStore: SecretStore {
             }
             return nil
         }
-    }
-
-    /// The secret of the item at `path`, read in this store's encrypted session: opened on the
-    /// first read and kept for later ones on the same connection, as libsecret keeps its own.
-    /// A service that offers no such session is read through libsecret, which falls back to
-    /// what the service offers. Nil when the item no longer exists.
-    private func readSecret(at path: String, _ operation: BoundedOperation, _ bus: OpaquePointer) throws -> Data? {
-        if let session = kept.withLock({ $0?.bus == bus ? $0?.session : nil }) {
-            do {
-                return try getSecret(at: path, in: session, operation, bus)
-            } catch {
-                // A restarted service no longer knows the session: negotiate a new one, once.
-                // A read that ran out of time is not tried again.
-                if case KeychainError.timedOut = error { throw error }
-            }
-        }
-        guard let session = try openSession(operation, bus) else {
-            return try readSecretThroughLibsecret(at: path, operation)
-        }
-        kept.withLock { slot in
-            if let old = slot { g_object_unref(UnsafeMutableRawPointer(old.bus)) }
-            g_object_ref(UnsafeMutableRawPointer(bus))
-            slot = KeptSession(bus: bus, session: session)
-        }
-        return try getSecret(at: path, in: session, operation, bus)
-    }
-
-    /// Negotiates an encrypted session with the Secret Service (see ``SecretSession``); nil when
-    /// the service does not offer one.
-    private func openSession(_ operation: BoundedOperation, _ bus: OpaquePointer) throws -> SecretSession? {
-        let exchange = SecretSession.KeyExchange()
-        let publicValue = exchange.publicValue.withUnsafeBytes { buffer in
-            g_variant_new_fixed_array(keychain_cli_type_byte(), buffer.baseAddress, gsize(buffer.count), 1)!
-        }
-        let parameters = g_variant_new_tuple(
-            [g_variant_new_string(SecretSession.algorithm), g_variant_new_variant(publicValue)], 2)
-        // org.freedesktop.Secret.Service.OpenSession(s algorithm, v input) -> (v output, o result)
-        let reply = try operation.call(
-            {
-                g_dbus_connection_call(
-                    bus, Self.busName, "/org/freedesktop/secrets", "org.freedesktop.Secret.Service", "OpenSession",
-                    parameters, keychain_cli_type_open_session_reply(), G_DBUS_CALL_FLAGS_NONE, -1, $0, $1, $2)
-            },
-            finish: { result, error in
-                let reply = g_dbus_connection_call_finish(bus, result, error)
-                // A service without this session: no reply and no error, so the caller falls back.
-                if let failure = error.pointee, remoteErrorName(failure) == "org.freedesktop.DBus.Error.NotSupported" {
-                    g_clear_error(error)
-                }
-                return reply
-            })
-        guard let reply else { return nil }
-        defer { g_variant_unref(reply) }
-        let output = propertyValue(reply)
-        defer { g_variant_unref(output) }
-        guard g_variant_is_of_type(output, keychain_cli_type_bytestring()) != 0,
-            let key = exchange.sharedKey(peer: variantBytes(output))
-        else {
-            throw KeychainError.backendFailure(
-                detail: "the Secret Service answered the session's key exchange with an invalid public value")
-        }
-        return SecretSession(path: variantString(reply, child: 1), key: key)
-    }
-
-    /// The secret of the item at `path`, sent and decrypted in `session`; nil when the item is gone.
-    private func getSecret(
-        at path: String, in session: SecretSession, _ operation: BoundedOperation, _ bus: OpaquePointer
-    ) throws -> Data? {
-        // org.freedesktop.Secret.Item.GetSecret(o session) -> ((oayays) secret)
-        guard
-            let reply = try operation.callItemMethod(
-                bus, Self.busName, path, "org.freedesktop.Secret.Item", "GetSecret",
-                g_variant_new_tuple([g_variant_new_object_path(session.path)], 1),
-                replyType: keychain_cli_type_get_secret_reply())
-        else { return nil }
-        defer { g_variant_unref(reply) }
-        let secret = g_variant_get_child_value(reply, 0)!
-        defer { g_variant_unref(secret) }
-        guard variantString(secret, child: 0) == session.path else {
-            throw KeychainError.backendFailure(detail: "the Secret Service sent the secret in another session")
-        }
-        return try session.decrypt(parameters: variantBytes(secret, child: 1), value: variantBytes(secret, child: 2))
-    }
-
-    /// The secret of the item at `path` through libsecret, for a service without an encrypted session.
-    private func readSecretThroughLibsecret(at path: String, _ operation: BoundedOperation) throws -> Data? {
-        let connection = try connect(operation, openSession: false)
-        defer { g_object_unref(connection) }
-        // secret_service_get_secret_for_dbus_path / …_finish (opens the session if needed);
-        // the path is a C copy that outlives the asynchronous call, not a Swift temporary.
-        let cPath = strdup(path)!
-        defer { free(cPath) }
-        let value = try operation.call(
-            { secret_service_get_secret_for_dbus_path(connection, cPath, $0, $1, $2) },
-            finish: { secret_service_get_secret_for_dbus_path_finish(connection, $0, $1) })
-        guard let value else {
-            throw KeychainError.locked(detail: "the item was locked again before its secret was read")
-        }
-        defer { secret_value_unref(UnsafeMutableRawPointer(value)) }
-        var length: gsize = 0
-        guard let bytes = secret_value_get(value, &length) else { return Data() }
-        return Data(bytes: bytes, count: Int(length))
-    }
-
-    /// Asks the Secret Service to unlock the locked items at `paths` (which may prompt, within the
-    /// deadline) and returns the paths it unlocked: fewer than `paths` when there is no prompter
-    /// or the prompt was dismissed.
-    private func unlock(_ paths: [String], _ operation: BoundedOperation) throws -> [String] {
-        guard !paths.isEmpty else { return [] }
-        let connection = try connect(operation, openSession: false)
-        defer { g_object_unref(connection) }
-        var unlocked: UnsafeMutablePointer<UnsafeMutablePointer<gchar>?>?
-        defer { g_strfreev(unlocked) }
-        let copies = paths.map { strdup($0)! }
-        defer {
-            for copy in copies { free(copy) }
-        }
-        var vector: [UnsafePointer<gchar>?] = copies.map { UnsafePointer($0) } + [nil]
-        // secret_service_unlock_dbus_paths / …_finish
-        _ = try operation.call(
-            { secret_service_unlock_dbus_paths(connection, &vector, $0, $1, $2) },
-            finish: { secret_service_unlock_dbus_paths_finish(connection, $0, &unlocked, $1) })
-        return strings(unlocked)
     }
 
     public func setSecret(_ secret: Data, service: ServiceName, key: KeychainKey) throws {
@@ -311,8 +188,7 @@ public final class SecretServiceStore: SecretStore {
 
     /// The shared SecretService proxy; `openSession` negotiates the encrypted session that
     /// transferring secrets needs (a Diffie-Hellman exchange that metadata does not need).
-    private func connect(_ operation: BoundedOperation, openSession: Bool) throws -> UnsafeMutablePointer<SecretService>
-    {
+    func connect(_ operation: BoundedOperation, openSession: Bool) throws -> UnsafeMutablePointer<SecretService> {
         let flags = openSession ? SECRET_SERVICE_OPEN_SESSION : SECRET_SERVICE_NONE
         // secret_service_get / secret_service_get_finish
         return try operation.call(
@@ -420,92 +296,4 @@ public final class SecretServiceStore: SecretStore {
         return zip(paths, replies).compactMap { $1 == true ? $0 : nil }
     }
 
-    /// The bus name of the Secret Service: `$SECRET_SERVICE_BUS_NAME` or the well-known name, as
-    /// libsecret chooses it; read once per process, as libsecret's shared service proxy did, not
-    /// once per D-Bus call (a list of 1,000 items makes 1,001).
-    private static let busName: String =
-        getenv("SECRET_SERVICE_BUS_NAME").map { String(cString: $0) } ?? "org.freedesktop.secrets"
-
-    /// The shared session bus connection, the one libsecret uses too, for the calls made without
-    /// libsecret's service proxy. Building that proxy costs seven D-Bus calls before the first
-    /// useful one (three AddMatch, two GetNameOwner, StartServiceByName, GetAll; seen with
-    /// dbus-monitor), which reads, lists and deletes of unlocked items do not need: a `get` is
-    /// Hello, SearchItems, OpenSession and GetSecret. The caller unrefs it.
-    private func sessionBus(_ operation: BoundedOperation) throws -> OpaquePointer {
-        // g_bus_get / g_bus_get_finish
-        try operation.call({ g_bus_get(G_BUS_TYPE_SESSION, $0, $1, $2) }, finish: { g_bus_get_finish($0, $1) })!
-    }
-
-    /// The object paths of the items whose attributes include `pairs` (all items when `pairs`
-    /// is empty, which libsecret's search refuses).
-    private func searchPaths(
-        _ operation: BoundedOperation, _ bus: OpaquePointer, _ pairs: KeyValuePairs<String, String>
-    ) throws -> (unlocked: [String], locked: [String]) {
-        let entries = pairs.map {
-            g_variant_new_dict_entry(g_variant_new_string($0.key), g_variant_new_string($0.value))
-        }
-        let attributes = g_variant_new_array(keychain_cli_type_string_pair(), entries, gsize(entries.count))
-        // org.freedesktop.Secret.Service.SearchItems(a{ss}) -> (ao unlocked, ao locked)
-        let reply = try operation.callMethod(
-            bus, Self.busName, "/org/freedesktop/secrets", "org.freedesktop.Secret.Service", "SearchItems",
-            g_variant_new_tuple([attributes], 1), replyType: keychain_cli_type_search_reply())
-        defer { g_variant_unref(reply) }
-        let lists = (0..<2).map { index in
-            let paths = g_variant_get_child_value(reply, gsize(index))!
-            defer { g_variant_unref(paths) }
-            return (0..<Int(g_variant_n_children(paths))).map { variantString(paths, child: $0) }
-        }
-        return (lists[0], lists[1])
-    }
-
-    /// The key-only metadata in an item's `(v)` Properties.Get("Attributes") reply.
-    private static func info(attributesReply reply: OpaquePointer) -> ItemInfo? {
-        let table = propertyValue(reply)
-        defer { g_variant_unref(table) }
-        let attributes = dictionary(table)
-        guard let service = attributes["service"], let key = attributes["username"] else { return nil }
-        return ItemInfo(service: service, key: key, label: nil, application: attributes["application"])
-    }
-
-    /// The metadata in an item's `(a{sv})` Properties.GetAll reply, when the item can be
-    /// addressed as (service, key); nil for other items (Wi-Fi passwords, browser keys).
-    private static func info(properties reply: OpaquePointer) -> ItemInfo? {
-        let dictionary = g_variant_get_child_value(reply, 0)!
-        defer { g_variant_unref(dictionary) }
-        func value(_ name: String) -> OpaquePointer? { g_variant_lookup_value(dictionary, name, nil) }
-        var attributes: [String: String] = [:]
-        if let table = value("Attributes") {
-            defer { g_variant_unref(table) }
-            attributes = Self.dictionary(table)
-        }
-        guard let service = attributes["service"], let key = attributes["username"] else { return nil }
-        func number(_ name: String) -> guint64 {
-            guard let variant = value(name) else { return 0 }
-            defer { g_variant_unref(variant) }
-            return g_variant_is_of_type(variant, keychain_cli_type_uint64()) != 0 ? g_variant_get_uint64(variant) : 0
-        }
-        var label: String?
-        if let variant = value("Label") {
-            defer { g_variant_unref(variant) }
-            label = String(cString: g_variant_get_string(variant, nil))
-        }
-        return ItemInfo(
-            service: service, key: key, label: label, application: attributes["application"],
-            created: date(number("Created")), modified: date(number("Modified")))
-    }
-
-    /// The pairs of an `a{ss}` GVariant.
-    private static func dictionary(_ table: OpaquePointer) -> [String: String] {
-        var result: [String: String] = [:]
-        for index in 0..<g_variant_n_children(table) {
-            let entry = g_variant_get_child_value(table, index)!
-            defer { g_variant_unref(entry) }
-            result[variantString(entry, child: 0)] = variantString(entry, child: 1)
-        }
-        return result
-    }
-
-    private static func date(_ secondsSince1970: guint64) -> Date? {
-        secondsSince1970 == 0 ? nil : Date(timeIntervalSince1970: Double(secondsSince1970))
-    }
 }

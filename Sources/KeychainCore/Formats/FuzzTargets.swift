@@ -1,0 +1,37 @@
+/// The parsers that read untrusted bytes, one entry point each, for `make fuzz` (libFuzzer) and
+/// for replaying the fuzz corpora in the tests. Each runs one parser on `bytes` and throws away
+/// the result or the error: a crash, a hang or a sanitizer report is what counts.
+package enum FuzzTargets {
+    /// The target names, as `KEYCHAIN_FUZZ_TARGET` and the corpus folders under `Fuzz/corpus` spell them.
+    package static let names = ["age-header", "age-payload", "vault-document", "import", "env-file", "template"]
+
+    /// Runs the parser `name` on `bytes`; false for an unknown name.
+    package static func run(_ name: String, _ bytes: [UInt8]) -> Bool {
+        switch name {
+        case "age-header":
+            // The header grammar only: the passphrase is refused before scrypt would run.
+            _ = try? AgeFile.decrypt(bytes, known: nil) { throw AgeFile.Failure.wrongPassphrase }
+        case "age-payload":
+            // The STREAM payload after a known header, whose file key is at hand without scrypt.
+            _ = try? AgeFile.decrypt(fuzzHeader.bytes + bytes, known: fuzzHeader) { [] }
+        case "vault-document":
+            _ = try? fuzzVault.decode(bytes)
+        case "import":
+            let text = String(decoding: bytes, as: UTF8.self)
+            let service = try! ServiceName("fuzz")
+            _ = try? ImportFile.items(of: text, source: "fuzz", json: nil, defaultService: service)
+        case "env-file":
+            _ = try? EnvironmentMapping.parse(String(decoding: bytes, as: UTF8.self), path: "fuzz")
+        case "template":
+            _ = try? TemplateReference.all(in: bytes, source: "fuzz")
+        default:
+            return false
+        }
+        return true
+    }
+
+    /// A header made once with the lowest work factor, so that payloads can be tried against it.
+    private static let fuzzHeader = try! AgeFile.makeHeader(
+        passphrase: Array("fuzz".utf8), workFactor: 1)
+    private static let fuzzVault = VaultStore(path: "/nonexistent/fuzz.age", workFactor: 1) { _ in [] }
+}

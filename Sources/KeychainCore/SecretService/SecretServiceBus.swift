@@ -1,0 +1,100 @@
+import CLibSecret
+
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
+
+// SecretServiceStore's calls on the session bus without libsecret's service proxy (search, item
+// properties), and the decoding of their replies.
+extension SecretServiceStore {
+    /// The bus name of the Secret Service: `$SECRET_SERVICE_BUS_NAME` or the well-known name, as
+    /// libsecret chooses it; read once per process, as libsecret's shared service proxy did, not
+    /// once per D-Bus call (a list of 1,000 items makes 1,001).
+    static let busName: String =
+        getenv("SECRET_SERVICE_BUS_NAME").map { String(cString: $0) } ?? "org.freedesktop.secrets"
+
+    /// The shared session bus connection, the one libsecret uses too, for the calls made without
+    /// libsecret's service proxy. Building that proxy costs seven D-Bus calls before the first
+    /// useful one (three AddMatch, two GetNameOwner, StartServiceByName, GetAll; seen with
+    /// dbus-monitor), which reads, lists and deletes of unlocked items do not need: a `get` is
+    /// Hello, SearchItems, OpenSession and GetSecret. The caller unrefs it.
+    func sessionBus(_ operation: BoundedOperation) throws -> OpaquePointer {
+        // g_bus_get / g_bus_get_finish
+        try operation.call({ g_bus_get(G_BUS_TYPE_SESSION, $0, $1, $2) }, finish: { g_bus_get_finish($0, $1) })!
+    }
+
+    /// The object paths of the items whose attributes include `pairs` (all items when `pairs`
+    /// is empty, which libsecret's search refuses).
+    func searchPaths(
+        _ operation: BoundedOperation, _ bus: OpaquePointer, _ pairs: KeyValuePairs<String, String>
+    ) throws -> (unlocked: [String], locked: [String]) {
+        let entries = pairs.map {
+            g_variant_new_dict_entry(g_variant_new_string($0.key), g_variant_new_string($0.value))
+        }
+        let attributes = g_variant_new_array(keychain_cli_type_string_pair(), entries, gsize(entries.count))
+        // org.freedesktop.Secret.Service.SearchItems(a{ss}) -> (ao unlocked, ao locked)
+        let reply = try operation.callMethod(
+            bus, Self.busName, "/org/freedesktop/secrets", "org.freedesktop.Secret.Service", "SearchItems",
+            g_variant_new_tuple([attributes], 1), replyType: keychain_cli_type_search_reply())
+        defer { g_variant_unref(reply) }
+        let lists = (0..<2).map { index in
+            let paths = g_variant_get_child_value(reply, gsize(index))!
+            defer { g_variant_unref(paths) }
+            return (0..<Int(g_variant_n_children(paths))).map { variantString(paths, child: $0) }
+        }
+        return (lists[0], lists[1])
+    }
+
+    /// The key-only metadata in an item's `(v)` Properties.Get("Attributes") reply.
+    static func info(attributesReply reply: OpaquePointer) -> ItemInfo? {
+        let table = propertyValue(reply)
+        defer { g_variant_unref(table) }
+        let attributes = dictionary(table)
+        guard let service = attributes["service"], let key = attributes["username"] else { return nil }
+        return ItemInfo(service: service, key: key, label: nil, application: attributes["application"])
+    }
+
+    /// The metadata in an item's `(a{sv})` Properties.GetAll reply, when the item can be
+    /// addressed as (service, key); nil for other items (Wi-Fi passwords, browser keys).
+    static func info(properties reply: OpaquePointer) -> ItemInfo? {
+        let dictionary = g_variant_get_child_value(reply, 0)!
+        defer { g_variant_unref(dictionary) }
+        func value(_ name: String) -> OpaquePointer? { g_variant_lookup_value(dictionary, name, nil) }
+        var attributes: [String: String] = [:]
+        if let table = value("Attributes") {
+            defer { g_variant_unref(table) }
+            attributes = Self.dictionary(table)
+        }
+        guard let service = attributes["service"], let key = attributes["username"] else { return nil }
+        func number(_ name: String) -> guint64 {
+            guard let variant = value(name) else { return 0 }
+            defer { g_variant_unref(variant) }
+            return g_variant_is_of_type(variant, keychain_cli_type_uint64()) != 0 ? g_variant_get_uint64(variant) : 0
+        }
+        var label: String?
+        if let variant = value("Label") {
+            defer { g_variant_unref(variant) }
+            label = String(cString: g_variant_get_string(variant, nil))
+        }
+        return ItemInfo(
+            service: service, key: key, label: label, application: attributes["application"],
+            created: date(number("Created")), modified: date(number("Modified")))
+    }
+
+    /// The pairs of an `a{ss}` GVariant.
+    static func dictionary(_ table: OpaquePointer) -> [String: String] {
+        var result: [String: String] = [:]
+        for index in 0..<g_variant_n_children(table) {
+            let entry = g_variant_get_child_value(table, index)!
+            defer { g_variant_unref(entry) }
+            result[variantString(entry, child: 0)] = variantString(entry, child: 1)
+        }
+        return result
+    }
+
+    static func date(_ secondsSince1970: guint64) -> Date? {
+        secondsSince1970 == 0 ? nil : Date(timeIntervalSince1970: Double(secondsSince1970))
+    }
+}

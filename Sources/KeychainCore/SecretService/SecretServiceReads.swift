@@ -1,0 +1,135 @@
+import CLibSecret
+
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
+
+// How SecretServiceStore reads a secret: in its own encrypted session (SecretSession), opened
+// on the first read and kept, or through libsecret for a service without one; and how it asks
+// the service to unlock locked items.
+extension SecretServiceStore {
+    /// The secret of the item at `path`, read in this store's encrypted session: opened on the
+    /// first read and kept for later ones on the same connection, as libsecret keeps its own.
+    /// A service that offers no such session is read through libsecret, which falls back to
+    /// what the service offers. Nil when the item no longer exists.
+    func readSecret(at path: String, _ operation: BoundedOperation, _ bus: OpaquePointer) throws -> Data? {
+        if let session = kept.withLock({ $0?.bus == bus ? $0?.session : nil }) {
+            do {
+                return try getSecret(at: path, in: session, operation, bus)
+            } catch {
+                // A restarted service no longer knows the session: negotiate a new one, once.
+                // A read that ran out of time is not tried again.
+                if case KeychainError.timedOut = error { throw error }
+            }
+        }
+        guard let session = try openSession(operation, bus) else {
+            return try readSecretThroughLibsecret(at: path, operation)
+        }
+        kept.withLock { slot in
+            if let old = slot { g_object_unref(UnsafeMutableRawPointer(old.bus)) }
+            g_object_ref(UnsafeMutableRawPointer(bus))
+            slot = KeptSession(bus: bus, session: session)
+        }
+        return try getSecret(at: path, in: session, operation, bus)
+    }
+
+    /// Negotiates an encrypted session with the Secret Service (see ``SecretSession``); nil when
+    /// the service does not offer one.
+    func openSession(_ operation: BoundedOperation, _ bus: OpaquePointer) throws -> SecretSession? {
+        let exchange = SecretSession.KeyExchange()
+        let publicValue = exchange.publicValue.withUnsafeBytes { buffer in
+            g_variant_new_fixed_array(keychain_cli_type_byte(), buffer.baseAddress, gsize(buffer.count), 1)!
+        }
+        let parameters = g_variant_new_tuple(
+            [g_variant_new_string(SecretSession.algorithm), g_variant_new_variant(publicValue)], 2)
+        // org.freedesktop.Secret.Service.OpenSession(s algorithm, v input) -> (v output, o result)
+        let reply = try operation.call(
+            {
+                g_dbus_connection_call(
+                    bus, Self.busName, "/org/freedesktop/secrets", "org.freedesktop.Secret.Service", "OpenSession",
+                    parameters, keychain_cli_type_open_session_reply(), G_DBUS_CALL_FLAGS_NONE, -1, $0, $1, $2)
+            },
+            finish: { result, error in
+                let reply = g_dbus_connection_call_finish(bus, result, error)
+                // A service without this session: no reply and no error, so the caller falls back.
+                if let failure = error.pointee, remoteErrorName(failure) == "org.freedesktop.DBus.Error.NotSupported" {
+                    g_clear_error(error)
+                }
+                return reply
+            })
+        guard let reply else { return nil }
+        defer { g_variant_unref(reply) }
+        let output = propertyValue(reply)
+        defer { g_variant_unref(output) }
+        guard g_variant_is_of_type(output, keychain_cli_type_bytestring()) != 0,
+            let key = exchange.sharedKey(peer: variantBytes(output))
+        else {
+            throw KeychainError.backendFailure(
+                detail: "the Secret Service answered the session's key exchange with an invalid public value")
+        }
+        return SecretSession(path: variantString(reply, child: 1), key: key)
+    }
+
+    /// The secret of the item at `path`, sent and decrypted in `session`; nil when the item is gone.
+    func getSecret(
+        at path: String, in session: SecretSession, _ operation: BoundedOperation, _ bus: OpaquePointer
+    ) throws -> Data? {
+        // org.freedesktop.Secret.Item.GetSecret(o session) -> ((oayays) secret)
+        guard
+            let reply = try operation.callItemMethod(
+                bus, Self.busName, path, "org.freedesktop.Secret.Item", "GetSecret",
+                g_variant_new_tuple([g_variant_new_object_path(session.path)], 1),
+                replyType: keychain_cli_type_get_secret_reply())
+        else { return nil }
+        defer { g_variant_unref(reply) }
+        let secret = g_variant_get_child_value(reply, 0)!
+        defer { g_variant_unref(secret) }
+        guard variantString(secret, child: 0) == session.path else {
+            throw KeychainError.backendFailure(detail: "the Secret Service sent the secret in another session")
+        }
+        return try session.decrypt(parameters: variantBytes(secret, child: 1), value: variantBytes(secret, child: 2))
+    }
+
+    /// The secret of the item at `path` through libsecret, for a service without an encrypted session.
+    func readSecretThroughLibsecret(at path: String, _ operation: BoundedOperation) throws -> Data? {
+        let connection = try connect(operation, openSession: false)
+        defer { g_object_unref(connection) }
+        // secret_service_get_secret_for_dbus_path / …_finish (opens the session if needed);
+        // the path is a C copy that outlives the asynchronous call, not a Swift temporary.
+        let cPath = strdup(path)!
+        defer { free(cPath) }
+        let value = try operation.call(
+            { secret_service_get_secret_for_dbus_path(connection, cPath, $0, $1, $2) },
+            finish: { secret_service_get_secret_for_dbus_path_finish(connection, $0, $1) })
+        guard let value else {
+            throw KeychainError.locked(detail: "the item was locked again before its secret was read")
+        }
+        defer { secret_value_unref(UnsafeMutableRawPointer(value)) }
+        var length: gsize = 0
+        guard let bytes = secret_value_get(value, &length) else { return Data() }
+        return Data(bytes: bytes, count: Int(length))
+    }
+
+    /// Asks the Secret Service to unlock the locked items at `paths` (which may prompt, within the
+    /// deadline) and returns the paths it unlocked: fewer than `paths` when there is no prompter
+    /// or the prompt was dismissed.
+    func unlock(_ paths: [String], _ operation: BoundedOperation) throws -> [String] {
+        guard !paths.isEmpty else { return [] }
+        let connection = try connect(operation, openSession: false)
+        defer { g_object_unref(connection) }
+        var unlocked: UnsafeMutablePointer<UnsafeMutablePointer<gchar>?>?
+        defer { g_strfreev(unlocked) }
+        let copies = paths.map { strdup($0)! }
+        defer {
+            for copy in copies { free(copy) }
+        }
+        var vector: [UnsafePointer<gchar>?] = copies.map { UnsafePointer($0) } + [nil]
+        // secret_service_unlock_dbus_paths / …_finish
+        _ = try operation.call(
+            { secret_service_unlock_dbus_paths(connection, &vector, $0, $1, $2) },
+            finish: { secret_service_unlock_dbus_paths_finish(connection, $0, &unlocked, $1) })
+        return strings(unlocked)
+    }
+}

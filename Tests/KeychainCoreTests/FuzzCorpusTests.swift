@@ -1,0 +1,31 @@
+import Foundation
+import Testing
+
+@testable import KeychainCore
+
+/// Every input in `Fuzz/corpus` (the seeds, and each crash or hang `make fuzz` ever found, kept as
+/// a regression) goes through its parser again here, in an ordinary build: none may crash or hang.
+@Suite("Fuzz corpora replayed")
+struct FuzzCorpusTests {
+    static let corpus = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().appendingPathComponent("Fuzz/corpus")
+
+    @Test(arguments: FuzzTargets.names)
+    func everyCorpusInputIsParsedWithoutACrash(target: String) throws {
+        let folder = Self.corpus.appendingPathComponent(target)
+        let files = try FileManager.default.contentsOfDirectory(atPath: folder.path)
+        #expect(!files.isEmpty, "no seed for \(target)")
+        for file in files {
+            #expect(FuzzTargets.run(target, Array(try Data(contentsOf: folder.appendingPathComponent(file)))))
+        }
+    }
+
+    @Test func theTemplateTargetReachesTheScannerItFuzzes() throws {
+        // A sanity check that the fuzz entry point runs the real parser: the same bytes parse here.
+        let bytes = Array("a: {{ keychain://s/k }}\r\nb: {{ keychain://s/dir/key }}\n".utf8)
+        let references = try TemplateReference.all(in: bytes, source: "t")
+        #expect(references.map(\.key) == ["k", "dir/key"])
+        #expect(references.map(\.location) == ["t:1", "t:2"])
+        #expect(!FuzzTargets.run("no-such-target", bytes))
+    }
+}
