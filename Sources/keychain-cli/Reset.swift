@@ -25,7 +25,7 @@ extension KeychainCLI {
 
         func run() throws {
             let keychain = try keychain()
-            let service = keychain.service.rawValue
+            let service = keychain.service.description  // escaped for the terminal
             if !yes {
                 guard isTerminal(STDIN_FILENO) else {
                     throw CommandFailure.usage(

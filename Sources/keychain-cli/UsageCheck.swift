@@ -8,14 +8,18 @@ enum UsageCheck {
     /// The command names, `help` included.
     static let commands = KeychainCLI.configuration.subcommands.map { $0._commandName } + ["help"]
 
-    /// The global options that take a value, which may come before the command name.
+    /// The global options that take a value, which may come before the command name (and the
+    /// parser's own, which `make install` uses to write the completion scripts).
     private static let globalOptionsWithValues: Swift.Set<String> = [
         "-s", "--service", "--timeout", "--backend", "--vault", "--passphrase-file", "--passphrase-fd",
+        "--generate-completion-script",
     ]
 
     /// Refuses an unknown command, and `help` of one, before the parser (which would print the
     /// root help and exit 0 for `help nosuch`).
     static func beforeParsing(_ arguments: [String]) throws {
+        // The completion scripts' own requests (---completion …) are the parser's business.
+        if arguments.first?.hasPrefix("---") == true { return }
         let words = positionalWords(arguments)
         guard let command = words.first else { return }
         if command == "help", let topic = words.dropFirst().first, !commands.contains(topic) {

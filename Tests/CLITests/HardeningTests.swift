@@ -268,6 +268,10 @@ struct HardeningTests {
         #expect(help.status == 64)
         #expect(help.stdout.isEmpty)
         #expect(try cli(["help", "get"], session: nil).status == 0)
+        for shell in ["bash", "zsh", "fish"] {
+            let completion = try cli(["--generate-completion-script", shell], session: nil)
+            #expect(completion.status == 0 && completion.stdoutText.contains("keychain-cli"), "\(completion.stderr)")
+        }
         let backend = try cli(["--backend", "vaultt", "list"], session: nil)
         #expect(backend.status == 64)
         #expect(!backend.stderr.contains(".."))
