@@ -50,11 +50,13 @@ package func splitPath(_ path: String) -> (directory: String, name: String) {
 /// `.NAME.XXXXXX` renamed over `path` at once, with SIGINT, SIGTERM, SIGHUP and SIGQUIT held back
 /// between the two calls. Then the directory is fsynced. A file system without `O_TMPFILE` gets a
 /// named temporary file instead, with the same signals held back until it is renamed or removed.
-/// Only SIGKILL or a crash in those microseconds can leave a `.NAME.XXXXXX` file; the vault
-/// removes such leftovers at its next write.
+/// Only SIGKILL or a crash in those microseconds can leave a `.NAME.XXXXXX` file; the next write
+/// of the same path removes it once it is a minute old (the vault's, under its lock, at once).
 /// - Throws: ``FileError`` naming the path; `path` is then untouched.
 package func writeFileAtomically(_ path: String, _ bytes: [UInt8]) throws(FileError) {
     let (directory, name) = splitPath(path)
+    // What an earlier writer killed between linkat and rename left (see above).
+    removeStrayTemporaries(of: path, olderThan: 60)
     let unnamed = keychain_cli_open_unnamed(directory)
     guard unnamed >= 0 else {
         guard errno == EOPNOTSUPP || errno == EISDIR || errno == EINVAL else {
@@ -150,20 +152,28 @@ package func withSignalsHeldBack<Result, Failure: Error>(_ body: () throws(Failu
     return try body()
 }
 
-/// Removes the temporary files `writeFileAtomically(path, _)` leaves when a writer is killed.
-/// Call it only while no other writer of `path` can be running (under its lock).
-package func removeStrayTemporaries(of path: String) {
+/// Removes the temporary files `writeFileAtomically(path, _)` leaves when a writer is killed
+/// (`.NAME.XXXXXX`, regular, 0600, ours), those last changed over `age` seconds ago. Writers of a
+/// locked file (the vault) pass 0 under their lock; others pass an age no live writer's
+/// temporary reaches (it exists for two system calls).
+package func removeStrayTemporaries(of path: String, olderThan age: Double = 0) {
     let (directory, name) = splitPath(path)
     guard let stream = opendir(directory) else { return }
     defer { closedir(stream) }
     let prefix = ".\(name)."
+    var now = timespec()
+    clock_gettime(CLOCK_REALTIME, &now)
     while let entry = readdir(stream) {
         let entryName = withUnsafeBytes(of: entry.pointee.d_name) {
             String(cString: $0.bindMemory(to: CChar.self).baseAddress!)
         }
-        if entryName.hasPrefix(prefix) && entryName.utf8.count == prefix.utf8.count + 6 {
-            unlink("\(directory)/\(entryName)")
-        }
+        guard entryName.hasPrefix(prefix) && entryName.utf8.count == prefix.utf8.count + 6 else { continue }
+        let candidate = "\(directory)/\(entryName)"
+        var info = stat()
+        guard lstat(candidate, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG, info.st_mode & 0o077 == 0,
+            info.st_uid == getuid(), Double(now.tv_sec - info.st_mtim.tv_sec) >= age
+        else { continue }
+        unlink(candidate)
     }
 }
 

@@ -113,6 +113,19 @@ struct HardeningTests {
             }
             let exported = try shell(#"$KC -s \#(s) export --yes -o "\#(directory)/export.json" & wait $!"#)
             #expect(exported.status == 0)
+            // What a writer killed between linkat and rename would leave is removed by the next
+            // write of that path once it is a minute old; a fresh one (a live writer's) is kept.
+            let stale = "\(directory)/.export.json.Ab12Cd"
+            let fresh = "\(directory)/.export.json.Zz98Yx"
+            for file in [stale, fresh] {
+                FileManager.default.createFile(
+                    atPath: file, contents: Data("s".utf8), attributes: [.posixPermissions: 0o600])
+            }
+            try FileManager.default.setAttributes(
+                [.modificationDate: Date(timeIntervalSinceNow: -120)], ofItemAtPath: stale)
+            #expect(try shell(#"$KC -s \#(s) export --yes -o "\#(directory)/export.json""#).status == 0)
+            #expect(!FileManager.default.fileExists(atPath: stale))
+            #expect(FileManager.default.fileExists(atPath: fresh))
         }
     }
 
