@@ -118,8 +118,9 @@ struct HardeningTests {
             let stale = "\(directory)/.export.json.Ab12Cd"
             let fresh = "\(directory)/.export.json.Zz98Yx"
             for file in [stale, fresh] {
-                FileManager.default.createFile(
-                    atPath: file, contents: Data("s".utf8), attributes: [.posixPermissions: 0o600])
+                #expect(
+                    FileManager.default.createFile(
+                        atPath: file, contents: Data("s".utf8), attributes: [.posixPermissions: 0o600]))
             }
             try FileManager.default.setAttributes(
                 [.modificationDate: Date(timeIntervalSinceNow: -120)], ofItemAtPath: stale)
