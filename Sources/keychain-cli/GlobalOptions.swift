@@ -110,7 +110,7 @@ extension KeychainCommand {
 /// The keychain the options choose: the service falls back to $KEYCHAIN_SERVICE, then to the
 /// default; the backend to $KEYCHAIN_BACKEND, then to the Secret Service.
 func makeKeychain(_ options: KeychainOptions, listing: SecretServiceStore.Listing = .full) throws -> Keychain {
-    let name = try ServiceName(options.service ?? environment("KEYCHAIN_SERVICE") ?? ServiceName.defaultName)
+    let name = try ServiceName(options.service ?? (try environment("KEYCHAIN_SERVICE")) ?? ServiceName.defaultName)
     return Keychain(service: name, store: try makeStore(options, listing: listing))
 }
 
@@ -130,7 +130,7 @@ func makeStore(_ options: KeychainOptions, listing: SecretServiceStore.Listing =
 /// - Throws: a usage error for an unknown $KEYCHAIN_BACKEND, or vault options without the vault.
 func chosenBackend(_ options: KeychainOptions) throws -> Backend {
     var backend = options.backend ?? .secretService
-    if options.backend == nil, let name = environment("KEYCHAIN_BACKEND") {
+    if options.backend == nil, let name = try environment("KEYCHAIN_BACKEND") {
         guard let named = Backend(rawValue: name) else {
             throw CommandFailure.usage(
                 "KEYCHAIN_BACKEND is '\(name)'; it must be "
@@ -149,8 +149,8 @@ func chosenBackend(_ options: KeychainOptions) throws -> Backend {
 
 func makeVaultStore(_ options: KeychainOptions, timeout: Double) throws -> VaultStore {
     guard
-        let path = options.vault ?? environment("KEYCHAIN_VAULT")
-            ?? VaultStore.defaultPath(environment: processEnvironment())
+        let path = try options.vault ?? environment("KEYCHAIN_VAULT")
+            ?? VaultStore.defaultPath(environment: try processEnvironment())
     else {
         throw CommandFailure.usage("no vault path: pass --vault PATH, or set KEYCHAIN_VAULT or HOME")
     }
@@ -159,7 +159,7 @@ func makeVaultStore(_ options: KeychainOptions, timeout: Double) throws -> Vault
             "the vault path '\(path)' names a directory; give a file in it, e.g. \(path)vault.age")
     }
     var workFactor = VaultStore.defaultWorkFactor
-    if let text = environment("KEYCHAIN_VAULT_WORK_FACTOR") {
+    if let text = try environment("KEYCHAIN_VAULT_WORK_FACTOR") {
         guard let value = Int(text), VaultStore.workFactors.contains(value) else {
             throw CommandFailure.usage(
                 "KEYCHAIN_VAULT_WORK_FACTOR is '\(text)'; it must be a whole number from "
@@ -175,10 +175,16 @@ func makeVaultStore(_ options: KeychainOptions, timeout: Double) throws -> Vault
 }
 
 /// The environment variable `name`, or nil when it is unset or empty.
-func environment(_ name: String) -> String? {
-    getenv(name).map { String(cString: $0) }.flatMap { $0.isEmpty ? nil : $0 }
+/// - Throws: a usage error when it is not valid UTF-8 (Swift would turn bad bytes into U+FFFD,
+///   so that two different values would name the same service or file).
+func environment(_ name: String) throws -> String? {
+    guard let value = getenv(name) else { return nil }
+    guard let text = String(validatingCString: value) else {
+        throw CommandFailure.usage("$\(name) is not valid UTF-8 text. Set it to UTF-8 text, or unset it")
+    }
+    return text.isEmpty ? nil : text
 }
 
-private func processEnvironment() -> [String: String] {
-    ["XDG_DATA_HOME": environment("XDG_DATA_HOME"), "HOME": environment("HOME")].compactMapValues { $0 }
+private func processEnvironment() throws -> [String: String] {
+    ["XDG_DATA_HOME": try environment("XDG_DATA_HOME"), "HOME": try environment("HOME")].compactMapValues { $0 }
 }

@@ -51,7 +51,7 @@ enum PassphraseSource: Sendable, CustomStringConvertible {
                 guard let value = getenv("KEYCHAIN_PASSPHRASE") else {
                     throw KeychainError.noPassphrase(detail: "$KEYCHAIN_PASSPHRASE was unset")
                 }
-                return Array(String(cString: value).utf8)
+                return Array(UnsafeRawBufferPointer(start: value, count: strlen(value)))  // the bytes, as given
             case .terminal:
                 return try prompt(purpose, vault: vault)
             }

@@ -196,6 +196,9 @@ struct HardeningTests {
         let refused = try shell(#"$KC get "$(printf 'a\376b')"; echo " rc=$?""#)
         #expect(refused.stdoutText.hasSuffix(" rc=64\n"))
         #expect(refused.stderr.contains("not valid UTF-8"))
+        let variable = try shell(#"KEYCHAIN_SERVICE="$(printf 'a\376b')" $KC list; echo " rc=$?""#)
+        #expect(variable.stdoutText.hasSuffix(" rc=64\n"))
+        #expect(variable.stderr.contains("$KEYCHAIN_SERVICE is not valid UTF-8"))
         try CLIBackend.vault.run {
             _ = try cli(["-s", "s", "set", "k"], input: "v")
             let passed = try shell(#"$KC -s s exec --env A=k -- printf '%s' "$(printf 'a\376b')" | od -An -tx1"#)
