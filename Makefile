@@ -42,7 +42,9 @@ deps:
 build:
 	$(SWIFT) build --product keychain-cli
 
+# SwiftPM does not relink when a linker input changes: a newer order file forces the link.
 release:
+	@if [ build-support/keychain-cli.order -nt $(RELEASE_BIN) ]; then rm -f $(RELEASE_BIN); fi
 	$(SWIFT) build $(RELEASE_FLAGS) --product keychain-cli
 
 test: deps lint
