@@ -12,8 +12,13 @@ package enum FuzzTargets {
             // The header grammar only: the passphrase is refused before scrypt would run.
             _ = try? AgeFile.decrypt(bytes, known: nil) { throw AgeFile.Failure.wrongPassphrase }
         case "age-payload":
-            // The STREAM payload after a known header, whose file key is at hand without scrypt.
+            // The STREAM payload after a known header, whose file key is at hand without scrypt;
+            // forged chunks stop at their tag, so the same bytes also go round as a plaintext,
+            // which must come back unchanged whatever its length and chunking.
             _ = try? AgeFile.decrypt(fuzzHeader.bytes + bytes, known: fuzzHeader) { [] }
+            let sealed = try! AgeFile.encrypt(bytes, header: fuzzHeader)
+            let opened = try! AgeFile.decrypt(sealed, known: fuzzHeader) { [] }.plaintext
+            precondition(opened == bytes, "an age round trip changed the plaintext")
         case "vault-document":
             _ = try? fuzzVault.decode(bytes)
         case "import":
