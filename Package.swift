@@ -28,10 +28,14 @@ let package = Package(
         ),
         // Linux calls Swift cannot make directly (variadic prctl and open, the O_TMPFILE macro).
         .systemLibrary(name: "CLinux"),
+        // The OpenBao backend's HTTP client: libcurl's headers at build time, the library loaded
+        // with dlopen on first use (see the shim), so that the other backends never load it.
+        .systemLibrary(name: "CCurl", providers: [.apt(["libcurl4-openssl-dev"])]),
         .target(
             name: "KeychainCore",
             dependencies: [
                 "CLinux",
+                "CCurl",
                 "CLibSecret",
                 "CLibGcrypt",
                 .product(name: "Crypto", package: "swift-crypto"),

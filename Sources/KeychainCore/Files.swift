@@ -250,7 +250,7 @@ package func withDirectoryLock<Result, Failure: Error>(
     return try body()
 }
 
-private func monotonicSeconds() -> Double {
+package func monotonicSeconds() -> Double {
     var now = timespec()
     clock_gettime(CLOCK_MONOTONIC, &now)
     return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9

@@ -39,6 +39,17 @@ public enum KeychainError: Error, Equatable, Sendable, CustomStringConvertible {
     case noPassphrase(detail: String)
     /// Another process held the vault's write lock for `seconds`.
     case vaultBusy(path: String, seconds: Double)
+    /// The backend's settings cannot work (an OpenBao address that is not a URL, or plain http to
+    /// another machine); `detail` says which setting and how to fix it.
+    case badConfiguration(detail: String)
+    /// The OpenBao server cannot be reached or cannot serve (refused, no such host, TLS, sealed,
+    /// a server error); `detail` says which and what to do.
+    case serverUnavailable(detail: String)
+    /// The OpenBao server refused: no token, a bad or expired token, or a policy without the
+    /// capability; `detail` names the path.
+    case serverDenied(detail: String)
+    /// The OpenBao server did not answer usefully within `seconds` (silent, or still electing a leader).
+    case serverTimedOut(address: String, seconds: Double, detail: String)
 
     public var description: String {
         switch self {
@@ -90,6 +101,15 @@ public enum KeychainError: Error, Equatable, Sendable, CustomStringConvertible {
         case .vaultBusy(let path, let seconds):
             return "another process kept the vault '\(path)' locked for \(formatSeconds(seconds)) s. "
                 + "Try again, or raise --timeout"
+        case .badConfiguration(let detail):
+            return detail
+        case .serverUnavailable(let detail):
+            return detail
+        case .serverDenied(let detail):
+            return detail
+        case .serverTimedOut(let address, let seconds, let detail):
+            return "OpenBao at \(address) did not answer within \(formatSeconds(seconds)) s (\(detail)). "
+                + "Check the server (bao status), or raise --timeout"
         }
     }
 }

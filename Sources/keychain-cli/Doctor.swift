@@ -12,7 +12,10 @@ extension KeychainCLI {
             discussion: """
                 The Secret Service, in order: a session bus; a provider that owns or can activate \
                 org.freedesktop.secrets; a default keyring; that it is unlocked; a store, read and \
-                delete of a probe item. The vault (--backend vault), in order: the file (mode \
+                delete of a probe item. OpenBao (--backend openbao), in order: the settings \
+                (address, mount, where the token comes from); the server (reachable, TLS, unsealed); \
+                the token; the KV version 2 mount; the token's capabilities on the service's secret; \
+                a read of it (no probe write: each write would add a KV version). The vault (--backend vault), in order: the file (mode \
                 0600, or not created yet); its directory; the passphrase source; that the \
                 passphrase opens the vault. One line each, ✓ or ✗ with the fix; after a failure \
                 the rest are skipped. Exits 0 only when everything works, otherwise with the \
@@ -21,6 +24,7 @@ extension KeychainCLI {
                   keychain-cli doctor
                   keychain-cli doctor --json
                   KEYCHAIN_BACKEND=vault keychain-cli doctor
+                  keychain-cli --backend openbao -s ci doctor
                 """)
 
         @OptionGroup var globals: GlobalOptions
@@ -35,6 +39,10 @@ extension KeychainCLI {
             let (checks, failure) =
                 switch try chosenBackend(options) {
                 case .secretService: SecretServiceStore(timeout: timeout).diagnose()
+                case .openbao:
+                    OpenBaoStore.diagnose(service: try serviceName(options)) {
+                        try makeOpenBaoStore(timeout: timeout)
+                    }
                 case .vault:
                     try makeVaultStore(options, timeout: timeout).diagnose(
                         passphraseSource: PassphraseSource(options).description)

@@ -31,12 +31,12 @@ func exitStatus(for error: any Error) -> Int32 {
     case let error as KeychainError:
         switch error {
         case .notFound: return 1
-        case .invalidName: return 64
+        case .invalidName, .badConfiguration: return 64
         case .emptySecret, .secretTooLarge, .invalidData, .vaultCorrupt: return 65
-        case .noSessionBus, .noSecretService, .noDefaultCollection, .backendFailure: return 69
+        case .noSessionBus, .noSecretService, .noDefaultCollection, .backendFailure, .serverUnavailable: return 69
         case .vaultIO: return 74
-        case .timedOut, .vaultBusy: return 75
-        case .locked, .permissionDenied, .wrongPassphrase, .noPassphrase: return 77
+        case .timedOut, .vaultBusy, .serverTimedOut: return 75
+        case .locked, .permissionDenied, .wrongPassphrase, .noPassphrase, .serverDenied: return 77
         }
     case is FileError:
         return 74

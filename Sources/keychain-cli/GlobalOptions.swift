@@ -18,14 +18,17 @@ struct GlobalOptions: ParsableArguments {
     @Option(
         parsing: .unconditional,
         help: ArgumentHelp(
-            "Give up when the keyring (or an unlock prompt) has not answered for this many seconds. Default: 5.",
+            "Give up when the keyring (or an unlock prompt) has not answered for this many seconds, or "
+                + "when an OpenBao operation (retries included) has not finished. Default: 5.",
             valueName: "seconds"))
     var timeout: Double?
 
     @Option(
         help: ArgumentHelp(
-            "Where secrets are kept: secret-service (the desktop keyring) or vault (an encrypted file, "
-                + "for CI and servers). Default: $KEYCHAIN_BACKEND, else secret-service.",
+            "Where secrets are kept: secret-service (the desktop keyring), vault (an encrypted file, "
+                + "for CI and servers) or openbao (a KV version 2 mount of an OpenBao or HashiCorp Vault "
+                + "server, set up by $BAO_ADDR and $BAO_TOKEN as for the bao CLI). "
+                + "Default: $KEYCHAIN_BACKEND, else secret-service.",
             valueName: "backend"))
     var backend: Backend?
 
@@ -89,6 +92,7 @@ struct KeychainOptions {
 enum Backend: String, ExpressibleByArgument, CaseIterable {
     case secretService = "secret-service"
     case vault
+    case openbao
 }
 
 /// What a subcommand needs from the global options, whether given to it or to the root command.
@@ -110,8 +114,12 @@ extension KeychainCommand {
 /// The keychain the options choose: the service falls back to $KEYCHAIN_SERVICE, then to the
 /// default; the backend to $KEYCHAIN_BACKEND, then to the Secret Service.
 func makeKeychain(_ options: KeychainOptions, listing: SecretServiceStore.Listing = .full) throws -> Keychain {
-    let name = try ServiceName(options.service ?? (try environment("KEYCHAIN_SERVICE")) ?? ServiceName.defaultName)
-    return Keychain(service: name, store: try makeStore(options, listing: listing))
+    Keychain(service: try serviceName(options), store: try makeStore(options, listing: listing))
+}
+
+/// The service the options name, else $KEYCHAIN_SERVICE, else the default.
+func serviceName(_ options: KeychainOptions) throws -> ServiceName {
+    try ServiceName(options.service ?? (try environment("KEYCHAIN_SERVICE")) ?? ServiceName.defaultName)
 }
 
 /// The backend the options choose, never another one: an unknown $KEYCHAIN_BACKEND is an error,
@@ -123,6 +131,8 @@ func makeStore(_ options: KeychainOptions, listing: SecretServiceStore.Listing =
         return SecretServiceStore(timeout: timeout, listing: listing)
     case .vault:
         return try makeVaultStore(options, timeout: timeout)
+    case .openbao:
+        return try makeOpenBaoStore(timeout: timeout, listing: listing)
     }
 }
 
@@ -138,11 +148,12 @@ func chosenBackend(_ options: KeychainOptions) throws -> Backend {
         }
         backend = named
     }
-    if backend == .secretService
+    if backend != .vault
         && (options.vault != nil || options.passphraseFile != nil || options.passphraseFD != nil)
     {
         throw CommandFailure.usage(
-            "--vault, --passphrase-file and --passphrase-fd need the vault backend: add --backend vault")
+            "--vault, --passphrase-file and --passphrase-fd need the vault backend: add --backend vault (the \(backend.rawValue) backend was chosen)"
+        )
     }
     return backend
 }
@@ -172,6 +183,23 @@ func makeVaultStore(_ options: KeychainOptions, timeout: Double) throws -> Vault
     return VaultStore(path: path, workFactor: workFactor, lockTimeout: timeout) { purpose throws(KeychainError) in
         try source.read(purpose, vault: path)
     }
+}
+
+/// The OpenBao store the environment describes (BAO_*, VAULT_*, KEYCHAIN_OPENBAO_*, HOME).
+func makeOpenBaoStore(timeout: Double, listing: SecretServiceStore.Listing = .full) throws -> OpenBaoStore {
+    var variables: [String: String] = [:]
+    for prefix in ["BAO_", "VAULT_"] {
+        for name in ["ADDR", "TOKEN", "NAMESPACE", "CACERT", "CAPATH"] {
+            variables[prefix + name] = try environment(prefix + name)
+        }
+    }
+    for name in ["MOUNT", "ROLE_ID", "ROLE_ID_FILE", "SECRET_ID", "SECRET_ID_FILE", "APPROLE_MOUNT"] {
+        variables["KEYCHAIN_OPENBAO_" + name] = try environment("KEYCHAIN_OPENBAO_" + name)
+    }
+    variables["HOME"] = try environment("HOME")
+    return OpenBaoStore(
+        configuration: try OpenBaoConfiguration.fromEnvironment(variables), timeout: timeout,
+        readsCreationDates: listing == .full)
 }
 
 /// The environment variable `name`, or nil when it is unset or empty.

@@ -1,0 +1,257 @@
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// Secrets in a KV version 2 mount of OpenBao or HashiCorp Vault: a service is a secret (a path
+/// under the mount), a key is one field of it. `keychain-cli -s ci get github-token` reads what
+/// `bao kv put secret/ci github-token=…` wrote, and `bao kv get -field=github-token secret/ci`
+/// reads what `set` wrote (see ``KVValue`` for binary secrets).
+///
+/// Every write is a check-and-set of the whole secret (read its version, write the changed fields
+/// with `cas` = that version, again on a mismatch), so concurrent writers of different keys of one
+/// service all survive, with no capability beyond read, create and update.
+public final class OpenBaoStore: SecretStore {
+    public static let defaultTimeout = 5.0
+    let client: OpenBaoClient
+    /// `list --json` dates: each secret's creation time costs one more request per secret.
+    let readsCreationDates: Bool
+
+    public var configuration: OpenBaoConfiguration { client.configuration }
+
+    /// - Parameter readsCreationDates: whether ``items(service:)`` asks each secret's metadata
+    ///   for its creation time (one more request per secret).
+    public init(configuration: OpenBaoConfiguration, timeout: Double = defaultTimeout, readsCreationDates: Bool = true)
+    {
+        client = OpenBaoClient(configuration: configuration, timeout: timeout)
+        self.readsCreationDates = readsCreationDates
+    }
+
+    public func secret(service: ServiceName, key: KeychainKey) throws(KeychainError) -> Data? {
+        try read(service).fields[key.rawValue].map(KVValue.decode)
+    }
+
+    public func setSecret(_ secret: Data, service: ServiceName, key: KeychainKey) throws(KeychainError) {
+        _ = try modify(service) { fields in
+            fields[key.rawValue] = KVValue.encode(secret)
+            return true
+        }
+    }
+
+    public func deleteSecret(service: ServiceName, key: KeychainKey) throws(KeychainError) -> Bool {
+        try modify(service) { fields in fields.removeValue(forKey: key.rawValue) != nil }
+    }
+
+    /// One check-and-set write per service: the keys of a service are stored together or not at all.
+    public func setSecrets(_ secrets: [SecretToStore], progress: (Int) -> Void) throws(KeychainError) {
+        var order: [ServiceName] = []
+        var byService: [ServiceName: [SecretToStore]] = [:]
+        for item in secrets {
+            if byService[item.service] == nil { order.append(item.service) }
+            byService[item.service, default: []].append(item)
+        }
+        var stored = 0
+        for service in order {
+            let items = byService[service] ?? []
+            _ = try modify(service) { fields in
+                for item in items { fields[item.key.rawValue] = KVValue.encode(item.secret) }
+                return true
+            }
+            stored += items.count
+            progress(stored)
+        }
+    }
+
+    public func items(service: ServiceName?) throws(KeychainError) -> [ItemInfo] {
+        let services: [ServiceName]
+        if let service { services = [service] } else { services = try secretPaths() }
+        var items: [ItemInfo] = []
+        for service in services {
+            let secret = try read(service)
+            guard !secret.fields.isEmpty else { continue }
+            let created = readsCreationDates ? try creationDate(service) : nil
+            for key in secret.fields.keys {
+                items.append(
+                    ItemInfo(
+                        service: service.rawValue, key: key, label: nil, created: created, modified: secret.modified))
+            }
+        }
+        return items
+    }
+
+    /// Deletes the service's secret as `bao kv delete` does: its current version is marked deleted,
+    /// earlier versions stay (`bao kv undelete -versions=N` or `bao kv rollback` bring it back).
+    public func deleteAll(service: ServiceName) throws(KeychainError) -> Int {
+        let secret = try read(service)
+        guard !secret.fields.isEmpty else { return 0 }
+        let path = try dataPath(service)
+        let response = try client.send("DELETE", path)
+        guard (200..<300).contains(response.status) || response.status == 404 else {
+            throw refused("DELETE", path, response)
+        }
+        return secret.fields.count
+    }
+
+    // MARK: - KV version 2
+
+    /// A secret's fields and the version they are (0: never written; fields empty: deleted).
+    struct KVSecret {
+        var fields: [String: JSONValue] = [:]
+        var version = 0
+        /// When the current version was written.
+        var modified: Date?
+    }
+
+    func dataPath(_ service: ServiceName) throws(KeychainError) -> String {
+        "\(try kvPath(configuration.mount))/data/\(try kvPath(service.rawValue))"
+    }
+
+    func read(_ service: ServiceName, deadline: Double? = nil) throws(KeychainError) -> KVSecret {
+        struct Answer: Decodable {
+            struct Version: Decodable {
+                struct Metadata: Decodable {
+                    var version: Int?
+                    var createdTime: String?
+                    enum CodingKeys: String, CodingKey {
+                        case version
+                        case createdTime = "created_time"
+                    }
+                }
+                var data: [String: JSONValue]?
+                var metadata: Metadata?
+            }
+            var data: Version?
+        }
+        let path = try dataPath(service)
+        let response = try client.send("GET", path, deadline: deadline)
+        guard response.status == 200 || response.status == 404 else { throw refused("GET", path, response) }
+        // A deleted or destroyed current version answers 404 with its metadata: writes must name it.
+        let answer = try? JSONDecoder().decode(Answer.self, from: Data(response.body))
+        if response.status == 200 && answer?.data?.metadata?.version == nil {
+            throw .serverUnavailable(
+                detail: "OpenBao's answer for \(path) is not a KV version 2 secret. Check that "
+                    + "'\(configuration.mount)' is a KV version 2 mount (bao secrets list -detailed), "
+                    + "or set KEYCHAIN_OPENBAO_MOUNT")
+        }
+        return KVSecret(
+            fields: response.status == 200 ? answer?.data?.data ?? [:] : [:],
+            version: answer?.data?.metadata?.version ?? 0,
+            modified: answer?.data?.metadata?.createdTime.flatMap(parseRFC3339))
+    }
+
+    /// Reads the service's secret, lets `change` edit its fields, and writes them back if it
+    /// returns true, with check-and-set: on a version mismatch it starts again, within the time limit.
+    /// - Returns: what `change` returned.
+    func modify(_ service: ServiceName, _ change: (inout [String: JSONValue]) -> Bool) throws(KeychainError) -> Bool {
+        struct Write: Encodable {
+            struct Options: Encodable { var cas: Int }
+            var options: Options
+            var data: [String: JSONValue]
+        }
+        let path = try dataPath(service)
+        let deadline = monotonicSeconds() + client.timeout
+        while true {
+            let current = try read(service, deadline: deadline)
+            var fields = current.fields
+            guard change(&fields) else { return false }
+            let body = Write(options: .init(cas: current.version), data: fields)
+            let response = try client.send("PUT", path, json: body, deadline: deadline)
+            if (200..<300).contains(response.status) { return true }
+            guard response.status == 400,
+                OpenBaoClient.errors(of: response).contains(where: { $0.contains("check-and-set") })
+            else { throw refused("PUT", path, response) }
+            // Another writer stored a version in between: read it and apply the change again.
+            guard monotonicSeconds() < deadline else {
+                throw .serverTimedOut(
+                    address: configuration.address, seconds: client.timeout,
+                    detail: "other writers kept changing \(path)")
+            }
+            usleep(UInt32.random(in: 2_000...20_000))
+        }
+    }
+
+    /// Every secret path under the mount, walking its metadata folders.
+    func secretPaths() throws(KeychainError) -> [ServiceName] {
+        struct Answer: Decodable {
+            struct Keys: Decodable { var keys: [String] }
+            var data: Keys?
+        }
+        var found: [ServiceName] = []
+        var folders = [""]
+        while let folder = folders.popLast() {
+            let path =
+                "\(try kvPath(configuration.mount))/metadata/"
+                + (folder.isEmpty ? "" : try kvPath(String(folder.dropLast())) + "/") + "?list=true"
+            let response = try client.send("GET", path)
+            if response.status == 404 { continue }
+            guard response.status == 200 else { throw refused("LIST", path, response) }
+            for key in (try? JSONDecoder().decode(Answer.self, from: Data(response.body)))?.data?.keys ?? [] {
+                if key.hasSuffix("/") {
+                    folders.append(folder + key)
+                } else if let name = try? ServiceName(folder + key) {
+                    found.append(name)
+                }
+            }
+        }
+        return found
+    }
+
+    /// When the service's secret was first written, from its KV metadata.
+    func creationDate(_ service: ServiceName) throws(KeychainError) -> Date? {
+        struct Answer: Decodable {
+            struct Metadata: Decodable {
+                var createdTime: String?
+                enum CodingKeys: String, CodingKey { case createdTime = "created_time" }
+            }
+            var data: Metadata?
+        }
+        let path = "\(try kvPath(configuration.mount))/metadata/\(try kvPath(service.rawValue))"
+        let response = try client.send("GET", path)
+        guard response.status == 200 else { return nil }
+        return (try? JSONDecoder().decode(Answer.self, from: Data(response.body)))?.data?.createdTime
+            .flatMap(parseRFC3339)
+    }
+
+    func refused(_ method: String, _ path: String, _ response: HTTPResponse) -> KeychainError {
+        .serverUnavailable(
+            detail: "OpenBao answered \(method) \(path) with HTTP \(response.status)"
+                + "\(OpenBaoClient.errorSuffix(response)). Check that '\(configuration.mount)' is a KV "
+                + "version 2 mount (bao secrets list -detailed)")
+    }
+}
+
+/// An RFC 3339 time as OpenBao writes it (`2026-11-23T01:31:50.923635107Z`), in UTC.
+func parseRFC3339(_ text: String) -> Date? {
+    let scalars = Array(text.utf8)
+    guard scalars.count >= 20, scalars[4] == UInt8(ascii: "-"), scalars[10] == UInt8(ascii: "T") else { return nil }
+    func number(_ range: Range<Int>) -> Int? { Int(String(decoding: scalars[range], as: UTF8.self)) }
+    guard let year = number(0..<4), let month = number(5..<7), let day = number(8..<10),
+        let hour = number(11..<13), let minute = number(14..<16), let second = number(17..<19),
+        (1...12).contains(month)
+    else { return nil }
+    var fraction = 0.0
+    var index = 19
+    if scalars[index] == UInt8(ascii: ".") {
+        var scale = 0.1
+        index += 1
+        while index < scalars.count, (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(scalars[index]) {
+            fraction += Double(scalars[index] - UInt8(ascii: "0")) * scale
+            scale /= 10
+            index += 1
+        }
+    }
+    guard index < scalars.count, scalars[index] == UInt8(ascii: "Z") else { return nil }
+    // Days from 1970-01-01 to the civil date (Howard Hinnant's algorithm).
+    let y = month <= 2 ? year - 1 : year
+    let era = (y >= 0 ? y : y - 399) / 400
+    let yearOfEra = y - era * 400
+    let dayOfYear = (153 * (month + (month > 2 ? -3 : 9)) + 2) / 5 + day - 1
+    let dayOfEra = yearOfEra * 365 + yearOfEra / 4 - yearOfEra / 100 + dayOfYear
+    let days = era * 146_097 + dayOfEra - 719_468
+    let seconds = Double(days * 86_400 + hour * 3_600 + minute * 60 + second) + fraction
+    return Date(timeIntervalSince1970: seconds)
+}
