@@ -8,6 +8,9 @@ public enum CLIBackend: String, CaseIterable, Sendable, CustomTestStringConverti
     case secretService
     /// A vault file of the test's own, with no session bus at all in the environment.
     case vault
+    /// A KV version 2 mount of the test's own on the process's shared OpenBao dev server
+    /// (``OpenBaoServer/shared``), with no session bus.
+    case openbao
 
     /// The passphrase of the test vaults.
     public static let passphrase = "correct horse battery staple"
@@ -33,7 +36,26 @@ public enum CLIBackend: String, CaseIterable, Sendable, CustomTestStringConverti
             try body()
         case .vault:
             try Self.withVault { _ in try body() }
+        case .openbao:
+            try Self.withOpenBaoMount { _, _ in try body() }
         }
+    }
+
+    /// Runs `body` with every `keychain-cli` it starts using a new KV mount of the shared OpenBao
+    /// dev server; `body` gets the server and the mount's name.
+    public static func withOpenBaoMount(_ body: (OpenBaoServer, String) throws -> Void) throws {
+        let server = try OpenBaoServer.shared.get()
+        let mount = "t" + UUID().uuidString.prefix(12).lowercased().replacing("-", with: "")
+        try server.enableKV(mount)
+        try $overrides.withValue(openBaoEnvironment(server, mount: mount)) { try body(server, mount) }
+    }
+
+    /// The environment of the openbao backend on `server`'s `mount`, as root.
+    public static func openBaoEnvironment(_ server: OpenBaoServer, mount: String) -> [String: String?] {
+        [
+            "KEYCHAIN_BACKEND": "openbao", "BAO_ADDR": server.address, "BAO_TOKEN": server.rootToken,
+            "KEYCHAIN_OPENBAO_MOUNT": mount, "DBUS_SESSION_BUS_ADDRESS": nil,
+        ]
     }
 
     /// Runs `body` with every `keychain-cli` it starts using a new vault (not created yet, nor its

@@ -41,10 +41,11 @@ final class OpenBaoClient: Sendable {
         _ method: String, _ path: String, json body: (some Encodable)? = nil as Int?, authenticated: Bool = true,
         deadline: Double? = nil, raw: Bool = false
     ) throws(KeychainError) -> HTTPResponse {
+        let contentType = method == "PATCH" ? "application/merge-patch+json" : "application/json"
         var request = HTTPRequest(method: method, url: configuration.address + "/v1/" + path)
         request.headers = ["Accept: application/json", "Expect:"]
         if let body {
-            request.headers.append("Content-Type: application/json")
+            request.headers.append("Content-Type: \(contentType)")
             do {
                 request.body = Array(try JSONEncoder().encode(body))
             } catch {

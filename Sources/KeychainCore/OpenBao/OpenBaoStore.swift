@@ -12,9 +12,10 @@
 /// `bao kv put secret/ci github-token=…` wrote, and `bao kv get -field=github-token secret/ci`
 /// reads what `set` wrote (see ``KVValue`` for binary secrets).
 ///
-/// Every write is a check-and-set of the whole secret (read its version, write the changed fields
-/// with `cas` = that version, again on a mismatch), so concurrent writers of different keys of one
-/// service all survive, with no capability beyond read, create and update.
+/// Writes are JSON merge PATCHes of the changed fields, which the server applies atomically, so
+/// concurrent writers of different keys of one service all survive; the first write of a secret,
+/// and every write under a policy without `patch`, is a check-and-set of the whole secret (read its
+/// version, write with `cas` = that version, again on a mismatch).
 public final class OpenBaoStore: SecretStore {
     public static let defaultTimeout = 5.0
     let client: OpenBaoClient
@@ -36,17 +37,20 @@ public final class OpenBaoStore: SecretStore {
     }
 
     public func setSecret(_ secret: Data, service: ServiceName, key: KeychainKey) throws(KeychainError) {
-        _ = try modify(service) { fields in
-            fields[key.rawValue] = KVValue.encode(secret)
-            return true
-        }
+        try write(service, [key.rawValue: KVValue.encode(secret)])
     }
 
     public func deleteSecret(service: ServiceName, key: KeychainKey) throws(KeychainError) -> Bool {
-        try modify(service) { fields in fields.removeValue(forKey: key.rawValue) != nil }
+        guard try read(service).fields[key.rawValue] != nil else { return false }
+        try write(service, [key.rawValue: .null])
+        return true
     }
 
-    /// One check-and-set write per service: the keys of a service are stored together or not at all.
+    /// Fields per write: OpenBao refuses a request body of more than 1,000 JSON strings.
+    static let fieldsPerWrite = 250
+
+    /// The keys of a service are written together, 250 per request: each request stores all of
+    /// its keys or none.
     public func setSecrets(_ secrets: [SecretToStore], progress: (Int) -> Void) throws(KeychainError) {
         var order: [ServiceName] = []
         var byService: [ServiceName: [SecretToStore]] = [:]
@@ -57,12 +61,14 @@ public final class OpenBaoStore: SecretStore {
         var stored = 0
         for service in order {
             let items = byService[service] ?? []
-            _ = try modify(service) { fields in
-                for item in items { fields[item.key.rawValue] = KVValue.encode(item.secret) }
-                return true
+            for start in stride(from: 0, to: items.count, by: Self.fieldsPerWrite) {
+                let chunk = items[start..<min(start + Self.fieldsPerWrite, items.count)]
+                var changes: [String: JSONValue] = [:]
+                for item in chunk { changes[item.key.rawValue] = KVValue.encode(item.secret) }
+                try write(service, changes)
+                stored += chunk.count
+                progress(stored)
             }
-            stored += items.count
-            progress(stored)
         }
     }
 
@@ -141,6 +147,28 @@ public final class OpenBaoStore: SecretStore {
             fields: response.status == 200 ? answer?.data?.data ?? [:] : [:],
             version: answer?.data?.metadata?.version ?? 0,
             modified: answer?.data?.metadata?.createdTime.flatMap(parseRFC3339))
+    }
+
+    /// Applies `changes` to the service's secret (`.null` removes a field): a JSON merge PATCH,
+    /// which the server applies atomically and which sends only the changed fields; for a secret
+    /// that does not exist yet (or whose current version is deleted), or a policy without the
+    /// `patch` capability, a check-and-set write of the whole secret.
+    func write(_ service: ServiceName, _ changes: [String: JSONValue]) throws(KeychainError) {
+        struct Patch: Encodable { var data: [String: JSONValue] }
+        let path = try dataPath(service)
+        do throws(KeychainError) {
+            let response = try client.send("PATCH", path, json: Patch(data: changes))
+            if (200..<300).contains(response.status) { return }
+            guard response.status == 404 || response.status == 405 else { throw refused("PATCH", path, response) }
+        } catch .serverDenied {
+            // No `patch` capability: read, merge and write back with check-and-set below.
+        }
+        _ = try modify(service) { fields in
+            for (key, value) in changes {
+                if value == .null { fields.removeValue(forKey: key) } else { fields[key] = value }
+            }
+            return true
+        }
     }
 
     /// Reads the service's secret, lets `change` edit its fields, and writes them back if it

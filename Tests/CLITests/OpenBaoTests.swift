@@ -1,0 +1,210 @@
+import Foundation
+import TestSupport
+import Testing
+
+/// The openbao backend's own behaviour against real `bao` servers: interop with the bao CLI,
+/// auth (tokens, ~/.vault-token, AppRole), policies, TLS, a sealed server, concurrent writers and
+/// the failures a network adds. The backend-neutral suites run on it too (CLIBackend.openbao).
+@Suite("OpenBao backend")
+struct OpenBaoTests {
+    /// Runs `body` on a new mount of the shared dev server, with `cli` using it as root.
+    private func onMount(_ body: (OpenBaoServer, String) throws -> Void) throws {
+        try CLIBackend.withOpenBaoMount(body)
+    }
+
+    private func json(_ text: String) -> [String: Any] {
+        (try? JSONSerialization.jsonObject(with: Data(text.utf8))) as? [String: Any] ?? [:]
+    }
+
+    @Test func theBaoCLIAndKeychainCLIReadEachOthersSecrets() throws {
+        try onMount { server, mount throws in
+            let put = try server.bao(["kv", "put", "\(mount)/ci", "github-token=ghp_from_bao", "other=x"])
+            #expect(put.status == 0, "\(put.stderr)")
+            #expect(try cli(["-s", "ci", "get", "github-token"]).stdoutText == "ghp_from_bao")
+            #expect(try cli(["-s", "ci", "set", "npm-token"], input: "npm_from_kc").status == 0)
+            let field = try server.bao(["kv", "get", "-field=npm-token", "\(mount)/ci"])
+            #expect(field.stdoutText == "npm_from_kc")
+            // Setting one key kept the fields bao wrote.
+            #expect(try server.bao(["kv", "get", "-field=other", "\(mount)/ci"]).stdoutText == "x")
+            // Nested paths are services; list --all-services walks the metadata folders.
+            _ = try server.bao(["kv", "put", "\(mount)/team/deploy", "key=v"])
+            #expect(
+                try cli(["list", "--all-services"]).stdoutText
+                    == "ci\tgithub-token\nci\tnpm-token\nci\tother\nteam/deploy\tkey\n")
+            // Binary secrets: {"keychain-cli:base64": …}, byte for byte back.
+            let bytes = Data([0, 0xFF, 0x80, 10])
+            #expect(try cli(["-s", "ci", "set", "blob", "--raw"], stdin: bytes).status == 0)
+            #expect(try cli(["-s", "ci", "get", "blob"]).stdout == bytes)
+            let raw = try server.api("GET", "\(mount)/data/ci")
+            #expect(raw.body.contains(#""blob":{"keychain-cli:base64":"AP+ACg=="}"#))
+            // A field another tool wrote as a number or object reads as its JSON text.
+            let patch = try server.api(
+                "POST", "\(mount)/data/ci", json: #"{"data":{"port":8200,"cfg":{"a":true}}}"#)
+            #expect(patch.status == 200)
+            #expect(try cli(["-s", "ci", "get", "port"]).stdoutText == "8200")
+            #expect(try cli(["-s", "ci", "get", "cfg"]).stdoutText == #"{"a":true}"#)
+        }
+    }
+
+    @Test func deleteKeepsHistoryAndResetIsUndoneWithUndelete() throws {
+        try onMount { server, mount throws in
+            #expect(try cli(["-s", "ci", "set", "a"], input: "1").status == 0)
+            #expect(try cli(["-s", "ci", "set", "b"], input: "2").status == 0)
+            #expect(try cli(["-s", "ci", "delete", "a"]).status == 0)
+            #expect(try cli(["-s", "ci", "delete", "a"]).status == 1)
+            // Version 2 still holds a: the history keeps it.
+            #expect(try server.bao(["kv", "get", "-version=2", "-field=a", "\(mount)/ci"]).stdoutText == "1")
+            #expect(try cli(["-s", "ci", "reset", "--yes"]).stdoutText == "removed 1 secret of service 'ci'\n")
+            #expect(try cli(["-s", "ci", "list"]).stdoutText == "")
+            #expect(try cli(["-s", "ci", "get", "b"]).status == 1)
+            #expect(try server.bao(["kv", "undelete", "-versions=3", "\(mount)/ci"]).status == 0)
+            #expect(try cli(["-s", "ci", "get", "b"]).stdoutText == "2")
+            // After a reset, a set writes on top of the deleted version.
+            #expect(try cli(["-s", "ci", "reset", "--yes"]).status == 0)
+            #expect(try cli(["-s", "ci", "set", "c"], input: "3").status == 0)
+            #expect(try cli(["-s", "ci", "list"]).stdoutText == "c\n")
+        }
+    }
+
+    @Test func eightConcurrentWritersOfOneServiceAllSurvive() throws {
+        try onMount { _, _ throws in
+            let script = (0..<8).map { #"printf v\#($0) | "$KC" -s ci set key-\#($0) & "# }.joined() + "wait"
+            for _ in 0..<3 {
+                let result = try shell(script)
+                #expect(result.status == 0, "\(result.stderr)")
+            }
+            #expect(try cli(["-s", "ci", "list"]).stdoutText == (0..<8).map { "key-\($0)\n" }.joined())
+            for index in 0..<8 { #expect(try cli(["-s", "ci", "get", "key-\(index)"]).stdoutText == "v\(index)") }
+        }
+    }
+
+    @Test func tokensComeFromVaultVariablesAndTheTokenFile() throws {
+        try onMount { server, _ throws in
+            let home = try ScratchDirectory("bao-home")
+            let base: [String: String] = ["BAO_TOKEN": "", "HOME": home.url.path]
+            #expect(try cli(["-s", "ci", "set", "k"], input: "v").status == 0)
+            // No token anywhere: 77, saying where one can come from.
+            let none = try cli(["-s", "ci", "get", "k"], extra: base)
+            #expect(none.status == 77)
+            #expect(none.stderr.contains("no OpenBao token") && none.stderr.contains("bao login"))
+            try "root\n".write(toFile: home.path(".vault-token"), atomically: true, encoding: .utf8)
+            #expect(try cli(["-s", "ci", "get", "k"], extra: base).stdoutText == "v")
+            // VAULT_* stand in for BAO_*.
+            var vault = base
+            vault["BAO_ADDR"] = ""
+            vault["VAULT_ADDR"] = server.address
+            vault["VAULT_TOKEN"] = "root"
+            #expect(try cli(["-s", "ci", "get", "k"], extra: vault).stdoutText == "v")
+            let bad = try cli(["-s", "ci", "get", "k"], extra: ["BAO_TOKEN": "not-a-token"])
+            #expect(bad.status == 77)
+            #expect(bad.stderr.contains("denied GET on") && bad.stderr.contains("/data/ci"))
+            #expect(!bad.stderr.contains("not-a-token"))
+        }
+    }
+
+    @Test func appRoleLoginAndAPolicyThatDenies() throws {
+        try onMount { server, mount throws in
+            let auth = "approle-" + UUID().uuidString.prefix(8).lowercased()
+            #expect(try server.api("POST", "sys/auth/\(auth)", json: #"{"type":"approle"}"#).status == 204)
+            let policy = #"path "\#(mount)/data/ci" { capabilities = ["read", "create", "update", "patch"] }"#
+            let policyJSON = String(
+                decoding: try JSONSerialization.data(withJSONObject: ["policy": policy]), as: UTF8.self)
+            #expect(try server.api("PUT", "sys/policies/acl/\(mount)-ci", json: policyJSON).status == 204)
+            #expect(
+                try server.api("POST", "auth/\(auth)/role/ci", json: #"{"token_policies":"\#(mount)-ci"}"#).status
+                    == 204)
+            let roleID =
+                (json(try server.api("GET", "auth/\(auth)/role/ci/role-id").body)["data"] as? [String: Any])?["role_id"]
+                as? String ?? ""
+            let secretID =
+                (json(try server.api("POST", "auth/\(auth)/role/ci/secret-id").body)["data"] as? [String: Any])?[
+                    "secret_id"] as? String ?? ""
+            #expect(!roleID.isEmpty && !secretID.isEmpty)
+            let files = try ScratchDirectory("approle")
+            try secretID.write(toFile: files.path("secret-id"), atomically: true, encoding: .utf8)
+            let appRole = [
+                "BAO_TOKEN": "", "HOME": files.url.path, "KEYCHAIN_OPENBAO_APPROLE_MOUNT": auth,
+                "KEYCHAIN_OPENBAO_ROLE_ID": roleID, "KEYCHAIN_OPENBAO_SECRET_ID_FILE": files.path("secret-id"),
+            ]
+            #expect(try cli(["-s", "ci", "set", "token"], stdin: Data("from-ci".utf8), extra: appRole).status == 0)
+            #expect(try cli(["-s", "ci", "get", "token"], extra: appRole).stdoutText == "from-ci")
+            // The policy covers secret ci only: another service is denied, naming its path.
+            let denied = try cli(["-s", "prod", "get", "token"], extra: appRole)
+            #expect(denied.status == 77)
+            #expect(denied.stderr.contains("\(mount)/data/prod") && denied.stderr.contains("policy"))
+            let doctor = try cli(["-s", "ci", "doctor"], extra: appRole)
+            #expect(
+                doctor.stdoutText.contains("✓ policy: \(mount)/data/ci: create, patch, read, update"),
+                "\(doctor.stdoutText)")
+            // A wrong secret id: 77, and the login's refusal is named.
+            var wrong = appRole
+            wrong["KEYCHAIN_OPENBAO_SECRET_ID_FILE"] = nil
+            wrong["KEYCHAIN_OPENBAO_SECRET_ID"] = "00000000-0000-0000-0000-000000000000"
+            let refused = try cli(["-s", "ci", "get", "token"], extra: wrong)
+            #expect(refused.status == 77)
+            #expect(refused.stderr.contains("AppRole login"))
+            // Half an AppRole is a usage error.
+            wrong["KEYCHAIN_OPENBAO_SECRET_ID"] = nil
+            #expect(try cli(["-s", "ci", "get", "token"], extra: wrong).status == 64)
+        }
+    }
+
+    @Test func plainHTTPOnlyToLoopbackAndUnreachableServers() throws {
+        try onMount { _, _ throws in
+            let remote = try cli(["-s", "ci", "get", "k"], extra: ["BAO_ADDR": "http://bao.example.com:8200"])
+            #expect(remote.status == 64)
+            #expect(remote.stderr.contains("Use https://"))
+            let port = try freePort()
+            let refused = try cli(["-s", "ci", "get", "k"], extra: ["BAO_ADDR": "http://127.0.0.1:\(port)"])
+            #expect(refused.status == 69)
+            #expect(refused.stderr.contains("cannot reach OpenBao"))
+            let noHost = try cli(["-s", "ci", "get", "k"], extra: ["BAO_ADDR": "https://no-such-host.invalid:8200"])
+            #expect(noHost.status == 69)
+        }
+    }
+
+    @Test func aServerThatNeverAnswersTimesOutWith75() throws {
+        // A listening socket nobody accepts from: the connection opens, no answer ever comes.
+        let listener = try LoopbackSocket()
+        try listener.listen()
+        let port = listener.port
+        try onMount { _, _ throws in
+            let start = Date()
+            let silent = try cli(
+                ["--timeout", "1", "-s", "ci", "get", "k"], extra: ["BAO_ADDR": "http://127.0.0.1:\(port)"])
+            #expect(silent.status == 75, "\(silent.stderr)")
+            #expect(Date().timeIntervalSince(start) < 5)
+            #expect(silent.stderr.contains("raise --timeout"))
+        }
+        withExtendedLifetime(listener) {}
+    }
+
+    @Test func tlsWithAPrivateCAAndASealedServer() throws {
+        let tls = try OpenBaoServer.dev(tls: true)
+        defer { tls.stop() }
+        let environment: [String: String] = [
+            "KEYCHAIN_BACKEND": "openbao", "BAO_ADDR": tls.address, "BAO_TOKEN": "root",
+            "PATH": "/usr/bin:/bin", "HOME": tls.directory.url.path,
+        ]
+        let untrusted = try runProcess(keychainCLIPath, ["-s", "ci", "get", "k"], environment: environment)
+        #expect(untrusted.status == 69)
+        #expect(untrusted.stderr.contains("BAO_CACERT"))
+        var trusted = environment
+        trusted["BAO_CACERT"] = tls.caFile
+        let set = try runProcess(
+            keychainCLIPath, ["-s", "ci", "set", "k"], stdin: Data("v".utf8), environment: trusted)
+        #expect(set.status == 0, "\(set.stderr)")
+        #expect(try runProcess(keychainCLIPath, ["-s", "ci", "get", "k"], environment: trusted).stdoutText == "v")
+        let doctor = try runProcess(keychainCLIPath, ["-s", "ci", "doctor"], environment: trusted)
+        #expect(doctor.status == 0)
+        #expect(doctor.stdoutText.contains("over verified TLS"))
+        // Sealed: 69 and what to do, for commands and doctor alike.
+        #expect(try tls.bao(["operator", "seal"]).status == 0)
+        let sealed = try runProcess(keychainCLIPath, ["-s", "ci", "get", "k"], environment: trusted)
+        #expect(sealed.status == 69)
+        #expect(sealed.stderr.contains("sealed: unseal it"))
+        let sealedDoctor = try runProcess(keychainCLIPath, ["-s", "ci", "doctor"], environment: trusted)
+        #expect(sealedDoctor.status == 69)
+        #expect(sealedDoctor.stdoutText.contains("✗ server"))
+    }
+}
