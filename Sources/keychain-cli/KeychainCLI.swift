@@ -10,8 +10,8 @@ struct KeychainCLI: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "keychain-cli",
         abstract:
-            "Store, read and list secrets in the desktop keyring (the freedesktop Secret Service) "
-            + "or an encrypted vault file, and hand them to programs.",
+            "Store, read and list secrets in the desktop keyring (the freedesktop Secret Service), "
+            + "an encrypted vault file or an OpenBao/Vault server, and hand them to programs.",
         discussion: """
             Secrets are addressed by a service (a namespace: --service, else $KEYCHAIN_SERVICE, \
             else "keychain-cli") and a key: any UTF-8 text but NUL (a key that starts with - \
@@ -32,17 +32,28 @@ struct KeychainCLI: ParsableCommand {
               export KEYCHAIN_BACKEND=vault KEYCHAIN_VAULT=ci/secrets.age
               keychain-cli -s ci exec --env GITHUB_TOKEN=github-token -- ./deploy.sh
 
+            Secrets a team keeps on an OpenBao or HashiCorp Vault server (KV version 2): \
+            --backend openbao, with BAO_ADDR and BAO_TOKEN (or VAULT_*, ~/.vault-token, or an \
+            AppRole: KEYCHAIN_OPENBAO_ROLE_ID and KEYCHAIN_OPENBAO_SECRET_ID). A service is a \
+            secret path under the mount (KEYCHAIN_OPENBAO_MOUNT, default secret), a key one of \
+            its fields, as bao kv put secret/ci github-token=… writes them.
+
+              export KEYCHAIN_BACKEND=openbao BAO_ADDR=https://bao.internal:8200
+              keychain-cli -s ci get github-token
+
             Exit codes:
               0   success
               1   not found (get, delete, a secret exec or inject needs)
               64  usage error
               65  bad data: empty, too large, not text, a bad import file, a damaged vault
-              69  backend unavailable: no session bus, Secret Service or default keyring
+              69  backend unavailable: no session bus, Secret Service or default keyring;
+                  OpenBao unreachable, untrusted or sealed
               70  internal error (a bug)
               74  I/O error: the vault or another file cannot be read or written
-              75  timed out: the keyring, a prompt or the vault's lock, after --timeout
-              77  locked (no prompter, prompt dismissed), permission denied, or a
-                  wrong or missing vault passphrase
+              75  timed out: the keyring, a prompt, the vault's lock or the OpenBao
+                  server, after --timeout
+              77  locked (no prompter, prompt dismissed), permission denied, a wrong
+                  or missing vault passphrase, or OpenBao denied it (token, policy)
               126, 127  exec: the command cannot be run, or is not found
             A reader of standard output that goes away (list | head -1) ends keychain-cli
             quietly by SIGPIPE, as it ends other filters.

@@ -56,7 +56,7 @@ public final class OpenBaoCluster: @unchecked Sendable {
         guard let key = (answer["keys_base64"] as? [String])?.first, let token = answer["root_token"] as? String
         else { throw SessionError("bao operator init failed: \(initialized.status) \(initialized.body)") }
         rootToken = token
-        nodes.forEach { $0.setRootToken(token) }
+        for node in nodes { node.setRootToken(token) }
         let unseal = #"{"key":"\#(key)"}"#
         try first.api("PUT", "sys/unseal", json: unseal, token: nil)
         try waitFor("node 1 to become active") { try first.api("GET", "sys/health", token: nil).status == 200 }
@@ -95,7 +95,9 @@ public final class OpenBaoCluster: @unchecked Sendable {
         throw SessionError("the cluster timed out waiting for \(what); node 1 log: \(nodes[0].log.suffix(2000))")
     }
 
-    public func stop() { nodes.forEach { $0.stop() } }
+    public func stop() {
+        for node in nodes { node.stop() }
+    }
 
     deinit { stop() }
 

@@ -135,7 +135,8 @@ public final class OpenBaoServer: @unchecked Sendable {
     /// The server's process id (the shell's child), to kill it as a crash would.
     public var serverProcessIdentifier: Int32? {
         let result = try? runProcess(
-            "/usr/bin/pgrep", ["-x", "-P", String(process.processIdentifier), "bao"], environment: ["PATH": "/usr/bin:/bin"])
+            "/usr/bin/pgrep", ["-x", "-P", String(process.processIdentifier), "bao"],
+            environment: ["PATH": "/usr/bin:/bin"])
         return result.flatMap { Int32($0.stdoutText.trimmingCharacters(in: .whitespacesAndNewlines)) }
     }
 
