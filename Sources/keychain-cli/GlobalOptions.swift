@@ -193,7 +193,10 @@ func makeOpenBaoStore(timeout: Double, listing: SecretServiceStore.Listing = .fu
             variables[prefix + name] = try environment(prefix + name)
         }
     }
-    for name in ["MOUNT", "ROLE_ID", "ROLE_ID_FILE", "SECRET_ID", "SECRET_ID_FILE", "APPROLE_MOUNT"] {
+    for name in [
+        "MOUNT", "ROLE_ID", "ROLE_ID_FILE", "SECRET_ID", "SECRET_ID_FILE", "APPROLE_MOUNT", "JWT", "JWT_FILE",
+        "JWT_ROLE", "JWT_MOUNT",
+    ] {
         variables["KEYCHAIN_OPENBAO_" + name] = try environment("KEYCHAIN_OPENBAO_" + name)
     }
     variables["HOME"] = try environment("HOME")

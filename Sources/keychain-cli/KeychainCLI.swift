@@ -33,8 +33,9 @@ struct KeychainCLI: ParsableCommand {
               keychain-cli -s ci exec --env GITHUB_TOKEN=github-token -- ./deploy.sh
 
             Secrets a team keeps on an OpenBao or HashiCorp Vault server (KV version 2): \
-            --backend openbao, with BAO_ADDR and BAO_TOKEN (or VAULT_*, ~/.vault-token, or an \
-            AppRole: KEYCHAIN_OPENBAO_ROLE_ID and KEYCHAIN_OPENBAO_SECRET_ID). A service is a \
+            --backend openbao, with BAO_ADDR and BAO_TOKEN (or VAULT_*, ~/.vault-token, an \
+            AppRole: KEYCHAIN_OPENBAO_ROLE_ID and KEYCHAIN_OPENBAO_SECRET_ID, or a CI job's \
+            identity token: KEYCHAIN_OPENBAO_JWT and KEYCHAIN_OPENBAO_JWT_ROLE). A service is a \
             secret path under the mount (KEYCHAIN_OPENBAO_MOUNT, default secret), a key one of \
             its fields, as bao kv put secret/ci github-token=… writes them.
 

@@ -149,6 +149,78 @@ struct OpenBaoTests {
         }
     }
 
+    @Test func jwtLoginWithACIJobsIdentityToken() throws {
+        try onMount { server, mount throws in
+            // The CI provider's side: an RSA key whose public half the jwt auth method trusts.
+            let files = try ScratchDirectory("jwt")
+            let openssl = { (arguments: [String]) throws -> ProcessResult in
+                try runProcess("/usr/bin/openssl", arguments, environment: ["PATH": "/usr/bin:/bin"])
+            }
+            _ = try openssl([
+                "genpkey", "-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:2048", "-out", files.path("key"),
+            ])
+            let publicKey = try openssl(["pkey", "-in", files.path("key"), "-pubout"]).stdoutText
+            let auth = "jwt-" + UUID().uuidString.prefix(8).lowercased()
+            #expect(try server.api("POST", "sys/auth/\(auth)", json: #"{"type":"jwt"}"#).status == 204)
+            let config = try JSONSerialization.data(withJSONObject: ["jwt_validation_pubkeys": [publicKey]])
+            #expect(
+                try server.api("POST", "auth/\(auth)/config", json: String(decoding: config, as: UTF8.self)).status
+                    == 204)
+            let policy = #"path "\#(mount)/data/ci" { capabilities = ["read"] }"#
+            let policyJSON = String(
+                decoding: try JSONSerialization.data(withJSONObject: ["policy": policy]), as: UTF8.self)
+            #expect(try server.api("PUT", "sys/policies/acl/\(mount)-jwt", json: policyJSON).status == 204)
+            let role =
+                #"{"role_type":"jwt","user_claim":"sub","bound_audiences":["keychain-cli-test"],"token_policies":["\#(mount)-jwt"]}"#
+            #expect(try server.api("POST", "auth/\(auth)/role/ci", json: role).status == 204)
+            func signed(audience: String) throws -> String {
+                func base64URL(_ data: Data) -> String {
+                    data.base64EncodedString().replacing("+", with: "-").replacing("/", with: "_")
+                        .replacing("=", with: "")
+                }
+                let now = Int(Date().timeIntervalSince1970)
+                let claims =
+                    #"{"sub":"ci-job-42","aud":"\#(audience)","iat":\#(now),"nbf":\#(now - 5),"exp":\#(now + 300)}"#
+                let input = base64URL(Data(#"{"alg":"RS256","typ":"JWT"}"#.utf8)) + "." + base64URL(Data(claims.utf8))
+                let signature = try runProcess(
+                    "/usr/bin/openssl", ["dgst", "-sha256", "-sign", files.path("key")], stdin: Data(input.utf8),
+                    environment: ["PATH": "/usr/bin:/bin"])
+                return input + "." + base64URL(signature.stdout)
+            }
+            try signed(audience: "keychain-cli-test").write(
+                toFile: files.path("id-token"), atomically: true, encoding: .utf8)
+            _ = try server.bao(["kv", "put", "\(mount)/ci", "deploy-key=from-bao"])
+            let jwt = [
+                "BAO_TOKEN": "", "HOME": files.url.path, "KEYCHAIN_OPENBAO_JWT_FILE": files.path("id-token"),
+                "KEYCHAIN_OPENBAO_JWT_ROLE": "ci", "KEYCHAIN_OPENBAO_JWT_MOUNT": auth,
+            ]
+            let read = try cli(["-s", "ci", "get", "deploy-key"], extra: jwt)
+            #expect(read.stdoutText == "from-bao", "\(read.stderr)")
+            // The role's policy reads ci only: a write there is denied (77), naming the path.
+            let write = try cli(["-s", "ci", "set", "other"], stdin: Data("x".utf8), extra: jwt)
+            #expect(write.status == 77)
+            #expect(write.stderr.contains("\(mount)/data/ci"))
+            #expect(
+                try cli(["-s", "ci", "doctor"], extra: jwt).stdoutText.contains("token from JWT login at auth/\(auth)"))
+            // exec does not hand the identity token on to the command.
+            var inline = jwt
+            inline["KEYCHAIN_OPENBAO_JWT_FILE"] = nil
+            inline["KEYCHAIN_OPENBAO_JWT"] = try String(contentsOfFile: files.path("id-token"), encoding: .utf8)
+            let exec = try cli(
+                [
+                    "-s", "ci", "exec", "--env", "K=deploy-key", "--", "/bin/sh", "-c",
+                    #"echo "$K ${KEYCHAIN_OPENBAO_JWT:-unset}""#,
+                ],
+                extra: inline)
+            #expect(exec.stdoutText == "from-bao unset\n", "\(exec.stderr)")
+            // A token for another audience: the login is refused (77) and the message says what to check.
+            inline["KEYCHAIN_OPENBAO_JWT"] = try signed(audience: "someone-else")
+            let refused = try cli(["-s", "ci", "get", "deploy-key"], extra: inline)
+            #expect(refused.status == 77)
+            #expect(refused.stderr.contains("JWT login") && refused.stderr.contains("KEYCHAIN_OPENBAO_JWT"))
+        }
+    }
+
     @Test func plainHTTPOnlyToLoopbackAndUnreachableServers() throws {
         try onMount { _, _ throws in
             let remote = try cli(["-s", "ci", "get", "k"], extra: ["BAO_ADDR": "http://bao.example.com:8200"])

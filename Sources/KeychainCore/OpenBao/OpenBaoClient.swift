@@ -111,7 +111,8 @@ final class OpenBaoClient: Sendable {
         }
     }
 
-    /// The token for requests: the configured one, or one from an AppRole login (once per process).
+    /// The token for requests: the configured one, or one from an AppRole or JWT login (once per
+    /// process, kept in memory only).
     func token() throws(KeychainError) -> String {
         switch configuration.credentials {
         case .token(let token, _):
@@ -120,57 +121,60 @@ final class OpenBaoClient: Sendable {
             throw .serverDenied(
                 detail: "no OpenBao token: set BAO_TOKEN (or VAULT_TOKEN), log in with 'bao login' (which "
                     + "writes ~/.vault-token), or for AppRole set KEYCHAIN_OPENBAO_ROLE_ID and "
-                    + "KEYCHAIN_OPENBAO_SECRET_ID (or their _FILE variants)")
+                    + "KEYCHAIN_OPENBAO_SECRET_ID, for a CI job's identity token KEYCHAIN_OPENBAO_JWT "
+                    + "(or their _FILE variants)")
         case .appRole(let roleID, let secretID, let mount):
-            if let token = state.withLock({ $0.loginToken }) { return token }
-            struct Login: Encodable {
-                var roleID: String
-                var secretID: String
-                enum CodingKeys: String, CodingKey {
-                    case roleID = "role_id"
-                    case secretID = "secret_id"
-                }
-            }
-            struct Answer: Decodable {
-                struct Auth: Decodable {
-                    var clientToken: String
-                    enum CodingKeys: String, CodingKey { case clientToken = "client_token" }
-                }
-                var auth: Auth?
-            }
-            let path = "auth/\(try kvPath(mount))/login"
-            let response: HTTPResponse
-            do {
-                response = try send(
-                    "POST", path, json: Login(roleID: roleID, secretID: secretID), authenticated: false)
-            } catch .serverDenied {
-                throw .serverDenied(detail: appRoleRefused(path, status: 403, ""))
-            }
-            guard response.status == 200 else {
-                throw .serverDenied(detail: appRoleRefused(path, status: response.status, Self.errorSuffix(response)))
-            }
-            guard let token = (try? JSONDecoder().decode(Answer.self, from: Data(response.body)))?.auth?.clientToken
-            else {
-                throw .backendFailure(detail: "the AppRole login at \(path) returned no token")
-            }
-            state.withLock { $0.loginToken = token }
-            return token
+            return try login(
+                mount: mount, ["role_id": roleID, "secret_id": secretID],
+                check: "KEYCHAIN_OPENBAO_ROLE_ID and KEYCHAIN_OPENBAO_SECRET_ID (a secret id may have expired "
+                    + "or been used up), and KEYCHAIN_OPENBAO_APPROLE_MOUNT")
+        case .jwt(let jwt, let role, let mount):
+            var body = ["jwt": jwt]
+            if let role { body["role"] = role }
+            return try login(
+                mount: mount, body,
+                check: "KEYCHAIN_OPENBAO_JWT (it may have expired, or its audience, issuer or subject may not "
+                    + "match the role's bounds), KEYCHAIN_OPENBAO_JWT_ROLE and KEYCHAIN_OPENBAO_JWT_MOUNT")
         }
+    }
+
+    /// `POST /v1/auth/MOUNT/login` with `body`; the token it returns, kept for later requests.
+    private func login(mount: String, _ body: [String: String], check: String) throws(KeychainError) -> String {
+        if let token = state.withLock({ $0.loginToken }) { return token }
+        struct Answer: Decodable {
+            struct Auth: Decodable {
+                var clientToken: String
+                enum CodingKeys: String, CodingKey { case clientToken = "client_token" }
+            }
+            var auth: Auth?
+        }
+        let path = "auth/\(try kvPath(mount))/login"
+        func refused(_ status: Int, _ suffix: String) -> KeychainError {
+            .serverDenied(detail: "the \(tokenSource) was refused (HTTP \(status)\(suffix)). Check \(check)")
+        }
+        let response: HTTPResponse
+        do {
+            response = try send("POST", path, json: body, authenticated: false)
+        } catch .serverDenied {
+            throw refused(403, "")
+        }
+        guard response.status == 200 else { throw refused(response.status, Self.errorSuffix(response)) }
+        guard let token = (try? JSONDecoder().decode(Answer.self, from: Data(response.body)))?.auth?.clientToken
+        else {
+            throw .backendFailure(detail: "the \(tokenSource) at \(path) returned no token")
+        }
+        state.withLock { $0.loginToken = token }
+        return token
     }
 
     /// Where the token comes from, for messages (never the token).
     var tokenSource: String {
         switch configuration.credentials {
         case .token(_, let source): source
-        case .appRole(_, _, let mount): "an AppRole login at auth/\(mount)"
+        case .appRole(_, _, let mount): "AppRole login at auth/\(mount)"
+        case .jwt(_, _, let mount): "JWT login at auth/\(mount)"
         case .none: "nowhere"
         }
-    }
-
-    private func appRoleRefused(_ path: String, status: Int, _ suffix: String) -> String {
-        "the AppRole login at \(path) was refused (HTTP \(status)\(suffix)). Check KEYCHAIN_OPENBAO_ROLE_ID and "
-            + "KEYCHAIN_OPENBAO_SECRET_ID (a secret id may have expired or been used up), and "
-            + "KEYCHAIN_OPENBAO_APPROLE_MOUNT"
     }
 
     private func denied(_ method: String, _ path: String, _ response: HTTPResponse) -> String {

@@ -14,6 +14,10 @@ public struct OpenBaoConfiguration: Sendable {
         /// AppRole login (`POST /v1/auth/MOUNT/login`) on the first request; the token it returns
         /// is kept in memory only.
         case appRole(roleID: String, secretID: String, mount: String)
+        /// JWT login (`POST /v1/auth/MOUNT/login` with `jwt` and `role`): a CI job's own identity
+        /// token (GitLab's id_tokens, GitHub's OIDC token) instead of a static secret; the token
+        /// it returns is kept in memory only. Without `role`, the mount's default role.
+        case jwt(String, role: String?, mount: String)
         /// None found; requests fail with a message that says where a token can come from.
         case none
     }
@@ -45,7 +49,7 @@ public struct OpenBaoConfiguration: Sendable {
     }
 
     /// The configuration `environment` describes (see the README's OpenBao section).
-    /// - Parameter readFile: reads a token, role id or secret id file; nil when it does not exist.
+    /// - Parameter readFile: reads a token, role id, secret id or JWT file; nil when it does not exist.
     /// - Throws: ``KeychainError/badConfiguration(detail:)`` for an address that cannot be used,
     ///   an AppRole half given, or a file that cannot be read.
     public static func fromEnvironment(
@@ -78,6 +82,8 @@ public struct OpenBaoConfiguration: Sendable {
                         + "and KEYCHAIN_OPENBAO_SECRET_ID (or their _FILE variants)")
             }
             credentials = .appRole(roleID: roleID, secretID: secretID, mount: own("APPROLE_MOUNT") ?? "approle")
+        } else if let jwt = try fromValueOrFile("JWT") {
+            credentials = .jwt(jwt, role: own("JWT_ROLE"), mount: own("JWT_MOUNT") ?? "jwt")
         } else if let home = environment["HOME"], !home.isEmpty,
             let token = try readFile(home + "/.vault-token")?.trimmingWhitespace, !token.isEmpty
         {
