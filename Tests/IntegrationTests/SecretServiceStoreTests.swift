@@ -23,16 +23,25 @@ struct InProcessKeyringTrait: SuiteTrait, TestScoping {
 
 /// The backends the store contract is checked on: the same tests, each backend.
 enum StoreKind: String, CaseIterable, Sendable, CustomTestStringConvertible {
-    case inMemory, vault, secretService
+    case inMemory, vault, secretService, openbao
 
     var testDescription: String { rawValue }
 
     /// A new store: an empty one for the in-memory store and the vault (a vault file of its own
-    /// that does not exist yet), the suite's gnome-keyring for the Secret Service.
+    /// that does not exist yet), the suite's gnome-keyring for the Secret Service, a new KV
+    /// mount of the shared `bao` dev server for OpenBao.
     func makeStore() throws -> any SecretStore {
         switch self {
         case .inMemory: return InMemorySecretStore()
         case .secretService: return SecretServiceStore(timeout: 10)
+        case .openbao:
+            let server = try OpenBaoServer.shared.get()
+            let mount = "s" + UUID().uuidString.prefix(12).lowercased().replacing("-", with: "")
+            try server.enableKV(mount)
+            return OpenBaoStore(
+                configuration: try OpenBaoConfiguration(
+                    address: server.address, mount: mount, credentials: .token(server.rootToken, source: "test")),
+                timeout: 10)
         case .vault:
             let path = try ScratchDirectory("store").path("vault/vault.age")
             return VaultStore(path: path, workFactor: 10) { _ in Array("passphrase".utf8) }
@@ -96,8 +105,9 @@ struct SecretServiceStoreTests {
         let item = try #require(store.items(service: service).first)
         #expect(item.service == service.rawValue)
         #expect(item.key == "meta")
-        #expect(item.label == "\(service.rawValue)/meta (keychain-cli)")
-        #expect(item.application == "keychain-cli")
+        // KV fields have no label or attributes of their own.
+        #expect(item.label == (kind == .openbao ? nil : "\(service.rawValue)/meta (keychain-cli)"))
+        #expect(item.application == (kind == .openbao ? nil : "keychain-cli"))
         let created = try #require(item.created)
         #expect(abs(created.timeIntervalSinceNow) < 60)
         let all = try store.items(service: nil)
