@@ -61,6 +61,29 @@ public final class Keychain: Sendable {
         return secret
     }
 
+    /// Whether a secret is stored under `key`, without reading it where the backend allows (see
+    /// ``SecretStore/containsSecret(service:key:)``); a cached secret answers at once.
+    /// - Throws: ``KeychainError`` when the backend cannot answer.
+    public func exists(_ key: KeychainKey) throws -> Bool {
+        if cache.withLock({ $0.secrets[key] != nil }) { return true }
+        return try store.containsSecret(service: service, key: key)
+    }
+
+    /// `keychain[key]`: the secret stored under `key`, as ``data(for:)``. Throws, never hides an error.
+    public subscript(key: KeychainKey) -> Data? {
+        get throws { try data(for: key) }
+    }
+
+    /// `keychain[string: key]`: the secret as UTF-8 text, as ``string(for:)``.
+    public subscript(string key: KeychainKey) -> String? {
+        get throws { try string(for: key) }
+    }
+
+    /// `keychain[key, as: T.self]`: the secret decoded from JSON, as ``value(_:for:)``.
+    public subscript<T: Decodable>(key: KeychainKey, as type: T.Type) -> T? {
+        get throws { try value(type, for: key) }
+    }
+
     /// The secret stored under `key` as UTF-8 text, or `nil` when there is none.
     /// - Throws: ``KeychainError/invalidData(key:reason:)`` when the secret is not valid UTF-8,
     ///   or any ``KeychainError`` of ``data(for:)``.

@@ -40,6 +40,13 @@ public protocol SecretStore: Sendable {
     /// - Parameter progress: told how many are stored so far.
     /// - Throws: ``KeychainError`` when the backend cannot store one; those before it may be stored.
     func setSecrets(_ secrets: [SecretToStore], progress: (Int) -> Void) throws
+
+    /// Whether an item is stored under `service` and `key`, reading as little as the backend
+    /// allows: the Secret Service only searches (no encrypted session, no unlock prompt, even for
+    /// an item in a locked keyring); the default reads the secret and drops it (the vault must
+    /// decrypt its file to see its keys; OpenBao returns a secret's fields together).
+    /// - Throws: ``KeychainError`` when the backend cannot answer.
+    func containsSecret(service: ServiceName, key: KeychainKey) throws -> Bool
 }
 
 /// One secret for ``SecretStore/setSecrets(_:progress:)``.
@@ -56,6 +63,10 @@ public struct SecretToStore: Sendable {
 }
 
 extension SecretStore {
+    public func containsSecret(service: ServiceName, key: KeychainKey) throws -> Bool {
+        try secret(service: service, key: key) != nil
+    }
+
     public func setSecrets(_ secrets: [SecretToStore], progress: (Int) -> Void) throws {
         for (index, item) in secrets.enumerated() {
             try setSecret(item.secret, service: item.service, key: item.key)

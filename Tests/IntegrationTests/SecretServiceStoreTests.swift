@@ -79,10 +79,13 @@ struct SecretServiceStoreTests {
         let key = try KeychainKey("bytes")
         let bytes = Data([0, 1, 2, 255, 0, 10]) + Data("tail".utf8)
         #expect(try store.secret(service: service, key: key) == nil)
+        #expect(try !store.containsSecret(service: service, key: key))
         try store.setSecret(bytes, service: service, key: key)
         #expect(try store.secret(service: service, key: key) == bytes)
+        #expect(try store.containsSecret(service: service, key: key))
         #expect(try store.deleteSecret(service: service, key: key))
         #expect(try store.secret(service: service, key: key) == nil)
+        #expect(try !store.containsSecret(service: service, key: key))
         #expect(try !store.deleteSecret(service: service, key: key))
     }
 

@@ -99,6 +99,17 @@ public final class SecretServiceStore: SecretStore {
         }
     }
 
+    /// A search only: no encrypted session, and an item in a locked keyring counts without
+    /// unlocking it.
+    public func containsSecret(service: ServiceName, key: KeychainKey) throws -> Bool {
+        try BoundedOperation.run("look for the item", seconds: timeout) { operation in
+            let bus = try sessionBus(operation)
+            defer { g_object_unref(UnsafeMutableRawPointer(bus)) }
+            let found = try searchPaths(operation, bus, ["service": service.rawValue, "username": key.rawValue])
+            return !found.unlocked.isEmpty || !found.locked.isEmpty
+        }
+    }
+
     public func setSecret(_ secret: Data, service: ServiceName, key: KeychainKey) throws {
         // secret_value_new copies the bytes into (non-pageable) memory of its own.
         let value = secret.withUnsafeBytes { buffer in

@@ -1,0 +1,109 @@
+import Foundation
+import KeychainCore
+import Synchronization
+import Testing
+
+/// A store whose reads block until `expected` reads are under way at once (or until 5 s after the
+/// store was made, for all of them together, so that a failure is quick): the async API passes
+/// only if its calls run on threads of their own, since Swift concurrency's cooperative pool has
+/// as many threads as the machine has cores (with the calls on it, 2 of 32 got in here).
+final class RendezvousStore: SecretStore {
+    let inner = InMemorySecretStore()
+    let expected: Int
+    private let state = Mutex((inside: 0, mostAtOnce: 0))
+
+    private let deadline = Date().addingTimeInterval(5)
+
+    init(expected: Int) { self.expected = expected }
+
+    var mostAtOnce: Int { state.withLock { $0.mostAtOnce } }
+
+    func secret(service: ServiceName, key: KeychainKey) throws -> Data? {
+        state.withLock {
+            $0.inside += 1
+            $0.mostAtOnce = max($0.mostAtOnce, $0.inside)
+        }
+        defer { state.withLock { $0.inside -= 1 } }
+        while state.withLock({ $0.mostAtOnce }) < expected && Date() < deadline { usleep(1_000) }
+        return try inner.secret(service: service, key: key)
+    }
+    func setSecret(_ secret: Data, service: ServiceName, key: KeychainKey) throws {
+        try inner.setSecret(secret, service: service, key: key)
+    }
+    func deleteSecret(service: ServiceName, key: KeychainKey) throws -> Bool {
+        try inner.deleteSecret(service: service, key: key)
+    }
+    func items(service: ServiceName?) throws -> [ItemInfo] { try inner.items(service: service) }
+    func deleteAll(service: ServiceName) throws -> Int { try inner.deleteAll(service: service) }
+}
+
+@Suite("Keychain: async API, exists, subscripts")
+struct KeychainAsyncTests {
+    @Test func blockingBackendsNeverHoldTheCooperativeThreads() async throws {
+        let calls = max(32, ProcessInfo.processInfo.activeProcessorCount * 8)
+        let store = RendezvousStore(expected: calls)
+        let keychain = Keychain(service: try ServiceName("async"), store: store)
+        try await keychain.set("v", for: KeychainKey("k"))
+        let start = Date()
+        try await withThrowingTaskGroup(of: String?.self) { group in
+            for index in 0..<calls {
+                group.addTask {
+                    keychain.removeCachedSecrets()
+                    return try await keychain.string(for: KeychainKey(index.isMultiple(of: 2) ? "k" : "missing"))
+                }
+            }
+            var found = 0
+            for try await value in group where value == "v" { found += 1 }
+            #expect(found == (calls + 1) / 2)
+        }
+        // Every read was inside the store at once; on the cooperative pool at most
+        // activeProcessorCount would have been, until the store's 5 s ran out.
+        #expect(store.mostAtOnce == calls)
+        #expect(Date().timeIntervalSince(start) < 5)
+    }
+
+    @Test func manyTasksWritingAndReadingAtOnceLoseNothing() async throws {
+        let keychain = Keychain(service: try ServiceName("busy"), store: InMemorySecretStore())
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for writer in 0..<16 {
+                group.addTask {
+                    for round in 0..<50 {
+                        let key = try KeychainKey("w\(writer)")
+                        try await keychain.set("\(round)", for: key)
+                        // A read after this task's own write sees it (or a later one of its own).
+                        #expect(try await keychain.string(for: key) == "\(round)")
+                        #expect(try await keychain.exists(key))
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        let items = try await keychain.items()
+        #expect(items.map(\.key) == (0..<16).map { "w\($0)" }.sorted())
+        for writer in 0..<16 { #expect(try keychain[string: KeychainKey("w\(writer)")] == "49") }
+        #expect(try await keychain.reset() == 16)
+        #expect(try await keychain.items().isEmpty)
+    }
+
+    @Test func existsReadsNoSecretAndSubscriptsThrow() throws {
+        let store = CountingStore()
+        let keychain = Keychain(service: try ServiceName("app"), store: store)
+        let key = try KeychainKey("k")
+        #expect(try !keychain.exists(key))
+        try store.inner.setSecret(Data("1".utf8), service: keychain.service, key: key)
+        #expect(try keychain.exists(key))
+        // Served from the cache once read: no further call reaches the store.
+        #expect(try keychain[string: key] == "1")
+        let reads = store.count("secret")
+        #expect(try keychain.exists(key) && keychain[key] == Data("1".utf8))
+        #expect(store.count("secret") == reads)
+
+        struct Credentials: Codable, Equatable { var user: String }
+        try keychain.set(value: Credentials(user: "ci"), for: KeychainKey("creds"))
+        #expect(try keychain[KeychainKey("creds"), as: Credentials.self] == Credentials(user: "ci"))
+        // A secret that is not text, or not the type asked for, is an error, not nil.
+        try keychain.set(Data([0xFF]), for: key)
+        #expect(throws: KeychainError.self) { try keychain[string: key] }
+        #expect(throws: KeychainError.self) { try keychain[key, as: Credentials.self] }
+    }
+}
