@@ -106,4 +106,25 @@ struct KeychainAsyncTests {
         #expect(throws: KeychainError.self) { try keychain[string: key] }
         #expect(throws: KeychainError.self) { try keychain[key, as: Credentials.self] }
     }
+
+    /// The README's async example, as written there.
+    @Test func theReadmeExampleRuns() async throws {
+        struct Credentials: Codable, Sendable { var user: String }
+        func deploy(keychain: Keychain) async throws -> String? {
+            let deployKey = try KeychainKey("deploy-key")
+            let tokenKey = try KeychainKey("github-token")
+            guard try await keychain.exists(deployKey) else { return nil }  // reads no secret
+            async let token = keychain.string(for: tokenKey)  // both reads at once
+            async let creds = keychain.value(Credentials.self, for: try KeychainKey("creds"))
+            return try await "\(token ?? "") \(creds?.user ?? "")"
+        }
+        let keychain = Keychain(service: try ServiceName("readme"), store: InMemorySecretStore())
+        #expect(try await deploy(keychain: keychain) == nil)
+        try await keychain.set(Data([1]), for: KeychainKey("deploy-key"))
+        try await keychain.set("ghp_x", for: KeychainKey("github-token"))
+        try await keychain.set(value: Credentials(user: "ci"), for: KeychainKey("creds"))
+        #expect(try await deploy(keychain: keychain) == "ghp_x ci")
+        let cached = try keychain[string: KeychainKey("github-token")]  // subscripts throw too
+        #expect(cached == "ghp_x")
+    }
 }
