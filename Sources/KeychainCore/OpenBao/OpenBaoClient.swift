@@ -93,7 +93,7 @@ final class OpenBaoClient: Sendable {
                 throw .serverUnavailable(
                     detail: "OpenBao at \(configuration.address) is sealed: unseal it (bao operator unseal) "
                         + "and try again")
-            case let status where Self.isTransient(status, response):
+            case _ where Self.isTransient(response):
                 lastProblem = "HTTP \(response.status)" + Self.errorSuffix(response)
                 sleep(seconds: min(delay, max(0, deadline - monotonicSeconds())))
                 delay = min(delay * 2, 0.5)
@@ -107,8 +107,8 @@ final class OpenBaoClient: Sendable {
     /// behind our last write, 429 a busy standby, 500 "active cluster node not found" during an
     /// election, and 400 "Waiting for the primary to upgrade from non-versioned to versioned
     /// data" from a KV mount enabled a moment ago (about a second, measured on a 3-node cluster).
-    private static func isTransient(_ status: Int, _ response: HTTPResponse) -> Bool {
-        switch status {
+    private static func isTransient(_ response: HTTPResponse) -> Bool {
+        switch response.status {
         case 307, 412, 429, 500...599: true
         case 400: errors(of: response).contains { $0.contains("upgrade from non-versioned to versioned data") }
         default: false

@@ -163,18 +163,13 @@ public final class OpenBaoStore: SecretStore {
         } catch .serverDenied {
             // No `patch` capability: read, merge and write back with check-and-set below.
         }
-        _ = try modify(service) { fields in
-            for (key, value) in changes {
-                if value == .null { fields.removeValue(forKey: key) } else { fields[key] = value }
-            }
-            return true
-        }
+        try checkAndSet(service, changes)
     }
 
-    /// Reads the service's secret, lets `change` edit its fields, and writes them back if it
-    /// returns true, with check-and-set: on a version mismatch it starts again, within the time limit.
-    /// - Returns: what `change` returned.
-    func modify(_ service: ServiceName, _ change: (inout [String: JSONValue]) -> Bool) throws(KeychainError) -> Bool {
+    /// Reads the service's secret, applies `changes` to its fields (`.null` removes one) and
+    /// writes them back with check-and-set: on a version mismatch it starts again, within the
+    /// time limit.
+    func checkAndSet(_ service: ServiceName, _ changes: [String: JSONValue]) throws(KeychainError) {
         struct Write: Encodable {
             struct Options: Encodable { var cas: Int }
             var options: Options
@@ -185,10 +180,12 @@ public final class OpenBaoStore: SecretStore {
         while true {
             let current = try read(service, deadline: deadline)
             var fields = current.fields
-            guard change(&fields) else { return false }
+            for (key, value) in changes {
+                if value == .null { fields.removeValue(forKey: key) } else { fields[key] = value }
+            }
             let body = Write(options: .init(cas: current.version), data: fields)
             let response = try client.send("PUT", path, json: body, deadline: deadline)
-            if (200..<300).contains(response.status) { return true }
+            if (200..<300).contains(response.status) { return }
             guard response.status == 400,
                 OpenBaoClient.errors(of: response).contains(where: { $0.contains("check-and-set") })
             else { throw refused("PUT", path, response) }
