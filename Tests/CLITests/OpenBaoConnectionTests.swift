@@ -6,13 +6,8 @@ import Testing
 /// that refuse, never answer or do not exist, TLS with a private CA, a sealed server, namespaces.
 @Suite("OpenBao connections")
 struct OpenBaoConnectionTests {
-    /// Runs `body` on a new mount of the shared dev server, with `cli` using it as root.
-    private func onMount(_ body: (OpenBaoServer, String) throws -> Void) throws {
-        try CLIBackend.withOpenBaoMount(body)
-    }
-
     @Test func plainHTTPOnlyToLoopbackAndUnreachableServers() throws {
-        try onMount { _, _ throws in
+        try CLIBackend.withOpenBaoMount { _, _ throws in
             let remote = try cli(["-s", "ci", "get", "k"], extra: ["BAO_ADDR": "http://bao.example.com:8200"])
             #expect(remote.status == 64)
             #expect(remote.stderr.contains("Use https://"))
@@ -30,7 +25,7 @@ struct OpenBaoConnectionTests {
         let listener = try LoopbackSocket()
         try listener.listen()
         let port = listener.port
-        try onMount { _, _ throws in
+        try CLIBackend.withOpenBaoMount { _, _ throws in
             let start = Date()
             let silent = try cli(
                 ["--timeout", "1", "-s", "ci", "get", "k"], extra: ["BAO_ADDR": "http://127.0.0.1:\(port)"])
@@ -62,6 +57,7 @@ struct OpenBaoConnectionTests {
         #expect(doctor.stdoutText.contains("over verified TLS"))
         // BAO_CAPATH: a directory of CA certificates, hashed as OpenSSL looks them up.
         let certificates = try ScratchDirectory("capath")
+        defer { certificates.remove() }
         try FileManager.default.copyItem(atPath: tls.caFile, toPath: certificates.path("ca.pem"))
         _ = try runProcess(
             "/usr/bin/openssl", ["rehash", certificates.url.path], environment: ["PATH": "/usr/bin:/bin"])
@@ -85,6 +81,7 @@ struct OpenBaoConnectionTests {
         let inNamespace = ["BAO_NAMESPACE": namespace]
         #expect(try server.bao(["secrets", "enable", "-path=secret", "kv-v2"], environment: inNamespace).status == 0)
         let home = try ScratchDirectory("namespace")
+        defer { home.remove() }
         var environment: [String: String] = [
             "KEYCHAIN_BACKEND": "openbao", "BAO_ADDR": server.address, "BAO_TOKEN": server.rootToken,
             "PATH": "/usr/bin:/bin", "HOME": home.url.path, "BAO_NAMESPACE": namespace,

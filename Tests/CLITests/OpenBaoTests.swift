@@ -8,17 +8,8 @@ import Testing
 /// (CLIBackend.openbao).
 @Suite("OpenBao backend")
 struct OpenBaoTests {
-    /// Runs `body` on a new mount of the shared dev server, with `cli` using it as root.
-    private func onMount(_ body: (OpenBaoServer, String) throws -> Void) throws {
-        try CLIBackend.withOpenBaoMount(body)
-    }
-
-    private func json(_ text: String) -> [String: Any] {
-        (try? JSONSerialization.jsonObject(with: Data(text.utf8))) as? [String: Any] ?? [:]
-    }
-
     @Test func theBaoCLIAndKeychainCLIReadEachOthersSecrets() throws {
-        try onMount { server, mount throws in
+        try CLIBackend.withOpenBaoMount { server, mount throws in
             let put = try server.bao(["kv", "put", "\(mount)/ci", "github-token=ghp_from_bao", "other=x"])
             #expect(put.status == 0, "\(put.stderr)")
             #expect(try cli(["-s", "ci", "get", "github-token"]).stdoutText == "ghp_from_bao")
@@ -48,7 +39,7 @@ struct OpenBaoTests {
     }
 
     @Test func deleteKeepsHistoryAndResetIsUndoneWithUndelete() throws {
-        try onMount { server, mount throws in
+        try CLIBackend.withOpenBaoMount { server, mount throws in
             #expect(try cli(["-s", "ci", "set", "a"], input: "1").status == 0)
             #expect(try cli(["-s", "ci", "set", "b"], input: "2").status == 0)
             #expect(try cli(["-s", "ci", "delete", "a"]).status == 0)
@@ -68,7 +59,7 @@ struct OpenBaoTests {
     }
 
     @Test func eightConcurrentWritersOfOneServiceAllSurvive() throws {
-        try onMount { _, _ throws in
+        try CLIBackend.withOpenBaoMount { _, _ throws in
             let script = (0..<8).map { #"printf v\#($0) | "$KC" -s ci set key-\#($0) & "# }.joined() + "wait"
             for _ in 0..<3 {
                 let result = try shell(script)
@@ -80,8 +71,9 @@ struct OpenBaoTests {
     }
 
     @Test func tokensComeFromVaultVariablesAndTheTokenFile() throws {
-        try onMount { server, _ throws in
+        try CLIBackend.withOpenBaoMount { server, _ throws in
             let home = try ScratchDirectory("bao-home")
+            defer { home.remove() }
             let base: [String: String] = ["BAO_TOKEN": "", "HOME": home.url.path]
             #expect(try cli(["-s", "ci", "set", "k"], input: "v").status == 0)
             // No token anywhere: 77, saying where one can come from.
@@ -104,24 +96,24 @@ struct OpenBaoTests {
     }
 
     @Test func appRoleLoginAndAPolicyThatDenies() throws {
-        try onMount { server, mount throws in
+        try CLIBackend.withOpenBaoMount { server, mount throws in
             let auth = "approle-" + UUID().uuidString.prefix(8).lowercased()
             #expect(try server.api("POST", "sys/auth/\(auth)", json: #"{"type":"approle"}"#).status == 204)
             let policy = #"path "\#(mount)/data/ci" { capabilities = ["read", "create", "update", "patch"] }"#
-            let policyJSON = String(
-                decoding: try JSONSerialization.data(withJSONObject: ["policy": policy]), as: UTF8.self)
-            #expect(try server.api("PUT", "sys/policies/acl/\(mount)-ci", json: policyJSON).status == 204)
+            #expect(try server.putPolicy("\(mount)-ci", policy) == 204)
             #expect(
                 try server.api("POST", "auth/\(auth)/role/ci", json: #"{"token_policies":"\#(mount)-ci"}"#).status
                     == 204)
             let roleID =
-                (json(try server.api("GET", "auth/\(auth)/role/ci/role-id").body)["data"] as? [String: Any])?["role_id"]
+                (jsonObject(try server.api("GET", "auth/\(auth)/role/ci/role-id").body)["data"] as? [String: Any])?[
+                    "role_id"]
                 as? String ?? ""
             let secretID =
-                (json(try server.api("POST", "auth/\(auth)/role/ci/secret-id").body)["data"] as? [String: Any])?[
+                (jsonObject(try server.api("POST", "auth/\(auth)/role/ci/secret-id").body)["data"] as? [String: Any])?[
                     "secret_id"] as? String ?? ""
             #expect(!roleID.isEmpty && !secretID.isEmpty)
             let files = try ScratchDirectory("approle")
+            defer { files.remove() }
             try secretID.write(toFile: files.path("secret-id"), atomically: true, encoding: .utf8)
             let appRole = [
                 "BAO_TOKEN": "", "HOME": files.url.path, "KEYCHAIN_OPENBAO_APPROLE_MOUNT": auth,
@@ -151,9 +143,10 @@ struct OpenBaoTests {
     }
 
     @Test func jwtLoginWithACIJobsIdentityToken() throws {
-        try onMount { server, mount throws in
+        try CLIBackend.withOpenBaoMount { server, mount throws in
             // The CI provider's side: an RSA key whose public half the jwt auth method trusts.
             let files = try ScratchDirectory("jwt")
+            defer { files.remove() }
             let openssl = { (arguments: [String]) throws -> ProcessResult in
                 try runProcess("/usr/bin/openssl", arguments, environment: ["PATH": "/usr/bin:/bin"])
             }
@@ -168,9 +161,7 @@ struct OpenBaoTests {
                 try server.api("POST", "auth/\(auth)/config", json: String(decoding: config, as: UTF8.self)).status
                     == 204)
             let policy = #"path "\#(mount)/data/ci" { capabilities = ["read"] }"#
-            let policyJSON = String(
-                decoding: try JSONSerialization.data(withJSONObject: ["policy": policy]), as: UTF8.self)
-            #expect(try server.api("PUT", "sys/policies/acl/\(mount)-jwt", json: policyJSON).status == 204)
+            #expect(try server.putPolicy("\(mount)-jwt", policy) == 204)
             let role =
                 #"{"role_type":"jwt","user_claim":"sub","bound_audiences":["keychain-cli-test"],"token_policies":["\#(mount)-jwt"]}"#
             #expect(try server.api("POST", "auth/\(auth)/role/ci", json: role).status == 204)

@@ -46,7 +46,7 @@ struct OpenBaoClusterTests {
         let target = try standby(cluster)
         let leaderProcess = try #require(leader.serverProcessIdentifier)
         let scratch = try ScratchDirectory("raft-writer")
-        defer { try? FileManager.default.removeItem(at: scratch.url) }
+        defer { scratch.remove() }
         let environment = [
             "KEYCHAIN_BACKEND": "openbao", "BAO_ADDR": target.address, "BAO_TOKEN": cluster.rootToken,
             "PATH": "/usr/bin:/bin", "HOME": scratch.url.path, "KC": keychainCLIPath,

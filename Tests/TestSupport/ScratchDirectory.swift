@@ -11,4 +11,7 @@ public struct ScratchDirectory: Sendable {
 
     /// The path of `name` inside the directory.
     public func path(_ name: String) -> String { url.appendingPathComponent(name).path }
+
+    /// Removes the directory and everything in it.
+    public func remove() { try? FileManager.default.removeItem(at: url) }
 }
