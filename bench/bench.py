@@ -112,6 +112,11 @@ def openbao_table():
         ]
         result = measure(row)
         rss = {n: kib / 1024 for n, kib in measure_memory([(n, argv) for n, argv, _, _ in row]).items()}
+        watch_rows, _ = watch_latency(
+            {"OpenBao: keychain-cli `set` (`--interval 0.2`)": (
+                dict(os.environ, KEYCHAIN_BACKEND="openbao"),
+                lambda i: ([KC, "-s", "bench-watch", "set", "ob"], b"v%d" % i))},
+            watch_args=("--interval", "0.2"))
         for key, value in saved.items():
             os.environ.pop(key) if value is None else os.environ.__setitem__(key, value)
     finally:
@@ -122,7 +127,7 @@ def openbao_table():
     cells = " | ".join(f"{ms(result[n]):.1f} ms" for n in (kc, cli, curl))
     memory = " | ".join(f"{rss[n]:.1f} MiB" for n in (kc, cli, curl))
     version = subprocess.run([bao, "version"], capture_output=True, text=True).stdout.strip()
-    return version, "\n".join([
+    return version, watch_rows, "\n".join([
         "| operation | keychain-cli | bao kv get -field | curl | keychain-cli ÷ bao | keychain-cli ÷ curl |",
         "|---|---|---|---|---|---|",
         f"| `get` of an existing field | {cells} | **{ms(result[kc]) / ms(result[cli]):.2f}×** "
@@ -130,6 +135,75 @@ def openbao_table():
         f"| peak memory of `get` (max RSS) | {memory} | **{rss[kc] / rss[cli]:.2f}×** "
         f"| **{rss[kc] / rss[curl]:.2f}×** |",
     ])
+
+
+def watch_latency(writers, watch_args=(), writes=100):
+    """From a write's end (the writer process exited) to its line on `keychain-cli watch`'s
+    stdout, for each writer: {name: (env, write(i) -> (argv, stdin))}; a table row per writer with
+    the median and worst of `writes`. Negative: the line came first."""
+    import queue
+    import threading
+    S = "bench-watch"
+    rows, extras = [], 0
+    for name, (env, write) in writers.items():
+        watch = subprocess.Popen([KC, "-s", S, "watch", *watch_args], stdout=subprocess.PIPE, stdin=DEVNULL, env=env)
+        lines = queue.Queue()
+
+        def read(stream=watch.stdout, lines=lines):
+            for line in stream:
+                lines.put((time.monotonic(), line))
+
+        threading.Thread(target=read, daemon=True).start()
+        for attempt in range(100):  # watching has begun once a write of ours is seen
+            argv, data = write(-1 - attempt)
+            subprocess.run(argv, input=data, env=env, check=True, capture_output=True)
+            try:
+                lines.get(timeout=0.5)
+                break
+            except queue.Empty:
+                pass
+        time.sleep(0.5)
+        while not lines.empty():
+            lines.get()
+        latencies = []
+        for i in range(writes):
+            argv, data = write(i)
+            subprocess.run(argv, input=data, env=env, check=True, capture_output=True)
+            done = time.monotonic()
+            arrived, _ = lines.get(timeout=10)
+            latencies.append(arrived - done)
+            time.sleep(0.01)
+            while not lines.empty():
+                lines.get()
+                extras += 1
+        watch.terminate()
+        watch.wait()
+        rows.append(f"| {name} | {statistics.median(latencies) * 1000:.1f} ms | {max(latencies) * 1000:.1f} ms "
+                    f"| {len(latencies)} |")
+    return rows, extras
+
+
+def watch_table(openbao_rows):
+    S = "bench-watch"
+    vault_dir = tempfile.mkdtemp(prefix="kc-bench-watch-")
+    vault_env = dict(os.environ, KEYCHAIN_BACKEND="vault", KEYCHAIN_VAULT=f"{vault_dir}/vault.age",
+                     KEYCHAIN_PASSPHRASE="bench", KEYCHAIN_VAULT_WORK_FACTOR="16")
+    writers = {
+        "Secret Service: keychain-cli `set`": (None, lambda i: ([KC, "-s", S, "set", "kc"], b"v%d" % i)),
+        "Secret Service: `secret-tool store`": (None, lambda i: (
+            ["secret-tool", "store", "--label=bench", "service", S, "username", "st"], b"v%d" % i)),
+        "Secret Service: python `keyring set`": (None, lambda i: (
+            [PY, "-m", "keyring", "set", S, "py"], b"v%d\n" % i)),
+        "vault: keychain-cli `set`": (vault_env, lambda i: ([KC, "-s", S, "set", "vt"], b"v%d" % i)),
+    }
+    try:
+        rows, extras = watch_latency(writers)
+    finally:
+        shutil.rmtree(vault_dir, ignore_errors=True)
+    table = ["| writer | median | worst | of |", "|---|---|---|---|", *rows, *openbao_rows]
+    if extras:
+        table.append(f"\n({extras} extra lines were printed for these writes.)")
+    return "\n".join(table)
 
 
 def main():
@@ -184,8 +258,10 @@ def main():
         f"| **{rss[kc] / rss[st]:.2f}×** |")
     table = "\n".join(lines)
     print(table)
-    bao_version, bao_table = openbao_table()
+    bao_version, openbao_watch_rows, bao_table = openbao_table()
     print("\n" + bao_table)
+    watch_rows = watch_table(openbao_watch_rows)
+    print("\n" + watch_rows)
     in_process = subprocess.run([os.environ.get("KEYCHAIN_BENCH", ".build/release/keychain-bench")],
                                 check=True, capture_output=True, text=True).stdout.strip()
     print("\n" + in_process)
@@ -231,13 +307,27 @@ Against a `bao server -dev` ({bao_version}) on 127.0.0.1, the same KV v2 secret:
 process and one HTTP round trip, printing the raw JSON. Medians of {RUNS} interleaved runs; memory
 of {MEMORY_RUNS}.
 
+## `watch`: from a write to its line
+
+{watch_rows}
+
+Each write is a whole process; the time runs from its exit (the write is done) to the moment its
+line is read from `keychain-cli watch`'s stdout (a negative time: the line came first). Secret
+Service: the collection's D-Bus signal (keychain-cli's own for its `SetSecret`); the vault:
+inotify, then a re-read of the file. Its scrypt work factor is 2^16 (about 0.2 s here): each
+writer process pays it once, the watcher only at its start, since the writers keep the header.
+OpenBao: a read of the secret every 0.2 s; each write there lands just after a read (the next
+write starts when the last line came), so its row shows the poll's worst case, close to the
+interval, rather than the average (half of it). A write by python keyring shows a negative time:
+its line comes about 20 ms before the interpreter has exited.
+
 ## Inside one process: the `Keychain` cache
 
 {in_process}
 
 Measured by `keychain-bench` (Benchmarks/keychain-bench) against the same private keyring: the
 uncached read clears the cache first, so it pays the D-Bus round trips (search, secret); the
-cached read is a dictionary lookup under a `Mutex`, timed in batches of 1,000.
+cached read is a dictionary lookup under a lock (a pthread mutex), timed in batches of 1,000.
 """
     out = os.environ.get("BENCH_RESULTS", "bench/RESULTS.md")
     with open(out, "w") as f:

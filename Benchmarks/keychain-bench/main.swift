@@ -50,7 +50,7 @@ do {
         | in-process `Keychain.data(for:)` | median per read |
         |---|---|
         | uncached (asks gnome-keyring over D-Bus; \(uncachedRuns) reads) | \(String(format: "%.1f", slow)) µs |
-        | cached (served from the Mutex-guarded cache; \(cachedBatches) × \(batchSize) reads) | \(String(format: "%.3f", fast)) µs |
+        | cached (served from the lock-guarded cache; \(cachedBatches) × \(batchSize) reads) | \(String(format: "%.3f", fast)) µs |
         | cached read is faster by | **\(Int((slow / fast).rounded()))×** |
         """)
 } catch {

@@ -25,6 +25,46 @@ static inline const SecretSchema *keychain_cli_schema(void) {
     return &schema;
 }
 
+// Network passwords (NetworkCredential): written with libsecret's compat network schema, as
+// git-credential-libsecret (Debian) and GNOME's network clients write them, and looked up by its
+// attributes alone (SECRET_SCHEMA_DONT_MATCH_NAME), so that upstream git's org.git.Password items
+// are found too.
+static inline const SecretSchema *keychain_cli_network_schema(void) { return SECRET_SCHEMA_COMPAT_NETWORK; }
+static inline const SecretSchema *keychain_cli_network_search_schema(void) {
+    static const SecretSchema schema = {
+        "org.gnome.keyring.NetworkPassword",
+        SECRET_SCHEMA_DONT_MATCH_NAME,
+        {
+            {"user", SECRET_SCHEMA_ATTRIBUTE_STRING},
+            {"domain", SECRET_SCHEMA_ATTRIBUTE_STRING},
+            {"object", SECRET_SCHEMA_ATTRIBUTE_STRING},
+            {"protocol", SECRET_SCHEMA_ATTRIBUTE_STRING},
+            {"port", SECRET_SCHEMA_ATTRIBUTE_INTEGER},
+            {"server", SECRET_SCHEMA_ATTRIBUTE_STRING},
+            {"authtype", SECRET_SCHEMA_ATTRIBUTE_STRING},
+            {NULL, 0},
+        },
+    };
+    return &schema;
+}
+
+// Docker registry credentials, as docker-credential-secretservice writes and finds them (its
+// schema name is matched, so only docker's items are found).
+static inline const SecretSchema *keychain_cli_docker_schema(void) {
+    static const SecretSchema schema = {
+        "io.docker.Credentials",
+        SECRET_SCHEMA_NONE,
+        {
+            {"label", SECRET_SCHEMA_ATTRIBUTE_STRING},
+            {"server", SECRET_SCHEMA_ATTRIBUTE_STRING},
+            {"username", SECRET_SCHEMA_ATTRIBUTE_STRING},
+            {"docker_cli", SECRET_SCHEMA_ATTRIBUTE_STRING},
+            {NULL, 0},
+        },
+    };
+    return &schema;
+}
+
 // SECRET_ERROR is a macro over a function call; Swift cannot import function-like macros.
 static inline GQuark keychain_cli_secret_error_quark(void) { return secret_error_get_quark(); }
 

@@ -1,5 +1,3 @@
-import Synchronization
-
 #if canImport(FoundationEssentials)
     import FoundationEssentials
 #else
@@ -10,8 +8,10 @@ import Synchronization
 ///
 /// Reads are cache-aside: the first read of a key asks the backend, later reads of the same key
 /// are served from memory until this instance writes, deletes or resets that key (or
-/// ``removeCachedSecrets()`` is called). Writes by other processes are not seen while a value is
-/// cached; create a new `Keychain`, or clear the cache, to read them. All methods are thread-safe.
+/// ``removeCachedSecrets()`` is called). While the instance watches (``watch(pollingEvery:_:)``,
+/// ``changes(pollingEvery:)``), every change another program makes removes its key from the cache;
+/// otherwise their writes are not seen while a value is cached (create a new `Keychain`, or clear
+/// the cache, to read them). All methods are thread-safe.
 ///
 /// ```swift
 /// let keychain = try Keychain(service: "my-app")          // the desktop's Secret Service
@@ -33,12 +33,21 @@ public final class Keychain: Sendable {
         var generation = 0
     }
 
-    private let cache = Mutex(Cache())
+    private let cache = Locked(Cache())
+    /// The backend's watch and its subscribers (see KeychainChanges.swift).
+    let watching = Locked(Watching())
+    /// Held while the backend's watch starts, so that two subscribers start one.
+    let watchStart = Locked(())
 
     /// A keychain for `service` on `store`.
     public init(service: ServiceName, store: any SecretStore) {
         self.service = service
         self.store = store
+    }
+
+    /// A watch still running when the instance goes away is stopped, not left running.
+    deinit {
+        watching.withLock { $0.watch }?.cancel()
     }
 
     /// A keychain for the service named `service` on `store` (by default the Secret Service).
@@ -119,7 +128,9 @@ public final class Keychain: Sendable {
             throw KeychainError.secretTooLarge(limit: Self.maximumSecretSize)
         }
         defer { invalidate(key) }
-        try store.setSecret(secret, service: service, key: key)
+        try recordingEchoes(of: [key], [.created, .changed]) {
+            (try store.setSecret(secret, service: service, key: key), 1)
+        }
     }
 
     /// Stores `text` as UTF-8 under `key`.
@@ -151,7 +162,10 @@ public final class Keychain: Sendable {
             throw KeychainError.secretTooLarge(limit: Self.maximumSecretSize)
         }
         defer { removeCachedSecrets() }
-        try store.setSecrets(secrets, progress: progress)
+        let mine = Set(secrets.lazy.filter { $0.service == self.service }.map(\.key))
+        try recordingEchoes(of: mine, [.created, .changed]) {
+            (try store.setSecrets(secrets, progress: progress), mine.count)
+        }
     }
 
     /// Removes the item stored under `key`.
@@ -160,7 +174,10 @@ public final class Keychain: Sendable {
     @discardableResult
     public func delete(_ key: KeychainKey) throws -> Bool {
         defer { invalidate(key) }
-        return try store.deleteSecret(service: service, key: key)
+        return try recordingEchoes(of: [key], [.deleted]) {
+            let deleted = try store.deleteSecret(service: service, key: key)
+            return (deleted, deleted ? 1 : 0)
+        }
     }
 
     /// Removes every item of this service (and of no other).
@@ -169,7 +186,10 @@ public final class Keychain: Sendable {
     @discardableResult
     public func reset() throws -> Int {
         defer { removeCachedSecrets() }
-        return try store.deleteAll(service: service)
+        return try recordingEchoes(of: nil, [.deleted]) {
+            let count = try store.deleteAll(service: service)
+            return (count, count)
+        }
     }
 
     // MARK: Listing
@@ -196,7 +216,7 @@ public final class Keychain: Sendable {
         }
     }
 
-    private func invalidate(_ key: KeychainKey) {
+    func invalidate(_ key: KeychainKey) {
         cache.withLock {
             $0.secrets[key] = nil
             $0.generation += 1

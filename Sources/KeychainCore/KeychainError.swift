@@ -37,6 +37,8 @@ public enum KeychainError: Error, Equatable, Sendable, CustomStringConvertible {
     case wrongPassphrase(path: String)
     /// The vault needs a passphrase and none could be had (no source set, no terminal, empty).
     case noPassphrase(detail: String)
+    /// The vault is encrypted to age recipients and no identity given opens it (or none was given).
+    case noMatchingIdentity(path: String, detail: String)
     /// Another process held the vault's write lock for `seconds`.
     case vaultBusy(path: String, seconds: Double)
     /// The backend's settings cannot work (an OpenBao address that is not a URL, or plain http to
@@ -98,6 +100,9 @@ public enum KeychainError: Error, Equatable, Sendable, CustomStringConvertible {
         case .noPassphrase(let detail):
             return "the vault needs a passphrase (\(detail)). Set $KEYCHAIN_PASSPHRASE, or pass "
                 + "--passphrase-file PATH or --passphrase-fd N, or run at a terminal to be asked"
+        case .noMatchingIdentity(let path, let detail):
+            return "cannot open the vault '\(path)': \(detail). Give the identity file of one of its recipients "
+                + "with --identity PATH or $KEYCHAIN_IDENTITY (age-keygen's AGE-SECRET-KEY-1 lines)"
         case .vaultBusy(let path, let seconds):
             return "another process kept the vault '\(path)' locked for \(formatSeconds(seconds)) s. "
                 + "Try again, or raise --timeout"

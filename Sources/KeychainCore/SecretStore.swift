@@ -47,6 +47,17 @@ public protocol SecretStore: Sendable {
     /// decrypt its file to see its keys; OpenBao returns a secret's fields together).
     /// - Throws: ``KeychainError`` when the backend cannot answer.
     func containsSecret(service: ServiceName, key: KeychainKey) throws -> Bool
+
+    /// Starts reporting the changes to the items of `service` (of every service when nil), made by
+    /// any program, this one included, until the returned watch is cancelled or a failure is
+    /// reported (the last report). Each backend watches as well as it can: the Secret Service's
+    /// signals, the vault file's notifications, OpenBao's versions; the default polls.
+    /// - Parameters:
+    ///   - interval: seconds between two looks where the backend must be asked (polling).
+    ///   - report: called on the watcher's own thread, one event at a time, in order.
+    /// - Throws: ``KeychainError`` when the backend cannot be watched at all.
+    func watch(service: ServiceName?, interval: Double, report: @escaping @Sendable (WatchEvent) -> Void) throws
+        -> StoreWatch
 }
 
 /// One secret for ``SecretStore/setSecrets(_:progress:)``.

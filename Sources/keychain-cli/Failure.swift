@@ -36,7 +36,7 @@ func exitStatus(for error: any Error) -> Int32 {
         case .noSessionBus, .noSecretService, .noDefaultCollection, .backendFailure, .serverUnavailable: return 69
         case .vaultIO: return 74
         case .timedOut, .vaultBusy, .serverTimedOut: return 75
-        case .locked, .permissionDenied, .wrongPassphrase, .noPassphrase, .serverDenied: return 77
+        case .locked, .permissionDenied, .wrongPassphrase, .noPassphrase, .noMatchingIdentity, .serverDenied: return 77
         }
     case is FileError:
         return 74
@@ -63,22 +63,25 @@ func exitStatus(for error: any Error) -> Int32 {
 /// stdout as usual) and returns the exit code.
 func reportingFailure(_ error: any Error) -> Int32 {
     let code = exitStatus(for: error)
-    let message: String
+    if error is ExitCode { return code }  // the command has said what went wrong (doctor)
+    if code == 0, !(error is KeychainError || error is CommandFailure || error is FileError || error is FormatError) {
+        KeychainCLI.exit(withError: error)  // --help, --version: printed by the parser
+    }
+    let message = failureMessage(error)
+    writeError("keychain-cli: \(message)\n")
+    return code
+}
+
+/// What happened and what to do next, for one error (without the `keychain-cli:` prefix).
+func failureMessage(_ error: any Error) -> String {
     switch error {
-    case is ExitCode: return code  // the command has said what went wrong (doctor)
-    case let error as KeychainError: message = error.description
-    case let failure as CommandFailure: message = failure.message
-    case let error as FileError: message = "\(error). Check the path and its permissions"
-    case let error as FormatError: message = error.description
+    case let error as KeychainError: return error.description
+    case let failure as CommandFailure: return failure.message
+    case let error as FileError: return "\(error). Check the path and its permissions"
+    case let error as FormatError: return error.description
     default:
-        if code == 0 {
-            KeychainCLI.exit(withError: error)  // --help, --version: printed by the parser
-        }
-        message =
-            code == 70
+        return exitStatus(for: error) == 70
             ? "internal error (\(error)). This is a bug: please report it with the command you ran"
             : UsageCheck.message(for: error, arguments: Array(CommandLine.arguments.dropFirst()))
     }
-    writeError("keychain-cli: \(message)\n")
-    return code
 }

@@ -19,7 +19,7 @@ struct GlobalOptions: ParsableArguments {
         parsing: .unconditional,
         help: ArgumentHelp(
             "Give up when the keyring (or an unlock prompt) has not answered for this many seconds, or "
-                + "when an OpenBao operation (retries included) has not finished. Default: 5.",
+                + "when an OpenBao operation (retries included) has not finished. Default: $KEYCHAIN_TIMEOUT, else 5.",
             valueName: "seconds"))
     var timeout: Double?
 
@@ -54,6 +54,21 @@ struct GlobalOptions: ParsableArguments {
             valueName: "n"))
     var passphraseFD: Int32?
 
+    @Option(
+        help: ArgumentHelp(
+            "An age identity file (AGE-SECRET-KEY-1… lines, as age-keygen writes) that opens a vault "
+                + "encrypted to age recipients. Default: $KEYCHAIN_IDENTITY.",
+            valueName: "path"))
+    var identity: String?
+
+    @Option(
+        name: .customLong("identity-fd"),
+        help: ArgumentHelp(
+            "Read the age identity file from this open file descriptor, to its end (a CI secret held "
+                + "in memory). Default: $KEYCHAIN_IDENTITY_FD.",
+            valueName: "n"))
+    var identityFD: Int32?
+
     func validate() throws {
         if let timeout, !(timeout > 0 && timeout <= 86_400) {
             throw ValidationError("--timeout must be a number of seconds above 0 and at most 86400")
@@ -61,11 +76,17 @@ struct GlobalOptions: ParsableArguments {
         if passphraseFile != nil && passphraseFD != nil {
             throw ValidationError("give the passphrase by --passphrase-file or by --passphrase-fd, not both")
         }
-        if vault?.isEmpty == true || passphraseFile?.isEmpty == true {
-            throw ValidationError("--vault and --passphrase-file need a path")
+        if vault?.isEmpty == true || passphraseFile?.isEmpty == true || identity?.isEmpty == true {
+            throw ValidationError("--vault, --passphrase-file and --identity need a path")
         }
         if let passphraseFD, passphraseFD < 0 {
             throw ValidationError("--passphrase-fd must be an open file descriptor number")
+        }
+        if let identityFD, identityFD < 0 {
+            throw ValidationError("--identity-fd must be an open file descriptor number")
+        }
+        if identity != nil && identityFD != nil {
+            throw ValidationError("give the identity by --identity or by --identity-fd, not both")
         }
     }
 
@@ -74,7 +95,8 @@ struct GlobalOptions: ParsableArguments {
         KeychainOptions(
             service: service ?? outer.service, timeout: timeout ?? outer.timeout, backend: backend ?? outer.backend,
             vault: vault ?? outer.vault, passphraseFile: passphraseFile ?? outer.passphraseFile,
-            passphraseFD: passphraseFD ?? outer.passphraseFD)
+            passphraseFD: passphraseFD ?? outer.passphraseFD, identity: identity ?? outer.identity,
+            identityFD: identityFD ?? outer.identityFD)
     }
 }
 
@@ -86,6 +108,8 @@ struct KeychainOptions {
     var vault: String?
     var passphraseFile: String?
     var passphraseFD: Int32?
+    var identity: String?
+    var identityFD: Int32?
 }
 
 /// Where secrets are kept.
@@ -125,7 +149,7 @@ func serviceName(_ options: KeychainOptions) throws -> ServiceName {
 /// The backend the options choose, never another one: an unknown $KEYCHAIN_BACKEND is an error,
 /// and vault options without the vault backend are refused rather than ignored.
 func makeStore(_ options: KeychainOptions, listing: SecretServiceStore.Listing = .full) throws -> any SecretStore {
-    let timeout = options.timeout ?? SecretServiceStore.defaultTimeout
+    let timeout = try options.timeout ?? environmentTimeout() ?? SecretServiceStore.defaultTimeout
     switch try chosenBackend(options) {
     case .secretService:
         return SecretServiceStore(timeout: timeout, listing: listing)
@@ -134,6 +158,17 @@ func makeStore(_ options: KeychainOptions, listing: SecretServiceStore.Listing =
     case .openbao:
         return try makeOpenBaoStore(timeout: timeout, listing: listing)
     }
+}
+
+/// $KEYCHAIN_TIMEOUT, for callers that pass no flags (git runs its credential helpers so).
+/// - Throws: a usage error when it is not a number of seconds above 0 and at most 86400.
+func environmentTimeout() throws -> Double? {
+    guard let text = try environment("KEYCHAIN_TIMEOUT") else { return nil }
+    guard let seconds = Double(text), seconds > 0 && seconds <= 86_400 else {
+        throw CommandFailure.usage(
+            "KEYCHAIN_TIMEOUT is '\(text)'; it must be a number of seconds above 0 and at most 86400")
+    }
+    return seconds
 }
 
 /// The backend of `--backend`, else of $KEYCHAIN_BACKEND, else the Secret Service.
@@ -149,10 +184,11 @@ func chosenBackend(_ options: KeychainOptions) throws -> Backend {
         backend = named
     }
     if backend != .vault
-        && (options.vault != nil || options.passphraseFile != nil || options.passphraseFD != nil)
+        && (options.vault != nil || options.passphraseFile != nil || options.passphraseFD != nil
+            || options.identity != nil || options.identityFD != nil)
     {
         throw CommandFailure.usage(
-            "--vault, --passphrase-file and --passphrase-fd need the vault backend: add --backend vault (the \(backend.rawValue) backend was chosen)"
+            "--vault, --passphrase-file, --passphrase-fd, --identity and --identity-fd need the vault backend: add --backend vault (the \(backend.rawValue) backend was chosen)"
         )
     }
     return backend
@@ -180,8 +216,48 @@ func makeVaultStore(_ options: KeychainOptions, timeout: Double) throws -> Vault
         workFactor = value
     }
     let source = PassphraseSource(options)
-    return VaultStore(path: path, workFactor: workFactor, lockTimeout: timeout) { purpose throws(KeychainError) in
+    return VaultStore(
+        path: path, workFactor: workFactor, lockTimeout: timeout, identities: try identities(options, vault: path)
+    ) { purpose throws(KeychainError) in
         try source.read(purpose, vault: path)
+    }
+}
+
+/// The identities of --identity-fd or --identity, else of $KEYCHAIN_IDENTITY_FD or
+/// $KEYCHAIN_IDENTITY (none when nothing is given).
+func identities(_ options: KeychainOptions, vault: String) throws -> [VaultIdentity] {
+    var descriptor = options.identityFD
+    var path = options.identity
+    if descriptor == nil && path == nil {
+        if let text = try environment("KEYCHAIN_IDENTITY_FD") {
+            guard let number = Int32(text), number >= 0 else {
+                throw CommandFailure.usage(
+                    "KEYCHAIN_IDENTITY_FD is '\(text)'; it must be an open file descriptor number")
+            }
+            descriptor = number
+        } else {
+            path = try environment("KEYCHAIN_IDENTITY")
+        }
+    }
+    let source = descriptor.map { "descriptor \($0)" } ?? path.map { "'\($0)'" } ?? ""
+    let read: [UInt8]?
+    if let descriptor {
+        read = try readAll(descriptor, limit: 1 << 20, name: "the identity's descriptor \(descriptor)")
+        // Read once; never handed on to exec's command (it could seek back in a file).
+        if descriptor > STDERR_FILENO { _ = fcntl(descriptor, F_SETFD, FD_CLOEXEC) }
+    } else if let path {
+        read = try readInput(path: path, limit: 1 << 20)
+    } else {
+        return []
+    }
+    guard let bytes = read else { throw CommandFailure.badData("the identity file \(source) is larger than 1 MiB") }
+    switch VaultIdentity.parse(identityFile: String(decoding: bytes, as: UTF8.self)) {
+    case .success(let identities):
+        return identities
+    case .failure(let error):
+        let problem = error.line.map { "its line \($0) is not an AGE-SECRET-KEY-1 identity" } ?? "it holds no identity"
+        throw KeychainError.noMatchingIdentity(
+            path: vault, detail: "the identity file \(source) is unusable: \(problem)")
     }
 }
 

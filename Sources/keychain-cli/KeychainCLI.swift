@@ -22,7 +22,7 @@ struct KeychainCLI: ParsableCommand {
               TOKEN=$(keychain-cli get github-token)
               keychain-cli -s ci list --json
 
-            Global options (--service, --timeout, --backend, --vault, --passphrase-file, \
+            Global options (--service, --timeout, --backend, --vault, --identity, --passphrase-file, \
             --passphrase-fd) go before or after the command name.
 
             Without a desktop keyring (CI, servers), choose the vault: an age-encrypted file \
@@ -54,7 +54,8 @@ struct KeychainCLI: ParsableCommand {
               75  timed out: the keyring, a prompt, the vault's lock or the OpenBao
                   server, after --timeout
               77  locked (no prompter, prompt dismissed), permission denied, a wrong
-                  or missing vault passphrase, or OpenBao denied it (token, policy)
+                  or missing vault passphrase or identity, or OpenBao denied it (token,
+                  policy)
               126, 127  exec: the command cannot be run, or is not found
             A reader of standard output that goes away (list | head -1) ends keychain-cli
             quietly by SIGPIPE, as it ends other filters.
@@ -62,7 +63,7 @@ struct KeychainCLI: ParsableCommand {
         version: "0.1.0",
         subcommands: [
             Set.self, Get.self, Delete.self, Reset.self, List.self, Exec.self, Inject.self, Export.self, Import.self,
-            Doctor.self,
+            Watch.self, GitCredential.self, DockerCredential.self, Vault.self, Doctor.self,
         ]
     )
 
@@ -72,7 +73,14 @@ struct KeychainCLI: ParsableCommand {
     static func main() {
         InheritedSignals.record()
         Startup.harden()
-        let arguments = CommandLine.arguments.dropFirst()
+        var arguments = CommandLine.arguments.dropFirst()
+        // Installed as git-credential-keychain-cli or docker-credential-keychain-cli, git and
+        // docker run it with the action alone.
+        switch CommandLine.arguments.first?.split(separator: "/").last {
+        case "git-credential-keychain-cli": arguments = ["git-credential"] + arguments
+        case "docker-credential-keychain-cli": arguments = ["docker-credential"] + arguments
+        default: break
+        }
         do {
             try Startup.checkArgumentsAreText()
         } catch {
@@ -83,7 +91,7 @@ struct KeychainCLI: ParsableCommand {
         }
         do {
             try UsageCheck.beforeParsing(Array(arguments))
-            var command = try parseAsRoot()
+            var command = try parseAsRoot(Array(arguments))
             try command.run()
         } catch {
             Glibc.exit(reportingFailure(error))

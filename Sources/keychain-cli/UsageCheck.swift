@@ -11,7 +11,8 @@ enum UsageCheck {
     /// The global options that take a value, which may come before the command name (and the
     /// parser's own, which `make install` uses to write the completion scripts).
     private static let globalOptionsWithValues: Swift.Set<String> = [
-        "-s", "--service", "--timeout", "--backend", "--vault", "--passphrase-file", "--passphrase-fd",
+        "-s", "--service", "--timeout", "--backend", "--vault", "--passphrase-file", "--passphrase-fd", "--identity",
+        "--identity-fd",
         "--generate-completion-script",
     ]
 

@@ -1,6 +1,5 @@
 import Foundation
 import KeychainCore
-import Synchronization
 import Testing
 
 /// A store whose reads block until `expected` reads are under way at once (or until 10 s after
@@ -10,7 +9,7 @@ import Testing
 final class RendezvousStore: SecretStore {
     let inner = InMemorySecretStore()
     let expected: Int
-    private let state = Mutex((inside: 0, mostAtOnce: 0, deadline: Date?.none))
+    private let state = Locked((inside: 0, mostAtOnce: 0, deadline: Date?.none))
 
     init(expected: Int) { self.expected = expected }
 

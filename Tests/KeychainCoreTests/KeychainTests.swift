@@ -1,12 +1,11 @@
 import Foundation
 import KeychainCore
-import Synchronization
 import Testing
 
 /// A store that counts the calls reaching it, to see what the cache keeps from the backend.
 final class CountingStore: SecretStore {
     let inner = InMemorySecretStore()
-    private let counts = Mutex([String: Int]())
+    private let counts = Locked([String: Int]())
 
     func count(_ name: String) -> Int { counts.withLock { $0[name, default: 0] } }
     private func note(_ name: String) { counts.withLock { $0[name, default: 0] += 1 } }

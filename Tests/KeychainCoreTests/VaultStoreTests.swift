@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 import Testing
 
 @testable import KeychainCore
@@ -104,7 +103,7 @@ struct VaultStoreTests {
 
     @Test func thePassphraseIsAskedOnlyWhenNeededAndForTheRightPurpose() throws {
         let path = scratchPath("vault.age")
-        let asked = Mutex<[VaultStore.PassphrasePurpose]>([])
+        let asked = Locked<[VaultStore.PassphrasePurpose]>([])
         let store = VaultStore(path: path, workFactor: 10) { purpose in
             asked.withLock { $0.append(purpose) }
             return passphrase

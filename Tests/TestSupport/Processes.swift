@@ -68,10 +68,12 @@ public let keychainCLIPath: String = {
         .appendingPathComponent("keychain-cli").path
     if FileManager.default.isExecutableFile(atPath: beside) { return beside }
     // Package root/.build/debug, for runners whose argv[0] is elsewhere.
-    let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-        .deletingLastPathComponent()
-    return root.appendingPathComponent(".build/debug/keychain-cli").path
+    return packageRoot.appendingPathComponent(".build/debug/keychain-cli").path
 }()
+
+/// The package's root directory (Tests/TestSupport/../..).
+let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+    .deletingLastPathComponent()
 
 /// A service name no other test uses, so tests sharing a keyring never see each other's items.
 public func uniqueService(_ label: String = "t") -> String {

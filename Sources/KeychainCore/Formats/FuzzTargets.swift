@@ -1,9 +1,17 @@
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
+
 /// The parsers that read untrusted bytes, one entry point each, for `make fuzz` (libFuzzer) and
 /// for replaying the fuzz corpora in the tests. Each runs one parser on `bytes` and throws away
 /// the result or the error: a crash, a hang or a sanitizer report is what counts.
 package enum FuzzTargets {
     /// The target names, as `KEYCHAIN_FUZZ_TARGET` and the corpus folders under `Fuzz/corpus` spell them.
-    package static let names = ["age-header", "age-payload", "vault-document", "import", "env-file", "template"]
+    package static let names = [
+        "age-header", "age-payload", "vault-document", "import", "env-file", "template", "credential",
+    ]
 
     /// Runs the parser `name` on `bytes`; false for an unknown name.
     package static func run(_ name: String, _ bytes: [UInt8]) -> Bool {
@@ -29,6 +37,17 @@ package enum FuzzTargets {
             _ = try? EnvironmentMapping.parse(String(decoding: bytes, as: UTF8.self), path: "fuzz")
         case "template":
             _ = try? TemplateReference.all(in: bytes, source: "fuzz")
+        case "credential":
+            // What git and docker hand their helpers, and the locations keyed backends store.
+            if let credential = GitCredentialMessage.parse(bytes) {
+                _ = GitCredentialMessage.format(credential)
+                let location = credential.location
+                precondition(
+                    NetworkCredential(location: location).map { $0.location == location } ?? true,
+                    "a location did not read back as itself")
+            }
+            _ = NetworkCredential(location: String(decoding: bytes, as: UTF8.self))
+            _ = try? JSONDecoder().decode(RegistryCredential.self, from: Data(bytes))
         default:
             return false
         }

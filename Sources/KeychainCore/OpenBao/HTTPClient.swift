@@ -1,5 +1,4 @@
 import CCurl
-import Synchronization
 
 #if canImport(Glibc)
     import Glibc
@@ -55,7 +54,7 @@ private struct CurlLibrary: @unchecked Sendable {
 /// connection (and one TLS session); requests on it run one at a time.
 final class HTTPClient: Sendable {
     private struct Handle: @unchecked Sendable { var pointer: UnsafeMutableRawPointer? }
-    private let handle = Mutex(Handle(pointer: nil))
+    private let handle = Locked(Handle(pointer: nil))
     let tls: TLSSettings
     /// Never through a proxy: set for loopback addresses, which a proxy cannot reach.
     let bypassProxy: Bool

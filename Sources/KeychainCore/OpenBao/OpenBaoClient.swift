@@ -1,5 +1,3 @@
-import Synchronization
-
 #if canImport(FoundationEssentials)
     import FoundationEssentials
 #else
@@ -23,7 +21,7 @@ final class OpenBaoClient: Sendable {
         /// standby forwards them to the active node until it has replicated that write.
         var index: String?
     }
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     init(configuration: OpenBaoConfiguration, timeout: Double) {
         self.configuration = configuration

@@ -194,7 +194,7 @@ final class BoundedOperation {
 }
 
 /// A `GHashTable` of strings to strings, as libsecret takes attributes. The caller unrefs it.
-func makeAttributes(_ pairs: KeyValuePairs<String, String>) -> OpaquePointer {
+func makeAttributes(_ pairs: some Sequence<(key: String, value: String)>) -> OpaquePointer {
     let table = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free)!
     for (name, value) in pairs {
         g_hash_table_insert(table, g_strdup(name), g_strdup(value))

@@ -59,6 +59,55 @@ extension SecretServiceStore {
         return (lists[0], lists[1])
     }
 
+    /// The metadata of the items at `paths`, in order (nil for an item that is gone, or that
+    /// cannot be addressed as service and key), asked in pipelined Properties calls: GetAll, or
+    /// Get("Attributes") alone for `keysOnly`.
+    func infos(_ operation: BoundedOperation, _ bus: OpaquePointer, _ paths: [String], keysOnly: Bool) throws
+        -> [ItemInfo?]
+    {
+        let replies = try operation.callEach(
+            paths.count,
+            start: { index, cancellable, callback, data in
+                var arguments = [g_variant_new_string("org.freedesktop.Secret.Item")]
+                if keysOnly { arguments.append(g_variant_new_string("Attributes")) }
+                g_dbus_connection_call(
+                    bus, Self.busName, paths[index], "org.freedesktop.DBus.Properties", keysOnly ? "Get" : "GetAll",
+                    g_variant_new_tuple(arguments, gsize(arguments.count)), nil, G_DBUS_CALL_FLAGS_NONE, -1,
+                    cancellable, callback, data)
+            },
+            finish: { _, result, error in finishItemCall(bus, result, error) })
+        return replies.map { reply in
+            guard let reply else { return nil }
+            defer { g_variant_unref(reply) }
+            return keysOnly ? Self.info(attributesReply: reply) : Self.info(properties: reply)
+        }
+    }
+
+    /// The item property `name` of each item at `paths`, in order, decoded by `decode` from the
+    /// property's value; nil for an item that is gone. Asked in pipelined Properties.Get calls.
+    func itemProperty<T>(
+        _ name: String, of paths: [String], _ operation: BoundedOperation, _ bus: OpaquePointer,
+        decode: @escaping (OpaquePointer) -> T?
+    ) throws -> [T?] {
+        try operation.callEach(
+            paths.count,
+            start: { index, cancellable, callback, data in
+                g_dbus_connection_call(
+                    bus, Self.busName, paths[index], "org.freedesktop.DBus.Properties", "Get",
+                    g_variant_new_tuple(
+                        [g_variant_new_string("org.freedesktop.Secret.Item"), g_variant_new_string(name)], 2),
+                    nil, G_DBUS_CALL_FLAGS_NONE, -1, cancellable, callback, data)
+            },
+            finish: { _, result, error in
+                finishItemCall(bus, result, error).flatMap { reply in
+                    defer { g_variant_unref(reply) }
+                    let value = propertyValue(reply)
+                    defer { g_variant_unref(value) }
+                    return decode(value)
+                }
+            })
+    }
+
     /// The key-only metadata in an item's `(v)` Properties.Get("Attributes") reply.
     static func info(attributesReply reply: OpaquePointer) -> ItemInfo? {
         let table = propertyValue(reply)

@@ -1,5 +1,4 @@
 import CLibSecret
-import Synchronization
 
 #if canImport(FoundationEssentials)
     import FoundationEssentials
@@ -44,7 +43,7 @@ public final class SecretServiceStore: SecretStore {
         let session: SecretSession
     }
     /// The session of the last read, for the next one.
-    let kept = Mutex<KeptSession?>(nil)
+    let kept = Locked<KeptSession?>(nil)
     /// The object path of the kept session (for tests).
     var keptSessionPath: String? { kept.withLock { $0?.session.path } }
 
@@ -134,7 +133,9 @@ public final class SecretServiceStore: SecretStore {
                         finish: { result, error in
                             secret_item_set_secret_finish(item, result, error) != 0 || !clearingVanishedItemError(error)
                         })
-                    if done { updated += 1 }
+                    guard done else { continue }
+                    updated += 1
+                    try announceSecretChanged(item, operation)
                 }
                 if updated == 0 {
                     let attributes = makeAttributes([
@@ -175,23 +176,8 @@ public final class SecretServiceStore: SecretStore {
             // Properties calls on the same connection, costs one round trip per window, and
             // gnome-keyring's own time per item (0.58 ms for GetAll, 0.27 ms for Attributes alone).
             let found = try searchPaths(operation, bus, pairs)
-            let paths = found.unlocked + found.locked
-            let replies = try operation.callEach(
-                paths.count,
-                start: { index, cancellable, callback, data in
-                    var arguments = [g_variant_new_string("org.freedesktop.Secret.Item")]
-                    if listing == .keysOnly { arguments.append(g_variant_new_string("Attributes")) }
-                    g_dbus_connection_call(
-                        bus, Self.busName, paths[index], "org.freedesktop.DBus.Properties",
-                        listing == .keysOnly ? "Get" : "GetAll", g_variant_new_tuple(arguments, gsize(arguments.count)),
-                        nil, G_DBUS_CALL_FLAGS_NONE, -1, cancellable, callback, data)
-                },
-                finish: { _, result, error in finishItemCall(bus, result, error) })
-            return replies.compactMap { reply in
-                guard let reply else { return nil }
-                defer { g_variant_unref(reply) }
-                return listing == .keysOnly ? Self.info(attributesReply: reply) : Self.info(properties: reply)
-            }
+            return try infos(operation, bus, found.unlocked + found.locked, keysOnly: listing == .keysOnly)
+                .compactMap { $0 }
         }
     }
 
@@ -209,10 +195,12 @@ public final class SecretServiceStore: SecretStore {
 
     /// Calls `body` with every item of every collection whose attributes include `pairs`, after
     /// asking the Secret Service to unlock the locked ones (which may prompt, within the deadline).
-    private func search<T>(
+    func search<T>(
         _ operation: BoundedOperation, _ connection: UnsafeMutablePointer<SecretService>,
-        _ pairs: KeyValuePairs<String, String>, _ body: ([UnsafeMutablePointer<SecretItem>]) throws -> T
+        _ pairs: some Sequence<(key: String, value: String)>, schema: UnsafePointer<SecretSchema>? = nil,
+        _ body: ([UnsafeMutablePointer<SecretItem>]) throws -> T
     ) throws -> T {
+        let schema = schema ?? self.schema
         let attributes = makeAttributes(pairs)
         defer { g_hash_table_unref(attributes) }
         let flags = SecretSearchFlags(rawValue: SECRET_SEARCH_ALL.rawValue | SECRET_SEARCH_UNLOCK.rawValue)
@@ -261,49 +249,38 @@ public final class SecretServiceStore: SecretStore {
             guard unlocked.count == found.locked.count else {
                 throw KeychainError.locked(detail: "items to delete are in a locked keyring that could not be unlocked")
             }
-            let paths = found.unlocked + unlocked
-            // org.freedesktop.Secret.Item.Delete() -> (o prompt); "/" means no prompt is needed.
-            let prompts = try operation.callEach(
-                paths.count,
-                start: { index, cancellable, callback, data in
-                    g_dbus_connection_call(
-                        bus, Self.busName, paths[index], "org.freedesktop.Secret.Item", "Delete", nil,
-                        keychain_cli_type_object_path_reply(), G_DBUS_CALL_FLAGS_NONE, -1, cancellable, callback, data)
-                },
-                finish: { _, result, error in
-                    finishItemCall(bus, result, error).map { reply in
-                        defer { g_variant_unref(reply) }
-                        return variantString(reply, child: 0)
-                    }
-                })
-            if prompts.contains(where: { $0 != nil && $0 != "/" }) {
-                throw KeychainError.permissionDenied(detail: "the Secret Service asks for confirmation to delete items")
-            }
-            return prompts.count { $0 != nil }
+            return try deleteItems(at: found.unlocked + unlocked, operation, bus)
         }
+    }
+
+    /// Deletes the (unlocked) items at `paths` with pipelined Item.Delete calls; how many were
+    /// still there.
+    func deleteItems(at paths: [String], _ operation: BoundedOperation, _ bus: OpaquePointer) throws -> Int {
+        // org.freedesktop.Secret.Item.Delete() -> (o prompt); "/" means no prompt is needed.
+        let prompts = try operation.callEach(
+            paths.count,
+            start: { index, cancellable, callback, data in
+                g_dbus_connection_call(
+                    bus, Self.busName, paths[index], "org.freedesktop.Secret.Item", "Delete", nil,
+                    keychain_cli_type_object_path_reply(), G_DBUS_CALL_FLAGS_NONE, -1, cancellable, callback, data)
+            },
+            finish: { _, result, error in
+                finishItemCall(bus, result, error).map { reply in
+                    defer { g_variant_unref(reply) }
+                    return variantString(reply, child: 0)
+                }
+            })
+        if prompts.contains(where: { $0 != nil && $0 != "/" }) {
+            throw KeychainError.permissionDenied(detail: "the Secret Service asks for confirmation to delete items")
+        }
+        return prompts.count { $0 != nil }
     }
 
     /// Those of `paths` whose items have the attribute `name` (and still exist).
     private func paths(
         _ paths: [String], having name: String, _ operation: BoundedOperation, _ bus: OpaquePointer
     ) throws -> [String] {
-        let replies = try operation.callEach(
-            paths.count,
-            start: { index, cancellable, callback, data in
-                g_dbus_connection_call(
-                    bus, Self.busName, paths[index], "org.freedesktop.DBus.Properties", "Get",
-                    g_variant_new_tuple(
-                        [g_variant_new_string("org.freedesktop.Secret.Item"), g_variant_new_string("Attributes")], 2),
-                    nil, G_DBUS_CALL_FLAGS_NONE, -1, cancellable, callback, data)
-            },
-            finish: { _, result, error in
-                finishItemCall(bus, result, error).map { reply in
-                    defer { g_variant_unref(reply) }
-                    let table = propertyValue(reply)
-                    defer { g_variant_unref(table) }
-                    return Self.dictionary(table)[name] != nil
-                }
-            })
+        let replies = try itemProperty("Attributes", of: paths, operation, bus) { Self.dictionary($0)[name] != nil }
         return zip(paths, replies).compactMap { $1 == true ? $0 : nil }
     }
 

@@ -1,6 +1,5 @@
 import Crypto
 import CryptoExtras
-import Synchronization
 
 #if canImport(FoundationEssentials)
     import FoundationEssentials
@@ -36,6 +35,17 @@ enum AgeFile {
         case malformed(String)
         /// The passphrase does not unwrap the file key (or the recipient stanza was altered).
         case wrongPassphrase
+        /// The file is encrypted to recipients (these types), and no identity was given.
+        case needsIdentity([String])
+        /// None of the identities given opens any of the file's recipient stanzas.
+        case noIdentityMatches
+    }
+
+    /// One recipient stanza: `-> TYPE ARGUMENTS…` and its body.
+    struct Stanza: Sendable {
+        var arguments: [String]
+        var body: [UInt8]
+        var type: String { arguments.first ?? "" }
     }
 
     /// A parsed header and the file key it wraps: kept by a reader so that the next write can
@@ -48,16 +58,12 @@ enum AgeFile {
 
     // MARK: Writing
 
-    /// A new header: a random file key wrapped under scrypt(`passphrase`) with a random salt.
-    static func makeHeader(passphrase: [UInt8], workFactor: Int) throws -> Header {
-        precondition(workFactors.contains(workFactor))
-        let fileKey = SymmetricKey(size: .bits128)
-        let salt = randomBytes(16)
-        let wrapKey = try deriveWrapKey(passphrase: passphrase, salt: salt, workFactor: workFactor)
-        let wrapped = try ChaChaPoly.seal(fileKey.bytes, using: wrapKey, nonce: ChaChaPoly.Nonce(data: zeroNonce))
+    /// A new header for `stanzas` (each wrapping `fileKey`), with its MAC.
+    static func makeHeader(fileKey: SymmetricKey, stanzas: [Stanza]) -> Header {
         var text = "\(versionLine)\n"
-        text += "-> scrypt \(base64(salt)) \(workFactor)\n"
-        text += wrappedLines(base64(Array(wrapped.ciphertext) + Array(wrapped.tag)))
+        for stanza in stanzas {
+            text += "-> \(stanza.arguments.joined(separator: " "))\n" + wrappedLines(base64(stanza.body))
+        }
         text += "---"
         let mac = HMAC<SHA256>.authenticationCode(for: Array(text.utf8), using: macKey(fileKey))
         text += " \(base64(Array(mac)))\n"
@@ -92,24 +98,20 @@ enum AgeFile {
     /// The plaintext of `file`, and its header for writing the next version.
     /// - Parameters:
     ///   - known: a header read before; when `file` starts with the same bytes its file key is
-    ///     reused and `passphrase` is not called.
-    ///   - passphrase: asked only when scrypt has to run.
+    ///     reused, and neither `identities` nor `passphrase` are used.
+    ///   - identities: tried on the file's X25519 recipient stanzas.
+    ///   - passphrase: asked only when scrypt has to run (a passphrase file).
     /// - Throws: ``Failure``, or what `passphrase` throws.
-    static func decrypt(_ file: [UInt8], known: Header?, passphrase: () throws -> [UInt8]) throws -> (
-        plaintext: [UInt8], header: Header
-    ) {
+    static func decrypt(
+        _ file: [UInt8], known: Header?, identities: [AgeX25519.Identity] = [], passphrase: () throws -> [UInt8]
+    ) throws -> (plaintext: [UInt8], header: Header) {
         let parsed = try parseHeader(file)
         let headerBytes = Array(file[..<parsed.end])
         let fileKey: SymmetricKey
         if let known, known.bytes == headerBytes {
             fileKey = known.fileKey
         } else {
-            let wrapKey = try deriveWrapKey(passphrase: passphrase(), salt: parsed.salt, workFactor: parsed.workFactor)
-            let box = try ChaChaPoly.SealedBox(
-                nonce: ChaChaPoly.Nonce(data: zeroNonce), ciphertext: parsed.wrappedKey.prefix(16),
-                tag: parsed.wrappedKey.suffix(tagSize))
-            guard let opened = try? ChaChaPoly.open(box, using: wrapKey) else { throw Failure.wrongPassphrase }
-            fileKey = SymmetricKey(data: opened)
+            fileKey = SymmetricKey(data: try unwrapFileKey(parsed.stanzas, identities, passphrase))
         }
         guard
             HMAC<SHA256>.isValidAuthenticationCode(
@@ -119,10 +121,33 @@ enum AgeFile {
         return (plaintext, Header(bytes: headerBytes, fileKey: fileKey))
     }
 
+    /// The file key: from the scrypt stanza, which must stand alone, or from the first X25519
+    /// stanza one of `identities` opens; stanzas of other types are ignored, as the spec asks.
+    private static func unwrapFileKey(
+        _ stanzas: [Stanza], _ identities: [AgeX25519.Identity], _ passphrase: () throws -> [UInt8]
+    ) throws -> [UInt8] {
+        if let scrypt = stanzas.first(where: { $0.type == "scrypt" }) {
+            guard stanzas.count == 1 else {
+                throw Failure.malformed("a passphrase (scrypt) recipient must be the only one")
+            }
+            return try unwrapScrypt(scrypt, passphrase: passphrase)
+        }
+        let types = stanzas.map(\.type)
+        guard types.contains("X25519") else {
+            throw Failure.malformed(
+                "its recipients are of types this keychain-cli does not read (\(types.joined(separator: ", ")))")
+        }
+        guard !identities.isEmpty else { throw Failure.needsIdentity(types) }
+        for stanza in stanzas where stanza.type == "X25519" {
+            for identity in identities {
+                if let key = try identity.unwrap(stanza) { return key }
+            }
+        }
+        throw Failure.noIdentityMatches
+    }
+
     private struct ParsedHeader {
-        var salt: [UInt8]
-        var workFactor: Int
-        var wrappedKey: [UInt8]
+        var stanzas: [Stanza]
         var mac: [UInt8]
         /// Where "---" ends: the MAC covers everything before.
         var macStart: Int
@@ -151,10 +176,13 @@ enum AgeFile {
             throw Failure.malformed("it is not an age-encryption.org/v1 file")
         }
         _ = try nextLine()
-        var stanzas: [(arguments: [Substring], body: [UInt8])] = []
+        var stanzas: [Stanza] = []
         var line = try nextLine()
         while line.hasPrefix("-> ") {
-            let arguments = line.dropFirst(3).split(separator: " ", omittingEmptySubsequences: false)
+            let arguments = line.dropFirst(3).split(separator: " ", omittingEmptySubsequences: false).map(String.init)
+            guard !arguments.contains(where: \.isEmpty) else {
+                throw Failure.malformed("a recipient line is malformed")
+            }
             var body = ""
             while true {
                 let bodyLine = try nextLine()
@@ -163,33 +191,15 @@ enum AgeFile {
                 if bodyLine.count < 64 { break }
             }
             guard let bytes = decodeBase64(body) else { throw Failure.malformed("a recipient's body is not base64") }
-            stanzas.append((arguments, bytes))
+            stanzas.append(Stanza(arguments: arguments, body: bytes))
             line = try nextLine()
         }
         guard line.hasPrefix("--- "), let mac = decodeBase64(String(line.dropFirst(4))), mac.count == 32 else {
             throw Failure.malformed("the header has no valid MAC line")
         }
-        guard let scrypt = stanzas.first(where: { $0.arguments.first == "scrypt" }) else {
-            let types = stanzas.compactMap { $0.arguments.first.map(String.init) }.joined(separator: ", ")
-            throw Failure.malformed(
-                "it is encrypted to age recipients (\(types.isEmpty ? "none" : types)), not to a passphrase")
-        }
-        guard stanzas.count == 1 else {
-            throw Failure.malformed("a passphrase (scrypt) recipient must be the only one")
-        }
-        let arguments = scrypt.arguments
-        guard arguments.count == 3, let salt = decodeBase64(String(arguments[1])), salt.count == 16,
-            let workFactor = Int(arguments[2]), String(workFactor) == arguments[2], scrypt.body.count == 32
-        else { throw Failure.malformed("its scrypt recipient is malformed") }
-        guard workFactors.contains(workFactor) else {
-            throw Failure.malformed(
-                "its scrypt work factor 2^\(workFactor) is outside the accepted 2^\(workFactors.lowerBound)"
-                    + "...2^\(workFactors.upperBound)")
-        }
+        guard !stanzas.isEmpty else { throw Failure.malformed("the header has no recipient") }
         let macLineLength = line.utf8.count + 1
-        return ParsedHeader(
-            salt: salt, workFactor: workFactor, wrappedKey: scrypt.body, mac: mac,
-            macStart: position - macLineLength + 3, end: position)
+        return ParsedHeader(stanzas: stanzas, mac: mac, macStart: position - macLineLength + 3, end: position)
     }
 
     private static func decryptPayload(_ payload: ArraySlice<UInt8>, fileKey: SymmetricKey) throws -> [UInt8] {
@@ -233,18 +243,20 @@ enum AgeFile {
 
     private static let zeroNonce = [UInt8](repeating: 0, count: 12)
 
-    /// Counts the scrypt runs of the task it is bound to: the tests hold a write to one.
-    final class DerivationCounter: Sendable {
-        let count = Atomic(0)
+    /// `fileKey` sealed under `key` (ChaCha20-Poly1305, zero nonce), as every stanza body is.
+    static func wrap(_ fileKey: [UInt8], with key: SymmetricKey) throws -> [UInt8] {
+        let box = try ChaChaPoly.seal(fileKey, using: key, nonce: ChaChaPoly.Nonce(data: zeroNonce))
+        return Array(box.ciphertext) + Array(box.tag)
     }
 
-    @TaskLocal static var derivationCounter: DerivationCounter?
-
-    private static func deriveWrapKey(passphrase: [UInt8], salt: [UInt8], workFactor: Int) throws -> SymmetricKey {
-        derivationCounter?.count.add(1, ordering: .relaxed)
-        return try KDF.Scrypt.deriveKey(
-            from: passphrase, salt: Array("age-encryption.org/v1/scrypt".utf8) + salt, outputByteCount: 32,
-            rounds: 1 << workFactor, blockSize: 8, parallelism: 1)
+    /// The 16-byte file key in a 32-byte stanza body sealed under `key`; nil when it does not open.
+    static func unwrap(_ body: [UInt8], with key: SymmetricKey) -> [UInt8]? {
+        guard body.count == 32,
+            let box = try? ChaChaPoly.SealedBox(
+                nonce: ChaChaPoly.Nonce(data: zeroNonce), ciphertext: body.prefix(16), tag: body.suffix(tagSize)),
+            let opened = try? ChaChaPoly.open(box, using: key)
+        else { return nil }
+        return Array(opened)
     }
 
     private static func macKey(_ fileKey: SymmetricKey) -> SymmetricKey {
@@ -263,37 +275,4 @@ enum AgeFile {
         bytes.append(last ? 1 : 0)
         return try! ChaChaPoly.Nonce(data: bytes)  // always 12 bytes
     }
-
-    // MARK: Encoding
-
-    /// age's base64: the standard alphabet without padding, and only the canonical encoding.
-    private static func base64(_ bytes: [UInt8]) -> String {
-        String(Data(bytes).base64EncodedString().prefix { $0 != "=" })
-    }
-
-    private static func decodeBase64(_ text: String) -> [UInt8]? {
-        guard !text.contains("=") else { return nil }
-        let padded = text + String(repeating: "=", count: (4 - text.count % 4) % 4)
-        guard let data = Data(base64Encoded: padded), base64(Array(data)) == text else { return nil }
-        return Array(data)
-    }
-
-    /// A stanza body: lines of 64 columns, the last one shorter (possibly empty).
-    private static func wrappedLines(_ text: String) -> String {
-        var lines = ""
-        var rest = Substring(text)
-        while rest.count >= 64 {
-            lines += rest.prefix(64) + "\n"
-            rest = rest.dropFirst(64)
-        }
-        return lines + rest + "\n"
-    }
-
-    private static func randomBytes(_ count: Int) -> [UInt8] {
-        SymmetricKey(size: SymmetricKeySize(bitCount: count * 8)).bytes
-    }
-}
-
-extension SymmetricKey {
-    fileprivate var bytes: [UInt8] { withUnsafeBytes { Array($0) } }
 }

@@ -70,3 +70,54 @@ extension JSONDecoder {
         return decoder
     }
 }
+
+// How VaultStore turns its entries into the plaintext document and back.
+extension VaultStore {
+    func decode(_ plaintext: [UInt8]) throws(KeychainError) -> Entries {
+        let document: VaultDocument
+        do {
+            document = try JSONDecoder.vault.decode(VaultDocument.self, from: Data(plaintext))
+        } catch {
+            throw KeychainError.vaultCorrupt(
+                path: path, reason: "it decrypts, but not to a keychain-cli vault document (\(error))")
+        }
+        guard VaultDocument.formats.contains(document.format) else {
+            throw KeychainError.vaultCorrupt(path: path, reason: "its document's format is '\(document.format)'")
+        }
+        guard document.version == VaultDocument.currentVersion else {
+            throw KeychainError.vaultCorrupt(
+                path: path,
+                reason: "its document is version \(document.version), and this keychain-cli reads version "
+                    + "\(VaultDocument.currentVersion) (was it written by a newer keychain-cli?)")
+        }
+        var entries: Entries = [:]
+        for (index, item) in document.items.enumerated() {
+            guard let service = try? ServiceName(item.service), let key = try? KeychainKey(item.key),
+                let secret = item.bytes
+            else {
+                throw KeychainError.vaultCorrupt(path: path, reason: "its item \(index + 1) is malformed")
+            }
+            guard entries[service]?[key] == nil else {
+                throw KeychainError.vaultCorrupt(path: path, reason: "its item \(index + 1) is a duplicate")
+            }
+            entries[service, default: [:]][key] = Entry(secret: secret, created: item.created, modified: item.modified)
+        }
+        return entries
+    }
+
+    func encode(_ entries: Entries) throws -> [UInt8] {
+        var items: [VaultDocument.Item] = []
+        for (service, keys) in entries.sorted(by: { $0.key < $1.key }) {
+            for (key, entry) in keys.sorted(by: { $0.key < $1.key }) {
+                items.append(
+                    VaultDocument.Item(
+                        service: service.rawValue, key: key.rawValue, secret: entry.secret, created: entry.created,
+                        modified: entry.modified))
+            }
+        }
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        encoder.dateEncodingStrategy = .iso8601
+        return Array(try encoder.encode(VaultDocument(items: items))) + [UInt8(ascii: "\n")]
+    }
+}

@@ -1,5 +1,3 @@
-import Synchronization
-
 #if canImport(FoundationEssentials)
     import FoundationEssentials
 #else
@@ -46,6 +44,8 @@ public final class VaultStore: SecretStore {
     public let lockTimeout: Double
 
     private let passphraseSource: PassphraseSource
+    /// Tried on a vault encrypted to age recipients (X25519).
+    private let identities: [VaultIdentity]
 
     struct State {
         var passphrase: [UInt8]?
@@ -63,7 +63,7 @@ public final class VaultStore: SecretStore {
 
     typealias Entries = [ServiceName: [KeychainKey: Entry]]
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     /// A store for the vault at `path`, which need not exist yet: the first write creates it.
     /// - Parameters:
@@ -73,13 +73,14 @@ public final class VaultStore: SecretStore {
     ///   - passphrase: asked only when the vault must be decrypted or created.
     public init(
         path: String, workFactor: Int = VaultStore.defaultWorkFactor, lockTimeout: Double = 5,
-        passphrase: @escaping PassphraseSource
+        identities: [VaultIdentity] = [], passphrase: @escaping PassphraseSource
     ) {
         precondition(Self.workFactors.contains(workFactor), "work factor outside \(Self.workFactors)")
         self.path = path
         self.workFactor = workFactor
         self.lockTimeout = lockTimeout
         self.passphraseSource = passphrase
+        self.identities = identities
     }
 
     /// `$XDG_DATA_HOME/keychain-cli/vault.age`, else `$HOME/.local/share/keychain-cli/vault.age`;
@@ -206,13 +207,22 @@ public final class VaultStore: SecretStore {
         if file == state.file { return state.entries }
         let plaintext: [UInt8]
         do {
-            (plaintext, state.header) = try AgeFile.decrypt(file, known: state.header) {
+            (plaintext, state.header) = try AgeFile.decrypt(
+                file, known: state.header, identities: identities.map(\.key)
+            ) {
                 try passphrase(.unlock, state: &state)
             }
         } catch AgeFile.Failure.malformed(let reason) {
             throw KeychainError.vaultCorrupt(path: path, reason: reason)
         } catch AgeFile.Failure.wrongPassphrase {
             throw KeychainError.wrongPassphrase(path: path)
+        } catch AgeFile.Failure.needsIdentity(let types) {
+            throw KeychainError.noMatchingIdentity(
+                path: path,
+                detail: "it is encrypted to age recipients (\(types.joined(separator: ", "))), not to a passphrase")
+        } catch AgeFile.Failure.noIdentityMatches {
+            throw KeychainError.noMatchingIdentity(
+                path: path, detail: "none of the identities given is one of its recipients")
         } catch let error as KeychainError {
             throw error
         } catch {
@@ -241,7 +251,7 @@ public final class VaultStore: SecretStore {
     /// The file to read and replace: `path`, or the file it links to, so that a symbolic link
     /// (to a mounted secret, say) stays a link and its target gets the new vault.
     /// A dangling link stays one too: the file it names is created.
-    private var filePath: String { followingSymbolicLinks(path) }
+    var filePath: String { followingSymbolicLinks(path) }
 
     /// Asks the passphrase source now (doctor), keeping the answer for later operations.
     func obtainPassphrase() throws(KeychainError) {
@@ -256,55 +266,5 @@ public final class VaultStore: SecretStore {
         }
         state.passphrase = passphrase
         return passphrase
-    }
-
-    // MARK: The plaintext document
-
-    func decode(_ plaintext: [UInt8]) throws(KeychainError) -> Entries {
-        let document: VaultDocument
-        do {
-            document = try JSONDecoder.vault.decode(VaultDocument.self, from: Data(plaintext))
-        } catch {
-            throw KeychainError.vaultCorrupt(
-                path: path, reason: "it decrypts, but not to a keychain-cli vault document (\(error))")
-        }
-        guard VaultDocument.formats.contains(document.format) else {
-            throw KeychainError.vaultCorrupt(path: path, reason: "its document's format is '\(document.format)'")
-        }
-        guard document.version == VaultDocument.currentVersion else {
-            throw KeychainError.vaultCorrupt(
-                path: path,
-                reason: "its document is version \(document.version), and this keychain-cli reads version "
-                    + "\(VaultDocument.currentVersion) (was it written by a newer keychain-cli?)")
-        }
-        var entries: Entries = [:]
-        for (index, item) in document.items.enumerated() {
-            guard let service = try? ServiceName(item.service), let key = try? KeychainKey(item.key),
-                let secret = item.bytes
-            else {
-                throw KeychainError.vaultCorrupt(path: path, reason: "its item \(index + 1) is malformed")
-            }
-            guard entries[service]?[key] == nil else {
-                throw KeychainError.vaultCorrupt(path: path, reason: "its item \(index + 1) is a duplicate")
-            }
-            entries[service, default: [:]][key] = Entry(secret: secret, created: item.created, modified: item.modified)
-        }
-        return entries
-    }
-
-    private func encode(_ entries: Entries) throws -> [UInt8] {
-        var items: [VaultDocument.Item] = []
-        for (service, keys) in entries.sorted(by: { $0.key < $1.key }) {
-            for (key, entry) in keys.sorted(by: { $0.key < $1.key }) {
-                items.append(
-                    VaultDocument.Item(
-                        service: service.rawValue, key: key.rawValue, secret: entry.secret, created: entry.created,
-                        modified: entry.modified))
-            }
-        }
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-        encoder.dateEncodingStrategy = .iso8601
-        return Array(try encoder.encode(VaultDocument(items: items))) + [UInt8(ascii: "\n")]
     }
 }

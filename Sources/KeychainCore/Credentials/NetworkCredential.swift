@@ -1,0 +1,154 @@
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
+
+/// A password for a network resource (Locksmith's "internet password"): where it is used
+/// (protocol, host, port, path) and by whom, as git's credential helpers and GNOME's network
+/// clients store them. As a query, the fields left nil match any value, except that a nil
+/// `port` or `path` matches only a credential without one, as git asks.
+public struct NetworkCredential: Hashable, Sendable {
+    /// `https`, `http`, `ssh`, `smtp`, …
+    public var `protocol`: String
+    /// The host name, without the port.
+    public var host: String
+    public var port: Int?
+    /// The path on the host, without its leading slash (git sends one only with `useHttpPath`).
+    public var path: String?
+    public var username: String?
+    public var password: String?
+    /// When the password stops being valid (an OAuth access token); an expired password is not returned.
+    public var passwordExpiry: Date?
+    /// The OAuth refresh token that comes with an access token, if any.
+    public var oauthRefreshToken: String?
+
+    public init(
+        protocol: String, host: String, port: Int? = nil, path: String? = nil, username: String? = nil,
+        password: String? = nil, passwordExpiry: Date? = nil, oauthRefreshToken: String? = nil
+    ) {
+        self.protocol = `protocol`
+        self.host = host
+        self.port = port
+        self.path = path
+        self.username = username
+        self.password = password
+        self.passwordExpiry = passwordExpiry
+        self.oauthRefreshToken = oauthRefreshToken
+    }
+
+    /// Whether the password has expired at `now`.
+    public func isExpired(at now: Date = Date()) -> Bool { passwordExpiry.map { $0 <= now } ?? false }
+
+    /// Whether this stored credential answers `query`: same protocol, host, port and path, and
+    /// the query's username when it names one.
+    public func matches(_ query: NetworkCredential) -> Bool {
+        `protocol` == query.protocol && host == query.host && port == query.port && (path ?? "") == (query.path ?? "")
+            && (query.username == nil || username == query.username)
+    }
+
+    /// Where the credential is used, as a URL without the password: `https://user@host:8443/path`.
+    /// The user name is percent-encoded where it holds `@`, `:`, `/`, `%` or a control character,
+    /// the host where it holds `@`, `/`, `%` or a control character (and the protocol where it
+    /// holds `:`, `/`, `@` or `%`, which no real one does), so that it reads back as itself.
+    public var location: String {
+        var text = Self.percentEncoded(`protocol`, reserved: ":/@%") + "://"
+        if let username { text += Self.percentEncoded(username, reserved: "@:/%") + "@" }
+        text += Self.percentEncoded(host, reserved: "@/%")
+        if let port { text += ":\(port)" }
+        if let path, !path.isEmpty { text += "/" + path }
+        return text
+    }
+
+    /// The credential whose ``location`` is `location` (without a password), or nil.
+    public init?(location: String) {
+        guard let separator = location.firstRange(of: "://"), separator.lowerBound > location.startIndex else {
+            return nil
+        }
+        guard let scheme = Self.percentDecoded(location[..<separator.lowerBound]) else { return nil }
+        var rest = location[separator.upperBound...]
+        var path: String?
+        if let slash = rest.firstIndex(of: "/") {
+            path = String(rest[rest.index(after: slash)...])
+            rest = rest[..<slash]
+        }
+        var username: String?
+        if let at = rest.lastIndex(of: "@") {
+            guard let decoded = Self.percentDecoded(rest[..<at]) else { return nil }
+            username = decoded
+            rest = rest[rest.index(after: at)...]
+        }
+        let (encodedHost, port) = Self.splitPort(String(rest))
+        guard !encodedHost.isEmpty, let host = Self.percentDecoded(Substring(encodedHost)) else { return nil }
+        self.init(protocol: scheme, host: host, port: port, path: path, username: username)
+    }
+
+    /// `host:port` split at a final `:digits` that is not inside an IPv6 address's brackets.
+    static func splitPort(_ hostAndPort: String) -> (String, Int?) {
+        guard let colon = hostAndPort.lastIndex(of: ":"), !hostAndPort[colon...].contains("]") else {
+            return (hostAndPort, nil)
+        }
+        let digits = hostAndPort[hostAndPort.index(after: colon)...]
+        guard !digits.isEmpty, digits.allSatisfy(\.isASCII), let port = Int(digits), (0...65535).contains(port) else {
+            return (hostAndPort, nil)
+        }
+        return (String(hostAndPort[..<colon]), port)
+    }
+
+    private static func percentEncoded(_ text: String, reserved: String) -> String {
+        var result = ""
+        for scalar in text.unicodeScalars {
+            if scalar.value < 0x20 || scalar.value == 0x7f || reserved.unicodeScalars.contains(scalar) {
+                let digits = Array("0123456789ABCDEF")
+                result += "%\(digits[Int(scalar.value >> 4)])\(digits[Int(scalar.value & 15)])"
+            } else {
+                result.unicodeScalars.append(scalar)
+            }
+        }
+        return result
+    }
+
+    private static func percentDecoded(_ text: Substring) -> String? {
+        var bytes: [UInt8] = []
+        var iterator = Array(text.utf8).makeIterator()
+        while let byte = iterator.next() {
+            guard byte == UInt8(ascii: "%") else {
+                bytes.append(byte)
+                continue
+            }
+            guard let high = iterator.next(), let low = iterator.next(),
+                let value = UInt8(String(decoding: [high, low], as: UTF8.self), radix: 16)
+            else { return nil }
+            bytes.append(value)
+        }
+        return String(validating: bytes, as: UTF8.self)
+    }
+
+    // MARK: The stored secret
+
+    /// The secret as stored: the password, then `password_expiry_utc=…` and
+    /// `oauth_refresh_token=…` lines when there are such (upstream git-credential-libsecret's format).
+    public var storedSecret: String {
+        var text = password ?? ""
+        if let passwordExpiry { text += "\npassword_expiry_utc=\(Int64(passwordExpiry.timeIntervalSince1970))" }
+        if let oauthRefreshToken { text += "\noauth_refresh_token=\(oauthRefreshToken)" }
+        return text
+    }
+
+    /// Sets the password, expiry and refresh token from a ``storedSecret``.
+    public mutating func readStoredSecret(_ text: String) {
+        var lines = text.split(separator: "\n", omittingEmptySubsequences: false)
+        password = lines.isEmpty ? "" : String(lines.removeFirst())
+        for line in lines {
+            if let value = line.value(after: "password_expiry_utc="), let seconds = Int64(value) {
+                passwordExpiry = Date(timeIntervalSince1970: Double(seconds))
+            } else if let value = line.value(after: "oauth_refresh_token=") {
+                oauthRefreshToken = String(value)
+            }
+        }
+    }
+}
+
+extension Substring {
+    fileprivate func value(after prefix: String) -> Substring? { hasPrefix(prefix) ? dropFirst(prefix.count) : nil }
+}

@@ -1,0 +1,75 @@
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
+
+/// Where network credentials are kept: the Secret Service's network passwords
+/// (``SecretServiceStore``, as git-credential-libsecret keeps them), or the items of one service
+/// of any other store (``KeyedNetworkCredentials``). Get one for a store with
+/// ``networkCredentials(in:service:)``.
+public protocol NetworkCredentialStore: Sendable {
+    /// The stored credential that answers `query` (``NetworkCredential/matches(_:)``), with its
+    /// password; the first by location when several do. Expired ones too: the caller decides.
+    /// - Throws: ``KeychainError`` when the backend cannot answer.
+    func credential(matching query: NetworkCredential) throws -> NetworkCredential?
+
+    /// Stores `credential`, replacing the one stored for the same location and user name.
+    /// - Throws: ``KeychainError`` when the backend cannot store it.
+    func store(_ credential: NetworkCredential) throws
+
+    /// Removes every stored credential that answers `query`.
+    /// - Returns: how many were removed.
+    /// - Throws: ``KeychainError`` when the backend cannot answer.
+    @discardableResult
+    func erase(matching query: NetworkCredential) throws -> Int
+}
+
+/// The network credentials of `store`: the Secret Service's own network passwords, or on another
+/// backend the items of `service` (see ``KeyedNetworkCredentials``).
+public func networkCredentials(in store: any SecretStore, service: ServiceName) -> any NetworkCredentialStore {
+    if let secretService = store as? SecretServiceStore { return secretService }
+    return KeyedNetworkCredentials(store: store, service: service)
+}
+
+/// Network credentials as items of one service of any ``SecretStore`` (the vault, OpenBao): the key
+/// is the credential's ``NetworkCredential/location`` (`https://user@host:port/path`), the secret
+/// its ``NetworkCredential/storedSecret`` (the password, then expiry and refresh token lines), so
+/// that `list`, `get` and `export` show them like any other item.
+public struct KeyedNetworkCredentials: NetworkCredentialStore {
+    public let store: any SecretStore
+    public let service: ServiceName
+
+    public init(store: any SecretStore, service: ServiceName) {
+        self.store = store
+        self.service = service
+    }
+
+    public func credential(matching query: NetworkCredential) throws -> NetworkCredential? {
+        guard var found = try locations(matching: query).first,
+            let secret = try store.secret(service: service, key: try KeychainKey(found.location))
+        else { return nil }
+        found.readStoredSecret(String(decoding: secret, as: UTF8.self))
+        return found
+    }
+
+    public func store(_ credential: NetworkCredential) throws {
+        try store.setSecret(
+            Data(credential.storedSecret.utf8), service: service, key: try KeychainKey(credential.location))
+    }
+
+    public func erase(matching query: NetworkCredential) throws -> Int {
+        var erased = 0
+        for credential in try locations(matching: query)
+        where try store.deleteSecret(service: service, key: try KeychainKey(credential.location)) {
+            erased += 1
+        }
+        return erased
+    }
+
+    /// The stored credentials (without secrets) that answer `query`, sorted by location.
+    private func locations(matching query: NetworkCredential) throws -> [NetworkCredential] {
+        try store.items(service: service).compactMap { NetworkCredential(location: $0.key) }
+            .filter { $0.matches(query) }.sorted { $0.location < $1.location }
+    }
+}

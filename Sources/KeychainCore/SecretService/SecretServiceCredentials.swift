@@ -1,0 +1,92 @@
+import CLibSecret
+
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
+
+/// Network credentials on the Secret Service are its network passwords, as git-credential-libsecret
+/// writes them: schema `org.gnome.keyring.NetworkPassword`, attributes `protocol`, `server`,
+/// `port` (when there is one), `object` (the path) and `user`. They are looked up by those
+/// attributes alone, so upstream git's `org.git.Password` items (expiry and refresh token appended
+/// to the secret) are found too.
+extension SecretServiceStore: NetworkCredentialStore {
+    public func credential(matching query: NetworkCredential) throws -> NetworkCredential? {
+        try BoundedOperation.run("look up the credential", seconds: timeout) { operation in
+            let connection = try connect(operation, openSession: false)
+            defer { g_object_unref(connection) }
+            let found = try matchingItems(query, operation, connection).first
+            guard let (found, path) = found else { return nil }
+            var credential = found
+            let bus = try sessionBus(operation)
+            defer { g_object_unref(UnsafeMutableRawPointer(bus)) }
+            guard let secret = try readSecret(at: path, operation, bus) else { return nil }
+            credential.readStoredSecret(String(decoding: secret, as: UTF8.self))
+            return credential
+        }
+    }
+
+    public func store(_ credential: NetworkCredential) throws {
+        let attributes = makeAttributes(Self.attributes(of: credential))
+        defer { g_hash_table_unref(attributes) }
+        var label = "\(credential.protocol)://\(credential.host)" + (credential.port.map { ":\($0)" } ?? "")
+        label += "/" + (credential.path ?? "")
+        let secret = credential.storedSecret
+        try BoundedOperation.run("store the credential", seconds: timeout) { operation in
+            // secret_password_storev / secret_password_store_finish: replaces the item with the
+            // same attributes, as git-credential-libsecret does.
+            _ = try operation.call(
+                {
+                    secret_password_storev(
+                        keychain_cli_network_schema(), attributes, SECRET_COLLECTION_DEFAULT, label, secret, $0, $1,
+                        $2)
+                },
+                finish: { secret_password_store_finish($0, $1) })
+        }
+    }
+
+    public func erase(matching query: NetworkCredential) throws -> Int {
+        try BoundedOperation.run("erase the credential", seconds: timeout) { operation in
+            let connection = try connect(operation, openSession: false)
+            defer { g_object_unref(connection) }
+            let paths = try matchingItems(query, operation, connection).map(\.path)
+            let bus = try sessionBus(operation)
+            defer { g_object_unref(UnsafeMutableRawPointer(bus)) }
+            return try deleteItems(at: paths, operation, bus)
+        }
+    }
+
+    /// The network-password items that answer `query` (unlocked first, which may prompt within the
+    /// deadline), with their object paths, sorted by location.
+    private func matchingItems(
+        _ query: NetworkCredential, _ operation: BoundedOperation, _ connection: UnsafeMutablePointer<SecretService>
+    ) throws -> [(credential: NetworkCredential, path: String)] {
+        var pairs = Self.attributes(of: query)
+        // A query without port or path must not exclude items that have one: filtered below.
+        pairs.removeValue(forKey: "port")
+        pairs.removeValue(forKey: "object")
+        return try search(operation, connection, pairs, schema: keychain_cli_network_search_schema()) { items in
+            items.compactMap { item -> (NetworkCredential, String)? in
+                guard let credential = Self.credential(attributes: itemAttributes(item)), credential.matches(query)
+                else { return nil }
+                return (credential, itemPath(item))
+            }.sorted { $0.0.location < $1.0.location }
+        }
+    }
+
+    static func attributes(of credential: NetworkCredential) -> [String: String] {
+        var pairs = ["protocol": credential.protocol, "server": credential.host]
+        if let port = credential.port { pairs["port"] = "\(port)" }
+        if let path = credential.path, !path.isEmpty { pairs["object"] = path }
+        if let username = credential.username { pairs["user"] = username }
+        return pairs
+    }
+
+    static func credential(attributes: [String: String]) -> NetworkCredential? {
+        guard let scheme = attributes["protocol"], let host = attributes["server"] else { return nil }
+        return NetworkCredential(
+            protocol: scheme, host: host, port: attributes["port"].flatMap { Int($0) }.flatMap { $0 == 0 ? nil : $0 },
+            path: attributes["object"].flatMap { $0.isEmpty ? nil : $0 }, username: attributes["user"])
+    }
+}

@@ -1,0 +1,99 @@
+import ArgumentParser
+import KeychainCore
+
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+extension KeychainCLI {
+    struct DockerCredential: KeychainCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "docker-credential",
+            abstract: "Be docker's credential helper: store, get, erase, list or version.",
+            discussion: """
+                The docker-credential-helpers protocol: store reads {"ServerURL", "Username", \
+                "Secret"} on standard input; get and erase read the bare server URL; get prints \
+                {"ServerURL", "Username", "Secret"}; list prints {"URL": "username", …}. A \
+                failure is its message on standard output and exit 1, as docker expects; a miss \
+                is exactly "credentials not found in native keychain". It never asks anything \
+                (timeout: --timeout or $KEYCHAIN_TIMEOUT).
+
+                Secret Service: docker-credential-secretservice's items (schema \
+                io.docker.Credentials), so each reads what the other stored. Vault and OpenBao: \
+                items of the service "docker" (or --service), keyed by the server URL, whose \
+                secret is {"Username": …, "Secret": …}.
+
+                  {"credsStore": "keychain-cli"}   in ~/.docker/config.json
+                  (runs docker-credential-keychain-cli, which make install links to keychain-cli)
+                """)
+
+        @OptionGroup var globals: GlobalOptions
+        @ParentCommand var root: KeychainCLI
+
+        @Argument(help: "store, get, erase, list or version.")
+        var action: String
+
+        static let notFound = "credentials not found in native keychain"
+
+        func run() throws {
+            do {
+                try perform()
+            } catch let failure as ExitCode {
+                throw failure
+            } catch {
+                // docker reads a helper's error from its standard output.
+                try writeOutput(Array((failureMessage(error) + "\n").utf8))
+                throw ExitCode(1)
+            }
+        }
+
+        private func perform() throws {
+            switch action {
+            case "version":
+                try writeOutput(
+                    Array("docker-credential-keychain-cli (keychain-cli) \(KeychainCLI.configuration.version)\n".utf8))
+                return
+            case "store", "get", "erase", "list":
+                break
+            default:
+                throw CommandFailure.usage("unknown action '\(action)': use store, get, erase, list or version")
+            }
+            guard let input = try readAll(STDIN_FILENO, limit: 1 << 20) else {
+                throw CommandFailure.badData("the input is larger than 1 MiB")
+            }
+            let credentials = registryCredentials(
+                in: try makeStore(options), service: try ServiceName(options.service ?? "docker"))
+            let serverURL = String(
+                String(decoding: input, as: UTF8.self).drop { $0.isWhitespace }.reversed().drop { $0.isWhitespace }
+                    .reversed())
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+            switch action {
+            case "store":
+                guard let credential = try? JSONDecoder().decode(RegistryCredential.self, from: Data(input)),
+                    !credential.serverURL.isEmpty
+                else {
+                    throw CommandFailure.badData(
+                        "expected {\"ServerURL\": …, \"Username\": …, \"Secret\": …} on standard input")
+                }
+                try credentials.storeRegistryCredential(credential)
+            case "get":
+                guard !serverURL.isEmpty, let found = try credentials.registryCredential(for: serverURL) else {
+                    throw CommandFailure(kind: .notFound, message: Self.notFound)
+                }
+                try writeOutput(try encoder.encode(found) + [10])
+            case "erase":
+                guard !serverURL.isEmpty, try credentials.eraseRegistryCredential(for: serverURL) else {
+                    throw CommandFailure(kind: .notFound, message: Self.notFound)
+                }
+            default:
+                try writeOutput(try encoder.encode(try credentials.registryUsernames()) + [10])
+            }
+        }
+    }
+}

@@ -1,0 +1,59 @@
+import ArgumentParser
+import KeychainCore
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+extension KeychainCLI {
+    struct GitCredential: KeychainCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "git-credential",
+            abstract: "Be git's credential helper: get, store or erase a password (git-credential(1)).",
+            discussion: """
+                git runs it with the action and key=value lines on standard input: protocol, \
+                host, path, username, password, password_expiry_utc, oauth_refresh_token (others, \
+                and unknown actions, are ignored). get prints the stored credential, or nothing; \
+                an expired password is not returned. It never asks anything: a locked keyring or \
+                a missing vault passphrase is one line on stderr and a non-zero exit, within \
+                --timeout ($KEYCHAIN_TIMEOUT, since git passes no options).
+
+                Secret Service: network passwords as git-credential-libsecret keeps them \
+                (attributes protocol, server, port, object, user), so each reads what the other \
+                stored. Vault and OpenBao: items of the service "git" (or --service), keyed by \
+                the location, https://USER@HOST[:PORT][/PATH], whose secret is the password.
+
+                  git config --global credential.helper keychain-cli
+                  (runs git-credential-keychain-cli, which make install links to keychain-cli)
+                """)
+
+        @OptionGroup var globals: GlobalOptions
+        @ParentCommand var root: KeychainCLI
+
+        @Argument(help: "get, store or erase.")
+        var action: String
+
+        func run() throws {
+            guard let input = try readAll(STDIN_FILENO, limit: 1 << 20) else {
+                throw CommandFailure.badData("the credential on standard input is larger than 1 MiB")
+            }
+            guard ["get", "store", "erase"].contains(action), let request = GitCredentialMessage.parse(input) else {
+                return
+            }
+            let store = try makeStore(options)
+            let credentials = networkCredentials(in: store, service: try ServiceName(options.service ?? "git"))
+            switch action {
+            case "get":
+                guard let found = try credentials.credential(matching: request), found.password != nil,
+                    !found.isExpired()
+                else { return }
+                try writeOutput(Array(GitCredentialMessage.format(found).utf8))
+            case "store":
+                guard request.password != nil, !request.isExpired() else { return }
+                try credentials.store(request)
+            default:
+                try credentials.erase(matching: request)
+            }
+        }
+    }
+}

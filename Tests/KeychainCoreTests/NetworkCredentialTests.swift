@@ -1,0 +1,90 @@
+import Foundation
+import KeychainCore
+import Testing
+
+@Suite("NetworkCredential: locations, git's message format, keyed storage")
+struct NetworkCredentialTests {
+    @Test(arguments: [
+        NetworkCredential(protocol: "https", host: "github.com"),
+        NetworkCredential(protocol: "https", host: "github.com", username: "octo"),
+        NetworkCredential(protocol: "http", host: "[::1]", port: 8080, path: "team/repo.git", username: "me@corp:x/y%"),
+        NetworkCredential(protocol: "smtp", host: "mail.example", port: 587, username: "ünï cödé"),
+    ])
+    func locationRoundTrips(_ credential: NetworkCredential) throws {
+        let parsed = try #require(NetworkCredential(location: credential.location))
+        #expect(parsed == credential, "\(credential.location)")
+    }
+
+    @Test func locationEncodesOnlyWhatWouldBreakIt() {
+        let credential = NetworkCredential(protocol: "https", host: "h", port: 1, path: "p", username: "a@b:c/d%e\n")
+        #expect(credential.location == "https://a%40b%3Ac%2Fd%25e%0A@h:1/p")
+        #expect(NetworkCredential(location: "no-scheme") == nil)
+        #expect(NetworkCredential(location: "https://user@") == nil)
+        #expect(NetworkCredential(location: "https://%zz@host") == nil)
+    }
+
+    @Test func gitMessagesParseAndFormat() throws {
+        let message = Array(
+            """
+            capability[]=authtype
+            protocol=https
+            host=example.com:8443
+            path=a/b.git
+            username=bob
+            password=p=w
+            password_expiry_utc=2000000000
+            oauth_refresh_token=r
+            wwwauth[]=Basic realm="x"
+            something-new=1
+
+            protocol=ignored-after-the-blank-line
+            """.utf8)
+        let credential = try #require(GitCredentialMessage.parse(message))
+        #expect(
+            credential
+                == NetworkCredential(
+                    protocol: "https", host: "example.com", port: 8443, path: "a/b.git", username: "bob",
+                    password: "p=w",
+                    passwordExpiry: Date(timeIntervalSince1970: 2_000_000_000), oauthRefreshToken: "r"))
+        #expect(
+            GitCredentialMessage.format(credential)
+                == "protocol=https\nhost=example.com:8443\npath=a/b.git\nusername=bob\npassword=p=w\n"
+                + "password_expiry_utc=2000000000\noauth_refresh_token=r\n")
+        #expect(GitCredentialMessage.parse(Array("host=only\n\n".utf8)) == nil)
+        #expect(
+            GitCredentialMessage.parse(Array("url=https://u@h.example:99/x\n".utf8))?.location
+                == "https://u@h.example:99/x")
+    }
+
+    @Test func storedSecretCarriesExpiryAndRefreshToken() {
+        var credential = NetworkCredential(
+            protocol: "https", host: "h", password: "tok", passwordExpiry: Date(timeIntervalSince1970: 5),
+            oauthRefreshToken: "r")
+        #expect(credential.storedSecret == "tok\npassword_expiry_utc=5\noauth_refresh_token=r")
+        #expect(credential.isExpired())
+        var read = NetworkCredential(protocol: "https", host: "h")
+        read.readStoredSecret(credential.storedSecret)
+        #expect(read == credential)
+        credential.passwordExpiry = nil
+        credential.oauthRefreshToken = nil
+        #expect(credential.storedSecret == "tok" && !credential.isExpired())
+    }
+
+    @Test func keyedCredentialsAreItemsOfTheirService() throws {
+        let store = InMemorySecretStore()
+        let git = try ServiceName("git")
+        let credentials = networkCredentials(in: store, service: git)
+        let alice = NetworkCredential(protocol: "https", host: "h", username: "alice", password: "a")
+        let bob = NetworkCredential(protocol: "https", host: "h", username: "bob", password: "b")
+        try credentials.store(bob)
+        try credentials.store(alice)
+        #expect(try store.items(service: git).map(\.key).sorted() == ["https://alice@h", "https://bob@h"])
+        #expect(try credentials.credential(matching: NetworkCredential(protocol: "https", host: "h")) == alice)
+        #expect(
+            try credentials.credential(matching: NetworkCredential(protocol: "https", host: "h", username: "bob"))
+                == bob)
+        #expect(try credentials.credential(matching: NetworkCredential(protocol: "https", host: "h", port: 1)) == nil)
+        #expect(try credentials.erase(matching: NetworkCredential(protocol: "https", host: "h")) == 2)
+        #expect(try store.items(service: git).isEmpty)
+    }
+}
