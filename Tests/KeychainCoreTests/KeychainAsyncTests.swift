@@ -36,6 +36,25 @@ final class RendezvousStore: SecretStore {
     func deleteAll(service: ServiceName) throws -> Int { try inner.deleteAll(service: service) }
 }
 
+/// Runs `body` in a task on an ``OwnThreadExecutor`` and waits here until it has ended: a
+/// synchronous test whose async work never needs the cooperative pool. (An async test resumes on
+/// the pool after each hop, behind every job the other suites' synchronous tests queued there,
+/// which made a one-minute time limit run out while the work itself was done in milliseconds.)
+func awaitingOffThePool(_ body: @escaping @Sendable () async throws -> Void) throws {
+    let done = DispatchSemaphore(value: 0)
+    let outcome = Locked<Result<Void, any Error>>(.success(()))
+    Task(executorPreference: OwnThreadExecutor()) {
+        do {
+            try await body()
+        } catch {
+            outcome.withLock { $0 = .failure(error) }
+        }
+        done.signal()
+    }
+    done.wait()
+    try outcome.withLock { $0 }.get()
+}
+
 /// Runs tasks on one thread of its own (a serial dispatch queue), not on the cooperative pool,
 /// which the other suites' synchronous tests keep busy while this suite runs.
 final class OwnThreadExecutor: TaskExecutor, @unchecked Sendable {

@@ -67,9 +67,8 @@ struct KeychainChangesTests {
     let service = try! ServiceName("watched")
     let key = try! KeychainKey("k")
 
-    @Test func ownWritesCarryTransactionIDsAndOthersDoNot() async throws {
-        // On a thread of its own: other suites keep the cooperative pool busy.
-        try await withTaskExecutorPreference(OwnThreadExecutor()) {
+    @Test func ownWritesCarryTransactionIDsAndOthersDoNot() throws {
+        try awaitingOffThePool {
             let store = InMemorySecretStore()
             let mine = Keychain(service: service, store: store)
             let theirs = Keychain(service: service, store: store)
@@ -89,9 +88,8 @@ struct KeychainChangesTests {
     }
 
     /// The README's watch example, with a store another `Keychain` writes to.
-    @Test func theReadmeWatchExampleRuns() async throws {
-        // On a thread of its own: other suites keep the cooperative pool busy.
-        try await withTaskExecutorPreference(OwnThreadExecutor()) {
+    @Test func theReadmeWatchExampleRuns() throws {
+        try awaitingOffThePool {
             let store = InMemorySecretStore()
             let keychain = Keychain(service: try ServiceName("my-app"), store: store)
             let other = Keychain(service: try ServiceName("my-app"), store: store)
@@ -150,9 +148,8 @@ struct KeychainChangesTests {
         #expect(log.withLock { $0 } == ["created true", "changed false", "deleted true"])
     }
 
-    @Test func aFailureEndsTheStreamWithTheErrorAndEmptiesTheCache() async throws {
-        // On a thread of its own: other suites keep the cooperative pool busy.
-        try await withTaskExecutorPreference(OwnThreadExecutor()) {
+    @Test func aFailureEndsTheStreamWithTheErrorAndEmptiesTheCache() throws {
+        try awaitingOffThePool {
             let store = WatchedStore()
             let keychain = Keychain(service: service, store: store)
             try await keychain.set("v", for: key)
@@ -168,9 +165,8 @@ struct KeychainChangesTests {
         }
     }
 
-    @Test func droppingEveryStreamStopsTheBackendsWatch() async throws {
-        // On a thread of its own: other suites keep the cooperative pool busy.
-        try await withTaskExecutorPreference(OwnThreadExecutor()) {
+    @Test func droppingEveryStreamStopsTheBackendsWatch() throws {
+        try awaitingOffThePool {
             let store = WatchedStore()
             let keychain = Keychain(service: service, store: store)
             var first: AsyncThrowingStream<KeychainChange, any Error>? = try await keychain.changes()
@@ -200,9 +196,8 @@ struct KeychainChangesTests {
 
     /// Many tasks write, read and watch one keychain at once: every write is reported to every
     /// watcher exactly once, as this instance's own, and every read returns a value some write stored.
-    @Test func manyTasksWritingReadingAndWatchingAtOnce() async throws {
-        // On a thread of its own: other suites keep the cooperative pool busy.
-        try await withTaskExecutorPreference(OwnThreadExecutor()) {
+    @Test func manyTasksWritingReadingAndWatchingAtOnce() throws {
+        try awaitingOffThePool {
             let keychain = Keychain(service: service, store: InMemorySecretStore())
             let writers = 8
             let writesEach = 25
