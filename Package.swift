@@ -57,7 +57,9 @@ let package = Package(
         // Shared by the test targets: child processes, the private keyring session, the CLI runner.
         .target(name: "TestSupport", path: "Tests/TestSupport"),
         // The engine over InMemorySecretStore: no backend, no processes.
-        .testTarget(name: "KeychainCoreTests", dependencies: ["KeychainCore"]),
+        .testTarget(
+            name: "KeychainCoreTests",
+            dependencies: ["KeychainCore", .product(name: "Crypto", package: "swift-crypto")]),
         // The built binary: help, exit codes, input and output rules, terminals (via expect).
         .testTarget(name: "CLITests", dependencies: ["TestSupport"]),
         // SecretServiceStore against a real gnome-keyring; interop with secret-tool and python keyring.

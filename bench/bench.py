@@ -206,6 +206,39 @@ def watch_table(openbao_rows):
     return "\n".join(table)
 
 
+def vault_table(S):
+    """Team vault (X25519 identity) against a passphrase vault (scrypt 2^18) and the Secret Service."""
+    directory = tempfile.mkdtemp(prefix="kc-bench-vault-")
+    try:
+        identity, passphrase = f"{directory}/identity.txt", f"{directory}/passphrase"
+        team, scrypt = f"{directory}/team.age", f"{directory}/scrypt.age"
+        with open(passphrase, "w") as f:
+            f.write("bench-passphrase")
+        recipient = subprocess.run([KC, "vault", "keygen", "-o", identity], check=True, capture_output=True,
+                                   text=True).stdout.strip()
+        on_team = [KC, "--backend", "vault", "--vault", team, "--identity", identity, "-s", S]
+        on_scrypt = [KC, "--backend", "vault", "--vault", scrypt, "--passphrase-file", passphrase, "-s", S]
+        subprocess.run(on_team[:-2] + ["vault", "recipients", "add", recipient], check=True, capture_output=True)
+        subprocess.run(on_team + ["set", "K"], input=b"bench-secret", check=True, capture_output=True)
+        subprocess.run(on_scrypt + ["set", "K"], input=b"bench-secret", check=True, capture_output=True,
+                       env=dict(os.environ, KEYCHAIN_VAULT_WORK_FACTOR="18"))
+        names = ("team vault (X25519 identity)", "passphrase vault (scrypt 2^18)", "Secret Service",
+                 "age -d -i (Go)")
+        row = [(names[0], on_team + ["get", "K"], None, 0), (names[1], on_scrypt + ["get", "K"], None, 0),
+               (names[2], [KC, "-s", S, "get", "K"], None, 0), (names[3], ["age", "-d", "-i", identity, team], None, 0)]
+        times = {name: statistics.median(values) * 1000 for name, values in measure(row).items()}
+        rss = {name: kib / 1024 for name, kib in measure_memory([(n, argv) for n, argv, _, _ in row]).items()}
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
+    lines = ["| `get` of one item | time | ÷ Secret Service | peak memory | ÷ Secret Service |", "|---|---|---|---|---|"]
+    for name in names:
+        lines.append(f"| {name} | {times[name]:.1f} ms | **{times[name] / times[names[2]]:.2f}×** "
+                     f"| {rss[name]:.1f} MiB | **{rss[name] / rss[names[2]]:.2f}×** |")
+    lines.append(f"\nThe team vault's `get` is **{times[names[1]] / times[names[0]]:.0f}×** faster than the "
+                 "passphrase vault's.")
+    return "\n".join(lines)
+
+
 def main():
     run = lambda argv, data=None: subprocess.run(argv, input=data, check=True, capture_output=True)
     S, L = "bench", "bench-list"
@@ -258,6 +291,8 @@ def main():
         f"| **{rss[kc] / rss[st]:.2f}×** |")
     table = "\n".join(lines)
     print(table)
+    team_table = vault_table(S)
+    print("\n" + team_table)
     bao_version, openbao_watch_rows, bao_table = openbao_table()
     print("\n" + bao_table)
     watch_rows = watch_table(openbao_watch_rows)
@@ -296,6 +331,15 @@ Versions: {"; ".join(f"{k} {v}" for k, v in versions.items())}.
   measured the same way, is {rss["floor"]:.1f} MiB. (A child started straight from this Python
   script would report at least Python's own 13 MiB, because Linux counts the resident size the
   child had before `exec`; this benchmark's memory column did so until 2026-11-22.)
+
+## Vaults: a team vault's identity against a passphrase's scrypt
+
+{team_table}
+
+The same one-item vault read three ways: keychain-cli with an age X25519 identity (`--identity`,
+one X25519 exchange), keychain-cli with the passphrase at age's default work factor (scrypt
+N = 2^18, 256 MiB), and the Secret Service `get` of the table above; `age -d -i` (Go) decrypts
+the team vault for comparison. Medians of {RUNS} interleaved runs; memory of {MEMORY_RUNS}.
 
 ## OpenBao: `get` over loopback HTTP
 

@@ -1,5 +1,4 @@
 import CLinux
-import Synchronization
 
 #if canImport(Glibc)
     import Glibc
@@ -53,8 +52,10 @@ package func splitPath(_ path: String) -> (directory: String, name: String) {
 /// named temporary file instead, with the same signals held back until it is renamed or removed.
 /// Only SIGKILL or a crash in those microseconds can leave a `.NAME.XXXXXX` file; the next write
 /// of the same path removes it once it is a minute old (the vault's, under its lock, at once).
+/// With `replacing` false an existing `path` is never replaced, even one created a moment before:
+/// the new file only ever gets its name by a link, which fails with `EEXIST`.
 /// - Throws: ``FileError`` naming the path; `path` is then untouched.
-package func writeFileAtomically(_ path: String, _ bytes: [UInt8]) throws(FileError) {
+package func writeFileAtomically(_ path: String, _ bytes: [UInt8], replacing: Bool = true) throws(FileError) {
     let (directory, name) = splitPath(path)
     // What an earlier writer killed between linkat and rename left (see above).
     removeStrayTemporaries(of: path, olderThan: 60)
@@ -64,7 +65,7 @@ package func writeFileAtomically(_ path: String, _ bytes: [UInt8]) throws(FileEr
             throw FileError("cannot create a file in '\(directory)'")
         }
         return try withSignalsHeldBack { () throws(FileError) in
-            try writeThroughNamedTemporary(path, directory: directory, name: name, bytes)
+            try writeThroughNamedTemporary(path, directory: directory, name: name, bytes, replacing: replacing)
         }
     }
     defer { close(unnamed) }
@@ -73,6 +74,7 @@ package func writeFileAtomically(_ path: String, _ bytes: [UInt8]) throws(FileEr
     let source = "/proc/self/fd/\(unnamed)"
     if linkat(AT_FDCWD, source, AT_FDCWD, path, AT_SYMLINK_FOLLOW) != 0 {
         guard errno == EEXIST else { throw FileError("cannot create '\(path)'") }
+        guard replacing else { throw FileError("'\(path)' exists; it was not replaced", code: EEXIST) }
         try withSignalsHeldBack { () throws(FileError) in
             let temporary = "\(directory)/.\(name).\(randomSuffix())"
             guard linkat(AT_FDCWD, source, AT_FDCWD, temporary, AT_SYMLINK_FOLLOW) == 0 else {
@@ -89,9 +91,9 @@ package func writeFileAtomically(_ path: String, _ bytes: [UInt8]) throws(FileEr
 }
 
 /// `writeFileAtomically` where the file system has no `O_TMPFILE`: a named `.NAME.XXXXXX` file.
-private func writeThroughNamedTemporary(_ path: String, directory: String, name: String, _ bytes: [UInt8])
-    throws(FileError)
-{
+private func writeThroughNamedTemporary(
+    _ path: String, directory: String, name: String, _ bytes: [UInt8], replacing: Bool
+) throws(FileError) {
     var template = Array("\(directory)/.\(name).XXXXXX".utf8CString)
     let fd = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }  // mode 0600
     guard fd >= 0 else { throw FileError("cannot create a file in '\(directory)'") }
@@ -108,6 +110,16 @@ private func writeThroughNamedTemporary(_ path: String, directory: String, name:
         throw error
     }
     close(fd)
+    guard replacing else {
+        // link fails if the name exists; the deferred unlink removes the temporary name.
+        guard link(temporary, path) == 0 else {
+            throw errno == EEXIST
+                ? FileError("'\(path)' exists; it was not replaced", code: EEXIST)
+                : FileError("cannot create '\(path)'")
+        }
+        syncDirectory(directory)
+        return
+    }
     guard rename(temporary, path) == 0 else { throw FileError("cannot replace '\(path)'") }
     renamed = true
     syncDirectory(directory)
@@ -125,66 +137,6 @@ private func syncDirectory(_ directory: String) {
 private func randomSuffix() -> String {
     let alphabet = Array("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
     return String((0..<6).map { _ in alphabet.randomElement()! })
-}
-
-/// Which held-back signals arrived (bit n: signal n), set by the handler on whichever thread.
-private let caughtSignals = Atomic<UInt64>(0)
-
-/// Holds some signals back while a body runs: catches and remembers them, then, once no thread
-/// is inside any more, puts the earlier handlers back and raises the ones that came, so that the
-/// body is never interrupted half-way and a signal still has its usual effect afterwards.
-///
-/// Handlers are process-wide, so the first thread to enter installs the holding handlers and the
-/// last to leave restores the earlier ones (were each to save and restore its own, two
-/// overlapping writers could leave the holding handlers installed for good, and Ctrl-C ignored).
-package final class SignalHolder: Sendable {
-    /// SIGINT, SIGTERM, SIGHUP and SIGQUIT: the signals that end a program.
-    package static let terminating = SignalHolder([SIGINT, SIGTERM, SIGHUP, SIGQUIT])
-
-    private let signals: [Int32]
-    private let mask: UInt64
-    private let state = Locked<(depth: Int, previous: [sigaction])>((0, []))
-
-    /// `signals`: standard signal numbers (below 64).
-    package init(_ signals: [Int32]) {
-        precondition(signals.allSatisfy { $0 > 0 && $0 < 64 })
-        self.signals = signals
-        mask = signals.reduce(0) { $0 | 1 << UInt64($1) }
-    }
-
-    /// Runs `body` with the signals held back.
-    package func hold<Result, Failure: Error>(_ body: () throws(Failure) -> Result) throws(Failure) -> Result {
-        let (signals, mask) = (self.signals, self.mask)
-        state.withLock { state in
-            defer { state.depth += 1 }
-            guard state.depth == 0 else { return }
-            var holding = sigaction()
-            holding.__sigaction_handler.sa_handler = { signal in
-                _ = caughtSignals.bitwiseOr(1 << UInt64(signal), ordering: .relaxed)
-            }
-            sigemptyset(&holding.sa_mask)
-            _ = caughtSignals.bitwiseAnd(~mask, ordering: .relaxed)
-            state.previous = Array(repeating: sigaction(), count: signals.count)
-            for (index, signal) in signals.enumerated() { sigaction(signal, &holding, &state.previous[index]) }
-        }
-        defer {
-            let caught = state.withLock { state -> UInt64 in
-                state.depth -= 1
-                guard state.depth == 0 else { return 0 }
-                for (index, signal) in signals.enumerated() { sigaction(signal, &state.previous[index], nil) }
-                return caughtSignals.bitwiseAnd(~mask, ordering: .relaxed).oldValue & mask
-            }
-            for signal in signals where caught & (1 << UInt64(signal)) != 0 { raise(signal) }
-        }
-        return try body()
-    }
-}
-
-/// Runs `body` with the signals that end a program held back (``SignalHolder/terminating``).
-package func withSignalsHeldBack<Result, Failure: Error>(_ body: () throws(Failure) -> Result) throws(Failure)
-    -> Result
-{
-    try SignalHolder.terminating.hold(body)
 }
 
 /// Removes the temporary files `writeFileAtomically(path, _)` leaves when a writer is killed

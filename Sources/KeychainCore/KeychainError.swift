@@ -3,6 +3,9 @@
 /// Each case's ``description`` says what happened and what to do next, and never contains
 /// a secret. The command-line tool maps every case to one exit code (see the README).
 public enum KeychainError: Error, Equatable, Sendable, CustomStringConvertible {
+    /// How a ``noPassphrase(detail:)`` about the new passphrase of `vault passwd` begins.
+    public static let newPassphrase = "the new passphrase: "
+
     /// No item is stored under this service and key.
     case notFound(service: String, key: String)
     /// A key or service name that cannot address an item (empty, a NUL character, too long).
@@ -36,6 +39,7 @@ public enum KeychainError: Error, Equatable, Sendable, CustomStringConvertible {
     /// The passphrase does not open the vault.
     case wrongPassphrase(path: String)
     /// The vault needs a passphrase and none could be had (no source set, no terminal, empty).
+    /// A detail that starts with ``newPassphrase`` is about `vault passwd`'s new one.
     case noPassphrase(detail: String)
     /// The vault is encrypted to age recipients and no identity given opens it (or none was given).
     case noMatchingIdentity(path: String, detail: String)
@@ -97,6 +101,10 @@ public enum KeychainError: Error, Equatable, Sendable, CustomStringConvertible {
         case .wrongPassphrase(let path):
             return "wrong passphrase for the vault '\(path)' (or its header was altered). Check "
                 + "$KEYCHAIN_PASSPHRASE, --passphrase-file or --passphrase-fd"
+        case .noPassphrase(let detail) where detail.hasPrefix(Self.newPassphrase):
+            return "vault passwd needs a new passphrase (\(detail.dropFirst(Self.newPassphrase.count))). Set "
+                + "$KEYCHAIN_NEW_PASSPHRASE, or pass --new-passphrase-file PATH or --new-passphrase-fd N, or run at a "
+                + "terminal to be asked"
         case .noPassphrase(let detail):
             return "the vault needs a passphrase (\(detail)). Set $KEYCHAIN_PASSPHRASE, or pass "
                 + "--passphrase-file PATH or --passphrase-fd N, or run at a terminal to be asked"

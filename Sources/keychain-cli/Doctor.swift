@@ -16,8 +16,9 @@ extension KeychainCLI {
                 (address, mount, where the token comes from); the server (reachable, TLS, unsealed); \
                 the token; the KV version 2 mount; the token's capabilities on the service's secret; \
                 a read of it (no probe write: each write would add a KV version). The vault (--backend vault), in order: the file (mode \
-                0600, or not created yet); its directory; the passphrase source; that the \
-                passphrase opens the vault. One line each, ✓ or ✗ with the fix; after a failure \
+                0600, or not created yet); its directory; the identity file (mode 0600, yours) \
+                when one is given; what locks the vault: for a team vault, which identity opens \
+                it, else the passphrase source; that the vault opens. One line each, ✓ or ✗ with the fix; after a failure \
                 the rest are skipped. Exits 0 only when everything works, otherwise with the \
                 first failure's code (65, 69, 74, 75 or 77).
 
@@ -45,7 +46,8 @@ extension KeychainCLI {
                     }
                 case .vault:
                     try makeVaultStore(options, timeout: timeout).diagnose(
-                        passphraseSource: PassphraseSource(options).description)
+                        passphraseSource: PassphraseSource(options).description,
+                        identitySource: try identitySource(options).map { ($0.name, $0.path) })
                 }
             if json {
                 try writeJSON(checks)

@@ -21,6 +21,7 @@ struct CommandFailure: Error {
     static func usage(_ message: String) -> Self { Self(kind: .usage, message: message) }
     static func badData(_ message: String) -> Self { Self(kind: .badData, message: message) }
     static func io(_ message: String) -> Self { Self(kind: .io, message: message) }
+    static func notFound(_ message: String) -> Self { Self(kind: .notFound, message: message) }
 }
 
 /// The one place where errors become exit codes (the table in the README and `--help`).

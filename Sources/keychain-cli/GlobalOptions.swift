@@ -28,7 +28,8 @@ struct GlobalOptions: ParsableArguments {
             "Where secrets are kept: secret-service (the desktop keyring), vault (an encrypted file, "
                 + "for CI and servers) or openbao (a KV version 2 mount of an OpenBao or HashiCorp Vault "
                 + "server, set up by $BAO_ADDR and $BAO_TOKEN as for the bao CLI). "
-                + "Default: $KEYCHAIN_BACKEND, else secret-service.",
+                + "Default: $KEYCHAIN_BACKEND, else vault when a vault option (--vault, --passphrase-*, "
+                + "--identity*) is given, else secret-service.",
             valueName: "backend"))
     var backend: Backend?
 
@@ -56,8 +57,8 @@ struct GlobalOptions: ParsableArguments {
 
     @Option(
         help: ArgumentHelp(
-            "An age identity file (AGE-SECRET-KEY-1… lines, as age-keygen writes) that opens a vault "
-                + "encrypted to age recipients. Default: $KEYCHAIN_IDENTITY.",
+            "An age identity file (AGE-SECRET-KEY-1… lines, as age-keygen writes) or an unencrypted "
+                + "OpenSSH ed25519 private key, that opens a team vault. Default: $KEYCHAIN_IDENTITY.",
             valueName: "path"))
     var identity: String?
 
@@ -171,10 +172,15 @@ func environmentTimeout() throws -> Double? {
     return seconds
 }
 
-/// The backend of `--backend`, else of $KEYCHAIN_BACKEND, else the Secret Service.
-/// - Throws: a usage error for an unknown $KEYCHAIN_BACKEND, or vault options without the vault.
+/// The backend of `--backend`, else of $KEYCHAIN_BACKEND, else the vault when a vault option
+/// (--vault, --passphrase-*, --identity*) is given, else the Secret Service.
+/// - Throws: a usage error for an unknown $KEYCHAIN_BACKEND, or vault options with another
+///   backend chosen.
 func chosenBackend(_ options: KeychainOptions) throws -> Backend {
-    var backend = options.backend ?? .secretService
+    let vaultOptions =
+        options.vault != nil || options.passphraseFile != nil || options.passphraseFD != nil
+        || options.identity != nil || options.identityFD != nil
+    var backend = options.backend ?? (vaultOptions ? .vault : .secretService)
     if options.backend == nil, let name = try environment("KEYCHAIN_BACKEND") {
         guard let named = Backend(rawValue: name) else {
             throw CommandFailure.usage(
@@ -183,10 +189,7 @@ func chosenBackend(_ options: KeychainOptions) throws -> Backend {
         }
         backend = named
     }
-    if backend != .vault
-        && (options.vault != nil || options.passphraseFile != nil || options.passphraseFD != nil
-            || options.identity != nil || options.identityFD != nil)
-    {
+    if backend != .vault && vaultOptions {
         throw CommandFailure.usage(
             "--vault, --passphrase-file, --passphrase-fd, --identity and --identity-fd need the vault backend: add --backend vault (the \(backend.rawValue) backend was chosen)"
         )
@@ -194,7 +197,9 @@ func chosenBackend(_ options: KeychainOptions) throws -> Backend {
     return backend
 }
 
-func makeVaultStore(_ options: KeychainOptions, timeout: Double) throws -> VaultStore {
+func makeVaultStore(_ options: KeychainOptions, timeout: Double, newPassphrase: PassphraseSource? = nil) throws
+    -> VaultStore
+{
     guard
         let path = try options.vault ?? environment("KEYCHAIN_VAULT")
             ?? VaultStore.defaultPath(environment: try processEnvironment())
@@ -219,45 +224,16 @@ func makeVaultStore(_ options: KeychainOptions, timeout: Double) throws -> Vault
     return VaultStore(
         path: path, workFactor: workFactor, lockTimeout: timeout, identities: try identities(options, vault: path)
     ) { purpose throws(KeychainError) in
-        try source.read(purpose, vault: path)
-    }
-}
-
-/// The identities of --identity-fd or --identity, else of $KEYCHAIN_IDENTITY_FD or
-/// $KEYCHAIN_IDENTITY (none when nothing is given).
-func identities(_ options: KeychainOptions, vault: String) throws -> [VaultIdentity] {
-    var descriptor = options.identityFD
-    var path = options.identity
-    if descriptor == nil && path == nil {
-        if let text = try environment("KEYCHAIN_IDENTITY_FD") {
-            guard let number = Int32(text), number >= 0 else {
-                throw CommandFailure.usage(
-                    "KEYCHAIN_IDENTITY_FD is '\(text)'; it must be an open file descriptor number")
+        if purpose == .change, let newPassphrase {
+            do throws(KeychainError) {
+                return try newPassphrase.read(purpose, vault: path)
+            } catch .noPassphrase(let detail) {
+                throw .noPassphrase(detail: KeychainError.newPassphrase + detail)
+            } catch {
+                throw error
             }
-            descriptor = number
-        } else {
-            path = try environment("KEYCHAIN_IDENTITY")
         }
-    }
-    let source = descriptor.map { "descriptor \($0)" } ?? path.map { "'\($0)'" } ?? ""
-    let read: [UInt8]?
-    if let descriptor {
-        read = try readAll(descriptor, limit: 1 << 20, name: "the identity's descriptor \(descriptor)")
-        // Read once; never handed on to exec's command (it could seek back in a file).
-        if descriptor > STDERR_FILENO { _ = fcntl(descriptor, F_SETFD, FD_CLOEXEC) }
-    } else if let path {
-        read = try readInput(path: path, limit: 1 << 20)
-    } else {
-        return []
-    }
-    guard let bytes = read else { throw CommandFailure.badData("the identity file \(source) is larger than 1 MiB") }
-    switch VaultIdentity.parse(identityFile: String(decoding: bytes, as: UTF8.self)) {
-    case .success(let identities):
-        return identities
-    case .failure(let error):
-        let problem = error.line.map { "its line \($0) is not an AGE-SECRET-KEY-1 identity" } ?? "it holds no identity"
-        throw KeychainError.noMatchingIdentity(
-            path: vault, detail: "the identity file \(source) is unusable: \(problem)")
+        return try source.read(purpose, vault: path)
     }
 }
 

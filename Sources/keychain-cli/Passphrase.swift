@@ -6,22 +6,34 @@ import KeychainCore
 
 /// Where the vault's passphrase comes from, first match wins: --passphrase-fd, --passphrase-file,
 /// $KEYCHAIN_PASSPHRASE, else a hidden prompt on the terminal (/dev/tty). Never the command line.
+/// (`vault passwd` reads the new one likewise: --new-passphrase-fd, --new-passphrase-file,
+/// $KEYCHAIN_NEW_PASSPHRASE, the terminal.)
 enum PassphraseSource: Sendable, CustomStringConvertible {
-    case descriptor(Int32)
-    case file(String)
-    case environment
+    /// The descriptor, and the option that named it (`--passphrase-fd`).
+    case descriptor(Int32, option: String)
+    /// The file, and the option that named it (`--passphrase-file`).
+    case file(String, option: String)
+    /// The variable named.
+    case environment(String)
     case terminal
 
     /// The largest passphrase read from a file or descriptor.
     static let limit = 64 * 1024
 
     init(_ options: KeychainOptions) {
-        if let fd = options.passphraseFD {
-            self = .descriptor(fd)
-        } else if let path = options.passphraseFile {
-            self = .file(path)
-        } else if getenv("KEYCHAIN_PASSPHRASE") != nil {
-            self = .environment
+        self.init(descriptor: options.passphraseFD, file: options.passphraseFile, new: false)
+    }
+
+    /// The source of the passphrase (`new`: of `vault passwd`'s new passphrase).
+    init(descriptor: Int32?, file: String?, new: Bool) {
+        let prefix = new ? "new-" : ""
+        let variable = new ? "KEYCHAIN_NEW_PASSPHRASE" : "KEYCHAIN_PASSPHRASE"
+        if let descriptor {
+            self = .descriptor(descriptor, option: "--\(prefix)passphrase-fd")
+        } else if let file {
+            self = .file(file, option: "--\(prefix)passphrase-file")
+        } else if getenv(variable) != nil {
+            self = .environment(variable)
         } else {
             self = .terminal
         }
@@ -29,9 +41,9 @@ enum PassphraseSource: Sendable, CustomStringConvertible {
 
     var description: String {
         switch self {
-        case .descriptor(let fd): "--passphrase-fd \(fd)"
-        case .file(let path): "--passphrase-file \(path)"
-        case .environment: "$KEYCHAIN_PASSPHRASE"
+        case .descriptor(let fd, let option): "\(option) \(fd)"
+        case .file(let path, let option): "\(option) \(path)"
+        case .environment(let name): "$\(name)"
         case .terminal: "a prompt on the terminal"
         }
     }
@@ -41,15 +53,14 @@ enum PassphraseSource: Sendable, CustomStringConvertible {
     func read(_ purpose: VaultStore.PassphrasePurpose, vault: String) throws(KeychainError) -> [UInt8] {
         do {
             switch self {
-            case .descriptor(let fd):
+            case .descriptor(let fd, _):
                 defer { release(fd) }
-                return try strippingNewline(
-                    readAll(fd, limit: Self.limit, name: "--passphrase-fd \(fd)"), from: "--passphrase-fd \(fd)")
-            case .file(let path):
-                return try strippingNewline(readInput(path: path, limit: Self.limit), from: "--passphrase-file")
-            case .environment:
-                guard let value = getenv("KEYCHAIN_PASSPHRASE") else {
-                    throw KeychainError.noPassphrase(detail: "$KEYCHAIN_PASSPHRASE was unset")
+                return try strippingNewline(readAll(fd, limit: Self.limit, name: description), from: description)
+            case .file(let path, _):
+                return try strippingNewline(readInput(path: path, limit: Self.limit), from: description)
+            case .environment(let name):
+                guard let value = getenv(name) else {
+                    throw KeychainError.noPassphrase(detail: "$\(name) was unset")
                 }
                 return Array(UnsafeRawBufferPointer(start: value, count: strlen(value)))  // the bytes, as given
             case .terminal:
@@ -87,16 +98,22 @@ enum PassphraseSource: Sendable, CustomStringConvertible {
     private func prompt(_ purpose: VaultStore.PassphrasePurpose, vault: String) throws -> [UInt8] {
         let tty = open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC)
         guard tty >= 0 else {
+            let (variable, option) = purpose == .change ? ("NEW_", "new-") : ("", "")
             throw KeychainError.noPassphrase(
-                detail: "none of $KEYCHAIN_PASSPHRASE, --passphrase-file or --passphrase-fd is set, "
-                    + "and there is no terminal to ask at")
+                detail: "none of $KEYCHAIN_\(variable)PASSPHRASE, --\(option)passphrase-file or "
+                    + "--\(option)passphrase-fd is set, and there is no terminal to ask at")
         }
         defer { close(tty) }
-        let question = purpose == .create ? "New vault \(vault). Passphrase: " : "Passphrase for the vault \(vault): "
+        let question =
+            switch purpose {
+            case .create: "New vault \(vault). Passphrase: "
+            case .change: "New passphrase for the vault \(vault): "
+            case .unlock: "Passphrase for the vault \(vault): "
+            }
         guard let first = try readHiddenLine(prompt: question, input: tty, output: tty) else {
             throw KeychainError.noPassphrase(detail: "no passphrase was typed")
         }
-        if purpose == .create {
+        if purpose != .unlock {
             let second = try readHiddenLine(prompt: "Repeat the passphrase: ", input: tty, output: tty)
             guard second == first else {
                 throw KeychainError.noPassphrase(detail: "the two passphrases typed differ; nothing was stored")

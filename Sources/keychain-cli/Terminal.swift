@@ -15,6 +15,11 @@ func writeError(_ text: String) {
     text.withUTF8 { _ = writeAll(STDERR_FILENO, $0) }
 }
 
+/// A note on stderr that does not stop the command: `keychain-cli: MESSAGE`.
+func warn(_ message: String) {
+    writeError("keychain-cli: \(message)\n")
+}
+
 /// Writes bytes to stdout. A reader that went away (`keychain-cli list | head -1`) ends the
 /// process quietly by SIGPIPE, as it ends other filters, on every backend.
 /// - Throws: ``CommandFailure`` (I/O) when stdout is closed or full.

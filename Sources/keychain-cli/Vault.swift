@@ -3,17 +3,26 @@ import ArgumentParser
 extension KeychainCLI {
     struct Vault: ParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Manage age identities for vaults (team vaults).",
+            abstract: "Team vaults: age identities, the vault's recipients, its passphrase.",
             discussion: """
-                A vault encrypted to age recipients (X25519 public keys, age1…) opens with the \
-                identity of any of them: --identity PATH or $KEYCHAIN_IDENTITY, as age -i reads \
-                it. Writes keep the vault's recipients: every holder still opens the new version.
+                A team vault is encrypted to age recipients instead of a passphrase: X25519 public \
+                keys (age1…) and ssh-ed25519 public keys. Each holder opens it with their own \
+                identity, --identity PATH or $KEYCHAIN_IDENTITY (an age identity file, or an \
+                unencrypted OpenSSH ed25519 private key), or --identity-fd N / \
+                $KEYCHAIN_IDENTITY_FD. No scrypt runs: a read takes milliseconds. The vault's \
+                document lists its recipients, so that every write (set, delete, import) \
+                re-encrypts to the same ones and whoever holds the vault can change them; adding \
+                or removing a recipient, or changing the passphrase, re-keys the vault (a new \
+                file key), so a removed recipient cannot open this version or later ones (older \
+                copies, in git history say, stay readable to them: rotate the secrets they knew).
 
                   keychain-cli vault keygen -o ~/.config/keychain-cli/identity.txt
-                  keychain-cli -s ci export --yes | age -r age1… -o ci/secrets.age
+                  keychain-cli --vault ci/secrets.age vault recipients add age1… ~/.ssh/id_ed25519.pub
                   KEYCHAIN_IDENTITY=~/.config/keychain-cli/identity.txt \\
                       keychain-cli --vault ci/secrets.age -s ci get github-token
+                  keychain-cli --vault ci/secrets.age vault recipients remove age1…
+                  keychain-cli --vault ci/secrets.age vault passwd
                 """,
-            subcommands: [Keygen.self])
+            subcommands: [Keygen.self, Recipients.self, Passwd.self])
     }
 }

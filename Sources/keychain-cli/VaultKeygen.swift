@@ -30,10 +30,13 @@ extension KeychainCLI.Vault {
                 throw CommandFailure.usage("'\(output)' exists: keygen never replaces an identity. Choose another path")
             }
             let identity = VaultIdentity()
+            guard let secretKeyLine = identity.secretKeyLine else { throw CommandFailure.io("no X25519 identity made") }
             let created = Date().formatted(Date.ISO8601FormatStyle())
-            let text = "# created: \(created)\n# public key: \(identity.recipient)\n\(identity.secretKeyLine)\n"
+            let text = "# created: \(created)\n# public key: \(identity.recipient)\n\(secretKeyLine)\n"
             do {
-                try writeFileAtomically(output, Array(text.utf8))
+                try writeFileAtomically(output, Array(text.utf8), replacing: false)
+            } catch  where error.code == EEXIST {
+                throw CommandFailure.usage("'\(output)' exists: keygen never replaces an identity. Choose another path")
             } catch {
                 throw CommandFailure.io("\(error). Check the path and its permissions")
             }

@@ -394,19 +394,21 @@ struct VaultSettingsTests {
             let healthy = try cli(["doctor"])
             #expect(healthy.status == 0)
             #expect(
-                healthy.stdoutText.split(separator: "\n").map { String($0.prefix(1)) } == ["✓", "✓", "✓", "✓"])
+                healthy.stdoutText.split(separator: "\n").map { String($0.prefix(1)) } == ["✓", "✓", "✓", "✓", "✓"])
+            #expect(healthy.stdoutText.contains("✓ vault lock: a passphrase (scrypt)"))
             #expect(healthy.stdoutText.contains("✓ passphrase: from $KEYCHAIN_PASSPHRASE"))
             #expect(healthy.stdoutText.contains("✓ vault opens: decrypted: 2 items in 2 services"))
 
             let wrong = try cli(["doctor", "--json"], extra: ["KEYCHAIN_PASSPHRASE": "wrong"])
             #expect(wrong.status == 77)
             let checks = try #require(try JSONSerialization.jsonObject(with: wrong.stdout) as? [[String: String]])
-            #expect(checks.map { $0["status"] } == ["ok", "ok", "ok", "failed"])
+            #expect(checks.map { $0["status"] } == ["ok", "ok", "ok", "ok", "failed"])
 
             chmod(vault, 0o644)
             let exposed = try cli(["doctor"])
             #expect(exposed.status == 74)
-            #expect(exposed.stdoutText.contains("✗ vault file: other users can open '\(vault)' (mode 0644)"))
+            #expect(
+                exposed.stdoutText.contains("✗ vault file: other users can open the vault file '\(vault)' (mode 0644)"))
             #expect(exposed.stdoutText.contains("chmod 600"))
         }
     }

@@ -1,3 +1,5 @@
+import Crypto
+
 #if canImport(FoundationEssentials)
     import FoundationEssentials
 #else
@@ -10,7 +12,7 @@
 package enum FuzzTargets {
     /// The target names, as `KEYCHAIN_FUZZ_TARGET` and the corpus folders under `Fuzz/corpus` spell them.
     package static let names = [
-        "age-header", "age-payload", "vault-document", "import", "env-file", "template", "credential",
+        "age-header", "age-payload", "vault-document", "import", "env-file", "template", "credential", "age-keys",
     ]
 
     /// Runs the parser `name` on `bytes`; false for an unknown name.
@@ -18,7 +20,10 @@ package enum FuzzTargets {
         switch name {
         case "age-header":
             // The header grammar only: the passphrase is refused before scrypt would run.
-            _ = try? AgeFile.decrypt(bytes, known: nil) { throw AgeFile.Failure.wrongPassphrase }
+            // Recipient stanzas go to an X25519 and an ssh-ed25519 identity.
+            _ = try? AgeFile.decrypt(bytes, known: nil, identities: fuzzIdentities) {
+                throw AgeFile.Failure.wrongPassphrase
+            }
         case "age-payload":
             // The STREAM payload after a known header, whose file key is at hand without scrypt;
             // forged chunks stop at their tag, so the same bytes also go round as a plaintext,
@@ -48,6 +53,14 @@ package enum FuzzTargets {
             }
             _ = NetworkCredential(location: String(decoding: bytes, as: UTF8.self))
             _ = try? JSONDecoder().decode(RegistryCredential.self, from: Data(bytes))
+        case "age-keys":
+            // Recipients files, identity files, and the binary OpenSSH private key format.
+            let text = String(decoding: bytes, as: UTF8.self)
+            _ = try? VaultRecipient.parse(recipientsFile: text)
+            _ = VaultIdentity.parse(identityFile: text)
+            _ = VaultIdentity.parse(
+                identityFile: "-----BEGIN OPENSSH PRIVATE KEY-----\n\(Data(bytes).base64EncodedString())\n"
+                    + "-----END OPENSSH PRIVATE KEY-----\n")
         default:
             return false
         }
@@ -57,5 +70,13 @@ package enum FuzzTargets {
     /// A header made once with the lowest work factor, so that payloads can be tried against it.
     private static let fuzzHeader = try! AgeFile.makeHeader(
         passphrase: Array("fuzz".utf8), workFactor: 1)
+    private static let fuzzIdentities: [any AgeIdentity] = {
+        let ssh = Curve25519.Signing.PrivateKey()
+        return [
+            AgeX25519.Identity(),
+            try! AgeSSHEd25519.Identity(
+                seed: Array(ssh.rawRepresentation), publicKey: Array(ssh.publicKey.rawRepresentation)),
+        ]
+    }()
     private static let fuzzVault = VaultStore(path: "/nonexistent/fuzz.age", workFactor: 1) { _ in [] }
 }

@@ -54,6 +54,8 @@ enum AgeFile {
         /// The header's bytes, from the version line through the MAC line's newline.
         var bytes: [UInt8]
         var fileKey: SymmetricKey
+        /// The types of its recipient stanzas, in order.
+        var stanzaTypes: [String]
     }
 
     // MARK: Writing
@@ -67,7 +69,13 @@ enum AgeFile {
         text += "---"
         let mac = HMAC<SHA256>.authenticationCode(for: Array(text.utf8), using: macKey(fileKey))
         text += " \(base64(Array(mac)))\n"
-        return Header(bytes: Array(text.utf8), fileKey: fileKey)
+        return Header(bytes: Array(text.utf8), fileKey: fileKey, stanzaTypes: stanzas.map(\.type))
+    }
+
+    /// A new header with a new random file key, wrapped for each of `recipients`.
+    static func makeHeader(recipients: [any AgeRecipient]) throws -> Header {
+        let fileKey = randomBytes(16)
+        return makeHeader(fileKey: SymmetricKey(data: fileKey), stanzas: try recipients.map { try $0.wrap(fileKey) })
     }
 
     /// The whole file: `header`, a fresh payload nonce, and `plaintext` in STREAM chunks.
@@ -99,11 +107,11 @@ enum AgeFile {
     /// - Parameters:
     ///   - known: a header read before; when `file` starts with the same bytes its file key is
     ///     reused, and neither `identities` nor `passphrase` are used.
-    ///   - identities: tried on the file's X25519 recipient stanzas.
+    ///   - identities: tried on the file's recipient stanzas of their types.
     ///   - passphrase: asked only when scrypt has to run (a passphrase file).
     /// - Throws: ``Failure``, or what `passphrase` throws.
     static func decrypt(
-        _ file: [UInt8], known: Header?, identities: [AgeX25519.Identity] = [], passphrase: () throws -> [UInt8]
+        _ file: [UInt8], known: Header?, identities: [any AgeIdentity] = [], passphrase: () throws -> [UInt8]
     ) throws -> (plaintext: [UInt8], header: Header) {
         let parsed = try parseHeader(file)
         let headerBytes = Array(file[..<parsed.end])
@@ -118,13 +126,26 @@ enum AgeFile {
                 parsed.mac, authenticating: file[..<parsed.macStart], using: macKey(fileKey))
         else { throw Failure.malformed("the header's MAC does not match (the header was altered)") }
         let plaintext = try decryptPayload(file[parsed.end...], fileKey: fileKey)
-        return (plaintext, Header(bytes: headerBytes, fileKey: fileKey))
+        return (plaintext, Header(bytes: headerBytes, fileKey: fileKey, stanzaTypes: parsed.stanzas.map(\.type)))
     }
 
-    /// The file key: from the scrypt stanza, which must stand alone, or from the first X25519
+    /// The indices of the `identities` that open one of `file`'s recipient stanzas; nil for a
+    /// passphrase file.
+    static func identitiesOpening(_ file: [UInt8], _ identities: [any AgeIdentity]) throws -> [Int]? {
+        let stanzas = try parseHeader(file).stanzas
+        guard !stanzas.contains(where: { $0.type == "scrypt" }) else { return nil }
+        return identities.indices.filter { index in
+            stanzas.contains { $0.type == identities[index].stanzaType && (try? identities[index].unwrap($0)) != nil }
+        }
+    }
+
+    /// The recipient types read besides scrypt.
+    static let recipientTypes = ["X25519", AgeSSHEd25519.stanzaType]
+
+    /// The file key: from the scrypt stanza, which must stand alone, or from the first recipient
     /// stanza one of `identities` opens; stanzas of other types are ignored, as the spec asks.
     private static func unwrapFileKey(
-        _ stanzas: [Stanza], _ identities: [AgeX25519.Identity], _ passphrase: () throws -> [UInt8]
+        _ stanzas: [Stanza], _ identities: [any AgeIdentity], _ passphrase: () throws -> [UInt8]
     ) throws -> [UInt8] {
         if let scrypt = stanzas.first(where: { $0.type == "scrypt" }) {
             guard stanzas.count == 1 else {
@@ -133,13 +154,13 @@ enum AgeFile {
             return try unwrapScrypt(scrypt, passphrase: passphrase)
         }
         let types = stanzas.map(\.type)
-        guard types.contains("X25519") else {
+        guard types.contains(where: recipientTypes.contains) else {
             throw Failure.malformed(
                 "its recipients are of types this keychain-cli does not read (\(types.joined(separator: ", ")))")
         }
         guard !identities.isEmpty else { throw Failure.needsIdentity(types) }
-        for stanza in stanzas where stanza.type == "X25519" {
-            for identity in identities {
+        for stanza in stanzas {
+            for identity in identities where identity.stanzaType == stanza.type {
                 if let key = try identity.unwrap(stanza) { return key }
             }
         }

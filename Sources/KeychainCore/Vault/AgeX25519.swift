@@ -6,7 +6,7 @@ enum AgeX25519 {
     static let label = Array("age-encryption.org/v1/X25519".utf8)
 
     /// An identity: a private key that opens the X25519 stanzas made for its recipient.
-    struct Identity: Sendable {
+    struct Identity: AgeIdentity {
         let privateKey: Curve25519.KeyAgreement.PrivateKey
 
         /// A new random identity.
@@ -27,6 +27,8 @@ enum AgeX25519 {
         }
 
         var recipient: Recipient { Recipient(publicKey: privateKey.publicKey) }
+        var stanzaType: String { "X25519" }
+        var recipientText: String { recipient.encoded }
 
         /// The file key an `X25519` stanza wraps for this identity, or nil when it is for another
         /// one. Throws for a malformed stanza (a bad share, or one giving an all-zero secret).
@@ -49,7 +51,7 @@ enum AgeX25519 {
     }
 
     /// A recipient: the public key files are encrypted to.
-    struct Recipient: Sendable, Hashable {
+    struct Recipient: AgeRecipient, Hashable {
         let publicKey: Curve25519.KeyAgreement.PublicKey
 
         init(publicKey: Curve25519.KeyAgreement.PublicKey) { self.publicKey = publicKey }
@@ -81,40 +83,4 @@ enum AgeX25519 {
         }
         func hash(into hasher: inout Hasher) { hasher.combine(publicKey.rawRepresentation) }
     }
-}
-
-/// An age identity that opens vaults encrypted to its recipient (`age1…`), as age-keygen makes
-/// them: an X25519 private key.
-public struct VaultIdentity: Sendable {
-    let key: AgeX25519.Identity
-
-    /// A new random identity.
-    public init() { key = AgeX25519.Identity() }
-
-    /// Its recipient, `age1…`: the public key to encrypt vaults to.
-    public var recipient: String { key.recipient.encoded }
-    /// The `AGE-SECRET-KEY-1…` line an identity file holds.
-    public var secretKeyLine: String { key.encoded }
-
-    /// The identities of an identity file as `age -i` reads it: `AGE-SECRET-KEY-1…` lines, `#`
-    /// comments and blank lines; nil when another line is there (the line number is given).
-    public static func parse(identityFile text: String) -> Result<[VaultIdentity], IdentityFileError> {
-        var identities: [VaultIdentity] = []
-        for (number, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
-            let line = line.hasSuffix("\r") ? line.dropLast() : line
-            if line.isEmpty || line.hasPrefix("#") { continue }
-            guard let key = AgeX25519.Identity(String(line)) else {
-                return .failure(IdentityFileError(line: number + 1))
-            }
-            identities.append(VaultIdentity(key: key))
-        }
-        return identities.isEmpty ? .failure(IdentityFileError(line: nil)) : .success(identities)
-    }
-
-    init(key: AgeX25519.Identity) { self.key = key }
-}
-
-/// Why an identity file was refused: the line that is not an identity, or none at all (nil).
-public struct IdentityFileError: Error, Sendable {
-    public var line: Int?
 }

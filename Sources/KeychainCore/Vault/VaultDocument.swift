@@ -14,6 +14,10 @@
 /// ```
 /// `encoding` is `utf8` for text or `base64` for any other bytes; the dates are optional. The
 /// export document (`"format": "keychain-cli-export"`) is read as a vault too.
+///
+/// A team vault (encrypted to age recipients) also lists them, `"recipients": ["age1…",
+/// "ssh-ed25519 AAAA… comment"]`, so that whoever holds it can re-key it (`vault recipients`):
+/// the age header names no recipient, and every write re-encrypts to the same ones.
 public struct VaultDocument: Codable, Sendable {
     /// The format names read; the first is written.
     public static let formats = ["keychain-cli-vault", "keychain-cli-export"]
@@ -23,11 +27,14 @@ public struct VaultDocument: Codable, Sendable {
     public var format: String
     public var version: Int
     public var items: [Item]
+    /// The recipients a team vault is encrypted to; nil for a passphrase vault.
+    public var recipients: [String]?
 
-    public init(items: [Item]) {
+    public init(items: [Item], recipients: [String]? = nil) {
         self.format = Self.formats[0]
         self.version = Self.currentVersion
         self.items = items
+        self.recipients = recipients
     }
 
     /// One secret and its dates.
@@ -73,7 +80,7 @@ extension JSONDecoder {
 
 // How VaultStore turns its entries into the plaintext document and back.
 extension VaultStore {
-    func decode(_ plaintext: [UInt8]) throws(KeychainError) -> Entries {
+    func decode(_ plaintext: [UInt8]) throws(KeychainError) -> (Entries, recipients: [VaultRecipient]?) {
         let document: VaultDocument
         do {
             document = try JSONDecoder.vault.decode(VaultDocument.self, from: Data(plaintext))
@@ -90,6 +97,14 @@ extension VaultStore {
                 reason: "its document is version \(document.version), and this keychain-cli reads version "
                     + "\(VaultDocument.currentVersion) (was it written by a newer keychain-cli?)")
         }
+        var recipients: [VaultRecipient]?
+        if let listed = document.recipients {
+            do {
+                recipients = try listed.map { (text) throws(RecipientError) in try VaultRecipient(text) }
+            } catch {
+                throw KeychainError.vaultCorrupt(path: path, reason: "its recipient list is malformed: \(error)")
+            }
+        }
         var entries: Entries = [:]
         for (index, item) in document.items.enumerated() {
             guard let service = try? ServiceName(item.service), let key = try? KeychainKey(item.key),
@@ -102,10 +117,10 @@ extension VaultStore {
             }
             entries[service, default: [:]][key] = Entry(secret: secret, created: item.created, modified: item.modified)
         }
-        return entries
+        return (entries, recipients)
     }
 
-    func encode(_ entries: Entries) throws -> [UInt8] {
+    func encode(_ entries: Entries, recipients: [VaultRecipient]?) throws -> [UInt8] {
         var items: [VaultDocument.Item] = []
         for (service, keys) in entries.sorted(by: { $0.key < $1.key }) {
             for (key, entry) in keys.sorted(by: { $0.key < $1.key }) {
@@ -118,6 +133,8 @@ extension VaultStore {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
         encoder.dateEncodingStrategy = .iso8601
-        return Array(try encoder.encode(VaultDocument(items: items))) + [UInt8(ascii: "\n")]
+        return Array(try encoder.encode(VaultDocument(items: items, recipients: recipients?.map(\.description)))) + [
+            UInt8(ascii: "\n")
+        ]
     }
 }

@@ -7,11 +7,12 @@
     import Glibc
 #endif
 
-/// A ``SecretStore`` in one passphrase-encrypted file, for machines without a Secret Service
-/// (CI jobs, servers, containers).
+/// A ``SecretStore`` in one encrypted file, for machines without a Secret Service (CI jobs,
+/// servers, containers), and for teams that keep shared secrets in a repository.
 ///
-/// The file is a standard age v1 file with one scrypt (passphrase) recipient: `age --decrypt`
-/// opens it, and a file `age --encrypt --passphrase` wrote from a ``VaultDocument`` (or from
+/// The file is a standard age v1 file with one scrypt (passphrase) recipient, or, a team vault,
+/// with X25519 and ssh-ed25519 recipients whose identities open it (see ``changeRecipients(_:)``):
+/// `age --decrypt` opens it, and a file `age --encrypt` wrote from a ``VaultDocument`` (or from
 /// `keychain-cli export`) opens as a vault.
 ///
 /// Writes are safe against crashes and against each other: each one takes an advisory lock on the
@@ -20,10 +21,10 @@
 /// need no lock: they see the old file or the new one. scrypt runs once per process: the header
 /// (and its file key) of the first read is reused by later writes, with a fresh payload nonce.
 public final class VaultStore: SecretStore {
-    /// Why the passphrase is asked for: to open an existing vault, or to create a new one (a
-    /// prompt then asks twice).
+    /// Why the passphrase is asked for: to open an existing vault, to create a new one, or to
+    /// change it (`vault passwd`; a prompt then asks twice).
     public enum PassphrasePurpose: Sendable {
-        case unlock, create
+        case unlock, create, change
     }
 
     /// Gives the vault's passphrase; called at most once per store, and only when scrypt must run.
@@ -43,9 +44,9 @@ public final class VaultStore: SecretStore {
     /// How long a writer waits for another writer's lock before giving up.
     public let lockTimeout: Double
 
-    private let passphraseSource: PassphraseSource
-    /// Tried on a vault encrypted to age recipients (X25519).
-    private let identities: [VaultIdentity]
+    let passphraseSource: PassphraseSource
+    /// Tried on a vault encrypted to age recipients (X25519, ssh-ed25519).
+    let identities: [VaultIdentity]
 
     struct State {
         var passphrase: [UInt8]?
@@ -53,6 +54,8 @@ public final class VaultStore: SecretStore {
         /// The file as last read or written, and what it holds.
         var file: [UInt8]?
         var entries: Entries = [:]
+        /// The recipients the document lists (a team vault), nil for a passphrase vault.
+        var recipients: [VaultRecipient]?
     }
 
     struct Entry {
@@ -63,7 +66,7 @@ public final class VaultStore: SecretStore {
 
     typealias Entries = [ServiceName: [KeychainKey: Entry]]
 
-    private let state = Locked(State())
+    let state = Locked(State())
 
     /// A store for the vault at `path`, which need not exist yet: the first write creates it.
     /// - Parameters:
@@ -159,24 +162,38 @@ public final class VaultStore: SecretStore {
     private func modify<Result: Sendable>(_ change: (inout Entries) -> (Result, changed: Bool)) throws(KeychainError)
         -> Result
     {
+        try underWriteLock(
+            withoutDirectory: {
+                // No directory, so no vault: a change that changes nothing creates nothing.
+                var empty: Entries = [:]
+                let (result, changed) = change(&empty)
+                return changed ? nil : result
+            },
+            { state, file in
+                var entries = try load(&state)
+                let (result, changed) = change(&entries)
+                if changed { try write(entries, to: file, state: &state) }
+                return result
+            })
+    }
+
+    /// Runs `body` with the state and the file to write, under the directory lock (the
+    /// directory made first, unless `withoutDirectory` gives the result when there is none).
+    func underWriteLock<Result: Sendable>(
+        withoutDirectory: () throws(KeychainError) -> Result?, _ body: (inout State, String) throws -> Result
+    ) throws(KeychainError) -> Result {
         let file = filePath
         let (directory, _) = splitPath(file)
         return try state.withLock { state throws(KeychainError) in
             do {
                 var info = stat()
                 if stat(directory, &info) != 0 && errno == ENOENT {
-                    // No directory, so no vault: a change that changes nothing creates nothing.
-                    var empty: Entries = [:]
-                    let (result, changed) = change(&empty)
-                    if !changed { return result }
+                    if let result = try withoutDirectory() { return result }
                     try makeDirectories(directory)
                 }
                 let result = try withDirectoryLock(directory, timeout: lockTimeout) { () throws in
                     removeStrayTemporaries(of: file)
-                    var entries = try load(&state)
-                    let (result, changed) = change(&entries)
-                    if changed { try write(entries, to: file, state: &state) }
-                    return result
+                    return try body(&state, file)
                 }
                 guard let result else { throw KeychainError.vaultBusy(path: path, seconds: lockTimeout) }
                 return result
@@ -192,7 +209,7 @@ public final class VaultStore: SecretStore {
 
     /// The vault's current contents (empty when there is no file yet), decrypted only when the
     /// file differs from the one last seen.
-    private func load(_ state: inout State) throws(KeychainError) -> Entries {
+    func load(_ state: inout State) throws(KeychainError) -> Entries {
         let file: [UInt8]?
         do {
             file = try readFileIfPresent(filePath, limit: Self.maximumFileSize)
@@ -202,6 +219,7 @@ public final class VaultStore: SecretStore {
         guard let file else {
             state.file = nil
             state.entries = [:]
+            state.recipients = nil
             return [:]
         }
         if file == state.file { return state.entries }
@@ -228,20 +246,21 @@ public final class VaultStore: SecretStore {
         } catch {
             throw KeychainError.vaultCorrupt(path: path, reason: "\(error)")
         }
-        state.entries = try decode(plaintext)
+        (state.entries, state.recipients) = try decode(plaintext)
         state.file = file
         return state.entries
     }
 
-    /// Encrypts and replaces the vault; the caller maps the errors.
-    private func write(_ entries: Entries, to path: String, state: inout State) throws {
+    /// Encrypts and replaces the vault, with `header` or else the one read before; the caller maps
+    /// the errors.
+    func write(_ entries: Entries, to path: String, state: inout State, header given: AgeFile.Header? = nil) throws {
         let header: AgeFile.Header
-        if let known = state.header {
+        if let known = given ?? state.header {
             header = known  // one scrypt per process: reuse the header read or made before
         } else {
             header = try AgeFile.makeHeader(passphrase: passphrase(.create, state: &state), workFactor: workFactor)
         }
-        let file = try AgeFile.encrypt(encode(entries), header: header)
+        let file = try AgeFile.encrypt(encode(entries, recipients: state.recipients), header: header)
         try writeFileAtomically(path, file)
         state.header = header
         state.file = file
@@ -258,7 +277,7 @@ public final class VaultStore: SecretStore {
         _ = try state.withLock { state throws(KeychainError) in try passphrase(.unlock, state: &state) }
     }
 
-    private func passphrase(_ purpose: PassphrasePurpose, state: inout State) throws(KeychainError) -> [UInt8] {
+    func passphrase(_ purpose: PassphrasePurpose, state: inout State) throws(KeychainError) -> [UInt8] {
         if let passphrase = state.passphrase { return passphrase }
         let passphrase = try passphraseSource(purpose)
         guard !passphrase.isEmpty else {

@@ -1,0 +1,157 @@
+import ArgumentParser
+import KeychainCore
+
+extension KeychainCLI.Vault {
+    struct Recipients: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "List, add or remove the age recipients a vault is encrypted to.",
+            discussion: """
+                A recipient is an age public key (age1…) or an ssh-ed25519 public key \
+                ("ssh-ed25519 AAAA… comment", one argument); an argument that is neither is read \
+                as a file of recipients, one per line as age -R reads it (# comments, blank \
+                lines), and - reads them from standard input. Adding or removing re-keys the \
+                vault. The vault must open first: with an identity, or with the passphrase when \
+                it is still a passphrase vault (adding recipients to one turns it into a team \
+                vault: the passphrase no longer opens it). A missing vault is created, empty.
+                """,
+            subcommands: [List.self, Add.self, Remove.self], defaultSubcommand: List.self)
+    }
+}
+
+extension KeychainCLI.Vault.Recipients {
+    struct List: KeychainCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Print the vault's recipients, one per line.",
+            discussion: """
+                Exits 1 when there is no vault. A passphrase vault has no recipients: nothing is \
+                printed, and a note says so on standard error.
+                """)
+
+        @OptionGroup var globals: GlobalOptions
+        @ParentCommand var root: KeychainCLI
+
+        func run() throws {
+            let store = try teamVaultStore(options)
+            switch try store.lock() {
+            case .noVault:
+                throw CommandFailure.notFound("there is no vault at \(store.path)")
+            case .passphrase:
+                warn("\(store.path) is locked by a passphrase: it has no recipients")
+            case .recipients(nil, let types):
+                warn(
+                    "\(store.path) is encrypted to \(types.count) recipient\(types.count == 1 ? "" : "s") "
+                        + "(\(types.joined(separator: ", "))) that its document does not list (it was encrypted by "
+                        + "another tool); `vault recipients add` with all of them re-keys it and keeps the list")
+            case .recipients(let recipients?, _):
+                try writeOutput(Array(recipients.map { "\($0)\n" }.joined().utf8))
+            }
+        }
+    }
+
+    struct Add: KeychainCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Encrypt the vault to more recipients (re-keys it).")
+
+        @OptionGroup var globals: GlobalOptions
+        @ParentCommand var root: KeychainCLI
+
+        @Argument(help: recipientsHelp)
+        var recipients: [String]
+
+        func run() throws {
+            let added = try parseRecipients(recipients)
+            let store = try teamVaultStore(options)
+            let lock = try store.lock()
+            let (before, after) = try store.changeRecipients { current in
+                current + added.filter { !current.contains($0) }.uniqued()
+            }
+            if lock == .passphrase {
+                warn("\(store.path) was locked by a passphrase; now only its recipients' identities open it")
+            } else if case .recipients(nil, let types) = lock {
+                warn(
+                    "\(store.path) listed none of its \(types.count) earlier recipients (another tool encrypted it); "
+                        + "it is now encrypted to exactly the \(after.count) given")
+            }
+            report(store: store, before: before, after: after)
+        }
+    }
+
+    struct Remove: KeychainCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Stop encrypting the vault to some recipients (re-keys it).",
+            discussion: """
+                Each one must be a recipient now (nothing changes otherwise), and one at least \
+                must stay. Those removed cannot open the new version, nor later ones; copies they \
+                already have stay readable to them: rotate the secrets they knew.
+                """)
+
+        @OptionGroup var globals: GlobalOptions
+        @ParentCommand var root: KeychainCLI
+
+        @Argument(help: recipientsHelp)
+        var recipients: [String]
+
+        func run() throws {
+            let removed = try parseRecipients(recipients)
+            let store = try teamVaultStore(options)
+            guard case .recipients(let listed, _) = try store.lock() else {
+                throw CommandFailure.usage("\(store.path) is not a team vault: it has no recipients to remove")
+            }
+            if let missing = removed.first(where: { !(listed ?? []).contains($0) }) {
+                throw CommandFailure.usage("\(missing.key) is not one of the vault's recipients; nothing changed")
+            }
+            let (before, after) = try store.changeRecipients { current in current.filter { !removed.contains($0) } }
+            report(store: store, before: before, after: after)
+            let mine = Set(store.identityRecipients)
+            if !mine.isEmpty && !after.contains(where: { mine.contains($0.key) }) {
+                warn("none of your identities opens \(store.path) any more")
+            }
+        }
+    }
+}
+
+private let recipientsHelp = ArgumentHelp("age1…, \"ssh-ed25519 AAAA…\", a file of them, or -.", valueName: "recipient")
+
+/// The vault store of the options, whatever the backend option says: these commands are about
+/// the vault file.
+private func teamVaultStore(_ options: KeychainOptions) throws -> VaultStore {
+    try makeVaultStore(options, timeout: options.timeout ?? 5)
+}
+
+/// The recipients the arguments give: recipients themselves, files of them, or - for standard input.
+private func parseRecipients(_ arguments: [String]) throws -> [VaultRecipient] {
+    var recipients: [VaultRecipient] = []
+    for argument in arguments {
+        do {
+            if argument.hasPrefix("age1") || argument.hasPrefix("ssh-") || argument.hasPrefix("AGE-SECRET-KEY-") {
+                recipients.append(try VaultRecipient(argument))
+            } else {
+                guard let bytes = try readInput(path: argument == "-" ? nil : argument, limit: 1 << 20) else {
+                    throw CommandFailure.badData("\(argument) is larger than 1 MiB")
+                }
+                let parsed = try VaultRecipient.parse(recipientsFile: String(decoding: bytes, as: UTF8.self))
+                guard !parsed.isEmpty else { throw CommandFailure.badData("\(argument) holds no recipient") }
+                recipients += parsed
+            }
+        } catch let error as RecipientError {
+            let source = argument.hasPrefix("age1") || argument.hasPrefix("ssh-") ? "" : "\(argument): "
+            throw CommandFailure.usage("\(source)\(error.description)")
+        }
+    }
+    return recipients
+}
+
+private func report(store: VaultStore, before: [VaultRecipient], after: [VaultRecipient]) {
+    let added = after.filter { !before.contains($0) }.count
+    let removed = before.filter { !after.contains($0) }.count
+    warn(
+        "\(store.path): \(added) added, \(removed) removed; re-keyed for \(after.count) "
+            + "recipient\(after.count == 1 ? "" : "s")")
+}
+
+extension Array where Element: Hashable {
+    fileprivate func uniqued() -> [Element] {
+        var seen = Set<Element>()
+        return filter { seen.insert($0).inserted }
+    }
+}

@@ -1,0 +1,67 @@
+import Foundation
+import Testing
+
+@testable import KeychainCore
+
+/// The library's team vault API: VaultStore with identities, changeRecipients, changePassphrase.
+@Suite("VaultStore: team vaults in one process")
+struct TeamVaultStoreTests {
+    private func scratch() throws -> String {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("kc-team-\(UUID())").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        return directory
+    }
+
+    @Test func recipientsChangeWithANewFileKeyAndWritesKeepThem() throws {
+        let directory = try scratch()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let path = "\(directory)/team.age"
+        let (alice, bob) = (VaultIdentity(), VaultIdentity())
+        let noPassphrase: VaultStore.PassphraseSource = { _ throws(KeychainError) in
+            throw KeychainError.noPassphrase(detail: "none in this test")
+        }
+        let asAlice = VaultStore(path: path, identities: [alice], passphrase: noPassphrase)
+        #expect(try asAlice.lock() == .noVault)
+        let (before, after) = try asAlice.changeRecipients { _ in
+            [try! VaultRecipient(alice.recipient), try! VaultRecipient(bob.recipient)]
+        }
+        #expect(before.isEmpty && after.map(\.key) == [alice.recipient, bob.recipient])
+        let service = try ServiceName("ci")
+        try asAlice.setSecret(Data("v1".utf8), service: service, key: try KeychainKey("k"))
+        let asBob = VaultStore(path: path, identities: [bob], passphrase: noPassphrase)
+        #expect(try asBob.secret(service: service, key: try KeychainKey("k")) == Data("v1".utf8))
+        #expect(try asBob.identitiesThatOpen() == [bob.recipient])
+        guard case .recipients(let listed?, let types) = try asBob.lock() else {
+            Issue.record("not a team vault")
+            return
+        }
+        #expect(listed.count == 2 && types == ["X25519", "X25519"])
+
+        let header = { String(decoding: try Data(contentsOf: URL(fileURLWithPath: path)).prefix(60), as: UTF8.self) }
+        let oldHeader = try header()
+        try asAlice.changeRecipients { current in current.filter { $0.key != bob.recipient } }
+        #expect(try header() != oldHeader)
+        let bobAgain = VaultStore(path: path, identities: [bob], passphrase: noPassphrase)
+        #expect(throws: KeychainError.self) { try bobAgain.secret(service: service, key: try KeychainKey("k")) }
+        #expect(throws: KeychainError.self) { try asAlice.changeRecipients { _ in [] } }
+        #expect(try asAlice.secret(service: service, key: try KeychainKey("k")) == Data("v1".utf8))
+    }
+
+    @Test func changePassphraseTurnsATeamVaultIntoAPassphraseVault() throws {
+        let directory = try scratch()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let path = "\(directory)/team.age"
+        let identity = VaultIdentity()
+        let store = VaultStore(path: path, workFactor: 10, identities: [identity]) { purpose throws(KeychainError) in
+            guard purpose == .change else { throw KeychainError.noPassphrase(detail: "only the new one") }
+            return Array("new".utf8)
+        }
+        #expect(try store.changePassphrase() == false)  // no vault yet
+        try store.changeRecipients { _ in [try! VaultRecipient(identity.recipient)] }
+        try store.setSecret(Data("v".utf8), service: try ServiceName("s"), key: try KeychainKey("k"))
+        #expect(try store.changePassphrase())
+        let reader = VaultStore(path: path) { _ in Array("new".utf8) }
+        #expect(try reader.lock() == .passphrase)
+        #expect(try reader.secret(service: try ServiceName("s"), key: try KeychainKey("k")) == Data("v".utf8))
+    }
+}
