@@ -2,8 +2,9 @@
     import Glibc
 #endif
 
-/// The invocations scripts repeat in loops, `get KEY` and `set KEY` with their everyday options,
-/// parsed by hand and run through the same ``GetRequest`` and ``SetRequest`` as the parsed commands.
+/// The invocations scripts repeat in loops, `get KEY` and `set KEY` with their everyday options
+/// (the service, the timeout, and the backend's: --backend, --vault, --passphrase-file|fd,
+/// --identity, --identity-fd), parsed by hand and run through the same ``GetRequest`` and ``SetRequest`` as the parsed commands.
 ///
 /// The argument parser finds its commands by reflection and dynamic casts, each of which scans
 /// every protocol conformance in the binary: about 9 million instructions (2.5 ms) per process,
@@ -39,6 +40,25 @@ enum FastPath {
                     seconds > 0 && seconds <= 86_400
                 else { return nil }
                 options.timeout = seconds
+            case "--backend":
+                guard options.backend == nil, let value = remaining.next(), let backend = Backend(rawValue: value)
+                else { return nil }
+                options.backend = backend
+            case "--vault", "--passphrase-file", "--identity":
+                guard let value = remaining.next(), !value.isEmpty, !value.hasPrefix("-") else { return nil }
+                switch argument {
+                case "--vault" where options.vault == nil: options.vault = value
+                case "--passphrase-file" where options.passphraseFile == nil: options.passphraseFile = value
+                case "--identity" where options.identity == nil: options.identity = value
+                default: return nil  // given twice
+                }
+            case "--passphrase-fd", "--identity-fd":
+                guard let value = remaining.next(), let fd = Int32(value), fd >= 0 else { return nil }
+                switch argument {
+                case "--passphrase-fd" where options.passphraseFD == nil: options.passphraseFD = fd
+                case "--identity-fd" where options.identityFD == nil: options.identityFD = fd
+                default: return nil
+                }
             case _ where argument.hasPrefix("-"):
                 guard !flags.contains(argument) else { return nil }
                 flags.append(argument)
@@ -46,7 +66,10 @@ enum FastPath {
                 words.append(argument)
             }
         }
-        guard words.count == 2 else { return nil }
+        // Two sources of one thing: the parser's error.
+        guard words.count == 2, options.passphraseFile == nil || options.passphraseFD == nil,
+            options.identity == nil || options.identityFD == nil
+        else { return nil }
         let key = words[1]
         switch words[0] {
         case "get":
