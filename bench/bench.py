@@ -40,11 +40,13 @@ def spawn(argv, stdin_bytes=None):
 
 
 def measure(row):
-    """row: list of (name, argv, stdin, expected_exit) -> {name: [seconds]}"""
+    """row: list of (name, argv or argv(run index), stdin, expected_exit) -> {name: [seconds]}"""
     results = {name: [] for name, *_ in row}
     for round_index in range(WARMUP + RUNS):
         shift = round_index % len(row)
         for name, argv, stdin, expected in row[shift:] + row[:shift]:
+            if callable(argv):  # a new argument list each run (a new key)
+                argv = argv(round_index)
             seconds, code = spawn(argv, stdin)
             if code != expected:
                 sys.exit(f"bench: {' '.join(argv)} exited {code}, expected {expected}")
@@ -244,35 +246,60 @@ def main():
     S, L = "bench", "bench-list"
     # One shared item for the reads: every tool reads the very same item.
     run([KC, "-s", S, "set", "K"], b"bench-secret")
-    # The list service: LIST_ITEMS items, stored by our library path.
+    kc, st, py = "keychain-cli", "secret-tool", "python keyring"
+
+    def core_rows(size):
+        """get, miss, set (replacing) and set (a new key each run), on a keyring of `size`."""
+        def new_key(tool):
+            return lambda i: f"new-{tool}-{size}-{i}"
+        return {
+            f"`get` of an existing item ({size})": [
+                (kc, [KC, "-s", S, "get", "K"], None, 0),
+                (st, ["secret-tool", "lookup", "service", S, "username", "K"], None, 0),
+                (py, [PY, "-m", "keyring", "get", S, "K"], None, 0),
+            ],
+            f"`get` of a missing item ({size})": [
+                (kc, [KC, "-s", S, "get", "missing"], None, 1),
+                (st, ["secret-tool", "lookup", "service", S, "username", "missing"], None, 1),
+                (py, [PY, "-m", "keyring", "get", S, "missing"], None, 1),
+            ],
+            f"`set` replacing a value ({size})": [
+                (kc, [KC, "-s", S, "set", "K-kc"], b"new-value", 0),
+                (st, ["secret-tool", "store", "--label=bench", "service", S, "username", "K-st"], b"new-value", 0),
+                (py, [PY, "-m", "keyring", "set", S, "K-py"], b"new-value\n", 0),
+            ],
+            f"`set` of a new key ({size})": [
+                (kc, lambda i: [KC, "-s", S, "set", new_key("kc")(i)], b"new-value", 0),
+                (st, lambda i: ["secret-tool", "store", "--label=bench", "service", S, "username", new_key("st")(i)],
+                 b"new-value", 0),
+                (py, lambda i: [PY, "-m", "keyring", "set", S, new_key("py")(i)], b"new-value\n", 0),
+            ],
+        }
+
+    # First on a small keyring (the one shared item and each tool's own), then on one that also
+    # holds LIST_ITEMS items: gnome-keyring rewrites its whole file per change, so a write's cost
+    # depends on the keyring's size.
+    small = "a small keyring"
+    measured = {title: measure(row) for title, row in core_rows(small).items()}
     run([KC, "-s", L, "reset", "--yes"])
     for i in range(LIST_ITEMS):
         run([KC, "-s", L, "set", f"key-{i:04d}"], b"v%d" % i)
-
-    kc, st, py = "keychain-cli", "secret-tool", "python keyring"
-    rows = {
-        "`get` of an existing item": [
-            (kc, [KC, "-s", S, "get", "K"], None, 0),
-            (st, ["secret-tool", "lookup", "service", S, "username", "K"], None, 0),
-            (py, [PY, "-m", "keyring", "get", S, "K"], None, 0),
-        ],
-        "`get` of a missing item": [
-            (kc, [KC, "-s", S, "get", "missing"], None, 1),
-            (st, ["secret-tool", "lookup", "service", S, "username", "missing"], None, 1),
-            (py, [PY, "-m", "keyring", "get", S, "missing"], None, 1),
-        ],
-        "`set` of a new value (replacing)": [
-            (kc, [KC, "-s", S, "set", "K-kc"], b"new-value", 0),
-            (st, ["secret-tool", "store", "--label=bench", "service", S, "username", "K-st"], b"new-value", 0),
-            (py, [PY, "-m", "keyring", "set", S, "K-py"], b"new-value\n", 0),
-        ],
-        f"`list` of a service holding {LIST_ITEMS:,} items": [
-            (kc, [KC, "-s", L, "list"], None, 0),
-            (st, ["secret-tool", "search", "--all", "service", L], None, 0),
-        ],
-    }
-    measured = {title: measure(row) for title, row in rows.items()}
-    memory_row = [(name, argv) for name, argv, _, _ in rows["`get` of an existing item"]]
+    large = f"{LIST_ITEMS:,} items in the keyring"
+    rows = core_rows(large)
+    rows[f"`list` of a service holding {LIST_ITEMS:,} items"] = [
+        (kc, [KC, "-s", L, "list"], None, 0),
+        (st, ["secret-tool", "search", "--all", "service", L], None, 0),
+    ]
+    rows[f"`list --json` of a service holding {LIST_ITEMS:,} items"] = [
+        (kc, [KC, "-s", L, "list", "--json"], None, 0),
+        (st, ["secret-tool", "search", "--all", "service", L], None, 0),
+    ]
+    rows[f"`export --yes` of a service holding {LIST_ITEMS:,} items (secrets included)"] = [
+        (kc, [KC, "-s", L, "export", "--yes"], None, 0),
+        (st, ["secret-tool", "search", "--all", "service", L], None, 0),
+    ]
+    measured.update({title: measure(row) for title, row in rows.items()})
+    memory_row = [(name, argv) for name, argv, _, _ in rows[f"`get` of an existing item ({large})"]]
     rss = {name: kib / 1024 for name, kib in measure_memory(memory_row + [("floor", ["/bin/true"])]).items()}
 
     def ms(values):
@@ -324,8 +351,14 @@ Versions: {"; ".join(f"{k} {v}" for k, v in versions.items())}.
   machine drift hits every column alike. The ratio is keychain-cli's median over secret-tool's:
   below 1 means keychain-cli is faster.
 - All tools run against the same private gnome-keyring and read the very same item; `set`
-  replaces one item per tool; `list` and `secret-tool search --all` read the same {LIST_ITEMS:,}
-  items (secret-tool also fetches their secrets, which is what its search offers).
+  replacing a value replaces one item per tool; `set` of a new key stores another key every run
+  ({RUNS + WARMUP} per tool and keyring size, left in place); `list` and `secret-tool search
+  --all` read the same {LIST_ITEMS:,} items (secret-tool also fetches their secrets, which is what
+  its search offers).
+- Keyring size: gnome-keyring rewrites and fsyncs its whole file for every change, so a write
+  costs more in a larger keyring, for every tool. Rows marked "a small keyring" ran first, when
+  the keyring held only the shared item, each tool's own and the new keys of that row; rows
+  marked "{LIST_ITEMS:,} items in the keyring" ran after {LIST_ITEMS:,} more items were stored.
 - Peak memory is the maximum resident set size that GNU time reports (`/usr/bin/time -f %M`),
   median of {MEMORY_RUNS} interleaved runs of each `get`. GNU time's own floor, `/bin/true`
   measured the same way, is {rss["floor"]:.1f} MiB. (A child started straight from this Python

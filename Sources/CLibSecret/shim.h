@@ -82,5 +82,9 @@ static inline const GVariantType *keychain_cli_type_byte(void) { return G_VARIAN
 static inline const GVariantType *keychain_cli_type_bytestring(void) { return G_VARIANT_TYPE_BYTESTRING; }
 static inline const GVariantType *keychain_cli_type_open_session_reply(void) { return G_VARIANT_TYPE("(vo)"); }
 static inline const GVariantType *keychain_cli_type_get_secret_reply(void) { return G_VARIANT_TYPE("((oayays))"); }
+static inline const GVariantType *keychain_cli_type_property_pair(void) { return G_VARIANT_TYPE("{sv}"); }
+static inline const GVariantType *keychain_cli_type_create_item_reply(void) { return G_VARIANT_TYPE("(oo)"); }
+static inline const GVariantType *keychain_cli_type_get_secrets_reply(void) { return G_VARIANT_TYPE("(a{o(oayays)})"); }
+static inline const GVariantType *keychain_cli_type_object_path(void) { return G_VARIANT_TYPE_OBJECT_PATH; }
 
 #endif

@@ -41,6 +41,12 @@ public protocol SecretStore: Sendable {
     /// - Throws: ``KeychainError`` when the backend cannot store one; those before it may be stored.
     func setSecrets(_ secrets: [SecretToStore], progress: (Int) -> Void) throws
 
+    /// The secrets of many items at once, in the order of `addresses` (nil for an item that is
+    /// not there): what `export` reads. The Secret Service asks for them in a few calls
+    /// (`GetSecrets`) instead of a search and a read per item; the default reads one at a time.
+    /// - Throws: ``KeychainError`` when the backend cannot read one.
+    func secrets(of addresses: [SecretAddress]) throws -> [Data?]
+
     /// Whether an item is stored under `service` and `key`, reading as little as the backend
     /// allows: the Secret Service only searches (no encrypted session, no unlock prompt, even for
     /// an item in a locked keyring); the default reads the secret and drops it (the vault must
@@ -73,7 +79,22 @@ public struct SecretToStore: Sendable {
     }
 }
 
+/// Where an item is: its service and key.
+public struct SecretAddress: Hashable, Sendable {
+    public var service: ServiceName
+    public var key: KeychainKey
+
+    public init(service: ServiceName, key: KeychainKey) {
+        self.service = service
+        self.key = key
+    }
+}
+
 extension SecretStore {
+    public func secrets(of addresses: [SecretAddress]) throws -> [Data?] {
+        try addresses.map { try secret(service: $0.service, key: $0.key) }
+    }
+
     public func containsSecret(service: ServiceName, key: KeychainKey) throws -> Bool {
         try secret(service: service, key: key) != nil
     }

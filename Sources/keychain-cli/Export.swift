@@ -82,23 +82,21 @@ extension KeychainCLI {
                     return
                 }
             }
-            var documents: [SecretDocument] = []
+            var valid: [SecretAddress] = []
             for (serviceName, keyName) in addresses {
-                let service: ServiceName
-                let key: KeychainKey
                 do {
-                    (service, key) = (try ServiceName(serviceName), try KeychainKey(keyName))
+                    valid.append(SecretAddress(service: try ServiceName(serviceName), key: try KeychainKey(keyName)))
                 } catch let error as KeychainError {
                     throw CommandFailure.badData(
                         "cannot export the item '\(abbreviated(keyName))' of service '\(abbreviated(serviceName))': "
                             + "\(error.description); nothing was written. Rename or delete it with the tool that wrote it"
                     )
                 }
-                // An item deleted since the listing is simply not exported.
-                guard let secret = try Keychain(service: service, store: keychain.store).data(for: key) else {
-                    continue
-                }
-                documents.append(SecretDocument(service: service, key: key, secret: secret))
+            }
+            // All at once (the Secret Service: a few GetSecrets calls); an item deleted since the
+            // listing is simply not exported.
+            let documents = zip(valid, try keychain.store.secrets(of: valid)).compactMap { address, secret in
+                secret.map { SecretDocument(service: address.service, key: address.key, secret: $0) }
             }
             let bytes = format == .json ? try json(documents) : try dotenv(documents)
             if let output {

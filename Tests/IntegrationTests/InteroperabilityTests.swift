@@ -143,7 +143,8 @@ struct BackendFailureTests {
         try session.lockLogin()
         // No prompter can show on this bus: the unlock fails at once, and every command says so.
         for (arguments, input) in [
-            (["get", "k"], ""), (["set", "k2"], "w"), (["delete", "k"], ""), (["reset", "--yes"], ""),
+            (["get", "k"], ""), (["set", "k2"], "w"), (["set", "k"], "w"), (["delete", "k"], ""),
+            (["reset", "--yes"], ""),
         ] {
             let result = try cli(["--timeout", "5"] + arguments, input: input, session: session)
             #expect(result.status == 77, "\(arguments): \(result.status) \(result.stderr)")

@@ -156,6 +156,19 @@ struct SecretServiceStoreTests {
         #expect(try store.items(service: service).isEmpty)
     }
 
+    /// export's read: one search per service and GetSecrets, answers in the order asked.
+    @Test func manySecretsAtOnceComeInOrderWithNilForMissingItems() throws {
+        let (service, other) = (try ServiceName(uniqueService()), try ServiceName(uniqueService()))
+        try store.setSecret(Data("a".utf8), service: service, key: KeychainKey("a"))
+        try store.setSecret(Data([0, 255, 10]), service: service, key: KeychainKey("bin"))
+        try store.setSecret(Data("o".utf8), service: other, key: KeychainKey("a"))
+        let asked = try [(service, "bin"), (service, "missing"), (other, "a"), (service, "a"), (other, "bin")].map {
+            SecretAddress(service: $0.0, key: try KeychainKey($0.1))
+        }
+        #expect(try store.secrets(of: asked) == [Data([0, 255, 10]), nil, Data("o".utf8), Data("a".utf8), nil])
+        #expect(try store.secrets(of: []).isEmpty)
+    }
+
     @Test func keysOnlyListingReturnsTheSameItemsWithoutLabels() throws {
         let service = try ServiceName(uniqueService())
         for name in ["a", "b"] { try store.setSecret(Data(name.utf8), service: service, key: KeychainKey(name)) }

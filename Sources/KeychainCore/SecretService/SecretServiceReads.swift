@@ -15,24 +15,32 @@ extension SecretServiceStore {
     /// A service that offers no such session is read through libsecret, which falls back to
     /// what the service offers. Nil when the item no longer exists.
     func readSecret(at path: String, _ operation: BoundedOperation, _ bus: OpaquePointer) throws -> Data? {
+        switch try inSession(operation, bus, { try getSecret(at: path, in: $0, operation, bus) }) {
+        case .some(let secret): secret
+        case .none: try readSecretThroughLibsecret(at: path, operation)
+        }
+    }
+
+    /// Runs `body` in the session kept for `bus`, or, when there is none or the service no longer
+    /// knows it (a restarted service), once more in a new one, kept for later; nil when the
+    /// service offers no encrypted session. A step that ran out of time is not tried again.
+    func inSession<T>(_ operation: BoundedOperation, _ bus: OpaquePointer, _ body: (SecretSession) throws -> T)
+        throws -> T?
+    {
         if let session = kept.withLock({ $0?.bus == bus ? $0?.session : nil }) {
             do {
-                return try getSecret(at: path, in: session, operation, bus)
+                return try body(session)
             } catch {
-                // A restarted service no longer knows the session: negotiate a new one, once.
-                // A read that ran out of time is not tried again.
                 if case KeychainError.timedOut = error { throw error }
             }
         }
-        guard let session = try openSession(operation, bus) else {
-            return try readSecretThroughLibsecret(at: path, operation)
-        }
+        guard let session = try openSession(operation, bus) else { return nil }
         kept.withLock { slot in
             if let old = slot { g_object_unref(UnsafeMutableRawPointer(old.bus)) }
             g_object_ref(UnsafeMutableRawPointer(bus))
             slot = KeptSession(bus: bus, session: session)
         }
-        return try getSecret(at: path, in: session, operation, bus)
+        return try body(session)
     }
 
     /// Negotiates an encrypted session with the Secret Service (see ``SecretSession``); nil when

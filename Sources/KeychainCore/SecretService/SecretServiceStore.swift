@@ -118,6 +118,9 @@ public final class SecretServiceStore: SecretStore {
         }
         defer { secret_value_unref(UnsafeMutableRawPointer(value)) }
         try BoundedOperation.run("store the secret", seconds: timeout) { operation in
+            // Directly on the bus when it can be (see SecretServiceWrites.swift), else through
+            // libsecret, which unlocks, creates a default collection and shows prompts.
+            if try setSecretDirectly(secret, service: service, key: key, operation) { return }
             let connection = try connect(operation, openSession: true)
             defer { g_object_unref(connection) }
             // An item another tool stored under the same service and key (with other extra

@@ -22,6 +22,11 @@ extension SecretServiceStore {
         guard let bus = g_dbus_proxy_get_connection(proxy), let path = g_dbus_proxy_get_object_path(proxy) else {
             return
         }
+        try announceSecretChanged(at: String(cString: path), bus, operation)
+    }
+
+    /// ``announceSecretChanged(_:_:)`` for the item at `path`, on `bus`.
+    func announceSecretChanged(at path: String, _ bus: OpaquePointer, _ operation: BoundedOperation) throws {
         let (interface, member) = Self.secretChangedSignal
         g_dbus_connection_emit_signal(bus, nil, path, interface, member, nil, nil)
         // g_dbus_connection_flush / g_dbus_connection_flush_finish

@@ -1,0 +1,125 @@
+import CLibSecret
+
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
+
+// `set` on the session bus directly, as `get` reads: a search, the encrypted session of
+// ``SecretSession`` (kept per bus), then `Item.SetSecret` on each item found, or
+// `Collection.CreateItem` in the default collection. libsecret's store builds its service proxy
+// first (seven more calls) and opens its session with a 1,024-bit exponent.
+extension SecretServiceStore {
+    /// Stores `secret` under `service` and `key` without libsecret; false when that cannot be done
+    /// here and libsecret must: a found item is locked (libsecret unlocks, and may prompt), the
+    /// service offers no encrypted session, there is no default collection, it is locked, or
+    /// creating the item needs a prompt.
+    func setSecretDirectly(
+        _ secret: Data, service: ServiceName, key: KeychainKey, _ operation: BoundedOperation
+    ) throws -> Bool {
+        let bus = try sessionBus(operation)
+        defer { g_object_unref(UnsafeMutableRawPointer(bus)) }
+        let found = try searchPaths(operation, bus, ["service": service.rawValue, "username": key.rawValue])
+        guard found.locked.isEmpty else { return false }
+        let stored = try inSession(operation, bus) { session -> Bool in
+            // An item another tool stored under the same service and key (with other extra
+            // attributes) gets the new secret in place, so every tool sees one value; an item
+            // deleted since the search is skipped.
+            var updated = 0
+            for path in found.unlocked where try putSecret(secret, at: path, in: session, operation, bus) {
+                updated += 1
+                try announceSecretChanged(at: path, bus, operation)
+            }
+            if updated > 0 { return true }
+            return try createItem(secret, service: service, key: key, in: session, operation, bus)
+        }
+        return stored ?? false
+    }
+
+    /// `Item.SetSecret` of the item at `path`; false when the item is gone.
+    private func putSecret(
+        _ secret: Data, at path: String, in session: SecretSession, _ operation: BoundedOperation,
+        _ bus: OpaquePointer
+    ) throws -> Bool {
+        // org.freedesktop.Secret.Item.SetSecret((oayays) secret)
+        guard
+            let reply = try operation.callItemMethod(
+                bus, Self.busName, path, "org.freedesktop.Secret.Item", "SetSecret",
+                g_variant_new_tuple([secretVariant(secret, session)], 1))
+        else { return false }
+        g_variant_unref(reply)
+        return true
+    }
+
+    /// `Collection.CreateItem` in the default collection, with the attributes and label
+    /// libsecret's store gives (the schema's name as `xdg:schema`), replacing an item with the
+    /// same attributes; false when libsecret must do it (no default collection, a locked one, a
+    /// prompt asked for).
+    private func createItem(
+        _ secret: Data, service: ServiceName, key: KeychainKey, in session: SecretSession,
+        _ operation: BoundedOperation, _ bus: OpaquePointer
+    ) throws -> Bool {
+        // org.freedesktop.Secret.Service.ReadAlias(s name) -> (o collection)
+        let alias = try operation.callMethod(
+            bus, Self.busName, "/org/freedesktop/secrets", "org.freedesktop.Secret.Service", "ReadAlias",
+            g_variant_new_tuple([g_variant_new_string("default")], 1), replyType: keychain_cli_type_object_path_reply())
+        let collection = variantString(alias, child: 0)
+        g_variant_unref(alias)
+        guard collection != "/" else { return false }
+        let attributes = [
+            ("service", service.rawValue), ("username", key.rawValue), ("application", "keychain-cli"),
+            ("xdg:schema", String(cString: schema.pointee.name)),
+        ].map { g_variant_new_dict_entry(g_variant_new_string($0.0), g_variant_new_string($0.1)) }
+        let properties = [
+            (
+                "org.freedesktop.Secret.Item.Label",
+                g_variant_new_string(ItemInfo.defaultLabel(service: service, key: key))
+            ),
+            (
+                "org.freedesktop.Secret.Item.Attributes",
+                g_variant_new_array(keychain_cli_type_string_pair(), attributes, gsize(attributes.count))
+            ),
+        ].map { g_variant_new_dict_entry(g_variant_new_string($0.0), g_variant_new_variant($0.1)) }
+        let parameters = g_variant_new_tuple(
+            [
+                g_variant_new_array(keychain_cli_type_property_pair(), properties, gsize(properties.count)),
+                secretVariant(secret, session), g_variant_new_boolean(1),
+            ], 3)
+        // org.freedesktop.Secret.Collection.CreateItem(a{sv} properties, (oayays) secret, b replace)
+        //   -> (o item, o prompt)
+        let reply = try operation.call(
+            {
+                g_dbus_connection_call(
+                    bus, Self.busName, collection, "org.freedesktop.Secret.Collection", "CreateItem", parameters,
+                    keychain_cli_type_create_item_reply(), G_DBUS_CALL_FLAGS_NONE, -1, $0, $1, $2)
+            },
+            finish: { result, error in
+                let reply = g_dbus_connection_call_finish(bus, result, error)
+                // A locked collection: libsecret unlocks it (with a prompt, within the deadline).
+                if let failure = error.pointee, remoteErrorName(failure) == "org.freedesktop.Secret.Error.IsLocked" {
+                    g_clear_error(error)
+                }
+                return reply
+            })
+        guard let reply else { return false }
+        defer { g_variant_unref(reply) }
+        // A prompt would have to be shown before the item exists: left to libsecret.
+        return variantString(reply, child: 1) == "/"
+    }
+
+    /// The `(oayays)` secret struct: session, IV, ciphertext, content type.
+    private func secretVariant(_ secret: Data, _ session: SecretSession) -> OpaquePointer {
+        let (parameters, value) = session.encrypt(secret)
+        func bytes(_ array: [UInt8]) -> OpaquePointer {
+            array.withUnsafeBytes { buffer in
+                g_variant_new_fixed_array(keychain_cli_type_byte(), buffer.baseAddress, gsize(buffer.count), 1)!
+            }
+        }
+        return g_variant_new_tuple(
+            [
+                g_variant_new_object_path(session.path), bytes(parameters), bytes(value),
+                g_variant_new_string("application/octet-stream"),
+            ], 4)!
+    }
+}
