@@ -52,7 +52,7 @@ extension SecretServiceStore {
         return true
     }
 
-    /// `Collection.CreateItem` in the default collection, with the attributes and label
+    /// `Collection.CreateItem` in the default collection (its alias path), with the attributes and label
     /// libsecret's store gives (the schema's name as `xdg:schema`), replacing an item with the
     /// same attributes; false when libsecret must do it (no default collection, a locked one, a
     /// prompt asked for).
@@ -60,13 +60,8 @@ extension SecretServiceStore {
         _ secret: Data, service: ServiceName, key: KeychainKey, in session: SecretSession,
         _ operation: BoundedOperation, _ bus: OpaquePointer
     ) throws -> Bool {
-        // org.freedesktop.Secret.Service.ReadAlias(s name) -> (o collection)
-        let alias = try operation.callMethod(
-            bus, Self.busName, "/org/freedesktop/secrets", "org.freedesktop.Secret.Service", "ReadAlias",
-            g_variant_new_tuple([g_variant_new_string("default")], 1), replyType: keychain_cli_type_object_path_reply())
-        let collection = variantString(alias, child: 0)
-        g_variant_unref(alias)
-        guard collection != "/" else { return false }
+        // The default collection by its alias path, as libsecret's store addresses it: no ReadAlias.
+        let collection = "/org/freedesktop/secrets/aliases/default"
         let attributes = [
             ("service", service.rawValue), ("username", key.rawValue), ("application", "keychain-cli"),
             ("xdg:schema", String(cString: schema.pointee.name)),
@@ -96,10 +91,12 @@ extension SecretServiceStore {
             },
             finish: { result, error in
                 let reply = g_dbus_connection_call_finish(bus, result, error)
-                // A locked collection: libsecret unlocks it (with a prompt, within the deadline).
+                // A locked collection: libsecret unlocks it (with a prompt, within the deadline); no
+                // default collection (no object at the alias): libsecret creates one.
                 if let failure = error.pointee, remoteErrorName(failure) == "org.freedesktop.Secret.Error.IsLocked" {
                     g_clear_error(error)
                 }
+                _ = clearingVanishedItemError(error)
                 return reply
             })
         guard let reply else { return false }
