@@ -110,7 +110,7 @@ public enum KeychainError: Error, Equatable, Sendable, CustomStringConvertible {
                 + "--passphrase-file PATH or --passphrase-fd N, or run at a terminal to be asked"
         case .noMatchingIdentity(let path, let detail):
             return "cannot open the vault '\(path)': \(detail). Give the identity file of one of its recipients "
-                + "with --identity PATH or $KEYCHAIN_IDENTITY (age-keygen's AGE-SECRET-KEY-1 lines)"
+                + "with --identity PATH or $KEYCHAIN_IDENTITY (an age identity file, or an unencrypted OpenSSH ed25519 key)"
         case .vaultBusy(let path, let seconds):
             return "another process kept the vault '\(path)' locked for \(formatSeconds(seconds)) s. "
                 + "Try again, or raise --timeout"

@@ -44,7 +44,7 @@ extension KeychainCLI.Vault {
 
         func run() throws {
             let source = PassphraseSource(descriptor: newPassphraseFD, file: newPassphraseFile, new: true)
-            let store = try makeVaultStore(options, timeout: options.timeout ?? 5, newPassphrase: source)
+            let store = try teamVaultStore(options, newPassphrase: source)
             let wasTeamVault = if case .recipients = try store.lock() { true } else { false }
             guard try store.changePassphrase() else {
                 throw CommandFailure.notFound(

@@ -25,6 +25,9 @@ extension KeychainCLI.Vault.Recipients {
             discussion: """
                 Exits 1 when there is no vault. A passphrase vault has no recipients: nothing is \
                 printed, and a note says so on standard error.
+
+                  KEYCHAIN_IDENTITY=~/.config/keychain-cli/identity.txt \\
+                      keychain-cli --vault ci/secrets.age vault recipients list
                 """)
 
         @OptionGroup var globals: GlobalOptions
@@ -50,7 +53,11 @@ extension KeychainCLI.Vault.Recipients {
 
     struct Add: KeychainCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Encrypt the vault to more recipients (re-keys it).")
+            abstract: "Encrypt the vault to more recipients (re-keys it).",
+            discussion: """
+                  keychain-cli --vault ci/secrets.age vault recipients add age1… ~/.ssh/id_ed25519.pub
+                  keychain-cli --vault ci/secrets.age vault recipients add team-recipients.txt
+                """)
 
         @OptionGroup var globals: GlobalOptions
         @ParentCommand var root: KeychainCLI
@@ -83,6 +90,9 @@ extension KeychainCLI.Vault.Recipients {
                 Each one must be a recipient now (nothing changes otherwise), and one at least \
                 must stay. Those removed cannot open the new version, nor later ones; copies they \
                 already have stay readable to them: rotate the secrets they knew.
+
+                  keychain-cli --vault ci/secrets.age --identity ~/.ssh/id_ed25519 \\
+                      vault recipients remove age1…
                 """)
 
         @OptionGroup var globals: GlobalOptions
@@ -113,9 +123,11 @@ extension KeychainCLI.Vault.Recipients {
 private let recipientsHelp = ArgumentHelp("age1…, \"ssh-ed25519 AAAA…\", a file of them, or -.", valueName: "recipient")
 
 /// The vault store of the options, whatever the backend option says: these commands are about
-/// the vault file.
-private func teamVaultStore(_ options: KeychainOptions) throws -> VaultStore {
-    try makeVaultStore(options, timeout: options.timeout ?? 5)
+/// the vault file. The lock timeout is --timeout, else $KEYCHAIN_TIMEOUT, else the default.
+func teamVaultStore(_ options: KeychainOptions, newPassphrase: PassphraseSource? = nil) throws -> VaultStore {
+    try makeVaultStore(
+        options, timeout: options.timeout ?? environmentTimeout() ?? SecretServiceStore.defaultTimeout,
+        newPassphrase: newPassphrase)
 }
 
 /// The recipients the arguments give: recipients themselves, files of them, or - for standard input.
