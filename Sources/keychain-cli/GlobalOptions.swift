@@ -150,7 +150,7 @@ func serviceName(_ options: KeychainOptions) throws -> ServiceName {
 /// The backend the options choose, never another one: an unknown $KEYCHAIN_BACKEND is an error,
 /// and vault options without the vault backend are refused rather than ignored.
 func makeStore(_ options: KeychainOptions, listing: SecretServiceStore.Listing = .full) throws -> any SecretStore {
-    let timeout = try options.timeout ?? environmentTimeout() ?? SecretServiceStore.defaultTimeout
+    let timeout = try chosenTimeout(options)
     switch try chosenBackend(options) {
     case .secretService:
         return SecretServiceStore(timeout: timeout, listing: listing)
@@ -159,6 +159,11 @@ func makeStore(_ options: KeychainOptions, listing: SecretServiceStore.Listing =
     case .openbao:
         return try makeOpenBaoStore(timeout: timeout, listing: listing)
     }
+}
+
+/// --timeout, else $KEYCHAIN_TIMEOUT, else the default.
+func chosenTimeout(_ options: KeychainOptions) throws -> Double {
+    try options.timeout ?? environmentTimeout() ?? SecretServiceStore.defaultTimeout
 }
 
 /// $KEYCHAIN_TIMEOUT, for callers that pass no flags (git runs its credential helpers so).

@@ -125,17 +125,17 @@ private let recipientsHelp = ArgumentHelp("age1…, \"ssh-ed25519 AAAA…\", a f
 /// The vault store of the options, whatever the backend option says: these commands are about
 /// the vault file. The lock timeout is --timeout, else $KEYCHAIN_TIMEOUT, else the default.
 func teamVaultStore(_ options: KeychainOptions, newPassphrase: PassphraseSource? = nil) throws -> VaultStore {
-    try makeVaultStore(
-        options, timeout: options.timeout ?? environmentTimeout() ?? SecretServiceStore.defaultTimeout,
-        newPassphrase: newPassphrase)
+    try makeVaultStore(options, timeout: chosenTimeout(options), newPassphrase: newPassphrase)
 }
 
 /// The recipients the arguments give: recipients themselves, files of them, or - for standard input.
 private func parseRecipients(_ arguments: [String]) throws -> [VaultRecipient] {
     var recipients: [VaultRecipient] = []
     for argument in arguments {
+        // A key itself (a secret key too, to be refused as one), else a file of them.
+        let isKey = ["age1", "ssh-", "AGE-SECRET-KEY-"].contains { argument.hasPrefix($0) }
         do {
-            if argument.hasPrefix("age1") || argument.hasPrefix("ssh-") || argument.hasPrefix("AGE-SECRET-KEY-") {
+            if isKey {
                 recipients.append(try VaultRecipient(argument))
             } else {
                 guard let bytes = try readInput(path: argument == "-" ? nil : argument, limit: 1 << 20) else {
@@ -146,8 +146,7 @@ private func parseRecipients(_ arguments: [String]) throws -> [VaultRecipient] {
                 recipients += parsed
             }
         } catch let error as RecipientError {
-            let source = argument.hasPrefix("age1") || argument.hasPrefix("ssh-") ? "" : "\(argument): "
-            throw CommandFailure.usage("\(source)\(error.description)")
+            throw CommandFailure.usage((isKey ? "" : "\(argument): ") + error.description)
         }
     }
     return recipients

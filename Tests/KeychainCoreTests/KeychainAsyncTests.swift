@@ -2,11 +2,28 @@ import Foundation
 import KeychainCore
 import Testing
 
+/// A test store that hands every call it does not implement itself to an in-memory store.
+protocol ForwardingStore: SecretStore {
+    var inner: InMemorySecretStore { get }
+}
+
+extension ForwardingStore {
+    func secret(service: ServiceName, key: KeychainKey) throws -> Data? { try inner.secret(service: service, key: key) }
+    func setSecret(_ secret: Data, service: ServiceName, key: KeychainKey) throws {
+        try inner.setSecret(secret, service: service, key: key)
+    }
+    func deleteSecret(service: ServiceName, key: KeychainKey) throws -> Bool {
+        try inner.deleteSecret(service: service, key: key)
+    }
+    func items(service: ServiceName?) throws -> [ItemInfo] { try inner.items(service: service) }
+    func deleteAll(service: ServiceName) throws -> Int { try inner.deleteAll(service: service) }
+}
+
 /// A store whose reads block until `expected` reads are under way at once (or until 10 s after
 /// the first read came in, for all of them together): the async API passes only if its calls run on
 /// threads of their own, not on the thread of the task that awaits them (the test's tasks share
 /// one thread; on the cooperative pool they would share as many as the machine has cores).
-final class RendezvousStore: SecretStore {
+final class RendezvousStore: ForwardingStore {
     let inner = InMemorySecretStore()
     let expected: Int
     private let state = Locked((inside: 0, mostAtOnce: 0, deadline: Date?.none))
@@ -26,14 +43,6 @@ final class RendezvousStore: SecretStore {
         while state.withLock({ $0.mostAtOnce }) < expected && Date() < deadline { usleep(1_000) }
         return try inner.secret(service: service, key: key)
     }
-    func setSecret(_ secret: Data, service: ServiceName, key: KeychainKey) throws {
-        try inner.setSecret(secret, service: service, key: key)
-    }
-    func deleteSecret(service: ServiceName, key: KeychainKey) throws -> Bool {
-        try inner.deleteSecret(service: service, key: key)
-    }
-    func items(service: ServiceName?) throws -> [ItemInfo] { try inner.items(service: service) }
-    func deleteAll(service: ServiceName) throws -> Int { try inner.deleteAll(service: service) }
 }
 
 /// Runs `body` in a task on an ``OwnThreadExecutor`` and waits here until it has ended: a

@@ -5,23 +5,13 @@ import Testing
 
 /// A store that delegates to an in-memory one and has no `watch` of its own: it watches with the
 /// protocol's default (polling).
-final class PlainStore: SecretStore {
+final class PlainStore: ForwardingStore {
     let inner = InMemorySecretStore()
-
-    func secret(service: ServiceName, key: KeychainKey) throws -> Data? { try inner.secret(service: service, key: key) }
-    func setSecret(_ secret: Data, service: ServiceName, key: KeychainKey) throws {
-        try inner.setSecret(secret, service: service, key: key)
-    }
-    func deleteSecret(service: ServiceName, key: KeychainKey) throws -> Bool {
-        try inner.deleteSecret(service: service, key: key)
-    }
-    func items(service: ServiceName?) throws -> [ItemInfo] { try inner.items(service: service) }
-    func deleteAll(service: ServiceName) throws -> Int { try inner.deleteAll(service: service) }
 }
 
 /// A store that delegates to an in-memory one, counts reads and running watches, and lets a test
 /// make its watch fail.
-final class WatchedStore: SecretStore {
+final class WatchedStore: ForwardingStore {
     let inner = InMemorySecretStore()
     private let state = Locked((reads: 0, watches: 0, failure: KeychainError?.none))
 
@@ -34,14 +24,6 @@ final class WatchedStore: SecretStore {
         state.withLock { $0.reads += 1 }
         return try inner.secret(service: service, key: key)
     }
-    func setSecret(_ secret: Data, service: ServiceName, key: KeychainKey) throws {
-        try inner.setSecret(secret, service: service, key: key)
-    }
-    func deleteSecret(service: ServiceName, key: KeychainKey) throws -> Bool {
-        try inner.deleteSecret(service: service, key: key)
-    }
-    func items(service: ServiceName?) throws -> [ItemInfo] { try inner.items(service: service) }
-    func deleteAll(service: ServiceName) throws -> Int { try inner.deleteAll(service: service) }
 
     func watch(service: ServiceName?, interval: Double, report: @escaping @Sendable (WatchEvent) -> Void) throws
         -> StoreWatch

@@ -228,6 +228,13 @@ func variantString(_ tuple: OpaquePointer, child index: Int) -> String {
     return String(cString: g_variant_get_string(child, nil))
 }
 
+/// A new floating `ay` GVariant holding `bytes`: what variantBytes(_:child:) reads back.
+func byteArrayVariant(_ bytes: [UInt8]) -> OpaquePointer {
+    bytes.withUnsafeBytes { buffer in
+        g_variant_new_fixed_array(keychain_cli_type_byte(), buffer.baseAddress, gsize(buffer.count), 1)!
+    }
+}
+
 /// The bytes of an `ay` GVariant, or of child `index` of a tuple GVariant.
 func variantBytes(_ variant: OpaquePointer, child index: Int? = nil) -> [UInt8] {
     if let index {

@@ -79,11 +79,7 @@ extension SecretServiceStore {
                 defer { g_variant_unref(entry) }
                 let secret = g_variant_get_child_value(entry, 1)!
                 defer { g_variant_unref(secret) }
-                guard variantString(secret, child: 0) == session.path else {
-                    throw KeychainError.backendFailure(detail: "the Secret Service sent a secret in another session")
-                }
-                secrets[variantString(entry, child: 0)] = try session.decrypt(
-                    parameters: variantBytes(secret, child: 1), value: variantBytes(secret, child: 2))
+                secrets[variantString(entry, child: 0)] = try session.open(secret)
             }
         }
         return secrets

@@ -47,9 +47,7 @@ extension SecretServiceStore {
     /// the service does not offer one.
     func openSession(_ operation: BoundedOperation, _ bus: OpaquePointer) throws -> SecretSession? {
         let exchange = SecretSession.KeyExchange()
-        let publicValue = exchange.publicValue.withUnsafeBytes { buffer in
-            g_variant_new_fixed_array(keychain_cli_type_byte(), buffer.baseAddress, gsize(buffer.count), 1)!
-        }
+        let publicValue = byteArrayVariant(exchange.publicValue)
         let parameters = g_variant_new_tuple(
             [g_variant_new_string(SecretSession.algorithm), g_variant_new_variant(publicValue)], 2)
         // org.freedesktop.Secret.Service.OpenSession(s algorithm, v input) -> (v output, o result)
@@ -94,10 +92,7 @@ extension SecretServiceStore {
         defer { g_variant_unref(reply) }
         let secret = g_variant_get_child_value(reply, 0)!
         defer { g_variant_unref(secret) }
-        guard variantString(secret, child: 0) == session.path else {
-            throw KeychainError.backendFailure(detail: "the Secret Service sent the secret in another session")
-        }
-        return try session.decrypt(parameters: variantBytes(secret, child: 1), value: variantBytes(secret, child: 2))
+        return try session.open(secret)
     }
 
     /// The secret of the item at `path` through libsecret, for a service without an encrypted session.
@@ -139,5 +134,16 @@ extension SecretServiceStore {
             { secret_service_unlock_dbus_paths(connection, &vector, $0, $1, $2) },
             finish: { secret_service_unlock_dbus_paths_finish(connection, $0, &unlocked, $1) })
         return strings(unlocked)
+    }
+}
+
+extension SecretSession {
+    /// The plaintext of a `(oayays)` secret struct the service sent (session, IV, ciphertext,
+    /// content type), which must name this session.
+    func open(_ secret: OpaquePointer) throws -> Data {
+        guard variantString(secret, child: 0) == path else {
+            throw KeychainError.backendFailure(detail: "the Secret Service sent the secret in another session")
+        }
+        return try decrypt(parameters: variantBytes(secret, child: 1), value: variantBytes(secret, child: 2))
     }
 }

@@ -108,14 +108,9 @@ extension SecretServiceStore {
     /// The `(oayays)` secret struct: session, IV, ciphertext, content type.
     private func secretVariant(_ secret: Data, _ session: SecretSession) -> OpaquePointer {
         let (parameters, value) = session.encrypt(secret)
-        func bytes(_ array: [UInt8]) -> OpaquePointer {
-            array.withUnsafeBytes { buffer in
-                g_variant_new_fixed_array(keychain_cli_type_byte(), buffer.baseAddress, gsize(buffer.count), 1)!
-            }
-        }
         return g_variant_new_tuple(
             [
-                g_variant_new_object_path(session.path), bytes(parameters), bytes(value),
+                g_variant_new_object_path(session.path), byteArrayVariant(parameters), byteArrayVariant(value),
                 g_variant_new_string("application/octet-stream"),
             ], 4)!
     }
