@@ -154,6 +154,7 @@ struct TeamVaultRecipientsTests {
             let result = try team.cli("alice", ["vault", "recipients"] + arguments)
             #expect(result.status == 64 || result.status == 74, "\(arguments): \(result.status)")
             #expect(result.stderr.contains(message), "\(arguments): \(result.stderr)")
+            #expect(!result.stderr.contains("AGE-SECRET-KEY-1QQQ"), "a secret key is never echoed")
         }
         #expect(try Data(contentsOf: URL(fileURLWithPath: team.vault)) == before)
         let missing = try cli(
