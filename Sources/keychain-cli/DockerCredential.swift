@@ -29,7 +29,7 @@ extension KeychainCLI {
                 secret is {"Username": …, "Secret": …}.
 
                   {"credsStore": "keychain-cli"}   in ~/.docker/config.json
-                  (runs docker-credential-keychain-cli, which make install links to keychain-cli)
+                  (runs docker-credential-keychain-cli: a link to keychain-cli, installed with it)
                 """)
 
         @OptionGroup var globals: GlobalOptions

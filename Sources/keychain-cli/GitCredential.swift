@@ -24,7 +24,7 @@ extension KeychainCLI {
                 the location, https://USER@HOST[:PORT][/PATH], whose secret is the password.
 
                   git config --global credential.helper keychain-cli
-                  (runs git-credential-keychain-cli, which make install links to keychain-cli)
+                  (runs git-credential-keychain-cli: a link to keychain-cli, installed with it)
                 """)
 
         @OptionGroup var globals: GlobalOptions
