@@ -2,7 +2,7 @@
 #   make deps    install the system packages (apt-get; skips what is there)
 #   make demo    build and run the main job against a private throwaway keyring if no desktop one
 #   make test    build and run every test (unit, CLI, integration against a real gnome-keyring),
-#                then the library's tests under ThreadSanitizer
+#                then the library's tests under ThreadSanitizer, then the Debian package's
 #   make install PREFIX=/usr/local   install the release binary (and git-credential-keychain-cli
 #                and docker-credential-keychain-cli, links to it), the man page and shell completions
 #   make deb     build the Debian package: .build/deb/keychain-cli_VERSION_ARCH.deb
@@ -152,7 +152,7 @@ man: release
 deb: man
 	SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH) scripts/make-deb $(RELEASE_BIN) $(MAN_PAGE) .build/deb
 
-# Installs the package into a scratch root and, as root, with apt-get, then removes it (about 1 min).
+# Installs the package into a scratch root and, as root, with apt-get, then removes it (20 s).
 test-package: deb
 	Tests/package/test-package .build/deb/keychain-cli_$$($(RELEASE_BIN) --version)_$$(dpkg --print-architecture).deb
 
