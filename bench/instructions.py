@@ -6,7 +6,7 @@ medians in RESULTS.md. Only the client is counted, not gnome-keyring's work for 
 is counted on a `strip --strip-debug` copy: valgrind 3.19 cannot read the DWARF 5 the Swift
 toolchain writes (the code is the same bytes).
 """
-import os, re, shutil, subprocess, sys, tempfile
+import atexit, os, re, shutil, subprocess, sys, tempfile
 
 VALGRIND = shutil.which("valgrind")
 
@@ -26,11 +26,18 @@ def count(argv, stdin_bytes=None, expected=0, env=None):
         return int(match.group(1))
 
 
-def stripped_copy(binary, directory):
-    """A copy of binary without its debug information, for valgrind 3.19."""
-    copy = os.path.join(directory, os.path.basename(binary))
-    subprocess.run(["strip", "--strip-debug", "-o", copy, binary], check=True)
-    return copy
+_stripped = {}
+
+
+def stripped_copy(binary):
+    """A copy of binary without its debug information, for valgrind 3.19: made once per run, in a
+    folder removed when the benchmark ends."""
+    if binary not in _stripped:
+        directory = tempfile.mkdtemp(prefix="kc-stripped-")
+        atexit.register(shutil.rmtree, directory, True)
+        _stripped[binary] = os.path.join(directory, os.path.basename(binary))
+        subprocess.run(["strip", "--strip-debug", "-o", _stripped[binary], binary], check=True)
+    return _stripped[binary]
 
 
 def counts(rows, keychain_cli):
@@ -44,12 +51,11 @@ def counts(rows, keychain_cli):
     if VALGRIND is None:
         sys.exit("bench: valgrind is needed for the instruction counts (apt-get install valgrind)")
     results = {}
-    with tempfile.TemporaryDirectory(prefix="kc-stripped-") as directory:
-        stripped = stripped_copy(keychain_cli, directory)
-        for title, row in rows.items():
-            results[title] = {}
-            for tool, argv, stdin, expected in row:
-                argv = argv(10_000) if callable(argv) else argv
-                argv = [stripped, *argv[1:]] if argv[0] == keychain_cli else argv
-                results[title][tool] = count(argv, stdin, expected)
+    stripped = stripped_copy(keychain_cli)
+    for title, row in rows.items():
+        results[title] = {}
+        for tool, argv, stdin, expected in row:
+            argv = argv(10_000) if callable(argv) else argv
+            argv = [stripped, *argv[1:]] if argv[0] == keychain_cli else argv
+            results[title][tool] = count(argv, stdin, expected)
     return results
