@@ -189,12 +189,13 @@ clean:
 # writes bench/RESULTS.md. BENCH_RUNS (default 30) sets the runs per command, BENCH_LARGE_RUNS
 # (default 5) those of the 5,000-item rows; valgrind counts the get and set rows' instructions.
 # The 5,000-item rows run first, in a private keyring of their own (bench/large.py says why).
+BENCH_LARGE_RESULTS ?= .build/bench/large.json
 bench: deps release
 	$(SWIFT) build $(RELEASE_FLAGS) --product keychain-bench
-	mkdir -p .build/bench
+	mkdir -p $(dir $(BENCH_LARGE_RESULTS))
 	KEYCHAIN_PRIVATE_KEYRING=1 KEYCHAIN_KEYRING_SETUP="bench/large.py --write-keyring" \
-		scripts/with-keyring /usr/bin/python3 bench/large.py .build/bench/large.json
-	KEYCHAIN_PRIVATE_KEYRING=1 scripts/with-keyring /usr/bin/python3 bench/bench.py
+		scripts/with-keyring /usr/bin/python3 bench/large.py $(BENCH_LARGE_RESULTS)
+	BENCH_LARGE_RESULTS=$(BENCH_LARGE_RESULTS) KEYCHAIN_PRIVATE_KEYRING=1 scripts/with-keyring /usr/bin/python3 bench/bench.py
 
 # libFuzzer (swiftc -sanitize=fuzzer,address; linked by lld, which exports ASan's symbols without
 # gold's 141 warnings) over every parser of untrusted bytes, FUZZ_SECONDS
