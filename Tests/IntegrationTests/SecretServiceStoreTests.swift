@@ -189,11 +189,14 @@ struct SecretServiceStoreTests {
         #expect(reader.keptSessionPath == nil)
         #expect(try reader.secret(service: service, key: try KeychainKey("missing")) == nil)
         #expect(reader.keptSessionPath == nil, "a miss needs no session")
+        #expect(reader.hasPreparedExchange, "our half of the exchange was computed while connecting")
         #expect(try reader.secret(service: service, key: key) == secret)
         let first = try #require(reader.keptSessionPath)
         #expect(first.hasPrefix("/org/freedesktop/secrets/session/"))
+        #expect(!reader.hasPreparedExchange, "the session used the prepared half")
         #expect(try reader.secret(service: service, key: key) == secret)
         #expect(reader.keptSessionPath == first, "the second read reuses the session")
+        #expect(!reader.hasPreparedExchange, "nothing is prepared while a session is kept")
         // The service forgets the session, as a restarted gnome-keyring would.
         try reader.closeKeptSessionOnTheService()
         #expect(throws: KeychainError.self) { try reader.closeKeptSessionOnTheService() }

@@ -78,11 +78,34 @@ struct SecretSessionTests {
         #expect(exchange.sharedKey(peer: primeMinusTwo) != nil)
     }
 
+    @Test func aSessionDerivesItsKeyWhenFirstNeededAndRefusesAnInvalidPublicValueThen() throws {
+        // The known answers, with the key left to derive: as openSession() returns a session.
+        let exchange = SecretSession.KeyExchange(exponent: KnownAnswer.ourExponent)
+        let pending = SecretSession(path: "/s", exchange: exchange, peer: KnownAnswer.servicePublicValue)
+        pending.deriveKey()
+        #expect(try pending.key() == KnownAnswer.key)
+        let plaintext = try SecretSession(path: "/s", exchange: exchange, peer: KnownAnswer.servicePublicValue)
+            .decrypt(parameters: KnownAnswer.iv, value: KnownAnswer.ciphertext)
+        #expect(String(decoding: plaintext, as: UTF8.self) == KnownAnswer.plaintext)
+        // A service answering 1 (shared value 1, known to anyone): nothing is encrypted or
+        // decrypted under it, before or after deriveKey().
+        let invalid = SecretSession(path: "/s", exchange: exchange, peer: [1])
+        #expect(throws: KeychainError.self) { try invalid.encrypt(Data("secret".utf8)) }
+        invalid.deriveKey()
+        #expect(throws: KeychainError.self) { try invalid.key() }
+        do {
+            _ = try invalid.decrypt(parameters: KnownAnswer.iv, value: KnownAnswer.ciphertext)
+            Issue.record("decrypted under an invalid public value")
+        } catch {
+            #expect("\(error)".contains("invalid public value"))
+        }
+    }
+
     @Test(arguments: [0, 1, 15, 16, 17, 4096])
     func secretsOfEveryLengthRoundTrip(length: Int) throws {
         let session = SecretSession(path: "/s", key: (0..<16).map { _ in UInt8.random(in: 0...255) })
         let secret = Data((0..<length).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ 7) })
-        let sent = session.encrypt(secret)
+        let sent = try session.encrypt(secret)
         #expect(sent.parameters.count == 16)
         #expect(sent.value.count == (length / 16 + 1) * 16)
         #expect(try session.decrypt(parameters: sent.parameters, value: sent.value) == secret)

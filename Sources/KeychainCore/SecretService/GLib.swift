@@ -88,21 +88,24 @@ final class BoundedOperation {
     ///
     /// - Parameters:
     ///   - start: calls the asynchronous C function with the cancellable, callback and user data.
+    ///   - meanwhile: work to do while the call is under way.
     ///   - finish: calls the matching `…_finish` function with the result and an error slot.
     /// - Throws: the ``KeychainError`` the GError (or the deadline) stands for.
     func call<T>(
         _ start: (UnsafeMutablePointer<GCancellable>, GAsyncReadyCallback, gpointer) -> Void,
+        meanwhile: () -> Void = {},
         finish: (OpaquePointer, UnsafeMutablePointer<UnsafeMutablePointer<GError>?>) -> T
     ) throws -> T {
         try callEach(
-            1, start: { _, c, callback, data in start(c, callback, data) }, finish: { _, r, e in finish(r, e) })[0]
+            1, start: { _, c, callback, data in start(c, callback, data) }, meanwhile: meanwhile,
+            finish: { _, r, e in finish(r, e) })[0]
     }
 
     /// One D-Bus method call on `bus`, for the Secret Service and bus calls libsecret does not
     /// offer. `parameters` is a floating tuple (consumed); the caller unrefs the reply.
     func callMethod(
         _ bus: OpaquePointer, _ destination: String, _ path: String, _ interface: String, _ method: String,
-        _ parameters: OpaquePointer?, replyType: OpaquePointer? = nil
+        _ parameters: OpaquePointer?, replyType: OpaquePointer? = nil, meanwhile: () -> Void = {}
     ) throws -> OpaquePointer {
         try call(
             {
@@ -110,6 +113,7 @@ final class BoundedOperation {
                     bus, destination, path, interface, method, parameters, replyType, G_DBUS_CALL_FLAGS_NONE, -1,
                     $0, $1, $2)
             },
+            meanwhile: meanwhile,
             finish: { g_dbus_connection_call_finish(bus, $0, $1) })!
     }
 
@@ -117,7 +121,7 @@ final class BoundedOperation {
     /// no longer exists, because another client deleted it after it was found.
     func callItemMethod(
         _ bus: OpaquePointer, _ destination: String, _ path: String, _ interface: String, _ method: String,
-        _ parameters: OpaquePointer?, replyType: OpaquePointer? = nil
+        _ parameters: OpaquePointer?, replyType: OpaquePointer? = nil, meanwhile: () -> Void = {}
     ) throws -> OpaquePointer? {
         try call(
             {
@@ -125,14 +129,18 @@ final class BoundedOperation {
                     bus, destination, path, interface, method, parameters, replyType, G_DBUS_CALL_FLAGS_NONE, -1,
                     $0, $1, $2)
             },
+            meanwhile: meanwhile,
             finish: { finishItemCall(bus, $0, $1) })
     }
 
     /// Runs `count` asynchronous calls concurrently (at most ``window`` in flight) and returns
     /// their finished values in order. The first error, or the deadline, ends them all.
+    /// `meanwhile` runs once, after the first calls are sent and before their answers are
+    /// awaited: work that would otherwise wait for them or keep them waiting.
     func callEach<T>(
         _ count: Int,
         start: (Int, UnsafeMutablePointer<GCancellable>, GAsyncReadyCallback, gpointer) -> Void,
+        meanwhile: () -> Void = {},
         finish: (Int, OpaquePointer, UnsafeMutablePointer<UnsafeMutablePointer<GError>?>) -> T
     ) throws -> [T] {
         var values: [T] = []
@@ -154,6 +162,7 @@ final class BoundedOperation {
                         completion.result = OpaquePointer(g_object_ref(UnsafeMutableRawPointer(result)))
                     }, Unmanaged.passRetained(completions[offset]).toOpaque())
             }
+            if first == 0 { meanwhile() }
             try wait(for: completions)
             for (offset, index) in batch.enumerated() {
                 var error: UnsafeMutablePointer<GError>?

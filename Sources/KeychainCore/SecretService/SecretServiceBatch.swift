@@ -17,7 +17,7 @@ extension SecretServiceStore {
     public func secrets(of addresses: [SecretAddress]) throws -> [Data?] {
         guard !addresses.isEmpty else { return [] }
         return try BoundedOperation.run("read the secrets", seconds: timeout) { operation in
-            let bus = try sessionBus(operation)
+            let bus = try sessionBus(operation, preparingSession: true)
             defer { g_object_unref(UnsafeMutableRawPointer(bus)) }
             var candidates: [String] = []
             var locked: [String] = []
@@ -70,7 +70,7 @@ extension SecretServiceStore {
                         g_variant_new_array(keychain_cli_type_object_path(), items, gsize(items.count)),
                         g_variant_new_object_path(session.path),
                     ], 2),
-                replyType: keychain_cli_type_get_secrets_reply())
+                replyType: keychain_cli_type_get_secrets_reply(), meanwhile: session.deriveKey)
             defer { g_variant_unref(reply) }
             let entries = g_variant_get_child_value(reply, 0)!
             defer { g_variant_unref(entries) }

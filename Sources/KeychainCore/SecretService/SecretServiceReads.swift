@@ -44,9 +44,15 @@ extension SecretServiceStore {
     }
 
     /// Negotiates an encrypted session with the Secret Service (see ``SecretSession``); nil when
-    /// the service does not offer one.
+    /// the service does not offer one. Our half of the exchange is the one prepared while
+    /// connecting, if any; the session's key is derived when first needed (``SecretSession/deriveKey()``
+    /// runs while the first request in the session is under way).
     func openSession(_ operation: BoundedOperation, _ bus: OpaquePointer) throws -> SecretSession? {
-        let exchange = SecretSession.KeyExchange()
+        let prepared = preparedExchange.withLock { prepared in
+            defer { prepared = nil }
+            return prepared
+        }
+        let exchange = prepared ?? SecretSession.KeyExchange()
         let publicValue = byteArrayVariant(exchange.publicValue)
         let parameters = g_variant_new_tuple(
             [g_variant_new_string(SecretSession.algorithm), g_variant_new_variant(publicValue)], 2)
@@ -69,13 +75,12 @@ extension SecretServiceStore {
         defer { g_variant_unref(reply) }
         let output = propertyValue(reply)
         defer { g_variant_unref(output) }
-        guard g_variant_is_of_type(output, keychain_cli_type_bytestring()) != 0,
-            let key = exchange.sharedKey(peer: variantBytes(output))
-        else {
+        guard g_variant_is_of_type(output, keychain_cli_type_bytestring()) != 0 else {
             throw KeychainError.backendFailure(
-                detail: "the Secret Service answered the session's key exchange with an invalid public value")
+                detail: "the Secret Service answered the session's key exchange with no public value")
         }
-        return SecretSession(path: variantString(reply, child: 1), key: key)
+        // The key is derived while the first request in the session is under way.
+        return SecretSession(path: variantString(reply, child: 1), exchange: exchange, peer: variantBytes(output))
     }
 
     /// The secret of the item at `path`, sent and decrypted in `session`; nil when the item is gone.
@@ -87,7 +92,7 @@ extension SecretServiceStore {
             let reply = try operation.callItemMethod(
                 bus, Self.busName, path, "org.freedesktop.Secret.Item", "GetSecret",
                 g_variant_new_tuple([g_variant_new_object_path(session.path)], 1),
-                replyType: keychain_cli_type_get_secret_reply())
+                replyType: keychain_cli_type_get_secret_reply(), meanwhile: session.deriveKey)
         else { return nil }
         defer { g_variant_unref(reply) }
         let secret = g_variant_get_child_value(reply, 0)!

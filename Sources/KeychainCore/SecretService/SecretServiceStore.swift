@@ -44,8 +44,13 @@ public final class SecretServiceStore: SecretStore {
     }
     /// The session of the last read, for the next one.
     let kept = Locked<KeptSession?>(nil)
+    /// Our half of a key exchange computed ahead (see ``sessionBus(_:preparingSession:)``), for
+    /// the next session opened; used once.
+    let preparedExchange = Locked<SecretSession.KeyExchange?>(nil)
     /// The object path of the kept session (for tests).
     var keptSessionPath: String? { kept.withLock { $0?.session.path } }
+    /// Whether a prepared half of a key exchange is waiting (for tests).
+    var hasPreparedExchange: Bool { preparedExchange.withLock { $0 != nil } }
 
     /// Closes the kept session on the service but keeps it here, as a restarted service would
     /// have forgotten it (for tests: the service lets only the connection that opened a session
@@ -76,7 +81,7 @@ public final class SecretServiceStore: SecretStore {
 
     public func secret(service: ServiceName, key: KeychainKey) throws -> Data? {
         try BoundedOperation.run("return the secret", seconds: timeout) { operation in
-            let bus = try sessionBus(operation)
+            let bus = try sessionBus(operation, preparingSession: true)
             defer { g_object_unref(UnsafeMutableRawPointer(bus)) }
             // Searching first needs no encrypted session, so a miss costs no key exchange;
             // libsecret's lookup opens the session before it searches.

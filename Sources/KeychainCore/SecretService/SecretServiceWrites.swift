@@ -6,8 +6,8 @@ import CLibSecret
     import Foundation
 #endif
 
-// `set` on the session bus directly, as `get` reads: a search, the encrypted session of
-// ``SecretSession`` (kept per bus), then `Item.SetSecret` on each item found, or
+// `set` on the session bus directly, as `get` reads: the encrypted session of ``SecretSession``
+// (kept per bus), a search, then `Item.SetSecret` on each item found, or
 // `Collection.CreateItem` in the default collection. libsecret's store builds its service proxy
 // first (seven more calls) and opens its session with a 1,024-bit exponent.
 extension SecretServiceStore {
@@ -18,11 +18,14 @@ extension SecretServiceStore {
     func setSecretDirectly(
         _ secret: Data, service: ServiceName, key: KeychainKey, _ operation: BoundedOperation
     ) throws -> Bool {
-        let bus = try sessionBus(operation)
+        let bus = try sessionBus(operation, preparingSession: true)
         defer { g_object_unref(UnsafeMutableRawPointer(bus)) }
-        let found = try searchPaths(operation, bus, ["service": service.rawValue, "username": key.rawValue])
-        guard found.locked.isEmpty else { return false }
+        // The session before the search, which a write always needs: its key is derived while
+        // the search is under way. (A locked item found then leaves the session unused.)
         let stored = try inSession(operation, bus) { session -> Bool in
+            let found = try searchPaths(
+                operation, bus, ["service": service.rawValue, "username": key.rawValue], meanwhile: session.deriveKey)
+            guard found.locked.isEmpty else { return false }
             // An item another tool stored under the same service and key (with other extra
             // attributes) gets the new secret in place, so every tool sees one value; an item
             // deleted since the search is skipped.
@@ -46,7 +49,7 @@ extension SecretServiceStore {
         guard
             let reply = try operation.callItemMethod(
                 bus, Self.busName, path, "org.freedesktop.Secret.Item", "SetSecret",
-                g_variant_new_tuple([secretVariant(secret, session)], 1))
+                g_variant_new_tuple([try secretVariant(secret, session)], 1))
         else { return false }
         g_variant_unref(reply)
         return true
@@ -60,6 +63,8 @@ extension SecretServiceStore {
         _ secret: Data, service: ServiceName, key: KeychainKey, in session: SecretSession,
         _ operation: BoundedOperation, _ bus: OpaquePointer
     ) throws -> Bool {
+        // Encrypted first: a session whose key cannot be derived throws before any value is built.
+        let sealed = try secretVariant(secret, session)
         // The default collection by its alias path, as libsecret's store addresses it: no ReadAlias.
         let collection = "/org/freedesktop/secrets/aliases/default"
         let attributes = [
@@ -79,7 +84,7 @@ extension SecretServiceStore {
         let parameters = g_variant_new_tuple(
             [
                 g_variant_new_array(keychain_cli_type_property_pair(), properties, gsize(properties.count)),
-                secretVariant(secret, session), g_variant_new_boolean(1),
+                sealed, g_variant_new_boolean(1),
             ], 3)
         // org.freedesktop.Secret.Collection.CreateItem(a{sv} properties, (oayays) secret, b replace)
         //   -> (o item, o prompt)
@@ -106,8 +111,8 @@ extension SecretServiceStore {
     }
 
     /// The `(oayays)` secret struct: session, IV, ciphertext, content type.
-    private func secretVariant(_ secret: Data, _ session: SecretSession) -> OpaquePointer {
-        let (parameters, value) = session.encrypt(secret)
+    private func secretVariant(_ secret: Data, _ session: SecretSession) throws -> OpaquePointer {
+        let (parameters, value) = try session.encrypt(secret)
         return g_variant_new_tuple(
             [
                 g_variant_new_object_path(session.path), byteArrayVariant(parameters), byteArrayVariant(value),

@@ -42,11 +42,58 @@ struct SecretSession: Sendable {
 
     /// The session's object path on the service, sent with every request for a secret.
     let path: String
+    /// The AES-128 key both sides derive, or what derives it: our half of the exchange and the
+    /// service's public value, kept until the key is first needed, so that our second
+    /// exponentiation (about 2.5 million instructions) can run while the first request in the
+    /// session is under way (see ``deriveKey()``).
+    private let state: Locked<KeyState>
+
+    private enum KeyState {
+        case pending(KeyExchange, peer: [UInt8])
+        case derived([UInt8])
+        case invalid
+    }
+
+    /// A session whose key is known.
+    init(path: String, key: [UInt8]) {
+        self.path = path
+        state = Locked(.derived(key))
+    }
+
+    /// A session whose key is derived from `exchange` and the service's `peer` value when first
+    /// needed.
+    init(path: String, exchange: KeyExchange, peer: [UInt8]) {
+        self.path = path
+        state = Locked(.pending(exchange, peer: peer))
+    }
+
     /// The AES-128 key both sides derived.
-    let key: [UInt8]
+    /// - Throws: ``KeychainError/backendFailure(detail:)`` when the service's public value is one
+    ///   no secret may be sent under (see ``KeyExchange/sharedKey(peer:)``).
+    func key() throws -> [UInt8] {
+        let key = state.withLock { state -> [UInt8]? in
+            switch state {
+            case .derived(let key): return key
+            case .invalid: return nil
+            case .pending(let exchange, let peer):
+                let key = exchange.sharedKey(peer: peer)
+                state = key.map { .derived($0) } ?? .invalid
+                return key
+            }
+        }
+        guard let key else {
+            throw KeychainError.backendFailure(
+                detail: "the Secret Service answered the session's key exchange with an invalid public value")
+        }
+        return key
+    }
+
+    /// Derives the key now if it is still pending: work for the time a request is under way.
+    /// An invalid public value is reported by the next ``key()``.
+    func deriveKey() { _ = try? key() }
 
     /// One side of the exchange: a random private exponent and the public value sent to the peer.
-    struct KeyExchange {
+    struct KeyExchange: Sendable {
         let exponent: [UInt8]
         /// `generator ^ exponent mod prime`, big-endian without leading zeros, as libsecret sends it.
         let publicValue: [UInt8]
@@ -81,6 +128,7 @@ struct SecretSession: Sendable {
     /// The plaintext of a secret the service sent in this session.
     /// - Throws: ``KeychainError/backendFailure(detail:)`` when it does not decrypt.
     func decrypt(parameters: [UInt8], value: [UInt8]) throws -> Data {
+        let key = try key()
         let failure = KeychainError.backendFailure(
             detail: "the Secret Service sent a secret that does not decrypt in the session it opened")
         guard parameters.count == 16, !value.isEmpty, value.count % 16 == 0,
@@ -94,7 +142,8 @@ struct SecretSession: Sendable {
 
     /// `(parameters, value)` as the service sends `secret` in this session: PKCS#7-padded, under a
     /// fresh random IV.
-    func encrypt(_ secret: Data) -> (parameters: [UInt8], value: [UInt8]) {
+    func encrypt(_ secret: Data) throws -> (parameters: [UInt8], value: [UInt8]) {
+        let key = try key()
         var random = SystemRandomNumberGenerator()
         let iv = (0..<16).map { _ in UInt8.random(in: .min ... .max, using: &random) }
         let count = 16 - secret.count % 16
