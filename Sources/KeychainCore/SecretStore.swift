@@ -43,7 +43,9 @@ public protocol SecretStore: Sendable {
 
     /// The secrets of many items at once, in the order of `addresses` (nil for an item that is
     /// not there): what `export` reads. The Secret Service asks for them in a few calls
-    /// (`GetSecrets`) instead of a search and a read per item; the default reads one at a time.
+    /// (`GetSecrets`) instead of a search and a read per item, and right after ``items(service:)``
+    /// reads the items that listing found instead of finding them again; the default reads one
+    /// at a time.
     /// - Throws: ``KeychainError`` when the backend cannot read one.
     func secrets(of addresses: [SecretAddress]) throws -> [Data?]
 

@@ -6,51 +6,114 @@ import CLibSecret
     import Foundation
 #endif
 
-// Many secrets in a few calls: one search per service, the items' attributes in pipelined
-// Properties calls, then `Service.GetSecrets` for a thousand items at a time. Asked item by item
-// (a search and a GetSecret each, one after the other) gnome-keyring spends about 780 µs per item
-// at 1,000 items; GetSecrets costs it about 110 µs per item.
+// Many secrets in a few calls: the items' paths, then `Service.GetSecrets` for a thousand items
+// at a time. Asked item by item (a search and a GetSecret each, one after the other)
+// gnome-keyring spends about 780 µs per item at 1,000 items; GetSecrets costs it about 110 µs
+// per item.
+//
+// The paths come from the listing just made when there is one (`export` lists the items, asks,
+// then reads them): finding them again costs a search per service and every item's attributes,
+// which at 5,000 items is gnome-keyring's whole time (about 1.1 ms per item: it looks each item
+// up among all of them).
 extension SecretServiceStore {
     /// How many items one `GetSecrets` call asks for.
     static let secretsPerCall = 1_000
 
+    /// What one listing found: the first item of each address (as a lookup reads it) and which
+    /// of those are in a locked keyring.
+    struct ListedPaths: Sendable {
+        var paths: [SecretAddress: String] = [:]
+        var locked: Set<String> = []
+    }
+
+    /// Remembers what ``items(service:)`` found at `paths`, for the next ``secrets(of:)``.
+    func rememberListing(_ paths: [String], _ infos: [ItemInfo?], locked: Set<String>) {
+        var listed = ListedPaths()
+        for (path, info) in zip(paths, infos) {
+            guard let info, let service = try? ServiceName(info.service), let key = try? KeychainKey(info.key)
+            else { continue }
+            let address = SecretAddress(service: service, key: key)
+            if listed.paths[address] == nil {
+                listed.paths[address] = path
+                if locked.contains(path) { listed.locked.insert(path) }
+            }
+        }
+        lastListing.withLock { $0 = listed }
+    }
+
+    /// The secrets of `addresses`, in order (nil: no such item). Right after a listing that
+    /// named them all, the listed items are read without searching again (the listing is used
+    /// once); an item gone since then is looked for afresh.
     public func secrets(of addresses: [SecretAddress]) throws -> [Data?] {
         guard !addresses.isEmpty else { return [] }
+        let listing = lastListing.withLock { listing in
+            defer { listing = nil }
+            return listing
+        }
         return try BoundedOperation.run("read the secrets", seconds: timeout) { operation in
             let bus = try sessionBus(operation, preparingSession: true)
             defer { g_object_unref(UnsafeMutableRawPointer(bus)) }
-            var candidates: [String] = []
-            var locked: [String] = []
-            for service in Set(addresses.map(\.service)).sorted() {
-                let found = try searchPaths(operation, bus, ["service": service.rawValue])
-                candidates += found.unlocked
-                locked += found.locked
+            var found: [SecretAddress: Data] = [:]
+            var missing = addresses
+            if let listing, addresses.allSatisfy({ listing.paths[$0] != nil }) {
+                let paths = addresses.map { listing.paths[$0]! }
+                let secrets = try readSecrets(
+                    of: Array(Set(paths)), locked: listing.locked.intersection(paths), operation, bus)
+                for (address, path) in zip(addresses, paths) { found[address] = secrets[path] }
+                missing = addresses.filter { found[$0] == nil }
             }
-            if !locked.isEmpty {
-                let unlocked = try unlock(locked, operation)
-                guard unlocked.count == locked.count else {
-                    throw KeychainError.locked(detail: "some items are in a locked keyring that could not be unlocked")
-                }
-                candidates += unlocked
+            if !missing.isEmpty {
+                let paths = try searchFirstPaths(of: missing, operation, bus)
+                let secrets = try readSecrets(of: paths.unlocked, locked: paths.locked, operation, bus)
+                for (address, path) in paths.byAddress { found[address] = secrets[path] }
             }
-            // The first item found for each address, as a lookup returns it.
-            let wanted = Set(addresses)
-            var paths: [SecretAddress: String] = [:]
-            for (path, info) in zip(candidates, try infos(operation, bus, candidates, keysOnly: true)) {
-                guard let info, let service = try? ServiceName(info.service), let key = try? KeychainKey(info.key)
-                else { continue }
-                let address = SecretAddress(service: service, key: key)
-                if wanted.contains(address) && paths[address] == nil { paths[address] = path }
-            }
-            let needed = Array(Set(paths.values))
-            let secrets =
-                try inSession(operation, bus) { session in try getSecrets(needed, in: session, operation, bus) }
-                ?? Dictionary(
-                    uniqueKeysWithValues: try needed.compactMap { path in
-                        try readSecretThroughLibsecret(at: path, operation).map { (path, $0) }
-                    })
-            return addresses.map { paths[$0].flatMap { secrets[$0] } }
+            return addresses.map { found[$0] }
         }
+    }
+
+    /// The first item of each address among `addresses` (a search per service and every found
+    /// item's attributes), and which of those paths are in a locked keyring.
+    private func searchFirstPaths(of addresses: [SecretAddress], _ operation: BoundedOperation, _ bus: OpaquePointer)
+        throws -> (byAddress: [SecretAddress: String], unlocked: [String], locked: Set<String>)
+    {
+        var candidates: [String] = []
+        var locked: Set<String> = []
+        for service in Set(addresses.map(\.service)).sorted() {
+            let found = try searchPaths(operation, bus, ["service": service.rawValue])
+            candidates += found.unlocked + found.locked
+            locked.formUnion(found.locked)
+        }
+        let wanted = Set(addresses)
+        var paths: [SecretAddress: String] = [:]
+        for (path, info) in zip(candidates, try infos(operation, bus, candidates, keysOnly: true)) {
+            guard let info, let service = try? ServiceName(info.service), let key = try? KeychainKey(info.key)
+            else { continue }
+            let address = SecretAddress(service: service, key: key)
+            if wanted.contains(address) && paths[address] == nil { paths[address] = path }
+        }
+        let needed = Set(paths.values)
+        return (paths, needed.subtracting(locked).sorted(), needed.intersection(locked))
+    }
+
+    /// The secrets of the items at `paths` and `locked` (unlocked first, which may prompt): in
+    /// this store's session, or through libsecret for a service without one. An item gone
+    /// meanwhile is left out.
+    private func readSecrets(
+        of paths: [String], locked: Set<String>, _ operation: BoundedOperation, _ bus: OpaquePointer
+    ) throws -> [String: Data] {
+        var readable = paths.filter { !locked.contains($0) }
+        if !locked.isEmpty {
+            let unlocked = try unlock(locked.sorted(), operation)
+            guard unlocked.count == locked.count else {
+                throw KeychainError.locked(detail: "some items are in a locked keyring that could not be unlocked")
+            }
+            readable += unlocked
+        }
+        return try inSession(operation, bus) { session in try getSecrets(readable, in: session, operation, bus) }
+            ?? Dictionary(
+                uniqueKeysWithValues: try readable.compactMap { path in
+                    try readSecretThroughLibsecret(at: path, operation).map { (path, $0) }
+                })
     }
 
     /// The secrets of the items at `paths` (an item gone or locked meanwhile is left out), in

@@ -51,6 +51,8 @@ public final class SecretServiceStore: SecretStore {
     var keptSessionPath: String? { kept.withLock { $0?.session.path } }
     /// Whether a prepared half of a key exchange is waiting (for tests).
     var hasPreparedExchange: Bool { preparedExchange.withLock { $0 != nil } }
+    /// What the last ``items(service:)`` found, for the next ``secrets(of:)`` (used once).
+    let lastListing = Locked<ListedPaths?>(nil)
 
     /// Closes the kept session on the service but keeps it here, as a restarted service would
     /// have forgotten it (for tests: the service lets only the connection that opened a session
@@ -184,8 +186,10 @@ public final class SecretServiceStore: SecretStore {
             // Properties calls on the same connection, costs one round trip per window, and
             // gnome-keyring's own time per item (0.58 ms for GetAll, 0.27 ms for Attributes alone).
             let found = try searchPaths(operation, bus, pairs)
-            return try infos(operation, bus, found.unlocked + found.locked, keysOnly: listing == .keysOnly)
-                .compactMap { $0 }
+            let paths = found.unlocked + found.locked
+            let infos = try infos(operation, bus, paths, keysOnly: listing == .keysOnly)
+            rememberListing(paths, infos, locked: Set(found.locked))
+            return infos.compactMap { $0 }
         }
     }
 
