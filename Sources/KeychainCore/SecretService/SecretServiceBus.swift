@@ -42,23 +42,51 @@ extension SecretServiceStore {
         _ operation: BoundedOperation, _ bus: OpaquePointer, _ pairs: KeyValuePairs<String, String>,
         meanwhile: () -> Void = {}
     ) throws -> (unlocked: [String], locked: [String]) {
+        let search = beginSearch(operation, bus, pairs)
+        meanwhile()
+        return try endSearch(search)
+    }
+
+    /// A search started by ``beginSearch(_:_:_:)``.
+    final class PendingSearch {
+        fileprivate let operation: BoundedOperation
+        fileprivate let bus: OpaquePointer
+        fileprivate let attributes: OpaquePointer
+        fileprivate let call: BoundedOperation.PendingCall
+
+        fileprivate init(_ operation: BoundedOperation, _ bus: OpaquePointer, _ attributes: OpaquePointer) {
+            (self.operation, self.bus, self.attributes) = (operation, bus, attributes)
+            call = SecretServiceStore.startSearch(operation, bus, attributes)
+        }
+
+        deinit { g_variant_unref(attributes) }
+    }
+
+    /// Sends the search for `pairs` (see ``searchPaths(_:_:_:meanwhile:)``) without waiting for
+    /// its answer, which ``endSearch(_:)`` returns.
+    func beginSearch(_ operation: BoundedOperation, _ bus: OpaquePointer, _ pairs: KeyValuePairs<String, String>)
+        -> PendingSearch
+    {
         let entries = pairs.map {
             g_variant_new_dict_entry(g_variant_new_string($0.key), g_variant_new_string($0.value))
         }
-        let attributes = g_variant_ref_sink(
-            g_variant_new_array(keychain_cli_type_string_pair(), entries, gsize(entries.count)))!
-        defer { g_variant_unref(attributes) }
-        // org.freedesktop.Secret.Service.SearchItems(a{ss}) -> (ao unlocked, ao locked)
+        return PendingSearch(
+            operation, bus,
+            g_variant_ref_sink(g_variant_new_array(keychain_cli_type_string_pair(), entries, gsize(entries.count)))!)
+    }
+
+    /// The answer to a search ``beginSearch(_:_:_:)`` sent.
+    func endSearch(_ search: PendingSearch) throws -> (unlocked: [String], locked: [String]) {
+        let (operation, bus) = (search.operation, search.bus)
         // gnome-keyring 42 answers UnknownMethod ("Method SearchItems is not implemented") when an
         // item it matched is deleted by another client during the search (measured: 1 run in 3 of
         // ForeignItemTests' race). The service object exists, so that answer means "search again".
-        func search(meanwhile: () -> Void = {}) throws -> OpaquePointer? {
-            try operation.callItemMethod(
-                bus, Self.busName, "/org/freedesktop/secrets", "org.freedesktop.Secret.Service", "SearchItems",
-                g_variant_new_tuple([attributes], 1), replyType: keychain_cli_type_search_reply(), meanwhile: meanwhile)
+        var call = search.call
+        var reply = try operation.end(call) { finishItemCall(bus, $0, $1) }
+        for _ in 0..<4 where reply == nil {
+            call = Self.startSearch(operation, bus, search.attributes)
+            reply = try operation.end(call) { finishItemCall(bus, $0, $1) }
         }
-        var reply = try search(meanwhile: meanwhile)
-        for _ in 0..<4 where reply == nil { reply = try search() }
         guard let reply else {
             throw KeychainError.backendFailure(detail: "the Secret Service's search kept failing while items changed")
         }
@@ -69,6 +97,18 @@ extension SecretServiceStore {
             return (0..<Int(g_variant_n_children(paths))).map { variantString(paths, child: $0) }
         }
         return (lists[0], lists[1])
+    }
+
+    /// org.freedesktop.Secret.Service.SearchItems(a{ss}) -> (ao unlocked, ao locked), started.
+    fileprivate static func startSearch(
+        _ operation: BoundedOperation, _ bus: OpaquePointer, _ attributes: OpaquePointer
+    ) -> BoundedOperation.PendingCall {
+        operation.begin {
+            g_dbus_connection_call(
+                bus, busName, "/org/freedesktop/secrets", "org.freedesktop.Secret.Service", "SearchItems",
+                g_variant_new_tuple([attributes], 1), keychain_cli_type_search_reply(), G_DBUS_CALL_FLAGS_NONE, -1,
+                $0, $1, $2)
+        }
     }
 
     /// The metadata of the items at `paths`, in order (nil for an item that is gone, or that

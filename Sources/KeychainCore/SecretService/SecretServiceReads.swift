@@ -24,9 +24,11 @@ extension SecretServiceStore {
     /// Runs `body` in the session kept for `bus`, or, when there is none or the service no longer
     /// knows it (a restarted service), once more in a new one, kept for later; nil when the
     /// service offers no encrypted session. A step that ran out of time is not tried again.
-    func inSession<T>(_ operation: BoundedOperation, _ bus: OpaquePointer, _ body: (SecretSession) throws -> T)
-        throws -> T?
-    {
+    /// `whileOpening` runs when a session is being opened, after the request is sent.
+    func inSession<T>(
+        _ operation: BoundedOperation, _ bus: OpaquePointer, whileOpening: () -> Void = {},
+        _ body: (SecretSession) throws -> T
+    ) throws -> T? {
         if let session = kept.withLock({ $0?.bus == bus ? $0?.session : nil }) {
             do {
                 return try body(session)
@@ -34,7 +36,7 @@ extension SecretServiceStore {
                 if case KeychainError.timedOut = error { throw error }
             }
         }
-        guard let session = try openSession(operation, bus) else { return nil }
+        guard let session = try openSession(operation, bus, meanwhile: whileOpening) else { return nil }
         kept.withLock { slot in
             if let old = slot { g_object_unref(UnsafeMutableRawPointer(old.bus)) }
             g_object_ref(UnsafeMutableRawPointer(bus))
@@ -47,7 +49,9 @@ extension SecretServiceStore {
     /// the service does not offer one. Our half of the exchange is the one prepared while
     /// connecting, if any; the session's key is derived when first needed (``SecretSession/deriveKey()``
     /// runs while the first request in the session is under way).
-    func openSession(_ operation: BoundedOperation, _ bus: OpaquePointer) throws -> SecretSession? {
+    func openSession(_ operation: BoundedOperation, _ bus: OpaquePointer, meanwhile: () -> Void = {}) throws
+        -> SecretSession?
+    {
         let prepared = preparedExchange.withLock { prepared in
             defer { prepared = nil }
             return prepared
@@ -63,6 +67,7 @@ extension SecretServiceStore {
                     bus, Self.busName, "/org/freedesktop/secrets", "org.freedesktop.Secret.Service", "OpenSession",
                     parameters, keychain_cli_type_open_session_reply(), G_DBUS_CALL_FLAGS_NONE, -1, $0, $1, $2)
             },
+            meanwhile: meanwhile,
             finish: { result, error in
                 let reply = g_dbus_connection_call_finish(bus, result, error)
                 // A service without this session: no reply and no error, so the caller falls back.

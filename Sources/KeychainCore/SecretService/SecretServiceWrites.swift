@@ -20,11 +20,16 @@ extension SecretServiceStore {
     ) throws -> Bool {
         let bus = try sessionBus(operation, preparingSession: true)
         defer { g_object_unref(UnsafeMutableRawPointer(bus)) }
-        // The session before the search, which a write always needs: its key is derived while
-        // the search is under way. (A locked item found then leaves the session unused.)
-        let stored = try inSession(operation, bus) { session -> Bool in
-            let found = try searchPaths(
-                operation, bus, ["service": service.rawValue, "username": key.rawValue], meanwhile: session.deriveKey)
+        // A write always needs the session: the search is sent right behind OpenSession, so the
+        // service answers both in one round trip, and the session's key is derived while the
+        // search's answer is on its way. (A locked item found leaves the session unused.)
+        let pairs: KeyValuePairs = ["service": service.rawValue, "username": key.rawValue]
+        var search: PendingSearch?
+        func store(in session: SecretSession) throws -> Bool {
+            let pending = search ?? beginSearch(operation, bus, pairs)
+            search = nil
+            session.deriveKey()
+            let found = try endSearch(pending)
             guard found.locked.isEmpty else { return false }
             // An item another tool stored under the same service and key (with other extra
             // attributes) gets the new secret in place, so every tool sees one value; an item
@@ -37,6 +42,8 @@ extension SecretServiceStore {
             if updated > 0 { return true }
             return try createItem(secret, service: service, key: key, in: session, operation, bus)
         }
+        let stored = try inSession(
+            operation, bus, whileOpening: { search = beginSearch(operation, bus, pairs) }, store(in:))
         return stored ?? false
     }
 
