@@ -26,13 +26,19 @@ extension SecretServiceStore {
         var locked: Set<String> = []
     }
 
+    /// The address of a listed item; nil for one that is gone or whose names keychain-cli cannot
+    /// address (another tool's item with a name no key may have).
+    private static func address(of info: ItemInfo?) -> SecretAddress? {
+        guard let info, let service = try? ServiceName(info.service), let key = try? KeychainKey(info.key)
+        else { return nil }
+        return SecretAddress(service: service, key: key)
+    }
+
     /// Remembers what ``items(service:)`` found at `paths`, for the next ``secrets(of:)``.
     func rememberListing(_ paths: [String], _ infos: [ItemInfo?], locked: Set<String>) {
         var listed = ListedPaths()
         for (path, info) in zip(paths, infos) {
-            guard let info, let service = try? ServiceName(info.service), let key = try? KeychainKey(info.key)
-            else { continue }
-            let address = SecretAddress(service: service, key: key)
+            guard let address = Self.address(of: info) else { continue }
             if listed.paths[address] == nil {
                 listed.paths[address] = path
                 if locked.contains(path) { listed.locked.insert(path) }
@@ -86,9 +92,7 @@ extension SecretServiceStore {
         let wanted = Set(addresses)
         var paths: [SecretAddress: String] = [:]
         for (path, info) in zip(candidates, try infos(operation, bus, candidates, keysOnly: true)) {
-            guard let info, let service = try? ServiceName(info.service), let key = try? KeychainKey(info.key)
-            else { continue }
-            let address = SecretAddress(service: service, key: key)
+            guard let address = Self.address(of: info) else { continue }
             if wanted.contains(address) && paths[address] == nil { paths[address] = path }
         }
         let needed = Set(paths.values)

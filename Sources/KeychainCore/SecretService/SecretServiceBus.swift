@@ -24,7 +24,7 @@ extension SecretServiceStore {
     /// `preparingSession`: the caller will most likely read or write a secret, so while GIO
     /// connects and authenticates (on its own thread) this one computes our half of the
     /// session's key exchange (about 2 million instructions, a sixth of a whole `get`), unless a
-    /// session is kept or a prepared half is already waiting. ``openSession(_:_:)`` takes it.
+    /// session is kept or a prepared half is already waiting. ``openSession(_:_:meanwhile:)`` takes it.
     func sessionBus(_ operation: BoundedOperation, preparingSession: Bool = false) throws -> OpaquePointer {
         // g_bus_get / g_bus_get_finish
         try operation.call(
