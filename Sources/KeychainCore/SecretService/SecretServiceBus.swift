@@ -37,14 +37,11 @@ extension SecretServiceStore {
     }
 
     /// The object paths of the items whose attributes include `pairs` (all items when `pairs`
-    /// is empty, which libsecret's search refuses). `meanwhile` runs while the search is under way.
+    /// is empty, which libsecret's search refuses).
     func searchPaths(
-        _ operation: BoundedOperation, _ bus: OpaquePointer, _ pairs: KeyValuePairs<String, String>,
-        meanwhile: () -> Void = {}
+        _ operation: BoundedOperation, _ bus: OpaquePointer, _ pairs: KeyValuePairs<String, String>
     ) throws -> (unlocked: [String], locked: [String]) {
-        let search = beginSearch(operation, bus, pairs)
-        meanwhile()
-        return try endSearch(search)
+        try endSearch(beginSearch(operation, bus, pairs))
     }
 
     /// A search started by ``beginSearch(_:_:_:)``.
@@ -62,7 +59,7 @@ extension SecretServiceStore {
         deinit { g_variant_unref(attributes) }
     }
 
-    /// Sends the search for `pairs` (see ``searchPaths(_:_:_:meanwhile:)``) without waiting for
+    /// Sends the search for `pairs` (see ``searchPaths(_:_:_:)``) without waiting for
     /// its answer, which ``endSearch(_:)`` returns.
     func beginSearch(_ operation: BoundedOperation, _ bus: OpaquePointer, _ pairs: KeyValuePairs<String, String>)
         -> PendingSearch
