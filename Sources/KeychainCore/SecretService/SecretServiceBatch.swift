@@ -19,32 +19,26 @@ extension SecretServiceStore {
     /// How many items one `GetSecrets` call asks for.
     static let secretsPerCall = 1_000
 
-    /// What one listing found: the first item of each address (as a lookup reads it) and which
-    /// of those are in a locked keyring.
+    /// What one listing found, as it found it: the item paths, their metadata (nil for an item
+    /// gone or not addressable) and which paths are in a locked keyring. Kept as is: only a
+    /// following ``secrets(of:)`` needs it by address, and a plain `list` should not pay for that.
     struct ListedPaths: Sendable {
-        var paths: [SecretAddress: String] = [:]
-        var locked: Set<String> = []
-    }
+        let paths: [String]
+        let infos: [ItemInfo?]
+        let locked: Set<String>
 
-    /// The address of a listed item; nil for one that is gone or whose names keychain-cli cannot
-    /// address (another tool's item with a name no key may have).
-    private static func address(of info: ItemInfo?) -> SecretAddress? {
-        guard let info, let service = try? ServiceName(info.service), let key = try? KeychainKey(info.key)
-        else { return nil }
-        return SecretAddress(service: service, key: key)
-    }
-
-    /// Remembers what ``items(service:)`` found at `paths`, for the next ``secrets(of:)``.
-    func rememberListing(_ paths: [String], _ infos: [ItemInfo?], locked: Set<String>) {
-        var listed = ListedPaths()
-        for (path, info) in zip(paths, infos) {
-            guard let address = Self.address(of: info) else { continue }
-            if listed.paths[address] == nil {
-                listed.paths[address] = path
-                if locked.contains(path) { listed.locked.insert(path) }
+        /// The first item of each address (as a lookup reads it).
+        func byAddress() -> [SecretAddress: String] {
+            var first: [SecretAddress: String] = [:]
+            for (path, info) in zip(paths, infos) {
+                // An item gone, or another tool's with a name no key may have, has no address.
+                guard let info, let service = try? ServiceName(info.service), let key = try? KeychainKey(info.key)
+                else { continue }
+                let address = SecretAddress(service: service, key: key)
+                if first[address] == nil { first[address] = path }
             }
+            return first
         }
-        lastListing.withLock { $0 = listed }
     }
 
     /// The secrets of `addresses`, in order (nil: no such item). Right after a listing that
@@ -61,8 +55,8 @@ extension SecretServiceStore {
             defer { g_object_unref(UnsafeMutableRawPointer(bus)) }
             var found: [SecretAddress: Data] = [:]
             var missing = addresses
-            if let listing, addresses.allSatisfy({ listing.paths[$0] != nil }) {
-                let paths = addresses.map { listing.paths[$0]! }
+            if let listing, case let listed = listing.byAddress(), addresses.allSatisfy({ listed[$0] != nil }) {
+                let paths = addresses.map { listed[$0]! }
                 let secrets = try readSecrets(
                     of: Array(Set(paths)), locked: listing.locked.intersection(paths), operation, bus)
                 for (address, path) in zip(addresses, paths) { found[address] = secrets[path] }
@@ -90,11 +84,9 @@ extension SecretServiceStore {
             locked.formUnion(found.locked)
         }
         let wanted = Set(addresses)
-        var paths: [SecretAddress: String] = [:]
-        for (path, info) in zip(candidates, try infos(operation, bus, candidates, keysOnly: true)) {
-            guard let address = Self.address(of: info) else { continue }
-            if wanted.contains(address) && paths[address] == nil { paths[address] = path }
-        }
+        let found = ListedPaths(
+            paths: candidates, infos: try infos(operation, bus, candidates, keysOnly: true), locked: locked)
+        let paths = found.byAddress().filter { wanted.contains($0.key) }
         let needed = Set(paths.values)
         return (paths, needed.subtracting(locked).sorted(), needed.intersection(locked))
     }

@@ -188,7 +188,7 @@ public final class SecretServiceStore: SecretStore {
             let found = try searchPaths(operation, bus, pairs)
             let paths = found.unlocked + found.locked
             let infos = try infos(operation, bus, paths, keysOnly: listing == .keysOnly)
-            rememberListing(paths, infos, locked: Set(found.locked))
+            lastListing.withLock { $0 = ListedPaths(paths: paths, infos: infos, locked: Set(found.locked)) }
             return infos.compactMap { $0 }
         }
     }
