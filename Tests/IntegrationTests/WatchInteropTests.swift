@@ -65,6 +65,24 @@ struct WatchInteropTests {
         #expect(try #require(watch.stop()).status == 0)
     }
 
+    /// keychain-cli's `set` of an existing item (a SetSecret, which gnome-keyring does not signal)
+    /// announces itself: reported at once with the poll an hour away, and each of two changes in
+    /// the same second (which `Modified` could not tell apart) is reported.
+    @Test func keychainCLIsOwnSetSecretIsReportedByItsSignal() throws {
+        let s = uniqueService()
+        #expect(try cli(["-s", s, "set", "k"], input: "first").status == 0)
+        let watch = try WatchProcess(["--interval", "3600"], global: ["-s", s], service: s)
+        for value in ["second", "third"] {
+            let written = Date()
+            #expect(try cli(["-s", s, "set", "k"], input: value).status == 0)
+            let line = watch.waitForLine(containing: " \(s) ", timeout: 5)
+            #expect(line?.text == "changed \(s) k", "after setting \(value)")
+            if let line { #expect(line.time.timeIntervalSince(written) < 2) }
+        }
+        #expect(try cli(["-s", s, "get", "k"]).stdoutText == "third")
+        #expect(try #require(watch.stop()).status == 0)
+    }
+
     /// The poll asks 25 items at a time, in turn: SetSecret on each of 40 items is still reported.
     @Test func thePollGoesThroughEveryItemOfALargeService() throws {
         let s = uniqueService()

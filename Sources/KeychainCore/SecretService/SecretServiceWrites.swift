@@ -33,11 +33,16 @@ extension SecretServiceStore {
             guard found.locked.isEmpty else { return false }
             // An item another tool stored under the same service and key (with other extra
             // attributes) gets the new secret in place, so every tool sees one value; an item
-            // deleted since the search is skipped.
+            // deleted since the search is skipped. Watchers are told while SetSecret is answered
+            // (a SetSecret that fails leaves them a `changed` for an unchanged item).
             var updated = 0
-            for path in found.unlocked where try putSecret(secret, at: path, in: session, operation, bus) {
-                updated += 1
-                try announceSecretChanged(at: path, bus, operation)
+            for path in found.unlocked {
+                var announcement: BoundedOperation.PendingCall?
+                let stored = try putSecret(secret, at: path, in: session, operation, bus) {
+                    announcement = beginAnnouncingSecretChanged(at: path, bus, operation)
+                }
+                if let announcement { try finishAnnouncement(announcement, bus, operation) }
+                if stored { updated += 1 }
             }
             if updated > 0 { return true }
             return try createItem(secret, service: service, key: key, in: session, operation, bus)
@@ -47,16 +52,17 @@ extension SecretServiceStore {
         return stored ?? false
     }
 
-    /// `Item.SetSecret` of the item at `path`; false when the item is gone.
+    /// `Item.SetSecret` of the item at `path`; false when the item is gone. `meanwhile` runs once
+    /// the request is sent.
     private func putSecret(
         _ secret: Data, at path: String, in session: SecretSession, _ operation: BoundedOperation,
-        _ bus: OpaquePointer
+        _ bus: OpaquePointer, meanwhile: () -> Void
     ) throws -> Bool {
         // org.freedesktop.Secret.Item.SetSecret((oayays) secret)
         guard
             let reply = try operation.callItemMethod(
                 bus, Self.busName, path, "org.freedesktop.Secret.Item", "SetSecret",
-                g_variant_new_tuple([try secretVariant(secret, session)], 1))
+                g_variant_new_tuple([try secretVariant(secret, session)], 1), meanwhile: meanwhile)
         else { return false }
         g_variant_unref(reply)
         return true
