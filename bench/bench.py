@@ -3,8 +3,8 @@
 
 Run through `make bench`, inside a private gnome-keyring session (scripts/with-keyring).
 Every run is a whole process started with posix_spawn; its wall time is measured around
-spawn+wait. Commands of one row are interleaved, in an order rotated every round, so machine
-drift hits every side alike. Peak memory is measured in separate runs under GNU time: the
+spawn+wait. Commands of one row are interleaved, each round in another order, so that machine
+drift hits every side alike and each command follows each other one equally often. Peak memory is measured in separate runs under GNU time: the
 ru_maxrss of a child posix_spawned from this Python starts at Python's own resident size
 (13 MiB), above what secret-tool ever uses, while GNU time forks its child from a 1 MiB process.
 """
@@ -147,8 +147,9 @@ Versions: {"; ".join(f"{k} {v}" for k, v in versions.items())}.
 ## How to read it
 
 - Each cell is the **median of {RUNS} runs** of a whole process (start, D-Bus, exit) after {WARMUP}
-  warm-up rounds. The commands of a row ran interleaved, in an order rotated every round, so
-  machine drift hits every column alike. The ratio is keychain-cli's median over secret-tool's:
+  warm-up rounds. The commands of a row ran interleaved, each round in another of their orders,
+  so machine drift hits every column alike and each command followed each other one (python
+  keyring's runs slow the next one) equally often. The ratio is keychain-cli's median over secret-tool's:
   below 1 means keychain-cli is faster.
 - All tools run against the same private gnome-keyring and read the very same item; `set`
   replacing a value replaces one item per tool; `set` of a new key stores another key every run

@@ -1,6 +1,6 @@
 """What every table of `make bench` shares: the binaries, the run counts, and the timing of
 whole processes (see bench.py's docstring)."""
-import os, shutil, statistics, subprocess, sys, tempfile, time
+import itertools, os, random, shutil, statistics, subprocess, sys, tempfile, time
 
 KC = os.environ.get("KEYCHAIN_CLI", ".build/release/keychain-cli")
 PY = "/usr/bin/python3"  # Debian's python, where python3-keyring lives
@@ -32,12 +32,26 @@ def spawn(argv, stdin_bytes=None):
     return elapsed, os.waitstatus_to_exitcode(status)
 
 
+def round_order(row, round_index):
+    """The order of a row's commands in one round. Every command must follow each other one
+    equally often: a run right after python keyring's (200 ms of CPU, and gnome-keyring still
+    closing its session) is slower, and a rotated order put keychain-cli there in two rounds of
+    three and secret-tool in one (measured: `set` 0.82x in the bench's order, 0.77x with
+    secret-tool first). Rows of up to four commands go through all their orders in turn (30 runs
+    of three commands are five full cycles); longer ones are shuffled with a fixed seed."""
+    if len(row) <= 4:
+        orders = list(itertools.permutations(row))
+        return list(orders[round_index % len(orders)])
+    shuffled = list(row)
+    random.Random(round_index).shuffle(shuffled)
+    return shuffled
+
+
 def measure(row):
     """row: list of (name, argv or argv(run index), stdin, expected_exit) -> {name: [seconds]}"""
     results = {name: [] for name, *_ in row}
     for round_index in range(WARMUP + RUNS):
-        shift = round_index % len(row)
-        for name, argv, stdin, expected in row[shift:] + row[:shift]:
+        for name, argv, stdin, expected in round_order(row, round_index):
             if callable(argv):  # a new argument list each run (a new key)
                 argv = argv(round_index)
             seconds, code = spawn(argv, stdin)
@@ -62,7 +76,6 @@ def measure_memory(row):
     """row: list of (name, argv) -> {name: median peak RSS in KiB}, runs interleaved."""
     results = {name: [] for name, _ in row}
     for round_index in range(MEMORY_RUNS):
-        shift = round_index % len(row)
-        for name, argv in row[shift:] + row[:shift]:
+        for name, argv in round_order(row, round_index):
             results[name].append(peak_memory(argv))
     return {name: statistics.median(values) for name, values in results.items()}
