@@ -204,7 +204,8 @@ of {MEMORY_RUNS}.
 
 Each write is a whole process; the time runs from its exit (the write is done) to the moment its
 line is read from `keychain-cli watch`'s stdout (a negative time: the line came first). Secret
-Service: the collection's D-Bus signal (keychain-cli's own for its `SetSecret`); the vault:
+Service: the collection's D-Bus signal (keychain-cli's own for its `SetSecret`, sent while
+gnome-keyring answers that call, so its line often comes before the writer has exited); the vault:
 inotify, then a re-read of the file. Its scrypt work factor is 2^16 (about 0.2 s here): each
 writer process pays it once, the watcher only at its start, since the writers keep the header.
 OpenBao: a read of the secret every 0.2 s; each write there lands just after a read (the next

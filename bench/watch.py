@@ -69,5 +69,6 @@ def watch_table(openbao_rows):
         shutil.rmtree(vault_dir, ignore_errors=True)
     table = ["| writer | median | worst | of |", "|---|---|---|---|", *rows, *openbao_rows]
     if extras:
-        table.append(f"\n({extras} extra lines were printed for these writes.)")
+        noun = "line was" if extras == 1 else "lines were"
+        table.append(f"\n({extras} extra {noun} printed for these writes.)")
     return "\n".join(table)
