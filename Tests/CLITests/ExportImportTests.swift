@@ -3,12 +3,14 @@ import TestSupport
 import Testing
 
 @Suite("export and import", .keyringSession)
-struct ExportImportTests {
+final class ExportImportTests {
     let scratch: ScratchDirectory
 
     init() throws {
         scratch = try ScratchDirectory("export")
     }
+
+    deinit { scratch.remove() }
 
     private func path(_ name: String) -> String { scratch.path(name) }
 

@@ -16,12 +16,14 @@ func shell(_ script: String, stdin: Data? = nil, directory: String? = nil, timeo
 /// Issue 10 (hardening): each test reproduces one defect an adversarial pass found, on every
 /// backend it applies to. The numbers are the issue's items.
 @Suite("Hardening: data loss, leaks, exit codes", .keyringSession)
-struct HardeningTests {
+final class HardeningTests {
     let scratch: ScratchDirectory
 
     init() throws {
         scratch = try ScratchDirectory("hardening")
     }
+
+    deinit { scratch.remove() }
 
     private func path(_ name: String) -> String { scratch.path(name) }
 

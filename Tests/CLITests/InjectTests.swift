@@ -3,12 +3,14 @@ import TestSupport
 import Testing
 
 @Suite("inject: secrets into templates", .keyringSession)
-struct InjectTests {
+final class InjectTests {
     let scratch: ScratchDirectory
 
     init() throws {
         scratch = try ScratchDirectory("inject")
     }
+
+    deinit { scratch.remove() }
 
     private func path(_ name: String) -> String { scratch.path(name) }
 

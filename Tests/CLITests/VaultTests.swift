@@ -257,6 +257,7 @@ struct VaultTests {
 
     @Test func theVaultThatCannotBeReadOrWrittenExits74() throws {
         let scratch = try ScratchDirectory("vault-io")
+        defer { scratch.remove() }
         let notAFile = scratch.path("a-directory")
         try FileManager.default.createDirectory(atPath: notAFile, withIntermediateDirectories: true)
         try CLIBackend.withVault { _ in

@@ -43,7 +43,10 @@ enum StoreKind: String, CaseIterable, Sendable, CustomTestStringConvertible {
                     address: server.address, mount: mount, credentials: .token(server.rootToken, source: "test")),
                 timeout: 10)
         case .vault:
-            let path = try ScratchDirectory("store").path("vault/vault.age")
+            // The store outlives this function: its directory goes when the test process ends.
+            let directory = try ScratchDirectory("store")
+            removeAtExit(directory.url.path)
+            let path = directory.path("vault/vault.age")
             return VaultStore(path: path, workFactor: 10) { _ in Array("passphrase".utf8) }
         }
     }

@@ -5,10 +5,6 @@ import Testing
 
 private let passphrase = Array("a passphrase".utf8)
 
-private func scratchPath(_ name: String) -> String {
-    FileManager.default.temporaryDirectory.appendingPathComponent("kc-core-\(UUID())").appendingPathComponent(name)
-        .path
-}
 
 /// The age format itself; interoperability with the real `age` is in the CLI tests.
 @Suite("AgeFile: age v1 with a passphrase")
@@ -69,7 +65,15 @@ struct AgeFileTests {
 }
 
 @Suite("VaultStore in one process")
-struct VaultStoreTests {
+final class VaultStoreTests {
+    /// This test's directory, not yet created (a store creates it on its first write); removed
+    /// with everything in it when the test ends.
+    private let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("kc-core-\(UUID())")
+
+    deinit { try? FileManager.default.removeItem(at: scratch) }
+
+    private func scratchPath(_ name: String) -> String { scratch.appendingPathComponent(name).path }
+
     /// How many times scrypt runs in `body`.
     private func derivations(_ body: () throws -> Void) throws -> Int {
         let counter = AgeFile.DerivationCounter()
