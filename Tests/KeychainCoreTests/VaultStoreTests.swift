@@ -5,7 +5,6 @@ import Testing
 
 private let passphrase = Array("a passphrase".utf8)
 
-
 /// The age format itself; interoperability with the real `age` is in the CLI tests.
 @Suite("AgeFile: age v1 with a passphrase")
 struct AgeFileTests {
