@@ -46,6 +46,15 @@ struct SecretSessionTests {
         #expect(String(decoding: plaintext, as: UTF8.self) == KnownAnswer.plaintext)
     }
 
+    /// The exponent and IV come eight bytes per `getrandom`: every length, none repeated.
+    @Test(arguments: [1, 7, 8, 9, 16, 32, 127])
+    func randomBytesHaveTheLengthAskedAndDiffer(count: Int) {
+        let draws = (0..<4).map { _ in SecretSession.randomBytes(count) }
+        #expect(draws.allSatisfy { $0.count == count })
+        // Four equal draws of 7 bytes or more would be a 2^-168 accident; of one byte, 2^-24.
+        #expect(Set(draws).count > 1)
+    }
+
     @Test func bothSidesDeriveTheSameKeyWhateverTheirExponentLengths() throws {
         for _ in 0..<20 {
             // The service (gnome-keyring, libsecret) draws exponents as long as the prime.

@@ -100,10 +100,9 @@ struct SecretSession: Sendable {
 
         /// A new random exponent of `exponentBytes` bytes.
         init(exponentBytes: Int = SecretSession.exponentBytes) {
-            var random = SystemRandomNumberGenerator()
             var exponent: [UInt8]
             repeat {
-                exponent = (0..<exponentBytes).map { _ in random.next() }
+                exponent = SecretSession.randomBytes(exponentBytes)
             } while exponent.allSatisfy { $0 == 0 }
             self.init(exponent: exponent)
         }
@@ -125,6 +124,17 @@ struct SecretSession: Sendable {
         }
     }
 
+    /// `count` bytes from the system's generator (`getrandom`), eight per call: asking it for a
+    /// `UInt8` costs a system call per byte (48 in a `set`, seen with strace). Not the vault's
+    /// `AgeFile.randomBytes`, whose swift-crypto would start BoringSSL in every `get`.
+    static func randomBytes(_ count: Int) -> [UInt8] {
+        var random = SystemRandomNumberGenerator()
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(count + 7)
+        while bytes.count < count { withUnsafeBytes(of: random.next() as UInt64) { bytes.append(contentsOf: $0) } }
+        return Array(bytes.prefix(count))
+    }
+
     /// The plaintext of a secret the service sent in this session.
     /// - Throws: ``KeychainError/backendFailure(detail:)`` when it does not decrypt.
     func decrypt(parameters: [UInt8], value: [UInt8]) throws -> Data {
@@ -144,8 +154,7 @@ struct SecretSession: Sendable {
     /// fresh random IV.
     func encrypt(_ secret: Data) throws -> (parameters: [UInt8], value: [UInt8]) {
         let key = try key()
-        var random = SystemRandomNumberGenerator()
-        let iv = (0..<16).map { _ in UInt8.random(in: .min ... .max, using: &random) }
+        let iv = Self.randomBytes(16)
         let count = 16 - secret.count % 16
         let padded = Array(secret) + [UInt8](repeating: UInt8(count), count: count)
         return (iv, Gcrypt.aes128CBC(encrypting: padded, key: key, iv: iv)!)
