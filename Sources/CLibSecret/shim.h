@@ -6,6 +6,24 @@
 // opens the encrypted session, so that a miss costs no key exchange.
 #define SECRET_API_SUBJECT_TO_CHANGE 1
 #include <libsecret/secret.h>
+#include <unistd.h>
+
+// A D-Bus connection on `fd`, a socket the caller has connected and authenticated (the SASL
+// exchange done, BEGIN sent), with no authentication or Hello of GDBus's own; NULL, with `fd`
+// closed, when GIO cannot take it. The connection owns the socket.
+static inline GDBusConnection *keychain_cli_connection_on_socket(int fd, GError **error) {
+    GSocket *socket = g_socket_new_from_fd(fd, error);
+    if (!socket) {
+        close(fd);
+        return NULL;
+    }
+    GSocketConnection *stream = g_socket_connection_factory_create_connection(socket);
+    g_object_unref(socket);
+    GDBusConnection *connection =
+        g_dbus_connection_new_sync(G_IO_STREAM(stream), NULL, G_DBUS_CONNECTION_FLAGS_NONE, NULL, NULL, error);
+    g_object_unref(stream);
+    return connection;
+}
 
 // The schema every keychain-cli item is written with and looked up by.
 // Swift imports SecretSchema.attributes as a 32-element tuple, so the schema is built here as a

@@ -212,6 +212,7 @@ struct SecretServiceStoreTests {
         #expect(try reader.secret(service: service, key: try KeychainKey("missing")) == nil)
         #expect(reader.keptSessionPath == nil, "a miss needs no session")
         #expect(reader.hasPreparedExchange, "our half of the exchange was computed while connecting")
+        #expect(SessionBusSocket.keptAddress == KeyringSession.current?.busAddress, "not GIO's connection")
         #expect(try reader.secret(service: service, key: key) == secret)
         let first = try #require(reader.keptSessionPath)
         #expect(first.hasPrefix("/org/freedesktop/secrets/session/"))

@@ -99,6 +99,12 @@ final class BoundedOperation {
         g_object_unref(cancellable)
     }
 
+    /// How long work outside GLib (a socket of our own) may wait for the backend, and the error
+    /// to throw when it has waited that long.
+    var limit: (seconds: Double, timedOut: KeychainError) {
+        (seconds, .timedOut(operation: what, seconds: seconds))
+    }
+
     /// Starts one asynchronous call and iterates the context until it completes.
     ///
     /// - Parameters:

@@ -15,24 +15,33 @@ extension SecretServiceStore {
     static let busName: String =
         getenv("SECRET_SERVICE_BUS_NAME").map { String(cString: $0) } ?? "org.freedesktop.secrets"
 
-    /// The shared session bus connection, the one libsecret uses too, for the calls made without
-    /// libsecret's service proxy. Building that proxy costs seven D-Bus calls before the first
-    /// useful one (three AddMatch, two GetNameOwner, StartServiceByName, GetAll; seen with
-    /// dbus-monitor), which reads, lists and deletes of unlocked items do not need: a `get` is
-    /// Hello, SearchItems, OpenSession and GetSecret. The caller unrefs it.
+    /// A session bus connection for the calls made without libsecret's service proxy. Building
+    /// that proxy costs seven D-Bus calls before the first useful one (three AddMatch, two
+    /// GetNameOwner, StartServiceByName, GetAll; seen with dbus-monitor), which reads, lists and
+    /// deletes of unlocked items do not need: a `get` is Hello, SearchItems, OpenSession and
+    /// GetSecret. The connection is ``SessionBusSocket``'s where it can open one, else GIO's
+    /// shared one (libsecret's too). The caller unrefs it.
     ///
-    /// `preparingSession`: the caller will most likely read or write a secret, so while GIO
-    /// connects and authenticates (on its own thread) this one computes our half of the
-    /// session's key exchange (about 2 million instructions, a sixth of a whole `get`), unless a
-    /// session is kept or a prepared half is already waiting. ``openSession(_:_:meanwhile:)`` takes it.
+    /// `preparingSession`: the caller will most likely read or write a secret, so while the bus
+    /// answers the connection this one computes our half of the session's key exchange (about 2
+    /// million instructions, a sixth of a whole `get`), unless a session is kept or a prepared
+    /// half is already waiting. ``openSession(_:_:meanwhile:)`` takes it.
     func sessionBus(_ operation: BoundedOperation, preparingSession: Bool = false) throws -> OpaquePointer {
+        let prepare = {
+            guard preparingSession, self.kept.withLock({ $0 == nil }) else { return }
+            self.preparedExchange.withLock { $0 = $0 ?? SecretSession.KeyExchange() }
+        }
+        if let bus = try SessionBusSocket.connection(operation, meanwhile: prepare) { return bus }
+        return try sharedSessionBus(operation, meanwhile: prepare)
+    }
+
+    /// GIO's shared session bus connection (connected on its own thread, `meanwhile` running
+    /// here), the one libsecret uses: a message bus connection to GDBus, which sends the bus the
+    /// `AddMatch` rules that signal subscriptions need. The caller unrefs it.
+    func sharedSessionBus(_ operation: BoundedOperation, meanwhile: () -> Void = {}) throws -> OpaquePointer {
         // g_bus_get / g_bus_get_finish
         try operation.call(
-            { g_bus_get(G_BUS_TYPE_SESSION, $0, $1, $2) },
-            meanwhile: {
-                guard preparingSession, kept.withLock({ $0 == nil }) else { return }
-                preparedExchange.withLock { $0 = $0 ?? SecretSession.KeyExchange() }
-            },
+            { g_bus_get(G_BUS_TYPE_SESSION, $0, $1, $2) }, meanwhile: meanwhile,
             finish: { g_bus_get_finish($0, $1) })!
     }
 

@@ -8,9 +8,10 @@ import CLibSecret
 
 /// A ``SecretStore`` on the freedesktop Secret Service (gnome-keyring, KeePassXC, KWallet).
 ///
-/// Writes and unlocking go through libsecret. Reads, lists and deletes call the Secret Service's
-/// D-Bus API on the shared session bus, and reads decrypt secrets in a ``SecretSession`` the
-/// store opens on its first read and keeps.
+/// Reads, writes, lists and deletes call the Secret Service's D-Bus API directly, on a session
+/// bus connection the process keeps (``SessionBusSocket``), and secrets travel encrypted in a
+/// ``SecretSession`` the store opens on its first read or write and keeps. libsecret unlocks
+/// locked items and keyrings, creates a missing default keyring and shows prompts.
 ///
 /// Items are written with the attributes `service`, `username` (the key) and
 /// `application=keychain-cli` under the schema `org.freedesktop.Secret.Generic`, and found by

@@ -119,7 +119,7 @@ private final class SignalWatcher {
 
     /// Subscribes first, then lists the items, so that no change falls between the two.
     func begin() throws {
-        let bus = try BoundedOperation.run("connect", seconds: store.timeout) { try store.sessionBus($0) }
+        let bus = try BoundedOperation.run("connect", seconds: store.timeout) { try store.sharedSessionBus($0) }
         self.bus = bus
         let me = Unmanaged.passUnretained(self).toOpaque()
         subscriptions.append(
