@@ -124,7 +124,7 @@ enum SessionBusSocket {
         handedOver = true
         var error: UnsafeMutablePointer<GError>?
         guard let bus = keychain_cli_connection_on_socket(fd, &error) else {
-            g_error_free(error)
+            if let error { g_error_free(error) }
             return nil
         }
         // org.freedesktop.DBus.Hello() -> (s unique name): the bus takes no other message first,
