@@ -36,7 +36,7 @@ extension KeychainCLI {
 
         func run() throws {
             let options = self.options
-            let timeout = options.timeout ?? SecretServiceStore.defaultTimeout
+            let timeout = try chosenTimeout(options)
             let (checks, failure) =
                 switch try chosenBackend(options) {
                 case .secretService: SecretServiceStore(timeout: timeout).diagnose()

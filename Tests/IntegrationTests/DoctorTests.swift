@@ -63,5 +63,13 @@ struct DoctorTests {
         let result = try cli(["--timeout", "1", "doctor", "--json"], session: session)
         #expect(result.status == 75)
         #expect(try statuses(result) == ["ok", "ok", "failed", "skipped", "skipped"])
+        // $KEYCHAIN_TIMEOUT bounds it the same way (doctor read only the flag until 2026-11-24,
+        // and waited the default 5 s).
+        let started = Date()
+        let fromEnvironment = try cli(["doctor", "--json"], session: session, extra: ["KEYCHAIN_TIMEOUT": "1"])
+        #expect(fromEnvironment.status == 75)
+        #expect(Date().timeIntervalSince(started) < 3.5)
+        #expect(try statuses(fromEnvironment) == ["ok", "ok", "failed", "skipped", "skipped"])
+        #expect(try cli(["doctor"], session: session, extra: ["KEYCHAIN_TIMEOUT": "soon"]).status == 64)
     }
 }
