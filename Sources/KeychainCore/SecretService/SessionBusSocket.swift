@@ -19,31 +19,35 @@ import CLibSecret
 /// signal subscription: the watcher uses GIO's shared connection. It is kept for the rest of the
 /// process, per address.
 enum SessionBusSocket {
+    /// The connection for `address`, or nil when that address goes to GIO's connection (not a
+    /// socket opened here, or its bus refused us), so that later operations do not try again.
     private struct Kept: @unchecked Sendable {
         let address: String
-        let bus: OpaquePointer
+        let bus: OpaquePointer?
     }
     private static let kept = Locked<Kept?>(nil)
     /// The address of the connection kept open (for tests).
-    static var keptAddress: String? { kept.withLock { $0?.address } }
+    static var keptAddress: String? { kept.withLock { $0?.bus == nil ? nil : $0?.address } }
 
     /// A new reference to the connection for the current `$DBUS_SESSION_BUS_ADDRESS` (opened on
     /// first use), or nil when that address is not one opened here. `meanwhile` runs once, while
     /// the bus answers the authentication (or at once for a kept connection).
     static func connection(_ operation: BoundedOperation, meanwhile: () -> Void) throws -> OpaquePointer? {
         guard let address = getenv("DBUS_SESSION_BUS_ADDRESS").map({ String(cString: $0) }) else { return nil }
-        let current = kept.withLock { slot -> OpaquePointer? in
-            guard let slot, slot.address == address, g_dbus_connection_is_closed(slot.bus) == 0 else { return nil }
-            return OpaquePointer(g_object_ref(UnsafeMutableRawPointer(slot.bus)))
+        let known = kept.withLock { slot -> (known: Bool, bus: OpaquePointer?) in
+            guard let slot, slot.address == address else { return (false, nil) }
+            guard let bus = slot.bus else { return (true, nil) }
+            guard g_dbus_connection_is_closed(bus) == 0 else { return (false, nil) }
+            return (true, OpaquePointer(g_object_ref(UnsafeMutableRawPointer(bus))))
         }
-        if let current {
-            meanwhile()
-            return current
+        if known.known {
+            if known.bus != nil { meanwhile() }
+            return known.bus
         }
-        guard let endpoint = Endpoint(address), let bus = try open(endpoint, operation, meanwhile) else { return nil }
+        let bus = try Endpoint(address).flatMap { try open($0, operation, meanwhile) }
         kept.withLock { slot in
-            if let old = slot { g_object_unref(UnsafeMutableRawPointer(old.bus)) }
-            slot = Kept(address: address, bus: OpaquePointer(g_object_ref(UnsafeMutableRawPointer(bus))))
+            if let old = slot?.bus { g_object_unref(UnsafeMutableRawPointer(old)) }
+            slot = Kept(address: address, bus: bus.map { OpaquePointer(g_object_ref(UnsafeMutableRawPointer($0))) })
         }
         return bus
     }
