@@ -242,3 +242,16 @@ package func monotonicSeconds() -> Double {
     clock_gettime(CLOCK_MONOTONIC, &now)
     return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
 }
+
+/// Calls `body` (bind or connect) with the address of the Unix socket at `socketPath` (the bytes
+/// of `sun_path`; an abstract name starts with a NUL), sized to the path as abstract names need.
+package func withUnixSocketAddress(
+    _ socketPath: [UInt8], _ body: (UnsafePointer<sockaddr>, socklen_t) -> Int32
+) -> Int32 {
+    var address = sockaddr_un()
+    address.sun_family = sa_family_t(AF_UNIX)
+    precondition(socketPath.count < MemoryLayout.size(ofValue: address.sun_path), "sun_path holds 108 bytes")
+    withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: socketPath) }
+    let length = socklen_t(MemoryLayout<sockaddr_un>.offset(of: \.sun_path)! + socketPath.count)
+    return withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { body($0, length) } }
+}

@@ -1,4 +1,5 @@
 import Foundation
+import KeychainCore
 import TestSupport
 import Testing
 
@@ -45,14 +46,7 @@ struct SessionBusTests {
         let listener = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
         #expect(listener >= 0)
         defer { close(listener) }
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: Array(path.utf8)) }
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(listener, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
-            }
-        }
+        let bound = withUnixSocketAddress(Array(path.utf8)) { bind(listener, $0, $1) }
         #expect(bound == 0 && listen(listener, 8) == 0)
         for key in ["k", "missing"] {
             let started = Date()

@@ -24,6 +24,22 @@ enum SessionBusSocket {
     private struct Kept: @unchecked Sendable {
         let address: String
         let bus: OpaquePointer?
+
+        enum Lookup {
+            /// A new reference to the connection kept for the address.
+            case open(OpaquePointer)
+            /// The address is known to go to GIO's connection.
+            case toGIO
+            /// Another address, or the kept connection was closed: open one.
+            case unknown
+        }
+
+        func lookup(_ current: String) -> Lookup {
+            guard address == current else { return .unknown }
+            guard let bus else { return .toGIO }
+            guard g_dbus_connection_is_closed(bus) == 0 else { return .unknown }
+            return .open(OpaquePointer(g_object_ref(UnsafeMutableRawPointer(bus))))
+        }
     }
     private static let kept = Locked<Kept?>(nil)
     /// The address of the connection kept open (for tests).
@@ -34,15 +50,12 @@ enum SessionBusSocket {
     /// the bus answers the authentication (or at once for a kept connection).
     static func connection(_ operation: BoundedOperation, meanwhile: () -> Void) throws -> OpaquePointer? {
         guard let address = getenv("DBUS_SESSION_BUS_ADDRESS").map({ String(cString: $0) }) else { return nil }
-        let known = kept.withLock { slot -> (known: Bool, bus: OpaquePointer?) in
-            guard let slot, slot.address == address else { return (false, nil) }
-            guard let bus = slot.bus else { return (true, nil) }
-            guard g_dbus_connection_is_closed(bus) == 0 else { return (false, nil) }
-            return (true, OpaquePointer(g_object_ref(UnsafeMutableRawPointer(bus))))
-        }
-        if known.known {
-            if known.bus != nil { meanwhile() }
-            return known.bus
+        switch kept.withLock({ $0?.lookup(address) ?? .unknown }) {
+        case .open(let bus):
+            meanwhile()
+            return bus
+        case .toGIO: return nil
+        case .unknown: break
         }
         let bus = try Endpoint(address).flatMap { try open($0, operation, meanwhile) }
         kept.withLock { slot in
@@ -108,13 +121,7 @@ enum SessionBusSocket {
         guard fd >= 0 else { return nil }
         var handedOver = false
         defer { if !handedOver { close(fd) } }
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: endpoint.socketPath) }
-        let length = MemoryLayout<sockaddr_un>.offset(of: \.sun_path)! + endpoint.socketPath.count
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(length)) }
-        }
+        let connected = withUnixSocketAddress(endpoint.socketPath) { connect(fd, $0, $1) }
         guard connected == 0 else { return nil }
         // The credentials byte, then EXTERNAL with our uid (its decimal digits, hex-encoded) and
         // BEGIN behind it: the bus answers once, with OK and its GUID.
@@ -148,7 +155,7 @@ enum SessionBusSocket {
     /// sends more than that line (nothing may follow before our first message).
     private static func readLine(_ fd: Int32, _ operation: BoundedOperation) throws -> String? {
         let (seconds, timedOut) = operation.limit
-        let deadline = g_get_monotonic_time() + gint64(seconds * 1_000_000)
+        let deadline = monotonicSeconds() + seconds
         var received: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 256)
         while received.count < 512 {
@@ -156,10 +163,10 @@ enum SessionBusSocket {
                 guard end == received.count - 1, end > 0, received[end - 1] == UInt8(ascii: "\r") else { return nil }
                 return String(decoding: received[..<(end - 1)], as: UTF8.self)
             }
-            let remaining = deadline - g_get_monotonic_time()
+            let remaining = deadline - monotonicSeconds()
             guard remaining > 0 else { throw timedOut }
             var ready = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-            let polled = poll(&ready, 1, Int32(min(remaining / 1000 + 1, gint64(Int32.max))))
+            let polled = poll(&ready, 1, Int32(min(remaining * 1000 + 1, Double(Int32.max))))
             if polled < 0 && errno == EINTR { continue }
             guard polled >= 0 else { return nil }
             if polled == 0 { continue }
