@@ -32,6 +32,13 @@ struct OpenBaoConnectionTests {
             #expect(silent.status == 75, "\(silent.stderr)")
             #expect(Date().timeIntervalSince(start) < 5)
             #expect(silent.stderr.contains("raise --timeout"))
+            // doctor takes its limit from $KEYCHAIN_TIMEOUT as every command does (below the
+            // default 5 s, so a doctor that ignored the variable would fail the bound).
+            let doctorStart = Date()
+            let doctor = try cli(
+                ["-s", "ci", "doctor"], extra: ["BAO_ADDR": "http://127.0.0.1:\(port)", "KEYCHAIN_TIMEOUT": "1"])
+            #expect(doctor.status == 75, "\(doctor.stdoutText)")
+            #expect(Date().timeIntervalSince(doctorStart) < 4)
         }
         withExtendedLifetime(listener) {}
     }
