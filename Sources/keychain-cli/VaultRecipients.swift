@@ -104,13 +104,18 @@ extension KeychainCLI.Vault.Recipients {
         func run() throws {
             let removed = try parseRecipients(recipients)
             let store = try teamVaultStore(options)
-            guard case .recipients(let listed, _) = try store.lock() else {
+            guard case .recipients = try store.lock() else {
                 throw CommandFailure.usage("\(store.path) is not a team vault: it has no recipients to remove")
             }
-            if let missing = removed.first(where: { !(listed ?? []).contains($0) }) {
-                throw CommandFailure.usage("\(missing.key) is not one of the vault's recipients; nothing changed")
+            // Checked under the write lock, on the version being replaced: another writer may
+            // have changed the recipients since the look above.
+            let (before, after) = try store.changeRecipients { current throws(KeychainError) in
+                if let missing = removed.first(where: { !current.contains($0) }) {
+                    throw .badConfiguration(
+                        detail: "\(missing.key) is not one of the vault's recipients; nothing changed")
+                }
+                return current.filter { !removed.contains($0) }
             }
-            let (before, after) = try store.changeRecipients { current in current.filter { !removed.contains($0) } }
             report(store: store, before: before, after: after)
             let mine = Set(store.identityRecipients)
             if !mine.isEmpty && !after.contains(where: { mine.contains($0.key) }) {

@@ -163,6 +163,34 @@ struct TeamVaultRecipientsTests {
         #expect(missing.status == 1 && missing.stderr.contains("there is no vault"))
     }
 
+    /// `remove` checks that each one is a recipient under the vault's write lock, on the version it
+    /// replaces: when another writer removes the same recipient while `remove` waits for the lock,
+    /// nothing is rewritten and it exits 64 (it looked before taking the lock until 2026-11-24, and
+    /// then re-keyed the vault, reporting "0 removed").
+    @Test func removeChecksMembershipUnderTheWriteLock() async throws {
+        let team = try Team()
+        defer { team.directory.remove() }
+        let bob = team.recipient["bob"]!
+        #expect(try team.cli(nil, ["vault", "recipients", "add", team.recipient["alice"]!, bob]).status == 0)
+        let vault = URL(fileURLWithPath: team.vault)
+        let withBob = try Data(contentsOf: vault)
+        #expect(try team.cli("alice", ["vault", "recipients", "remove", bob]).status == 0)
+        let withoutBob = try Data(contentsOf: vault)
+        try withBob.write(to: vault)
+        // Hold the lock as a writer does, while `remove` looks and then waits for it.
+        let fd = open(team.directory.url.path, O_RDONLY | O_DIRECTORY)
+        defer { close(fd) }
+        #expect(flock(fd, LOCK_EX) == 0)
+        async let racing = team.cli("alice", ["--timeout", "30", "vault", "recipients", "remove", bob])
+        try await Task.sleep(for: .seconds(1))
+        try withoutBob.write(to: vault)  // the other writer's version: bob removed
+        #expect(flock(fd, LOCK_UN) == 0)
+        let result = try await racing
+        #expect(result.status == 64, "\(result.stderr)")
+        #expect(result.stderr.contains("is not one of the vault's recipients; nothing changed"), "\(result.stderr)")
+        #expect(try Data(contentsOf: vault) == withoutBob)
+    }
+
     /// passwd re-keys a passphrase vault; adding recipients turns it into a team vault, and passwd
     /// turns that back; the identity file's mode is checked by doctor.
     @Test func passwdAndTheTwoWaysBetweenPassphraseAndRecipients() throws {

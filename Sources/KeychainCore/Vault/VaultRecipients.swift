@@ -28,10 +28,16 @@ extension VaultStore {
     /// file key, so that a recipient removed cannot open this version or later ones. A missing
     /// vault is created (empty); a passphrase vault becomes a team vault (its current recipient
     /// list is then empty).
+    /// `change` runs under the vault's write lock, on the recipients of the version it replaces:
+    /// a check it makes (that a recipient to remove is one, say) holds for the write, and what it
+    /// throws leaves the vault as it was.
     /// - Returns: the recipients before and after.
-    /// - Throws: ``KeychainError/badConfiguration(detail:)`` when no recipient would be left.
+    /// - Throws: ``KeychainError/badConfiguration(detail:)`` when no recipient would be left, or
+    ///   what `change` throws.
     @discardableResult
-    public func changeRecipients(_ change: ([VaultRecipient]) -> [VaultRecipient]) throws(KeychainError) -> (
+    public func changeRecipients(
+        _ change: ([VaultRecipient]) throws(KeychainError) -> [VaultRecipient]
+    ) throws(KeychainError) -> (
         before: [VaultRecipient], after: [VaultRecipient]
     ) {
         try underWriteLock(
@@ -39,7 +45,7 @@ extension VaultStore {
             { state, file in
                 let entries = try load(&state)
                 let before = state.recipients ?? []
-                let after = change(before)
+                let after = try change(before)
                 guard !after.isEmpty else {
                     throw KeychainError.badConfiguration(
                         detail: "a team vault needs at least one recipient; to lock '\(path)' with a passphrase "
