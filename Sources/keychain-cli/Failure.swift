@@ -37,7 +37,9 @@ func exitStatus(for error: any Error) -> Int32 {
         case .noSessionBus, .noSecretService, .noDefaultCollection, .backendFailure, .serverUnavailable: return 69
         case .vaultIO: return 74
         case .timedOut, .vaultBusy, .serverTimedOut: return 75
-        case .locked, .permissionDenied, .wrongPassphrase, .noPassphrase, .noMatchingIdentity, .serverDenied: return 77
+        case .locked, .permissionDenied, .wrongPassphrase, .noPassphrase, .noMatchingIdentity, .vaultRekeyed,
+            .serverDenied:
+            return 77
         }
     case is FileError:
         return 74

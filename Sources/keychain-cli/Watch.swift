@@ -21,7 +21,8 @@ extension KeychainCLI {
                 milliseconds) and, when the backend records it, application (the writing program). \
                 Secrets never appear. It watches until SIGINT, SIGTERM or SIGHUP, then exits 0; if \
                 the backend goes away it exits with that failure's code (69: the Secret Service or \
-                OpenBao left; 74: the vault's directory is gone).
+                OpenBao left; 74: the vault's directory is gone; 77: another process re-keyed the \
+                vault, and what opened it no longer does).
 
                 Secret Service: its signals, within milliseconds, for changes by any program \
                 (keychain-cli, secret-tool, python keyring); another program that only calls \

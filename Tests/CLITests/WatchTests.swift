@@ -94,6 +94,22 @@ struct WatchTests {
         }
     }
 
+    /// `vault passwd` in another process: the watcher's passphrase no longer opens the vault. It
+    /// ends with 77 saying the vault was re-keyed (it said "wrong passphrase" until 2026-11-24, as
+    /// if the one it started with had been mistyped).
+    @Test func aVaultReKeyedWhileWatchedEndsTheWatchWith77AndSaysSo() throws {
+        try CLIBackend.withVault { _ in
+            let s = uniqueService()
+            let watch = try WatchProcess(["--interval", "0.2"], global: ["-s", s], service: s)
+            let passwd = try cli(["vault", "passwd"], extra: ["KEYCHAIN_NEW_PASSPHRASE": "another one"])
+            #expect(passwd.status == 0, "\(passwd.stderr)")
+            let result = try #require(watch.waitForExit(timeout: 20))
+            #expect(result.status == 77, "\(result.stderr)")
+            #expect(result.stderr.contains("was re-keyed while it was watched"), "\(result.stderr)")
+            #expect(!result.stderr.contains("wrong passphrase"), "\(result.stderr)")
+        }
+    }
+
     @Test func openBaoServerGoingAwayEndsTheWatchWith69() throws {
         let server = try OpenBaoServer.dev()
         defer { server.stop() }
