@@ -191,6 +191,24 @@ struct TeamVaultRecipientsTests {
         #expect(try Data(contentsOf: vault) == withoutBob)
     }
 
+    /// Another member removes the identity a `watch` opened the team vault with: the watch ends
+    /// with 77 saying the vault was re-keyed, not that no identity opens it.
+    @Test func aWatcherWhoseIdentityIsRemovedEndsWith77() throws {
+        let team = try Team()
+        defer { team.directory.remove() }
+        let bob = team.recipient["bob"]!
+        #expect(try team.cli(nil, ["vault", "recipients", "add", team.recipient["alice"]!, bob]).status == 0)
+        let asBob = [
+            "KEYCHAIN_BACKEND": "vault", "KEYCHAIN_VAULT": team.vault, "KEYCHAIN_IDENTITY": team.identity["bob"]!,
+        ]
+        let watch = try WatchProcess(
+            ["--interval", "0.2"], global: ["-s", "ci"], session: nil, extra: asBob, service: "ci")
+        #expect(try team.cli("alice", ["vault", "recipients", "remove", bob]).status == 0)
+        let result = try #require(watch.waitForExit(timeout: 20))
+        #expect(result.status == 77, "\(result.stderr)")
+        #expect(result.stderr.contains("was re-keyed while it was watched"), "\(result.stderr)")
+    }
+
     /// passwd re-keys a passphrase vault; adding recipients turns it into a team vault, and passwd
     /// turns that back; the identity file's mode is checked by doctor.
     @Test func passwdAndTheTwoWaysBetweenPassphraseAndRecipients() throws {
