@@ -167,7 +167,7 @@ struct TeamVaultRecipientsTests {
     /// replaces: when another writer removes the same recipient while `remove` waits for the lock,
     /// nothing is rewritten and it exits 64 (it looked before taking the lock until 2026-11-24, and
     /// then re-keyed the vault, reporting "0 removed").
-    @Test func removeChecksMembershipUnderTheWriteLock() async throws {
+    @Test func removeChecksMembershipUnderTheWriteLock() throws {
         let team = try Team()
         defer { team.directory.remove() }
         let bob = team.recipient["bob"]!
@@ -177,15 +177,21 @@ struct TeamVaultRecipientsTests {
         #expect(try team.cli("alice", ["vault", "recipients", "remove", bob]).status == 0)
         let withoutBob = try Data(contentsOf: vault)
         try withBob.write(to: vault)
-        // Hold the lock as a writer does, while `remove` looks and then waits for it.
+        // Hold the lock as a writer does, while `remove` looks and then waits for it. On a thread
+        // of its own: a blocked task of the cooperative pool could keep this one from releasing it.
         let fd = open(team.directory.url.path, O_RDONLY | O_DIRECTORY)
         defer { close(fd) }
         #expect(flock(fd, LOCK_EX) == 0)
-        async let racing = team.cli("alice", ["--timeout", "30", "vault", "recipients", "remove", bob])
-        try await Task.sleep(for: .seconds(1))
+        let racing = RacingResult()
+        Thread.detachNewThread {
+            racing.result = Result { try team.cli("alice", ["--timeout", "30", "vault", "recipients", "remove", bob]) }
+            racing.done.signal()
+        }
+        Thread.sleep(forTimeInterval: 1)
         try withoutBob.write(to: vault)  // the other writer's version: bob removed
         #expect(flock(fd, LOCK_UN) == 0)
-        let result = try await racing
+        #expect(racing.done.wait(timeout: .now() + 60) == .success)
+        let result = try #require(racing.result).get()
         #expect(result.status == 64, "\(result.stderr)")
         #expect(result.stderr.contains("is not one of the vault's recipients; nothing changed"), "\(result.stderr)")
         #expect(try Data(contentsOf: vault) == withoutBob)
@@ -245,4 +251,10 @@ struct TeamVaultRecipientsTests {
         let doctor = try onVault("again", ["doctor"], member: "alice")
         #expect(doctor.status == 74 && doctor.stdoutText.contains("✗ identity file: other users can open"))
     }
+}
+
+/// What a process run on another thread returned; `done` is signalled after `result` is set.
+private final class RacingResult: @unchecked Sendable {
+    var result: Result<ProcessResult, any Error>?
+    let done = DispatchSemaphore(value: 0)
 }
