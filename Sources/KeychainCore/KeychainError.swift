@@ -45,8 +45,8 @@ public enum KeychainError: Error, Equatable, Sendable, CustomStringConvertible {
     case noMatchingIdentity(path: String, detail: String)
     /// Another process held the vault's write lock for `seconds`.
     case vaultBusy(path: String, seconds: Double)
-    /// A vault being watched was re-keyed (`vault passwd`, `vault recipients`) and the passphrase
-    /// or identity that opened it no longer does.
+    /// Another process re-keyed a vault this store had opened (`vault passwd`, `vault recipients`),
+    /// and the passphrase or identity that opened it no longer does (a `watch`, a long-lived store).
     case vaultRekeyed(path: String)
     /// The backend's settings cannot work (an OpenBao address that is not a URL, or plain http to
     /// another machine); `detail` says which setting and how to fix it.
@@ -115,8 +115,9 @@ public enum KeychainError: Error, Equatable, Sendable, CustomStringConvertible {
             return "cannot open the vault '\(path)': \(detail). Give the identity file of one of its recipients "
                 + "with --identity PATH or $KEYCHAIN_IDENTITY (an age identity file, or an unencrypted OpenSSH ed25519 key)"
         case .vaultRekeyed(let path):
-            return "the vault '\(path)' was re-keyed while it was watched (vault passwd or vault recipients): "
-                + "the passphrase or identity that opened it no longer does. Run watch again with the new one"
+            return "the vault '\(path)' was re-keyed by another process since this one opened it (vault passwd "
+                + "or vault recipients): the passphrase or identity that opened it no longer does. Start again with "
+                + "the new one"
         case .vaultBusy(let path, let seconds):
             return "another process kept the vault '\(path)' locked for \(formatSeconds(seconds)) s. "
                 + "Try again, or raise --timeout"

@@ -105,7 +105,8 @@ struct WatchTests {
             #expect(passwd.status == 0, "\(passwd.stderr)")
             let result = try #require(watch.waitForExit(timeout: 20))
             #expect(result.status == 77, "\(result.stderr)")
-            #expect(result.stderr.contains("was re-keyed while it was watched"), "\(result.stderr)")
+            #expect(
+                result.stderr.contains("was re-keyed by another process since this one opened it"), "\(result.stderr)")
             #expect(!result.stderr.contains("wrong passphrase"), "\(result.stderr)")
         }
     }

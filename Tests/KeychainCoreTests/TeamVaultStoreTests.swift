@@ -64,4 +64,22 @@ struct TeamVaultStoreTests {
         #expect(try reader.lock() == .passphrase)
         #expect(try reader.secret(service: try ServiceName("s"), key: try KeychainKey("k")) == Data("v".utf8))
     }
+
+    /// A store that opened the vault, after another store re-keys it: its next read says the
+    /// vault was re-keyed, where a store that never opened it hears its passphrase is wrong.
+    @Test func aStoreThatOpenedTheVaultBeforeAReKeyIsToldSo() throws {
+        let directory = try scratch()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let path = "\(directory)/vault.age"
+        let (service, key) = (try ServiceName("s"), try KeychainKey("k"))
+        let early = VaultStore(path: path, workFactor: 10) { _ in Array("old".utf8) }
+        try early.setSecret(Data("v".utf8), service: service, key: key)
+        let changer = VaultStore(path: path, workFactor: 10) { purpose in
+            Array((purpose == .change ? "new" : "old").utf8)
+        }
+        #expect(try changer.changePassphrase())
+        #expect(throws: KeychainError.vaultRekeyed(path: path)) { try early.secret(service: service, key: key) }
+        let late = VaultStore(path: path, workFactor: 10) { _ in Array("old".utf8) }
+        #expect(throws: KeychainError.wrongPassphrase(path: path)) { try late.secret(service: service, key: key) }
+    }
 }

@@ -223,6 +223,9 @@ public final class VaultStore: SecretStore {
             return [:]
         }
         if file == state.file { return state.entries }
+        // A version this store opened before, now replaced by one that what opened it cannot open:
+        // another process re-keyed the vault, the passphrase or identity was not mistyped.
+        let openedBefore = state.file != nil
         let plaintext: [UInt8]
         do {
             (plaintext, state.header) = try AgeFile.decrypt(
@@ -233,14 +236,16 @@ public final class VaultStore: SecretStore {
         } catch AgeFile.Failure.malformed(let reason) {
             throw KeychainError.vaultCorrupt(path: path, reason: reason)
         } catch AgeFile.Failure.wrongPassphrase {
-            throw KeychainError.wrongPassphrase(path: path)
-        } catch AgeFile.Failure.needsIdentity(let types) {
+            throw openedBefore ? .vaultRekeyed(path: path) : KeychainError.wrongPassphrase(path: path)
+        } catch AgeFile.Failure.needsIdentity(let types) where !openedBefore {
             throw KeychainError.noMatchingIdentity(
                 path: path,
                 detail: "it is encrypted to age recipients (\(types.joined(separator: ", "))), not to a passphrase")
-        } catch AgeFile.Failure.noIdentityMatches {
+        } catch AgeFile.Failure.noIdentityMatches where !openedBefore {
             throw KeychainError.noMatchingIdentity(
                 path: path, detail: "none of the identities given is one of its recipients")
+        } catch AgeFile.Failure.needsIdentity, AgeFile.Failure.noIdentityMatches {
+            throw KeychainError.vaultRekeyed(path: path)
         } catch let error as KeychainError {
             throw error
         } catch {

@@ -33,9 +33,6 @@ extension VaultStore {
             throw .vaultIO(detail: "cannot watch the vault's directory '\(directory)': \(reason)")
         }
         let directoryGone = Locked(false)
-        // Once the vault has been read, a passphrase or identity that stops opening it means
-        // another process re-keyed it, not that the one given was mistyped.
-        let openedOnce = Locked(false)
         return try StoreWatch.polling(
             interval: interval, report: report,
             wait: { watch, interval in
@@ -46,24 +43,16 @@ extension VaultStore {
                 if directoryGone.withLock({ $0 }) {
                     throw .vaultIO(detail: "the vault's directory '\(directory)' was removed or moved away")
                 }
-                do throws(KeychainError) {
-                    let snapshot = try self.read { entries in
-                        var snapshot: [ItemID: ItemState] = [:]
-                        for (name, keys) in entries where service == nil || name == service {
-                            for (key, entry) in keys {
-                                snapshot[ItemID(service: name.rawValue, key: key.rawValue)] = ItemState(
-                                    fingerprint: .digest(entry.secret, modified: entry.modified),
-                                    application: "keychain-cli")
-                            }
+                return try self.read { entries in
+                    var snapshot: [ItemID: ItemState] = [:]
+                    for (name, keys) in entries where service == nil || name == service {
+                        for (key, entry) in keys {
+                            snapshot[ItemID(service: name.rawValue, key: key.rawValue)] = ItemState(
+                                fingerprint: .digest(entry.secret, modified: entry.modified),
+                                application: "keychain-cli")
                         }
-                        return snapshot
                     }
-                    openedOnce.withLock { $0 = true }
                     return snapshot
-                } catch .wrongPassphrase where openedOnce.withLock({ $0 }) {
-                    throw .vaultRekeyed(path: self.path)
-                } catch .noMatchingIdentity where openedOnce.withLock({ $0 }) {
-                    throw .vaultRekeyed(path: self.path)
                 }
             })
     }
