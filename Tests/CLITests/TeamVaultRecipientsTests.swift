@@ -187,8 +187,13 @@ struct TeamVaultRecipientsTests {
             racing.result = Result { try team.cli("alice", ["--timeout", "30", "vault", "recipients", "remove", bob]) }
             racing.done.signal()
         }
-        Thread.sleep(forTimeInterval: 1)
-        try withoutBob.write(to: vault)  // the other writer's version: bob removed
+        Thread.sleep(forTimeInterval: 2)
+        // The other writer's version (bob removed), swapped in whole as a writer does, so that a
+        // `remove` still looking never reads a half-written file.
+        let swap = team.directory.path("swap.age")
+        #expect(
+            FileManager.default.createFile(atPath: swap, contents: withoutBob, attributes: [.posixPermissions: 0o600]))
+        #expect(rename(swap, team.vault) == 0)
         #expect(flock(fd, LOCK_UN) == 0)
         #expect(racing.done.wait(timeout: .now() + 60) == .success)
         let result = try #require(racing.result).get()

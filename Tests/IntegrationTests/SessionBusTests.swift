@@ -54,7 +54,7 @@ struct SessionBusTests {
             let elapsed = Date().timeIntervalSince(started)
             #expect(result.status == 75, "\(result.status) \(result.stderr)")
             #expect(result.stderr.hasPrefix("keychain-cli: timed out after 1 s waiting for the Secret Service"))
-            #expect(elapsed >= 1 && elapsed < 3, "took \(elapsed) s")
+            #expect(elapsed >= 1 && elapsed < 4, "took \(elapsed) s")
         }
     }
 }

@@ -10,10 +10,13 @@ private func python(_ script: String) throws -> ProcessResult {
 
 @Suite("watch against gnome-keyring, with secret-tool and python keyring writing", .keyringSession)
 struct WatchInteropTests {
-    /// Each write by another tool is reported within a second of the writer's exit.
-    @Test func changesBySecretToolAndPythonKeyringAreReportedWithinASecond() throws {
+    /// Each write by another tool is reported by the service's signal, promptly after the writer's
+    /// exit: the poll of `Modified` is an hour away, so no line can come from it (a poll could
+    /// also report an item once more if its `Modified` moved after the signal was handled). The
+    /// bound leaves room for a loaded CI machine; a line by signal comes in milliseconds when idle.
+    @Test func changesBySecretToolAndPythonKeyringAreReportedBySignal() throws {
         let s = uniqueService()
-        let watch = try WatchProcess(global: ["-s", s], service: s)
+        let watch = try WatchProcess(["--interval", "3600"], global: ["-s", s], service: s)
         let writes: [(expected: String, write: () throws -> ProcessResult)] = [
             (
                 "created \(s) st",
@@ -37,7 +40,7 @@ struct WatchInteropTests {
             let written = Date()
             let line = watch.waitForLine(containing: " \(s) ", timeout: 5)
             #expect(line?.text == expected)
-            if let line { #expect(line.time.timeIntervalSince(written) < 1, "\(expected)") }
+            if let line { #expect(line.time.timeIntervalSince(written) < 3, "\(expected)") }
         }
         #expect(try #require(watch.stop()).status == 0)
     }
@@ -61,7 +64,7 @@ struct WatchInteropTests {
         let written = Date()
         let line = watch.waitForLine(containing: " \(s) ", timeout: 5)
         #expect(line?.text == "changed \(s) k")
-        if let line { #expect(line.time.timeIntervalSince(written) < 2) }
+        if let line { #expect(line.time.timeIntervalSince(written) < 3) }
         #expect(try #require(watch.stop()).status == 0)
     }
 
@@ -77,7 +80,7 @@ struct WatchInteropTests {
             #expect(try cli(["-s", s, "set", "k"], input: value).status == 0)
             let line = watch.waitForLine(containing: " \(s) ", timeout: 5)
             #expect(line?.text == "changed \(s) k", "after setting \(value)")
-            if let line { #expect(line.time.timeIntervalSince(written) < 2) }
+            if let line { #expect(line.time.timeIntervalSince(written) < 3) }
         }
         #expect(try cli(["-s", s, "get", "k"]).stdoutText == "third")
         #expect(try #require(watch.stop()).status == 0)
