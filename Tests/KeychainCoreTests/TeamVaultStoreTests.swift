@@ -82,4 +82,27 @@ struct TeamVaultStoreTests {
         let late = VaultStore(path: path, workFactor: 10) { _ in Array("old".utf8) }
         #expect(throws: KeychainError.wrongPassphrase(path: path)) { try late.secret(service: service, key: key) }
     }
+
+    /// A store that opened a team vault with its identity, after another store turns the vault
+    /// into a passphrase vault: it is told of the re-key, not that it lacks a passphrase.
+    @Test func aStoreThatOpenedATeamVaultIsToldWhenItBecomesAPassphraseVault() throws {
+        let directory = try scratch()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let path = "\(directory)/team.age"
+        let (service, key) = (try ServiceName("s"), try KeychainKey("k"))
+        let identity = VaultIdentity()
+        let noPassphrase: VaultStore.PassphraseSource = { _ throws(KeychainError) in
+            throw KeychainError.noPassphrase(detail: "none in this test")
+        }
+        let member = VaultStore(path: path, workFactor: 10, identities: [identity], passphrase: noPassphrase)
+        try member.changeRecipients { _ in [try! VaultRecipient(identity.recipient)] }
+        try member.setSecret(Data("v".utf8), service: service, key: key)
+        let changer = VaultStore(path: path, workFactor: 10, identities: [identity]) { _ in Array("new".utf8) }
+        #expect(try changer.changePassphrase())
+        #expect(throws: KeychainError.vaultRekeyed(path: path)) { try member.secret(service: service, key: key) }
+        let late = VaultStore(path: path, workFactor: 10, identities: [identity], passphrase: noPassphrase)
+        #expect(throws: KeychainError.noPassphrase(detail: "none in this test")) {
+            try late.secret(service: service, key: key)
+        }
+    }
 }

@@ -246,6 +246,10 @@ public final class VaultStore: SecretStore {
                 path: path, detail: "none of the identities given is one of its recipients")
         } catch AgeFile.Failure.needsIdentity, AgeFile.Failure.noIdentityMatches {
             throw KeychainError.vaultRekeyed(path: path)
+        } catch KeychainError.noPassphrase where openedBefore {
+            // Opened with identities, and now it asks for a passphrase: `vault passwd` made the
+            // team vault a passphrase vault (with a passphrase, `state.passphrase` asks nothing).
+            throw KeychainError.vaultRekeyed(path: path)
         } catch let error as KeychainError {
             throw error
         } catch {
