@@ -7,6 +7,8 @@ import KeychainCore
 
 @main
 struct KeychainCLI: ParsableCommand {
+    static let version = "0.1.0"
+
     static let configuration = CommandConfiguration(
         commandName: "keychain-cli",
         abstract:
@@ -60,7 +62,7 @@ struct KeychainCLI: ParsableCommand {
             A reader of standard output that goes away (list | head -1) ends keychain-cli
             quietly by SIGPIPE, as it ends other filters.
             """,
-        version: "0.1.0",
+        version: version,
         subcommands: [
             Set.self, Get.self, Delete.self, Reset.self, List.self, Exec.self, Inject.self, Export.self, Import.self,
             Watch.self, GitCredential.self, DockerCredential.self, Vault.self, Doctor.self,

@@ -35,6 +35,15 @@ struct FastPathTests {
         }
     }
 
+    /// `--version` alone is answered without the parser, as it answers; with anything else it
+    /// goes to the parser.
+    @Test func versionAgrees() throws {
+        for arguments in [["--version"], ["--version", "--version"], ["-s", "x", "--version"], ["get", "--version"]] {
+            try expectSameBothWays(arguments)
+        }
+        #expect(try cli(["--version"]).stdoutText.split(separator: ".").count == 3)
+    }
+
     /// The backend's options as flags take the fast path too; odd forms fall back to the parser,
     /// whose errors both ways must match.
     @Test func vaultFlagFormsAgree() throws {
