@@ -88,7 +88,7 @@ test-swift:
 	status=$$(cat .build/test.status); \
 	if [ "$$status" != 0 ]; then \
 		echo; echo "swift test failed ($$status); its failed checks (the whole run: .build/test.log):"; \
-		grep -E '✘|error:|Fatal error|Time limit' .build/test.log | tail -n 40; \
+		grep -E 'recorded an issue|Fatal error|^error:|Test run with' .build/test.log | head -n 12; \
 		exit 1; \
 	fi
 
