@@ -6,6 +6,11 @@ import Testing
 /// The library's team vault API: VaultStore with identities, changeRecipients, changePassphrase.
 @Suite("VaultStore: team vaults in one process")
 struct TeamVaultStoreTests {
+    /// A store's passphrase source when none is given.
+    private let noPassphrase: VaultStore.PassphraseSource = { _ throws(KeychainError) in
+        throw KeychainError.noPassphrase(detail: "none in this test")
+    }
+
     private func scratch() throws -> String {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("kc-team-\(UUID())").path
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
@@ -17,9 +22,6 @@ struct TeamVaultStoreTests {
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let path = "\(directory)/team.age"
         let (alice, bob) = (VaultIdentity(), VaultIdentity())
-        let noPassphrase: VaultStore.PassphraseSource = { _ throws(KeychainError) in
-            throw KeychainError.noPassphrase(detail: "none in this test")
-        }
         let asAlice = VaultStore(path: path, identities: [alice], passphrase: noPassphrase)
         #expect(try asAlice.lock() == .noVault)
         let (before, after) = try asAlice.changeRecipients { _ in
@@ -91,9 +93,6 @@ struct TeamVaultStoreTests {
         let path = "\(directory)/team.age"
         let (service, key) = (try ServiceName("s"), try KeychainKey("k"))
         let identity = VaultIdentity()
-        let noPassphrase: VaultStore.PassphraseSource = { _ throws(KeychainError) in
-            throw KeychainError.noPassphrase(detail: "none in this test")
-        }
         let member = VaultStore(path: path, workFactor: 10, identities: [identity], passphrase: noPassphrase)
         try member.changeRecipients { _ in [try! VaultRecipient(identity.recipient)] }
         try member.setSecret(Data("v".utf8), service: service, key: key)

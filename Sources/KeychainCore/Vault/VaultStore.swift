@@ -223,8 +223,6 @@ public final class VaultStore: SecretStore {
             return [:]
         }
         if file == state.file { return state.entries }
-        // A version this store opened before, now replaced by one that what opened it cannot open:
-        // another process re-keyed the vault, the passphrase or identity was not mistyped.
         let openedBefore = state.file != nil
         let plaintext: [UInt8]
         do {
@@ -235,21 +233,23 @@ public final class VaultStore: SecretStore {
             }
         } catch AgeFile.Failure.malformed(let reason) {
             throw KeychainError.vaultCorrupt(path: path, reason: reason)
+        } catch AgeFile.Failure.wrongPassphrase where openedBefore, AgeFile.Failure.needsIdentity where openedBefore,
+            AgeFile.Failure.noIdentityMatches where openedBefore, KeychainError.noPassphrase where openedBefore
+        {
+            // A version this store opened before, replaced by one that what opened it cannot open
+            // (a passphrase vault asks for another passphrase or for an identity, a team vault no
+            // longer lists this identity or asks for a passphrase): another process re-keyed the
+            // vault; nothing was mistyped. (With a passphrase known, `state.passphrase` asks nothing.)
+            throw KeychainError.vaultRekeyed(path: path)
         } catch AgeFile.Failure.wrongPassphrase {
-            throw openedBefore ? .vaultRekeyed(path: path) : KeychainError.wrongPassphrase(path: path)
-        } catch AgeFile.Failure.needsIdentity(let types) where !openedBefore {
+            throw KeychainError.wrongPassphrase(path: path)
+        } catch AgeFile.Failure.needsIdentity(let types) {
             throw KeychainError.noMatchingIdentity(
                 path: path,
                 detail: "it is encrypted to age recipients (\(types.joined(separator: ", "))), not to a passphrase")
-        } catch AgeFile.Failure.noIdentityMatches where !openedBefore {
+        } catch AgeFile.Failure.noIdentityMatches {
             throw KeychainError.noMatchingIdentity(
                 path: path, detail: "none of the identities given is one of its recipients")
-        } catch AgeFile.Failure.needsIdentity, AgeFile.Failure.noIdentityMatches {
-            throw KeychainError.vaultRekeyed(path: path)
-        } catch KeychainError.noPassphrase where openedBefore {
-            // Opened with identities, and now it asks for a passphrase: `vault passwd` made the
-            // team vault a passphrase vault (with a passphrase, `state.passphrase` asks nothing).
-            throw KeychainError.vaultRekeyed(path: path)
         } catch let error as KeychainError {
             throw error
         } catch {
