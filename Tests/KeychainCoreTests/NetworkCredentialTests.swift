@@ -9,6 +9,8 @@ struct NetworkCredentialTests {
         NetworkCredential(protocol: "https", host: "github.com", username: "octo"),
         NetworkCredential(protocol: "http", host: "[::1]", port: 8080, path: "team/repo.git", username: "me@corp:x/y%"),
         NetworkCredential(protocol: "smtp", host: "mail.example", port: 587, username: "ünï cödé"),
+        // A host ending in what reads as a port (the fuzzer's `url=tsp://us:0%39` decodes to it).
+        NetworkCredential(protocol: "tsp", host: "us:09"), NetworkCredential(protocol: "x", host: "h:1", port: 2),
     ])
     func locationRoundTrips(_ credential: NetworkCredential) throws {
         let parsed = try #require(NetworkCredential(location: credential.location))
@@ -18,6 +20,8 @@ struct NetworkCredentialTests {
     @Test func locationEncodesOnlyWhatWouldBreakIt() {
         let credential = NetworkCredential(protocol: "https", host: "h", port: 1, path: "p", username: "a@b:c/d%e\n")
         #expect(credential.location == "https://a%40b%3Ac%2Fd%25e%0A@h:1/p")
+        #expect(NetworkCredential(protocol: "tsp", host: "us:09").location == "tsp://us%3A09")
+        #expect(NetworkCredential(protocol: "x", host: "a:b").location == "x://a:b")
         #expect(NetworkCredential(location: "no-scheme") == nil)
         #expect(NetworkCredential(location: "https://user@") == nil)
         #expect(NetworkCredential(location: "https://%zz@host") == nil)

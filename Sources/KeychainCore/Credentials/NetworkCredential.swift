@@ -49,12 +49,17 @@ public struct NetworkCredential: Hashable, Sendable {
 
     /// Where the credential is used, as a URL without the password: `https://user@host:8443/path`.
     /// The user name is percent-encoded where it holds `@`, `:`, `/`, `%` or a control character,
-    /// the host where it holds `@`, `/`, `%` or a control character (and the protocol where it
+    /// the host where it holds `@`, `/`, `%` or a control character, and its last `:` when what
+    /// follows would read as a port (a host `h:9`, from a URL's `h%3A9`) (and the protocol where it
     /// holds `:`, `/`, `@` or `%`, which no real one does), so that it reads back as itself.
     public var location: String {
         var text = Self.percentEncoded(`protocol`, reserved: ":/@%") + "://"
         if let username { text += Self.percentEncoded(username, reserved: "@:/%") + "@" }
-        text += Self.percentEncoded(host, reserved: "@/%")
+        var encodedHost = Self.percentEncoded(host, reserved: "@/%")
+        if Self.splitPort(encodedHost).1 != nil, let colon = encodedHost.lastIndex(of: ":") {
+            encodedHost.replaceSubrange(colon...colon, with: "%3A")
+        }
+        text += encodedHost
         if let port { text += ":\(port)" }
         if let path, !path.isEmpty { text += "/" + path }
         return text
