@@ -219,7 +219,7 @@ bench: deps release
 # .build-fuzz/corpus; a crash or hang stops the run and is written to .build-fuzz/crashes
 # (copy it into Fuzz/corpus/TARGET once fixed: the tests replay that folder).
 FUZZ_SECONDS ?= 600
-FUZZ_TARGETS = age-header age-payload vault-document import env-file template credential
+FUZZ_TARGETS = age-header age-payload vault-document import env-file template credential age-keys
 FUZZ_BIN = .build-fuzz/debug/keychain-fuzz
 fuzz:
 	$(SWIFT) build --product keychain-fuzz --scratch-path .build-fuzz -Xswiftc -use-ld=lld \
