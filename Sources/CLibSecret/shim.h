@@ -95,6 +95,8 @@ static inline GQuark keychain_cli_dbus_error_quark(void) { return g_dbus_error_q
 static inline const GVariantType *keychain_cli_type_object_path_reply(void) { return G_VARIANT_TYPE("(o)"); }
 static inline const GVariantType *keychain_cli_type_search_reply(void) { return G_VARIANT_TYPE("(aoao)"); }
 static inline const GVariantType *keychain_cli_type_string_pair(void) { return G_VARIANT_TYPE("{ss}"); }
+static inline const GVariantType *keychain_cli_type_string_map(void) { return G_VARIANT_TYPE("a{ss}"); }
+static inline const GVariantType *keychain_cli_type_string(void) { return G_VARIANT_TYPE_STRING; }
 static inline const GVariantType *keychain_cli_type_uint64(void) { return G_VARIANT_TYPE_UINT64; }
 static inline const GVariantType *keychain_cli_type_byte(void) { return G_VARIANT_TYPE_BYTE; }
 static inline const GVariantType *keychain_cli_type_bytestring(void) { return G_VARIANT_TYPE_BYTESTRING; }

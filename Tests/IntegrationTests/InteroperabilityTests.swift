@@ -76,6 +76,21 @@ struct InteroperabilityTests {
         #expect(search.contains("label = theirs"))
     }
 
+    @Test func listJSONShowsTheLabelAndTimesTheKeyringKeeps() throws {
+        let s = uniqueService()
+        _ = try secretTool(["store", "--label=their label", "service", s, "username", "K"], input: "old")
+        Thread.sleep(forTimeInterval: 1.2)  // the keyring's times count whole seconds
+        #expect(try cli(["-s", s, "set", "K"], input: "new").status == 0)
+        let items =
+            try JSONSerialization.jsonObject(with: cli(["-s", s, "list", "--json"]).stdout) as! [[String: String]]
+        #expect(items.count == 1)
+        let item = try #require(items.first)
+        #expect(item["label"] == "their label")
+        let created = try #require(item["created"])
+        let modified = try #require(item["modified"])
+        #expect(created < modified, "\(item)")
+    }
+
     @Test func deleteAndResetRemoveOtherToolsItemsToo() throws {
         let s = uniqueService()
         _ = try secretTool(["store", "--label=x", "service", s, "username", "A"], input: "a")
