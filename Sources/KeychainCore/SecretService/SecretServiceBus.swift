@@ -181,7 +181,7 @@ extension SecretServiceStore {
                     return propertyValue(reply)
                 }
             })
-        defer { values.forEach { $0.map { g_variant_unref($0) } } }
+        defer { for case let value? in values { g_variant_unref(value) } }
         return paths.indices.map { item in
             let properties = values[item * names.count..<(item + 1) * names.count].compactMap { $0 }
             return properties.count == names.count ? decode(properties) : nil
