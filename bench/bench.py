@@ -166,8 +166,9 @@ Versions: {"; ".join(f"{k} {v}" for k, v in versions.items())}.
   {LARGE_RUNS}). Where secret-tool fails (libsecret gives each D-Bus call 25 s), its time to
   failure is shown and the ratio is an upper bound. At this size gnome-keyring's CPU is the
   whole cost: each property it reads for a client costs it time in proportion to the items it
-  holds (about 0.3 ms per property at 1,000 items, 1.1 ms at 5,000), and `list --json` needs
-  four per item (attributes, label, created, modified), `list` and `export` one (`export` reads
+  holds (about 0.25-0.3 ms per property at 1,000 items, 0.7-1.1 ms at 5,000, machine to
+  machine), and `list --json` needs four per item (attributes, label, created, modified, each
+  its own `Properties.Get`: `GetAll` would read six), `list` and `export` one (`export` reads
   the items its listing found, and their secrets in `GetSecrets` calls of 1,000).
 - Keyring size: gnome-keyring rewrites and fsyncs its whole file for every change, so a write
   costs more in a larger keyring, for every tool. Rows marked "a small keyring" ran first, when
