@@ -1,3 +1,4 @@
+import CLibSecret
 import Foundation
 import TestSupport
 import Testing
@@ -137,13 +138,30 @@ struct SecretServiceStoreTests {
     func listingManyItemsReturnsEveryOne(on kind: StoreKind) throws {
         let store = try kind.makeStore()
         let service = try ServiceName(uniqueService())
-        // More than one window of pipelined GetAll calls.
+        // More than one window of pipelined Properties.Get calls.
         let count = BoundedOperationWindow.value + 7
         for index in 0..<count {
             try store.setSecret(Data("\(index)".utf8), service: service, key: KeychainKey("k\(index)"))
         }
         let keys = Set(try store.items(service: service).map(\.key))
         #expect(keys == Set((0..<count).map { "k\($0)" }))
+    }
+
+    /// A property the service does not have reads as absent, as GetAll would leave it out, and
+    /// fails nothing (another provider may lack one that `list --json` reads); a gone item is nil.
+    @Test func aPropertyTheServiceLacksReadsAsAbsentNotAsAFailure() throws {
+        let service = try ServiceName(uniqueService())
+        try store.setSecret(Data("x".utf8), service: service, key: KeychainKey("k"))
+        let types = try BoundedOperation.run("read", seconds: 10) { operation in
+            let bus = try store.sessionBus(operation)
+            defer { g_object_unref(UnsafeMutableRawPointer(bus)) }
+            let paths = try store.searchPaths(operation, bus, ["service": service.rawValue]).unlocked
+            let gone = "/org/freedesktop/secrets/collection/login/999999"
+            return try store.itemProperties(["Label", "NoSuchProperty"], of: paths + [gone], operation, bus) {
+                $0.map { String(cString: g_variant_get_type_string($0)) }
+            }
+        }
+        #expect(types == [["s", "()"], nil])
     }
 
     @Test func timeoutBoundsSilenceNotProgress() throws {

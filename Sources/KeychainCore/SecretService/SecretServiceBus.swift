@@ -157,8 +157,9 @@ extension SecretServiceStore {
     }
 
     /// The item properties `names` of each item at `paths`, in order, decoded together by `decode`
-    /// from their values (in the order of `names`); nil for an item that is gone. All the calls
-    /// are pipelined, an item's one after the other.
+    /// from their values (in the order of `names`); nil for an item that is gone. A property the
+    /// service does not have is given to `decode` as an empty tuple, a type no property has (as
+    /// GetAll would leave it out). All the calls are pipelined, an item's one after the other.
     func itemProperties<T>(
         _ names: [String], of paths: [String], _ operation: BoundedOperation, _ bus: OpaquePointer,
         decode: ([OpaquePointer]) -> T?
@@ -179,12 +180,24 @@ extension SecretServiceStore {
                 finishItemCall(bus, result, error).map { reply in
                     defer { g_variant_unref(reply) }
                     return propertyValue(reply)
-                }
+                } ?? absentProperty(error)
             })
         defer { for case let value? in values { g_variant_unref(value) } }
         return paths.indices.map { item in
             let properties = values[item * names.count..<(item + 1) * names.count].compactMap { $0 }
             return properties.count == names.count ? decode(properties) : nil
+        }
+    }
+
+    /// An empty tuple, clearing `error`, when it says the property asked for does not exist
+    /// (`UnknownProperty`; GDBus answers `InvalidArgs` "No such property"); else nil.
+    private func absentProperty(_ error: UnsafeMutablePointer<UnsafeMutablePointer<GError>?>) -> OpaquePointer? {
+        guard let failure = error.pointee else { return nil }
+        switch remoteErrorName(failure) {
+        case "org.freedesktop.DBus.Error.UnknownProperty", "org.freedesktop.DBus.Error.InvalidArgs":
+            g_clear_error(error)
+            return g_variant_ref_sink(g_variant_new_tuple(nil, 0))
+        default: return nil
         }
     }
 
