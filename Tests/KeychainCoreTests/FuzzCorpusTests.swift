@@ -7,8 +7,10 @@ import Testing
 /// a regression) goes through its parser again here, in an ordinary build: none may crash or hang.
 @Suite("Fuzz corpora replayed")
 struct FuzzCorpusTests {
-    static let corpus = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-        .deletingLastPathComponent().appendingPathComponent("Fuzz/corpus")
+    /// The package's folder (this target does not link TestSupport, which has its own).
+    static let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+        .deletingLastPathComponent().deletingLastPathComponent()
+    static let corpus = packageRoot.appendingPathComponent("Fuzz/corpus")
 
     @Test(arguments: FuzzTargets.names)
     func everyCorpusInputIsParsedWithoutACrash(target: String) throws {
@@ -23,10 +25,7 @@ struct FuzzCorpusTests {
     /// `make fuzz` (and so CI) runs every target there is: age-keys was left out of its list
     /// until 2026-11-24.
     @Test func makeFuzzRunsEveryTarget() throws {
-        let makefile = try String(
-            contentsOf: Self.corpus.deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent(
-                "Makefile"),
-            encoding: .utf8)
+        let makefile = try String(contentsOf: Self.packageRoot.appendingPathComponent("Makefile"), encoding: .utf8)
         let line = try #require(makefile.split(separator: "\n").first { $0.hasPrefix("FUZZ_TARGETS = ") })
         #expect(
             Set(line.dropFirst("FUZZ_TARGETS = ".count).split(separator: " ").map(String.init))

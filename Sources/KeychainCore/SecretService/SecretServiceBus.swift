@@ -134,16 +134,12 @@ extension SecretServiceStore {
             guard !keysOnly else {
                 return ItemInfo(service: service, key: key, label: nil, application: attributes["application"])
             }
-            func date(_ value: OpaquePointer) -> Date? {
-                g_variant_is_of_type(value, keychain_cli_type_uint64()) != 0
-                    ? Self.date(g_variant_get_uint64(value)) : nil
-            }
             let label =
                 g_variant_is_of_type(values[1], keychain_cli_type_string()) != 0
                 ? String(cString: g_variant_get_string(values[1], nil)) : nil
             return ItemInfo(
                 service: service, key: key, label: label, application: attributes["application"],
-                created: date(values[2]), modified: date(values[3]))
+                created: Self.date(variant: values[2]), modified: Self.date(variant: values[3]))
         }
     }
 
@@ -215,5 +211,11 @@ extension SecretServiceStore {
 
     static func date(_ secondsSince1970: guint64) -> Date? {
         secondsSince1970 == 0 ? nil : Date(timeIntervalSince1970: Double(secondsSince1970))
+    }
+
+    /// The time in an item's `Created` or `Modified` value (`t`, seconds since 1970); nil for 0 or
+    /// a value of another type.
+    static func date(variant value: OpaquePointer) -> Date? {
+        g_variant_is_of_type(value, keychain_cli_type_uint64()) != 0 ? date(g_variant_get_uint64(value)) : nil
     }
 }

@@ -253,10 +253,7 @@ private final class SignalWatcher {
         let paths = Array((all[start...] + all[..<start]).prefix(Self.itemsPerPoll))
         pollCursor = paths.last ?? ""
         let times = try BoundedOperation.run("read the items' times", seconds: store.timeout) { operation in
-            try store.itemProperty("Modified", of: paths, operation, bus) { value -> Date? in
-                guard g_variant_is_of_type(value, keychain_cli_type_uint64()) != 0 else { return nil }
-                return SecretServiceStore.date(g_variant_get_uint64(value))
-            }
+            try store.itemProperty("Modified", of: paths, operation, bus) { SecretServiceStore.date(variant: $0) }
         }
         for (path, modified) in zip(paths, times) {
             guard let modified, var item = known[path], let previous = item.modified, modified > previous else {
