@@ -62,7 +62,7 @@ package func writeFileAtomically(_ path: String, _ bytes: [UInt8], replacing: Bo
     let unnamed = keychain_cli_open_unnamed(directory)
     guard unnamed >= 0 else {
         guard errno == EOPNOTSUPP || errno == EISDIR || errno == EINVAL else {
-            throw FileError("cannot create a file in '\(directory)'")
+            throw FileError("cannot create a file in \(quotedPath(directory))")
         }
         return try withSignalsHeldBack { () throws(FileError) in
             try writeThroughNamedTemporary(path, directory: directory, name: name, bytes, replacing: replacing)
@@ -70,18 +70,18 @@ package func writeFileAtomically(_ path: String, _ bytes: [UInt8], replacing: Bo
     }
     defer { close(unnamed) }
     guard bytes.withUnsafeBufferPointer({ writeAll(unnamed, $0) }), fchmod(unnamed, 0o600) == 0, fsync(unnamed) == 0
-    else { throw FileError("cannot write '\(path)'") }
+    else { throw FileError("cannot write \(quotedPath(path))") }
     let source = "/proc/self/fd/\(unnamed)"
     if linkat(AT_FDCWD, source, AT_FDCWD, path, AT_SYMLINK_FOLLOW) != 0 {
-        guard errno == EEXIST else { throw FileError("cannot create '\(path)'") }
-        guard replacing else { throw FileError("'\(path)' exists; it was not replaced", code: EEXIST) }
+        guard errno == EEXIST else { throw FileError("cannot create \(quotedPath(path))") }
+        guard replacing else { throw FileError("\(quotedPath(path)) exists; it was not replaced", code: EEXIST) }
         try withSignalsHeldBack { () throws(FileError) in
             let temporary = "\(directory)/.\(name).\(randomSuffix())"
             guard linkat(AT_FDCWD, source, AT_FDCWD, temporary, AT_SYMLINK_FOLLOW) == 0 else {
-                throw FileError("cannot create a file in '\(directory)'")
+                throw FileError("cannot create a file in \(quotedPath(directory))")
             }
             guard rename(temporary, path) == 0 else {
-                let error = FileError("cannot replace '\(path)'")
+                let error = FileError("cannot replace \(quotedPath(path))")
                 unlink(temporary)
                 throw error
             }
@@ -96,7 +96,7 @@ private func writeThroughNamedTemporary(
 ) throws(FileError) {
     var template = Array("\(directory)/.\(name).XXXXXX".utf8CString)
     let fd = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }  // mode 0600
-    guard fd >= 0 else { throw FileError("cannot create a file in '\(directory)'") }
+    guard fd >= 0 else { throw FileError("cannot create a file in \(quotedPath(directory))") }
     _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
     let temporary = template.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
     var renamed = false
@@ -105,7 +105,7 @@ private func writeThroughNamedTemporary(
     }
     let written = bytes.withUnsafeBufferPointer { writeAll(fd, $0) }
     guard written, fchmod(fd, 0o600) == 0, fsync(fd) == 0 else {
-        let error = FileError("cannot write '\(path)'")
+        let error = FileError("cannot write \(quotedPath(path))")
         close(fd)
         throw error
     }
@@ -114,13 +114,13 @@ private func writeThroughNamedTemporary(
         // link fails if the name exists; the deferred unlink removes the temporary name.
         guard link(temporary, path) == 0 else {
             throw errno == EEXIST
-                ? FileError("'\(path)' exists; it was not replaced", code: EEXIST)
-                : FileError("cannot create '\(path)'")
+                ? FileError("\(quotedPath(path)) exists; it was not replaced", code: EEXIST)
+                : FileError("cannot create \(quotedPath(path))")
         }
         syncDirectory(directory)
         return
     }
-    guard rename(temporary, path) == 0 else { throw FileError("cannot replace '\(path)'") }
+    guard rename(temporary, path) == 0 else { throw FileError("cannot replace \(quotedPath(path))") }
     renamed = true
     syncDirectory(directory)
 }
@@ -185,10 +185,10 @@ package func readToEnd(_ fd: Int32, limit: Int, operation: @autoclosure () -> St
 package func readFileIfPresent(_ path: String, limit: Int) throws(FileError) -> [UInt8]? {
     let fd = open(path, O_RDONLY | O_CLOEXEC)
     if fd < 0 && errno == ENOENT { return nil }
-    guard fd >= 0 else { throw FileError("cannot open '\(path)'") }
+    guard fd >= 0 else { throw FileError("cannot open \(quotedPath(path))") }
     defer { close(fd) }
-    guard let bytes = try readToEnd(fd, limit: limit, operation: "cannot read '\(path)'") else {
-        throw FileError("'\(path)' is larger than \(limit) bytes", code: EFBIG)
+    guard let bytes = try readToEnd(fd, limit: limit, operation: "cannot read \(quotedPath(path))") else {
+        throw FileError("\(quotedPath(path)) is larger than \(limit) bytes", code: EFBIG)
     }
     return bytes
 }
@@ -213,7 +213,9 @@ package func makeDirectories(_ path: String) throws(FileError) {
     if stat(path, &isDirectory) == 0 { return }
     let (parent, _) = splitPath(path)
     if parent != path && parent != "." && parent != "/" { try makeDirectories(parent) }
-    guard mkdir(path, 0o700) == 0 || errno == EEXIST else { throw FileError("cannot create the directory '\(path)'") }
+    guard mkdir(path, 0o700) == 0 || errno == EEXIST else {
+        throw FileError("cannot create the directory \(quotedPath(path))")
+    }
 }
 
 /// Runs `body` holding an exclusive advisory lock (`flock`) on `directory`. Every writer of a
@@ -224,12 +226,12 @@ package func withDirectoryLock<Result, Failure: Error>(
     _ directory: String, timeout: Double, _ body: () throws(Failure) -> Result
 ) throws -> Result? {
     let fd = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-    guard fd >= 0 else { throw FileError("cannot open the directory '\(directory)'") }
+    guard fd >= 0 else { throw FileError("cannot open the directory \(quotedPath(directory))") }
     defer { close(fd) }  // releases the lock
     let deadline = monotonicSeconds() + timeout
     while flock(fd, LOCK_EX | LOCK_NB) != 0 {
         guard errno == EWOULDBLOCK || errno == EINTR else {
-            throw FileError("cannot lock the directory '\(directory)'")
+            throw FileError("cannot lock the directory \(quotedPath(directory))")
         }
         guard monotonicSeconds() < deadline else { return nil }
         usleep(2_000)

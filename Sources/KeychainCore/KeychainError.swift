@@ -99,10 +99,10 @@ public enum KeychainError: Error, Equatable, Sendable, CustomStringConvertible {
         case .vaultIO(let detail):
             return "\(detail). Check the vault's path (--vault, $KEYCHAIN_VAULT) and its permissions"
         case .vaultCorrupt(let path, let reason):
-            return "cannot open the vault '\(path)': \(reason). The file was left untouched; restore it "
+            return "cannot open the vault \(quotedPath(path)): \(reason). The file was left untouched; restore it "
                 + "from a backup, or move it away to start a new vault"
         case .wrongPassphrase(let path):
-            return "wrong passphrase for the vault '\(path)' (or its header was altered). Check "
+            return "wrong passphrase for the vault \(quotedPath(path)) (or its header was altered). Check "
                 + "$KEYCHAIN_PASSPHRASE, --passphrase-file or --passphrase-fd"
         case .noPassphrase(let detail) where detail.hasPrefix(Self.newPassphrase):
             return "vault passwd needs a new passphrase (\(detail.dropFirst(Self.newPassphrase.count))). Set "
@@ -112,14 +112,16 @@ public enum KeychainError: Error, Equatable, Sendable, CustomStringConvertible {
             return "the vault needs a passphrase (\(detail)). Set $KEYCHAIN_PASSPHRASE, or pass "
                 + "--passphrase-file PATH or --passphrase-fd N, or run at a terminal to be asked"
         case .noMatchingIdentity(let path, let detail):
-            return "cannot open the vault '\(path)': \(detail). Give the identity file of one of its recipients "
+            return
+                "cannot open the vault \(quotedPath(path)): \(detail). Give the identity file of one of its recipients "
                 + "with --identity PATH or $KEYCHAIN_IDENTITY (an age identity file, or an unencrypted OpenSSH ed25519 key)"
         case .vaultRekeyed(let path):
-            return "the vault '\(path)' was re-keyed by another process since this one opened it (vault passwd "
+            return
+                "the vault \(quotedPath(path)) was re-keyed by another process since this one opened it (vault passwd "
                 + "or vault recipients): the passphrase or identity that opened it no longer does. Start again with "
                 + "the new one"
         case .vaultBusy(let path, let seconds):
-            return "another process kept the vault '\(path)' locked for \(formatSeconds(seconds)) s. "
+            return "another process kept the vault \(quotedPath(path)) locked for \(formatSeconds(seconds)) s. "
                 + "Try again, or raise --timeout"
         case .badConfiguration(let detail):
             return detail

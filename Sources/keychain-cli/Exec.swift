@@ -21,8 +21,9 @@ extension KeychainCLI {
                 A mapping is NAME=KEY (in --service) or NAME=SERVICE/KEY (split at the first /). \
                 An --env-file holds one mapping per line; blank lines and # comments are ignored. \
                 If the command cannot be found, exit 127; if it cannot be run, 126. The vault's \
-                passphrase ($KEYCHAIN_PASSPHRASE, --passphrase-fd) and the OpenBao login secrets \
-                ($KEYCHAIN_OPENBAO_SECRET_ID, $KEYCHAIN_OPENBAO_JWT) are not passed on.
+                passphrases ($KEYCHAIN_PASSPHRASE, $KEYCHAIN_NEW_PASSPHRASE, --passphrase-fd) and \
+                the OpenBao login secrets ($KEYCHAIN_OPENBAO_SECRET_ID, $KEYCHAIN_OPENBAO_JWT) are \
+                not passed on.
 
                   keychain-cli -s ci exec --env GITHUB_TOKEN=github-token -- ./deploy.sh arg
                   keychain-cli exec --env-file secrets.env -- make release
@@ -68,7 +69,9 @@ extension KeychainCLI {
             let values = try all.map { mapping in (mapping.name, try mapping.resolve(defaultService: keychain)) }
             // The vault's passphrase and the OpenBao login secrets are ours, not the command's (a
             // mapping may still pass them on).
-            for name in ["KEYCHAIN_PASSPHRASE", "KEYCHAIN_OPENBAO_SECRET_ID", "KEYCHAIN_OPENBAO_JWT"] { unsetenv(name) }
+            for name in [
+                "KEYCHAIN_PASSPHRASE", "KEYCHAIN_NEW_PASSPHRASE", "KEYCHAIN_OPENBAO_SECRET_ID", "KEYCHAIN_OPENBAO_JWT",
+            ] { unsetenv(name) }
             // A standard descriptor stays: once read it is /dev/null (see PassphraseSource).
             if let fd = options.passphraseFD, fd > STDERR_FILENO { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
             for (name, value) in values { setenv(name, value, 1) }
@@ -81,10 +84,11 @@ extension EnvironmentMapping {
     /// The mappings of an env file; a bad line is a usage error naming the file and line.
     static func read(file path: String) throws -> [EnvironmentMapping] {
         guard let bytes = try readInput(path: path, limit: 1 << 20) else {
-            throw CommandFailure.badData("'\(path)' is larger than 1 MiB; an env file holds mappings, not secrets")
+            throw CommandFailure.badData(
+                "\(quotedPath(path)) is larger than 1 MiB; an env file holds mappings, not secrets")
         }
         guard let text = String(validating: bytes, as: UTF8.self) else {
-            throw CommandFailure.usage("'\(path)' is not UTF-8 text; an env file holds NAME=KEY lines")
+            throw CommandFailure.usage("\(quotedPath(path)) is not UTF-8 text; an env file holds NAME=KEY lines")
         }
         return try EnvironmentMapping.parse(text, path: path)
     }

@@ -27,7 +27,8 @@ extension KeychainCLI {
                 --yes otherwise. JSON keeps every item exactly (binary secrets as base64, with \
                 "encoding": "base64"); import reads it back. The env format writes NAME="value" \
                 lines for one service, with keys turned into variable names (github-token becomes \
-                GITHUB_TOKEN), and refuses binary secrets and names that collide. Each service and \
+                GITHUB_TOKEN), escapes \\ " $ ` and line ends so that a shell sourcing the file \
+                runs nothing, and refuses binary secrets and names that collide. Each service and \
                 key is exported once (two tools' items under one name are one secret to get). \
                 -o is written so that no interruption leaves a partial or stray copy.
 

@@ -172,7 +172,8 @@ func environmentTimeout() throws -> Double? {
     guard let text = try environment("KEYCHAIN_TIMEOUT") else { return nil }
     guard let seconds = Double(text), seconds > 0 && seconds <= 86_400 else {
         throw CommandFailure.usage(
-            "KEYCHAIN_TIMEOUT is '\(text)'; it must be a number of seconds above 0 and at most 86400")
+            "KEYCHAIN_TIMEOUT is \(quotedValue(text, expected: "a number")); it must be a number of seconds above 0 and at most 86400"
+        )
     }
     return seconds
 }
@@ -189,7 +190,7 @@ func chosenBackend(_ options: KeychainOptions) throws -> Backend {
     if options.backend == nil, let name = try environment("KEYCHAIN_BACKEND") {
         guard let named = Backend(rawValue: name) else {
             throw CommandFailure.usage(
-                "KEYCHAIN_BACKEND is '\(name)'; it must be "
+                "KEYCHAIN_BACKEND is \(quotedValue(name, expected: "a backend")); it must be "
                     + Backend.allCases.map(\.rawValue).joined(separator: " or "))
         }
         backend = named
@@ -205,21 +206,23 @@ func chosenBackend(_ options: KeychainOptions) throws -> Backend {
 func makeVaultStore(_ options: KeychainOptions, timeout: Double, newPassphrase: PassphraseSource? = nil) throws
     -> VaultStore
 {
+    try PathValue.check(options)
+    let variable = try environment("KEYCHAIN_VAULT")
     guard
-        let path = try options.vault ?? environment("KEYCHAIN_VAULT")
-            ?? VaultStore.defaultPath(environment: try processEnvironment())
+        let path = try options.vault ?? variable ?? VaultStore.defaultPath(environment: try processEnvironment())
     else {
         throw CommandFailure.usage("no vault path: pass --vault PATH, or set KEYCHAIN_VAULT or HOME")
     }
     if path.hasSuffix("/") {
         throw CommandFailure.usage(
-            "the vault path '\(path)' names a directory; give a file in it, e.g. \(path)vault.age")
+            "the vault path \(quotedPath(path)) names a directory; give a file in it, e.g. \(quotedPath(path + "vault.age"))"
+        )
     }
     var workFactor = VaultStore.defaultWorkFactor
     if let text = try environment("KEYCHAIN_VAULT_WORK_FACTOR") {
         guard let value = Int(text), VaultStore.workFactors.contains(value) else {
             throw CommandFailure.usage(
-                "KEYCHAIN_VAULT_WORK_FACTOR is '\(text)'; it must be a whole number from "
+                "KEYCHAIN_VAULT_WORK_FACTOR is \(quotedValue(text, expected: "a number")); it must be a whole number from "
                     + "\(VaultStore.workFactors.lowerBound) to \(VaultStore.workFactors.upperBound) (log2 of scrypt's N)"
             )
         }

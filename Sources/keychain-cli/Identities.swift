@@ -8,14 +8,17 @@ import KeychainCore
 /// $KEYCHAIN_IDENTITY; nil when nothing is given.
 func identitySource(_ options: KeychainOptions) throws -> (descriptor: Int32?, path: String?, name: String)? {
     if let descriptor = options.identityFD { return (descriptor, nil, "--identity-fd \(descriptor)") }
-    if let path = options.identity { return (nil, path, "--identity \(path)") }
+    if let path = options.identity { return (nil, path, "--identity \(quotedPath(path))") }
     if let text = try environment("KEYCHAIN_IDENTITY_FD") {
         guard let number = Int32(text), number >= 0 else {
-            throw CommandFailure.usage("KEYCHAIN_IDENTITY_FD is '\(text)'; it must be an open file descriptor number")
+            throw CommandFailure.usage(
+                "KEYCHAIN_IDENTITY_FD is \(quotedValue(text, expected: "a number")); it must be an open file descriptor number"
+            )
         }
         return (number, nil, "$KEYCHAIN_IDENTITY_FD (\(number))")
     }
-    return try environment("KEYCHAIN_IDENTITY").map { (nil, $0, "$KEYCHAIN_IDENTITY (\($0))") }
+    guard let path = try environment("KEYCHAIN_IDENTITY") else { return nil }
+    return (nil, path, "$KEYCHAIN_IDENTITY (\(quotedPath(path)))")
 }
 
 /// The identities of ``identitySource(_:)`` (none when nothing is given).

@@ -42,7 +42,7 @@ enum PassphraseSource: Sendable, CustomStringConvertible {
     var description: String {
         switch self {
         case .descriptor(let fd, let option): "\(option) \(fd)"
-        case .file(let path, let option): "\(option) \(path)"
+        case .file(let path, let option): "\(option) \(quotedPath(path))"
         case .environment(let name): "$\(name)"
         case .terminal: "a prompt on the terminal"
         }

@@ -56,10 +56,10 @@ func readInput(path: String?, limit: Int) throws -> [UInt8]? {
     let fd = open(path, O_RDONLY | O_CLOEXEC)
     guard fd >= 0 else {
         throw CommandFailure.io(
-            "cannot open '\(path)' (\(String(cString: strerror(errno)))). Check the path and its permissions")
+            "cannot open \(quotedPath(path)) (\(String(cString: strerror(errno)))). Check the path and its permissions")
     }
     defer { close(fd) }
-    return try readAll(fd, limit: limit, name: "'\(path)'")
+    return try readAll(fd, limit: limit, name: "\(quotedPath(path))")
 }
 
 // The terminal and its settings to restore if the user interrupts a hidden prompt.

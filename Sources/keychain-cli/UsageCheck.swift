@@ -32,8 +32,22 @@ enum UsageCheck {
     /// The parser's message for `error`, on one line, without a doubled period, with a hint where
     /// one helps, and without any word that followed `set` (it may be the secret).
     static func message(for error: any Error, arguments: [String]) -> String {
-        var message = KeychainCLI.message(for: error).split(separator: "\n")
-            .map { $0.trimmingSpaces() }.joined(separator: " ")
+        var message = KeychainCLI.message(for: error)
+        // A key or passphrase given where a path belongs (`--identity "$(cat key)"`, which the
+        // parser reads as an unknown option) is never repeated, nor any of its lines.
+        for (index, argument) in arguments.enumerated() {
+            guard let kind = misplacedSecretKind(argument) else { continue }
+            let option = index > 0 && arguments[index - 1].hasPrefix("-") ? arguments[index - 1] : nil
+            if let option, PathValue.hints[option] != nil {
+                return PathValue.refusal(of: option, kind: kind) + ". See 'keychain-cli --help'"
+            }
+            let lines = argument.split(whereSeparator: \.isNewline).filter { $0.count >= 8 }
+            if message.contains(argument) || lines.contains(where: { message.contains($0) }) {
+                return "could not parse the arguments; one holds \(kind) and is not repeated here. "
+                    + "See 'keychain-cli --help'"
+            }
+        }
+        message = message.split(separator: "\n").map { $0.trimmingSpaces() }.joined(separator: " ")
         while message.hasSuffix(".") { message.removeLast() }
         let words = positionalWords(arguments)
         let command = words.first.flatMap { commands.contains($0) ? $0 : nil }
@@ -49,7 +63,8 @@ enum UsageCheck {
             }
         }
         if command == "get" || command == "delete",
-            let dashed = arguments.last(where: { $0.hasPrefix("-") && $0 != "--" && !knownOptionNames.contains($0) })
+            let dashed = arguments.last(where: { $0.hasPrefix("-") && $0 != "--" && !knownOptionNames.contains($0) }),
+            misplacedSecretKind(dashed) == nil
         {
             message +=
                 ". A key that starts with - goes after --: keychain-cli \(command!) -- \(escapedForDisplay(dashed))"

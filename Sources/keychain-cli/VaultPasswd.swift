@@ -40,6 +40,11 @@ extension KeychainCLI.Vault {
             if let fd = newPassphraseFD, fd == options.passphraseFD {
                 throw ValidationError("--new-passphrase-fd and --passphrase-fd must be different descriptors")
             }
+            do {
+                try PathValue.check(newPassphraseFile, of: "--new-passphrase-file")
+            } catch let failure as CommandFailure {
+                throw ValidationError(failure.message)
+            }
         }
 
         func run() throws {

@@ -1,6 +1,10 @@
 import ArgumentParser
 import KeychainCore
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 extension KeychainCLI.Vault {
     struct Recipients: ParsableCommand {
         static let configuration = CommandConfiguration(
@@ -137,7 +141,15 @@ func teamVaultStore(_ options: KeychainOptions, newPassphrase: PassphraseSource?
 private func parseRecipients(_ arguments: [String]) throws -> [VaultRecipient] {
     var recipients: [VaultRecipient] = []
     for argument in arguments {
-        // A key itself (a secret key too, to be refused as one), else a file of them.
+        // A secret key (an identity file's content, a private key) is refused without being
+        // repeated, wherever in the argument it stands.
+        if let kind = misplacedSecretKind(argument), access(argument, F_OK) != 0 {
+            throw CommandFailure.usage(
+                "a recipient argument holds \(kind); it is not repeated here. A recipient is a public key: "
+                    + "age1… (age-keygen -y identity.txt prints it), \"ssh-ed25519 AAAA…\" (the .pub file), "
+                    + "or the path of a file of them")
+        }
+        // A key itself, else a file of them.
         let isKey = ["age1", "ssh-", "AGE-SECRET-KEY-"].contains { argument.hasPrefix($0) }
         do {
             if isKey {

@@ -1,4 +1,5 @@
-/// The dotenv dialect of export and import: NAME="value" with \\ \" \n \r \t \$ escapes.
+/// The dotenv dialect of export and import: NAME="value" with \\ \" \n \r \t \$ \` escapes, so that
+/// a shell that sources the file (`set -a; . ./app.env`) reads every value as text and runs nothing.
 package enum DotEnv {
     /// `github-token` → `GITHUB_TOKEN`: letters and digits upper-cased, anything else `_`,
     /// and `_` before a leading digit.
@@ -23,6 +24,7 @@ package enum DotEnv {
             case "\r": result += "\\r"
             case "\t": result += "\\t"
             case "$": result += "\\$"
+            case "`": result += "\\`"
             default: result.unicodeScalars.append(scalar)
             }
         }
@@ -75,11 +77,11 @@ package enum DotEnv {
                 case "n": result.append("\n")
                 case "r": result.append("\r")
                 case "t": result.append("\t")
-                case "\\", "\"", "$": result.append(scalar)
+                case "\\", "\"", "$", "`": result.append(scalar)
                 default:
                     throw FormatError(
                         "\(location): unknown escape \\\(escapedForDisplay(String(scalar))). "
-                            + "Use \\\\ \\\" \\n \\r \\t or \\$")
+                            + "Use \\\\ \\\" \\n \\r \\t \\$ or \\`")
                 }
                 escaped = false
             } else if scalar == "\\" {

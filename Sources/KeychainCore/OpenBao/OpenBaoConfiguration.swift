@@ -65,8 +65,14 @@ public struct OpenBaoConfiguration: Sendable {
             if let text = own(name) { return text }
             guard let path = own(name + "_FILE") else { return nil }
             guard let text = try readFile(path) else {
+                if let kind = misplacedSecretKind(path) {
+                    throw .badConfiguration(
+                        detail: "KEYCHAIN_OPENBAO_\(name)_FILE holds \(kind), not a path; it is not repeated "
+                            + "here. Set it to the path of a file, or the value itself in KEYCHAIN_OPENBAO_\(name)")
+                }
                 throw .badConfiguration(
-                    detail: "KEYCHAIN_OPENBAO_\(name)_FILE names '\(path)', which does not exist. Fix the path")
+                    detail:
+                        "KEYCHAIN_OPENBAO_\(name)_FILE names \(quotedPath(path)), which does not exist. Fix the path")
             }
             return text.trimmingWhitespace
         }

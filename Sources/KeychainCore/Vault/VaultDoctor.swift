@@ -23,7 +23,7 @@ extension VaultStore {
             var info = stat()
             guard stat(path, &info) == 0 else {
                 guard errno == ENOENT else {
-                    throw KeychainError.vaultIO(detail: FileError("cannot stat '\(path)'").description)
+                    throw KeychainError.vaultIO(detail: FileError("cannot stat \(quotedPath(path))").description)
                 }
                 return "\(path) does not exist yet; the first set creates it (mode 0600)"
             }
@@ -35,19 +35,20 @@ extension VaultStore {
             var info = stat()
             while stat(existing, &info) != 0 {
                 guard errno == ENOENT, existing != "/" && existing != "." else {
-                    throw KeychainError.vaultIO(detail: FileError("cannot stat '\(existing)'").description)
+                    throw KeychainError.vaultIO(detail: FileError("cannot stat \(quotedPath(existing))").description)
                 }
                 existing = splitPath(existing).directory
             }
             guard access(existing, W_OK | X_OK) == 0 else {
-                throw KeychainError.vaultIO(detail: FileError("cannot write in '\(existing)'").description)
+                throw KeychainError.vaultIO(detail: FileError("cannot write in \(quotedPath(existing))").description)
             }
             if existing != directory { return "\(directory) will be created (mode 0700)" }
             guard info.st_mode & 0o022 == 0 || info.st_mode & S_ISVTX != 0 else {
                 let mode = String(info.st_mode & 0o777, radix: 8)
                 throw KeychainError.vaultIO(
                     detail:
-                        "other users can replace files in '\(directory)' (mode 0\(mode)): run chmod 700 '\(directory)'")
+                        "other users can replace files in \(quotedPath(directory)) (mode 0\(mode)): run chmod 700 \(quotedPath(directory))"
+                )
             }
             return "\(directory) is writable"
         }
@@ -92,19 +93,20 @@ extension VaultStore {
     private func checkPrivate(_ file: String, what: String) throws(KeychainError) -> String {
         var info = stat()
         guard stat(file, &info) == 0 else {
-            throw KeychainError.vaultIO(detail: FileError("cannot stat the \(what) '\(file)'").description)
+            throw KeychainError.vaultIO(detail: FileError("cannot stat the \(what) \(quotedPath(file))").description)
         }
         let mode = info.st_mode & 0o777
         guard info.st_mode & S_IFMT == S_IFREG else {
-            throw KeychainError.vaultIO(detail: "the \(what) '\(file)' is not a regular file")
+            throw KeychainError.vaultIO(detail: "the \(what) \(quotedPath(file)) is not a regular file")
         }
         guard info.st_uid == geteuid() else {
-            throw KeychainError.vaultIO(detail: "the \(what) '\(file)' belongs to another user (uid \(info.st_uid))")
+            throw KeychainError.vaultIO(
+                detail: "the \(what) \(quotedPath(file)) belongs to another user (uid \(info.st_uid))")
         }
         guard mode & 0o077 == 0 else {
             throw KeychainError.vaultIO(
-                detail: "other users can open the \(what) '\(file)' (mode 0\(String(mode, radix: 8))): "
-                    + "run chmod 600 '\(file)'")
+                detail: "other users can open the \(what) \(quotedPath(file)) (mode 0\(String(mode, radix: 8))): "
+                    + "run chmod 600 \(quotedPath(file))")
         }
         return "\(file) (mode 0\(String(mode, radix: 8)), \(info.st_size) bytes)"
     }

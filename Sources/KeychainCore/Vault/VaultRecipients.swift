@@ -48,7 +48,8 @@ extension VaultStore {
                 let after = try change(before)
                 guard !after.isEmpty else {
                     throw KeychainError.badConfiguration(
-                        detail: "a team vault needs at least one recipient; to lock '\(path)' with a passphrase "
+                        detail:
+                            "a team vault needs at least one recipient; to lock \(quotedPath(path)) with a passphrase "
                             + "instead, run `keychain-cli vault passwd`")
                 }
                 let header = try AgeFile.makeHeader(recipients: after.map(\.recipient))

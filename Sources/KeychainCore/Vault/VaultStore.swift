@@ -202,7 +202,7 @@ public final class VaultStore: SecretStore {
             } catch let error as FileError {
                 throw KeychainError.vaultIO(detail: error.description)
             } catch {
-                throw KeychainError.vaultIO(detail: "cannot write the vault '\(path)': \(error)")
+                throw KeychainError.vaultIO(detail: "cannot write the vault \(quotedPath(path)): \(error)")
             }
         }
     }

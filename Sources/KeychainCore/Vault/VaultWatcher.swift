@@ -24,13 +24,13 @@ extension VaultStore {
         }
         let descriptor = inotify_init1(Int32(IN_CLOEXEC | IN_NONBLOCK))
         guard descriptor >= 0 else {
-            throw .vaultIO(detail: "cannot watch the vault '\(path)': \(String(cString: strerror(errno)))")
+            throw .vaultIO(detail: "cannot watch the vault \(quotedPath(path)): \(String(cString: strerror(errno)))")
         }
         let mask = IN_CREATE | IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM | IN_DELETE | IN_DELETE_SELF | IN_MOVE_SELF
         guard inotify_add_watch(descriptor, directory, UInt32(mask)) >= 0 else {
             let reason = String(cString: strerror(errno))
             close(descriptor)
-            throw .vaultIO(detail: "cannot watch the vault's directory '\(directory)': \(reason)")
+            throw .vaultIO(detail: "cannot watch the vault's directory \(quotedPath(directory)): \(reason)")
         }
         let directoryGone = Locked(false)
         return try StoreWatch.polling(
@@ -41,7 +41,7 @@ extension VaultStore {
             whenDone: { close(descriptor) },
             snapshot: { () throws(KeychainError) in
                 if directoryGone.withLock({ $0 }) {
-                    throw .vaultIO(detail: "the vault's directory '\(directory)' was removed or moved away")
+                    throw .vaultIO(detail: "the vault's directory \(quotedPath(directory)) was removed or moved away")
                 }
                 return try self.read { entries in
                     var snapshot: [ItemID: ItemState] = [:]

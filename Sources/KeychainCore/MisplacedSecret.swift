@@ -1,0 +1,71 @@
+// A secret given where a path belongs is the usual CI mistake: `KEYCHAIN_IDENTITY="$(cat key)"`
+// (a "variable" secret instead of a "file" one), `--passphrase-file "$PASSPHRASE"`. A message that
+// repeats the value as a path would print the secret, over several raw lines that CI log masking
+// cannot hide. Every message that names a path given by the user shows it with ``quotedPath(_:)``.
+
+/// What `value`, given where a path belongs, looks like when it cannot be a path but may well be a
+/// secret: "an OpenSSH private key", "an age secret key", "several lines", …; nil for a plausible
+/// path. Judged by shape only: a passphrase that reads like a file name is not caught.
+public func misplacedSecretKind(_ value: String) -> String? {
+    let upper = value.uppercased()
+    if upper.contains("-----BEGIN") || upper.contains("PRIVATE KEY-----") {
+        return upper.contains("OPENSSH PRIVATE KEY") ? "an OpenSSH private key" : "a PEM private key or certificate"
+    }
+    if upper.contains("AGE-SECRET-KEY-") || upper.contains("AGE-PLUGIN-") { return "an age secret key" }
+    if value.utf8.contains(where: { $0 == 0x0A || $0 == 0x0D }) { return "several lines" }
+    if value.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) { return "control characters" }
+    if value.utf8.count > 4096 { return "more bytes than any path (4096)" }
+    if let first = value.unicodeScalars.first, let last = value.unicodeScalars.last,
+        first.properties.isWhitespace || last.properties.isWhitespace
+    {
+        return "a value with leading or trailing space"
+    }
+    if isJSONWebToken(value) { return "a JSON web token" }
+    if isUUID(value) { return "an id (a UUID)" }
+    if isServerToken(value) { return "an OpenBao or Vault token" }
+    return nil
+}
+
+/// `path` for a message: in single quotes, escaped as ``escapedForDisplay(_:)`` escapes names, or,
+/// when it looks like a secret (``misplacedSecretKind(_:)``), only what it looks like.
+public func quotedPath(_ path: String) -> String { quotedValue(path, expected: "a path") }
+
+/// `value`, given where `expected` belongs ("a number"), for a message: as ``quotedPath(_:)``.
+public func quotedValue(_ value: String, expected: String) -> String {
+    if let kind = misplacedSecretKind(value) { return "(a value that is not shown: \(kind), not \(expected))" }
+    return "'\(escapedForDisplay(value))'"
+}
+
+/// `header.payload.signature`, each base64url, the header starting `eyJ` (`{"`).
+private func isJSONWebToken(_ value: String) -> Bool {
+    let parts = value.utf8.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false)
+    return parts.count == 3 && value.hasPrefix("eyJ") && parts.allSatisfy { $0.allSatisfy(isBase64URL) }
+}
+
+/// 8-4-4-4-12 hexadecimal digits: an AppRole secret id or role id.
+private func isUUID(_ value: String) -> Bool {
+    let parts = value.utf8.split(separator: UInt8(ascii: "-"), omittingEmptySubsequences: false)
+    return parts.map(\.count) == [8, 4, 4, 4, 12] && parts.allSatisfy { $0.allSatisfy(isHexDigit) }
+}
+
+/// `hvs.…`, `hvb.…`, `hvr.…`, `s.…`, `b.…`, `r.…` with at least 20 base64url characters after the dot.
+private func isServerToken(_ value: String) -> Bool {
+    guard let dot = value.utf8.firstIndex(of: UInt8(ascii: ".")) else { return false }
+    let prefix = String(decoding: value.utf8[..<dot], as: UTF8.self)
+    let rest = value.utf8[value.utf8.index(after: dot)...]
+    return ["hvs", "hvb", "hvr", "s", "b", "r"].contains(prefix) && rest.count >= 20 && rest.allSatisfy(isBase64URL)
+}
+
+private func isBase64URL(_ byte: UInt8) -> Bool {
+    isAlphanumeric(byte) || byte == UInt8(ascii: "-") || byte == UInt8(ascii: "_") || byte == UInt8(ascii: "=")
+}
+
+private func isHexDigit(_ byte: UInt8) -> Bool {
+    (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains(byte)
+        || (UInt8(ascii: "A")...UInt8(ascii: "F")).contains(byte)
+}
+
+private func isAlphanumeric(_ byte: UInt8) -> Bool {
+    (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) || (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte)
+        || (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte)
+}
