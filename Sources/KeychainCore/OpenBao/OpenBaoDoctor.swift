@@ -26,7 +26,7 @@ extension OpenBaoStore {
         guard let store else { return (report.checks, report.failure) }
         report.run("server") { try store.checkHealth() }
         report.run("token") { try store.checkToken() }
-        report.run("mount") { try store.checkMount() }
+        report.run("mount") { try store.checkMount(service) }
         report.run("policy") { try store.checkCapabilities(service) }
         report.run("round trip") {
             let start = monotonicSeconds()
@@ -90,26 +90,6 @@ extension OpenBaoStore {
         let expiry = (token.ttl ?? 0) == 0 ? "does not expire" : "expires in \(token.ttl ?? 0) s"
         return "valid (from \(client.tokenSource)): \(token.displayName ?? "?"), policies "
             + (token.policies ?? []).joined(separator: ", ") + "; \(expiry)"
-    }
-
-    func checkMount() throws(KeychainError) -> String {
-        struct Answer: Decodable {
-            struct Mount: Decodable {
-                var type: String?
-                var options: [String: String]?
-            }
-            var data: Mount?
-        }
-        let mount = configuration.mount
-        let response = try client.send("GET", "sys/internal/ui/mounts/\(try kvPath(mount))")
-        let answer = decode(Answer.self, response)?.data
-        guard response.status == 200, answer?.type == "kv", answer?.options?["version"] == "2" else {
-            throw .serverUnavailable(
-                detail: "'\(mount)' is not a KV version 2 mount this token can see (HTTP \(response.status), "
-                    + "type \(answer?.type ?? "none")). Enable one (bao secrets enable -path=\(mount) kv-v2) "
-                    + "or set KEYCHAIN_OPENBAO_MOUNT")
-        }
-        return "\(mount)/ is KV version 2"
     }
 
     func checkCapabilities(_ service: ServiceName) throws(KeychainError) -> String {

@@ -14,13 +14,17 @@
 ///
 /// Writes are JSON merge PATCHes of the changed fields, which the server applies atomically, so
 /// concurrent writers of different keys of one service all survive; the first write of a secret,
-/// and every write under a policy without `patch`, is a check-and-set of the whole secret (read its
-/// version, write with `cas` = that version, again on a mismatch).
+/// every write under a policy without `patch`, and every write on a mount (or secret) with
+/// `cas_required`, is a check-and-set of the whole secret (read its version, write with `cas` =
+/// that version, again on a mismatch). A mount that is missing, or is not KV version 2, is refused
+/// (see OpenBaoMount.swift) instead of reading as empty.
 public final class OpenBaoStore: SecretStore {
     public static let defaultTimeout = 5.0
     let client: OpenBaoClient
     /// `list --json` dates: each secret's creation time costs one more request per secret.
     let readsCreationDates: Bool
+    /// Whether ``requireKVVersion2()`` found the mount to be KV version 2.
+    let mountVerified = Locked(false)
 
     public var configuration: OpenBaoConfiguration { client.configuration }
 
@@ -135,6 +139,10 @@ public final class OpenBaoStore: SecretStore {
         let path = try dataPath(service)
         let response = try client.send("GET", path, deadline: deadline)
         guard response.status == 200 || response.status == 404 else { throw refused("GET", path, response) }
+        if response.status == 404 {
+            try requireMount(response)
+            try requireKVVersion2()
+        }
         // A deleted or destroyed current version answers 404 with its metadata: writes must name it.
         let answer = try? JSONDecoder().decode(Answer.self, from: Data(response.body))
         if response.status == 200 && answer?.data?.metadata?.version == nil {
@@ -159,7 +167,15 @@ public final class OpenBaoStore: SecretStore {
         do throws(KeychainError) {
             let response = try client.send("PATCH", path, json: Patch(data: changes))
             if (200..<300).contains(response.status) { return }
-            guard response.status == 404 || response.status == 405 else { throw refused("PATCH", path, response) }
+            // 404: no secret yet; 405: no PATCH (an old server, or KV version 1, which the read
+            // below refuses); 400 "check-and-set parameter required": a mount or secret with
+            // cas_required, which the write below satisfies.
+            let casRequired =
+                response.status == 400
+                && OpenBaoClient.errors(of: response).contains { $0.contains("check-and-set parameter required") }
+            guard response.status == 404 || response.status == 405 || casRequired else {
+                throw refused("PATCH", path, response)
+            }
         } catch .serverDenied {
             // No `patch` capability: read, merge and write back with check-and-set below.
         }
@@ -212,7 +228,11 @@ public final class OpenBaoStore: SecretStore {
                 "\(try kvPath(configuration.mount))/metadata/"
                 + (folder.isEmpty ? "" : try kvPath(String(folder.dropLast())) + "/") + "?list=true"
             let response = try client.send("GET", path)
-            if response.status == 404 { continue }
+            if response.status == 404 {
+                try requireMount(response)
+                try requireKVVersion2()
+                continue
+            }
             guard response.status == 200 else { throw refused("LIST", path, response) }
             for key in (try? JSONDecoder().decode(Answer.self, from: Data(response.body)))?.data?.keys ?? [] {
                 if key.hasSuffix("/") {
