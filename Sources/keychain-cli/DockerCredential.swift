@@ -47,7 +47,7 @@ extension KeychainCLI {
                 throw failure
             } catch {
                 // docker reads a helper's error from its standard output.
-                try writeOutput(Array((failureMessage(error) + "\n").utf8))
+                try writeOutput(Array((failureMessage(PassphraseSource.helperFailure(error)) + "\n").utf8))
                 throw ExitCode(1)
             }
         }
@@ -67,7 +67,7 @@ extension KeychainCLI {
                 throw CommandFailure.badData("the input is larger than 1 MiB")
             }
             let credentials = registryCredentials(
-                in: try makeStore(options), service: try ServiceName(options.service ?? "docker"))
+                in: try makeStore(helperOptions), service: try ServiceName(options.service ?? "docker"))
             let serverURL = String(
                 String(decoding: input, as: UTF8.self).drop { $0.isWhitespace }.reversed().drop { $0.isWhitespace }
                     .reversed())

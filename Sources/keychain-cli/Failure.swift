@@ -13,6 +13,8 @@ struct CommandFailure: Error {
         case notFound
         /// `exec`: the command does not exist (127) or cannot be run (126), as shells report it.
         case commandNotFound, cannotExecute
+        /// What the command needs cannot be had without asking, and it may not ask (77).
+        case denied
     }
 
     var kind: Kind
@@ -53,6 +55,7 @@ func exitStatus(for error: any Error) -> Int32 {
         case .notFound: return 1
         case .commandNotFound: return 127
         case .cannotExecute: return 126
+        case .denied: return 77
         }
     default:
         // The parser's own errors (64), help and version (0); anything else it calls a plain

@@ -34,13 +34,21 @@ extension KeychainCLI {
         var action: String
 
         func run() throws {
+            do {
+                try perform()
+            } catch {
+                throw PassphraseSource.helperFailure(error)
+            }
+        }
+
+        private func perform() throws {
             guard let input = try readAll(STDIN_FILENO, limit: 1 << 20) else {
                 throw CommandFailure.badData("the credential on standard input is larger than 1 MiB")
             }
             guard ["get", "store", "erase"].contains(action), let request = GitCredentialMessage.parse(input) else {
                 return
             }
-            let store = try makeStore(options)
+            let store = try makeStore(helperOptions)
             let credentials = networkCredentials(in: store, service: try ServiceName(options.service ?? "git"))
             switch action {
             case "get":

@@ -111,6 +111,9 @@ struct KeychainOptions {
     var passphraseFD: Int32?
     var identity: String?
     var identityFD: Int32?
+    /// Whether the vault's passphrase may be asked for at the terminal (the credential helpers,
+    /// which git and docker run with a terminal around them, never ask).
+    var mayPrompt = true
 }
 
 /// Where secrets are kept.
@@ -129,6 +132,13 @@ protocol KeychainCommand: ParsableCommand {
 extension KeychainCommand {
     /// The options of this invocation: those given after the command name win over those before.
     var options: KeychainOptions { globals.over(root.globals) }
+
+    /// ``options`` for a credential helper, which never asks for the vault's passphrase.
+    var helperOptions: KeychainOptions {
+        var options = options
+        options.mayPrompt = false
+        return options
+    }
 
     /// The keychain of the chosen service on the chosen backend.
     func keychain(listing: SecretServiceStore.Listing = .full) throws -> Keychain {
@@ -229,6 +239,7 @@ func makeVaultStore(_ options: KeychainOptions, timeout: Double, newPassphrase: 
         workFactor = value
     }
     let source = PassphraseSource(options)
+    let mayPrompt = options.mayPrompt
     return VaultStore(
         path: path, workFactor: workFactor, lockTimeout: timeout, identities: try identities(options, vault: path)
     ) { purpose throws(KeychainError) in
@@ -240,6 +251,9 @@ func makeVaultStore(_ options: KeychainOptions, timeout: Double, newPassphrase: 
             } catch {
                 throw error
             }
+        }
+        if case .terminal = source, !mayPrompt {
+            throw .noPassphrase(detail: PassphraseSource.notAsked)
         }
         return try source.read(purpose, vault: path)
     }

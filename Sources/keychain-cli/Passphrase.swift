@@ -20,6 +20,21 @@ enum PassphraseSource: Sendable, CustomStringConvertible {
     /// The largest passphrase read from a file or descriptor.
     static let limit = 64 * 1024
 
+    /// The detail of ``KeychainError/noPassphrase(detail:)`` when the terminal was the only source
+    /// and the command may not ask there (a credential helper).
+    static let notAsked = "none of $KEYCHAIN_PASSPHRASE, --passphrase-file or --passphrase-fd is set"
+
+    /// What a credential helper says when the vault needs a passphrase it may not ask for (77).
+    static func helperFailure(_ error: any Error) -> any Error {
+        guard case KeychainError.noPassphrase(notAsked) = error else { return error }
+        return CommandFailure(
+            kind: .denied,
+            message: "the vault needs a passphrase, and a credential helper never asks for one: set "
+                + "$KEYCHAIN_PASSPHRASE where git or docker runs, or give the helper --passphrase-file PATH "
+                + "(git config credential.helper 'keychain-cli --passphrase-file PATH'), or use a team vault "
+                + "with $KEYCHAIN_IDENTITY")
+    }
+
     init(_ options: KeychainOptions) {
         self.init(descriptor: options.passphraseFD, file: options.passphraseFile, new: false)
     }
@@ -64,6 +79,9 @@ enum PassphraseSource: Sendable, CustomStringConvertible {
                 }
                 return Array(UnsafeRawBufferPointer(start: value, count: strlen(value)))  // the bytes, as given
             case .terminal:
+                guard purpose != .reopen else {
+                    throw KeychainError.noPassphrase(detail: "it is not asked again at the terminal")
+                }
                 return try prompt(purpose, vault: vault)
             }
         } catch let error as KeychainError {
@@ -108,7 +126,7 @@ enum PassphraseSource: Sendable, CustomStringConvertible {
             switch purpose {
             case .create: "New vault \(vault). Passphrase: "
             case .change: "New passphrase for the vault \(vault): "
-            case .unlock: "Passphrase for the vault \(vault): "
+            case .unlock, .reopen: "Passphrase for the vault \(vault): "
             }
         guard let first = try readHiddenLine(prompt: question, input: tty, output: tty) else {
             throw KeychainError.noPassphrase(detail: "no passphrase was typed")

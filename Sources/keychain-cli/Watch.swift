@@ -19,17 +19,21 @@ extension KeychainCLI {
                 "changed SERVICE KEY" or "deleted SERVICE KEY" (names escaped as list prints them). \
                 With --json, one JSON object per line: kind, service, key, time (ISO 8601, \
                 milliseconds) and, when the backend records it, application (the writing program). \
-                Secrets never appear. It watches until SIGINT, SIGTERM or SIGHUP, then exits 0; if \
-                the backend goes away it exits with that failure's code (69: the Secret Service or \
-                OpenBao left; 74: the vault's directory is gone; 77: another process re-keyed the \
-                vault, and what opened it no longer does).
+                Secrets never appear. It watches until SIGINT, SIGTERM or SIGHUP, then exits 0 \
+                (within 1 s even when nobody reads its output); if the backend goes away it exits \
+                with that failure's code (69: the Secret Service or OpenBao left; 74: the vault's \
+                directory is gone; 65: the vault stays damaged; 77: another process re-keyed the \
+                vault, and what opened it, a passphrase file read again included, still does not \
+                after --timeout).
 
                 Secret Service: its signals, within milliseconds, for changes by any program \
                 (keychain-cli, secret-tool, python keyring); another program that only calls \
                 SetSecret makes the keyring send none, so the items' modification times are \
                 also asked every --interval seconds, 25 items per poll, in turn (the times count \
-                whole seconds). Vault: a file notification when a writer \
-                replaces the file, then a re-read (no new scrypt while the header is unchanged). \
+                whole seconds); a lock or unlock of the keyring is no change. Vault: a file \
+                notification when a writer replaces the file, then a re-read (no new scrypt while \
+                the header is unchanged), repeated while a non-atomic writer (git checkout) is at \
+                work; a vault that is a link is followed anew (Kubernetes secret volumes). \
                 OpenBao: one read of the service's secret every --interval seconds (of every \
                 secret under the mount with --all-services).
 
@@ -89,7 +93,9 @@ extension KeychainCLI {
             repeat {
                 sigwait(&signals, &received)
             } while received == SIGUSR1 && failure.withLock({ $0 == nil })
-            watch.cancel()
+            // A report may be stuck writing to a full pipe that nobody reads: the signal ends the
+            // process all the same (its last line is then cut, or not written).
+            watch.cancel(waitingAtMost: 1)
             if let error = failure.withLock({ $0 }) { throw error }
         }
 

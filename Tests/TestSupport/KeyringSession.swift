@@ -147,6 +147,27 @@ public final class KeyringSession: @unchecked Sendable {
         ])
     }
 
+    /// Unlocks the login collection with its password, without a prompter, through
+    /// gnome-keyring's own `InternalUnsupportedGuiltRiddenInterface.UnlockWithMasterPassword` (a
+    /// struct argument, which dbus-send cannot send: python's jeepney, which python3-keyring brings).
+    public func unlockLogin() throws {
+        let script = """
+            from jeepney import DBusAddress, new_method_call
+            from jeepney.io.blocking import open_dbus_connection
+            bus = open_dbus_connection(bus="SESSION")
+            def call(interface, method, signature, body):
+                address = DBusAddress("/org/freedesktop/secrets", bus_name="org.freedesktop.secrets", interface=interface)
+                reply = bus.send_and_get_reply(new_method_call(address, method, signature, body))
+                if reply.header.message_type.name != "method_return": raise SystemExit(str(reply.body))
+                return reply.body
+            session = call("org.freedesktop.Secret.Service", "OpenSession", "sv", ("plain", ("s", "")))[1]
+            call("org.gnome.keyring.InternalUnsupportedGuiltRiddenInterface", "UnlockWithMasterPassword", "o(oayays)",
+                 ("/org/freedesktop/secrets/collection/login", (session, b"", b"test-password", "text/plain")))
+            """
+        let result = try runProcess("/usr/bin/python3", ["-c", script], environment: environment, timeout: 20)
+        guard result.status == 0 else { throw SessionError("unlocking the login collection: \(result.stderr)") }
+    }
+
     @discardableResult
     public func dbusSend(_ arguments: [String]) throws -> String {
         let result = try runProcess(

@@ -27,14 +27,27 @@ public final class StoreWatch: Sendable {
     /// Stops the watcher. No report follows its return, except when it is called from a report
     /// (on the watcher's own thread), which then is the last.
     public func cancel() {
+        cancel(waitingAtMost: .infinity)
+    }
+
+    /// Stops the watcher, waiting at most `seconds` for its thread to end: a report may be stuck
+    /// (writing to a pipe nobody reads), and a program that is told to end must end all the same.
+    /// - Returns: whether the thread ended (no report follows), as for ``cancel()``.
+    @discardableResult
+    public func cancel(waitingAtMost seconds: Double) -> Bool {
         let thread = state.withLock { state in
             defer { state.cancelled = true }
             return state.cancelled ? nil : state.thread
         }
         sleeper.signal()
-        guard let thread, pthread_equal(thread, pthread_self()) == 0 else { return }
-        finished.wait()
+        guard let thread, pthread_equal(thread, pthread_self()) == 0 else { return true }
+        if seconds.isFinite {
+            guard finished.wait(timeout: .now() + seconds) == .success else { return false }
+        } else {
+            finished.wait()
+        }
         finished.signal()  // a later cancel() returns at once
+        return true
     }
 
     /// Waits `seconds`, or less when the watch is cancelled.

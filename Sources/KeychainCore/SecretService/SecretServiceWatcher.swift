@@ -55,7 +55,9 @@ extension SecretServiceStore {
     /// Reports changes as the Secret Service signals them (sender `org.freedesktop.secrets`, every
     /// collection): `ItemCreated` for a new item, and for an existing item replaced by `CreateItem`
     /// (secret-tool, python keyring, keychain-cli), which is reported as a change; `ItemChanged`;
-    /// `ItemDeleted`, named from a map of the watched items' paths seeded at the start; and
+    /// `ItemDeleted`, named from a map of the watched items' paths seeded at the start (an
+    /// `ItemChanged` that changes neither the item's name, label nor `Modified` is no change: a lock
+    /// or unlock of its collection); and
     /// keychain-cli's own ``secretChangedSignal``. Another client that only calls
     /// `Item.SetSecret` makes gnome-keyring send no signal: every `interval`
     /// seconds the watched items' `Modified` times (whole seconds) are asked in one pipelined
@@ -92,6 +94,14 @@ private final class SignalWatcher {
         var id: ItemID
         var modified: Date?
         var application: String?
+        var label: String?
+
+        init(_ info: ItemInfo) {
+            id = ItemID(service: info.service, key: info.key)
+            modified = info.modified
+            application = info.application
+            label = info.label
+        }
     }
 
     let store: SecretServiceStore
@@ -142,7 +152,7 @@ private final class SignalWatcher {
                     let watcher = Unmanaged<SignalWatcher>.fromOpaque(data!).takeUnretainedValue()
                     guard let path else { return }
                     let item = String(cString: path)
-                    if item.hasPrefix("/org/freedesktop/secrets/") { watcher.pending.append(("ItemChanged", item)) }
+                    if item.hasPrefix("/org/freedesktop/secrets/") { watcher.pending.append(("SecretChanged", item)) }
                 }, me, nil))
         subscriptions.append(
             g_dbus_connection_signal_subscribe(
@@ -157,11 +167,7 @@ private final class SignalWatcher {
             let found = try store.searchPaths(operation, bus, pairs)
             let paths = found.unlocked + found.locked
             for (path, info) in zip(paths, try store.infos(operation, bus, paths, keysOnly: false)) {
-                if let info, service == nil || info.service == service?.rawValue {
-                    known[path] = Known(
-                        id: ItemID(service: info.service, key: info.key), modified: info.modified,
-                        application: info.application)
-                }
+                if let info, service == nil || info.service == service?.rawValue { known[path] = Known(info) }
             }
         }
     }
@@ -225,7 +231,7 @@ private final class SignalWatcher {
             }
             return
         }
-        guard member == "ItemCreated" || member == "ItemChanged", let bus else { return }
+        guard member == "ItemCreated" || member == "ItemChanged" || member == "SecretChanged", let bus else { return }
         let info = try BoundedOperation.run("read an item's attributes", seconds: store.timeout) {
             try store.infos($0, bus, [path], keysOnly: false)[0]
         }
@@ -237,10 +243,16 @@ private final class SignalWatcher {
             }
             return
         }
-        let now = Known(
-            id: ItemID(service: info.service, key: info.key), modified: info.modified, application: info.application)
+        let now = Known(info)
         known[path] = now
         if let before, before.id != now.id { emit(.deleted, before) }
+        // gnome-keyring sends ItemChanged for every item of a collection it locks or unlocks:
+        // nothing of the item changed then (a secret changed by another program moves Modified).
+        if member == "ItemChanged", let before, before.id == now.id, before.modified == now.modified,
+            before.label == now.label
+        {
+            return
+        }
         emit(before?.id == now.id ? .changed : .created, now)
     }
 

@@ -21,10 +21,12 @@
 /// need no lock: they see the old file or the new one. scrypt runs once per process: the header
 /// (and its file key) of the first read is reused by later writes, with a fresh payload nonce.
 public final class VaultStore: SecretStore {
-    /// Why the passphrase is asked for: to open an existing vault, to create a new one, or to
-    /// change it (`vault passwd`; a prompt then asks twice).
+    /// Why the passphrase is asked for: to open an existing vault, to create a new one, to
+    /// change it (`vault passwd`; a prompt then asks twice), or to open it again after another
+    /// process re-keyed it (``forgetRekeyedPassphrase()``: a passphrase file may hold the new one
+    /// by now; a long-running reader has nobody to answer a prompt).
     public enum PassphrasePurpose: Sendable {
-        case unlock, create, change
+        case unlock, create, change, reopen
     }
 
     /// Gives the vault's passphrase; called at most once per store, and only when scrypt must run.
@@ -56,6 +58,9 @@ public final class VaultStore: SecretStore {
         var entries: Entries = [:]
         /// The recipients the document lists (a team vault), nil for a passphrase vault.
         var recipients: [VaultRecipient]?
+        /// The passphrase that no longer opened the vault once another process re-keyed it: the
+        /// source is asked again (``PassphrasePurpose/reopen``), and the same answer costs no scrypt.
+        var stalePassphrase: [UInt8]?
     }
 
     struct Entry {
@@ -152,9 +157,7 @@ public final class VaultStore: SecretStore {
     // MARK: Reading and writing the file
 
     func read<Result: Sendable>(_ body: (Entries) -> Result) throws(KeychainError) -> Result {
-        try state.withLock { state throws(KeychainError) in
-            body(try load(&state))
-        }
+        try readWithPresence(body).result
     }
 
     /// Runs `change` on the current contents under the directory lock, and writes the result
@@ -229,7 +232,7 @@ public final class VaultStore: SecretStore {
             (plaintext, state.header) = try AgeFile.decrypt(
                 file, known: state.header, identities: identities.map(\.key)
             ) {
-                try passphrase(.unlock, state: &state)
+                try passphrase(state.stalePassphrase == nil ? .unlock : .reopen, state: &state)
             }
         } catch AgeFile.Failure.malformed(let reason) {
             throw KeychainError.vaultCorrupt(path: path, reason: reason)
@@ -292,6 +295,7 @@ public final class VaultStore: SecretStore {
         guard !passphrase.isEmpty else {
             throw KeychainError.noPassphrase(detail: "the passphrase given is empty")
         }
+        if purpose == .reopen && passphrase == state.stalePassphrase { throw KeychainError.vaultRekeyed(path: path) }
         state.passphrase = passphrase
         return passphrase
     }
