@@ -215,10 +215,12 @@ bench: deps release
 
 # libFuzzer (swiftc -sanitize=fuzzer,address; linked by lld, which exports ASan's symbols without
 # gold's 141 warnings) over every parser of untrusted bytes, FUZZ_SECONDS
-# (default 600) per target, starting from the seeds in Fuzz/corpus. New inputs go to
+# (default 600; 0 only replays the corpus) per target, starting from the seeds in Fuzz/corpus. New inputs go to
 # .build-fuzz/corpus; a crash or hang stops the run and is written to .build-fuzz/crashes
 # (copy it into Fuzz/corpus/TARGET once fixed: the tests replay that folder).
 FUZZ_SECONDS ?= 600
+# libFuzzer reads -max_total_time=0 as "no limit": FUZZ_SECONDS=0 replays the corpus and stops.
+FUZZ_LIMIT = $(if $(filter 0,$(FUZZ_SECONDS)),-runs=0,-max_total_time=$(FUZZ_SECONDS))
 FUZZ_TARGETS = age-header age-payload vault-document import env-file template credential age-keys
 FUZZ_BIN = .build-fuzz/debug/keychain-fuzz
 fuzz:
@@ -228,7 +230,7 @@ fuzz:
 	@for t in $(FUZZ_TARGETS); do \
 		mkdir -p .build-fuzz/corpus/$$t; \
 		echo "fuzz: $$t for $(FUZZ_SECONDS) s"; \
-		KEYCHAIN_FUZZ_TARGET=$$t $(FUZZ_BIN) -max_total_time=$(FUZZ_SECONDS) -timeout=10 -rss_limit_mb=2048 \
+		KEYCHAIN_FUZZ_TARGET=$$t $(FUZZ_BIN) $(FUZZ_LIMIT) -timeout=10 -rss_limit_mb=2048 \
 			-print_final_stats=1 -artifact_prefix=.build-fuzz/crashes/$$t- \
 			.build-fuzz/corpus/$$t Fuzz/corpus/$$t 2>.build-fuzz/$$t.log || { tail -40 .build-fuzz/$$t.log; exit 1; }; \
 		grep -E '^stat::number_of_executed_units|^#[0-9]+.*DONE' .build-fuzz/$$t.log | tail -2; \

@@ -33,6 +33,9 @@ public enum KeychainError: Error, Equatable, Sendable, CustomStringConvertible {
     case backendFailure(detail: String)
     /// The vault file or its directory cannot be read, created or written; `detail` names the path.
     case vaultIO(detail: String)
+    /// A file or directory that holds or guards secrets (the vault, its directory, an identity
+    /// file) is not private to this user; `detail` names it and the command that fixes it.
+    case insecureFile(detail: String)
     /// The vault file is not a vault this version can read: not age, truncated, altered, or an
     /// unknown document. It is left untouched.
     case vaultCorrupt(path: String, reason: String)
@@ -98,6 +101,8 @@ public enum KeychainError: Error, Equatable, Sendable, CustomStringConvertible {
             return "the Secret Service failed: \(detail). Run with a fresh session or report a bug"
         case .vaultIO(let detail):
             return "\(detail). Check the vault's path (--vault, $KEYCHAIN_VAULT) and its permissions"
+        case .insecureFile(let detail):
+            return detail
         case .vaultCorrupt(let path, let reason):
             return "cannot open the vault \(quotedPath(path)): \(reason). The file was left untouched; restore it "
                 + "from a backup, or move it away to start a new vault"

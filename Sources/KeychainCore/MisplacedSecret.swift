@@ -7,11 +7,7 @@
 /// secret: "an OpenSSH private key", "an age secret key", "several lines", …; nil for a plausible
 /// path. Judged by shape only: a passphrase that reads like a file name is not caught.
 public func misplacedSecretKind(_ value: String) -> String? {
-    let upper = value.uppercased()
-    if upper.contains("-----BEGIN") || upper.contains("PRIVATE KEY-----") {
-        return upper.contains("OPENSSH PRIVATE KEY") ? "an OpenSSH private key" : "a PEM private key or certificate"
-    }
-    if upper.contains("AGE-SECRET-KEY-") || upper.contains("AGE-PLUGIN-") { return "an age secret key" }
+    if let key = privateKeyKind(value) { return key }
     if value.utf8.contains(where: { $0 == 0x0A || $0 == 0x0D }) { return "several lines" }
     if value.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) { return "control characters" }
     if value.utf8.count > 4096 { return "more bytes than any path (4096)" }
@@ -23,6 +19,17 @@ public func misplacedSecretKind(_ value: String) -> String? {
     if isJSONWebToken(value) { return "a JSON web token" }
     if isUUID(value) { return "an id (a UUID)" }
     if isServerToken(value) { return "an OpenBao or Vault token" }
+    return nil
+}
+
+/// What private key `value` holds, anywhere in it: "an OpenSSH private key", "a PEM private key or
+/// certificate" (a `-----BEGIN` block), "an age secret key"; nil when it holds none.
+public func privateKeyKind(_ value: String) -> String? {
+    let upper = value.uppercased()
+    if upper.contains("-----BEGIN") || upper.contains("PRIVATE KEY-----") {
+        return upper.contains("OPENSSH PRIVATE KEY") ? "an OpenSSH private key" : "a PEM private key or certificate"
+    }
+    if upper.contains("AGE-SECRET-KEY-") || upper.contains("AGE-PLUGIN-") { return "an age secret key" }
     return nil
 }
 

@@ -37,7 +37,7 @@ func exitStatus(for error: any Error) -> Int32 {
         case .invalidName, .badConfiguration: return 64
         case .emptySecret, .secretTooLarge, .invalidData, .vaultCorrupt: return 65
         case .noSessionBus, .noSecretService, .noDefaultCollection, .backendFailure, .serverUnavailable: return 69
-        case .vaultIO: return 74
+        case .vaultIO, .insecureFile: return 74
         case .timedOut, .vaultBusy, .serverTimedOut: return 75
         case .locked, .permissionDenied, .wrongPassphrase, .noPassphrase, .noMatchingIdentity, .vaultRekeyed,
             .serverDenied:

@@ -50,7 +50,8 @@ struct KeychainCLI: ParsableCommand {
               64  usage error
               65  bad data: empty, too large, not text, a bad import file, a damaged vault
               69  backend unavailable: no session bus, Secret Service or default keyring;
-                  OpenBao unreachable, untrusted or sealed
+                  OpenBao unreachable, untrusted or sealed, its mount missing
+                  or not KV version 2
               70  internal error (a bug)
               74  I/O error: the vault or another file cannot be read or written
               75  timed out: the keyring, a prompt, the vault's lock or the OpenBao
@@ -70,6 +71,12 @@ struct KeychainCLI: ParsableCommand {
     )
 
     @OptionGroup var globals: GlobalOptions
+
+    /// No command was named: a script's `TOKEN=$(keychain-cli -ss get k)` (`-ss` is `-s` twice,
+    /// which takes `get` and `k` as services) must not read the help text as a token.
+    func run() throws {
+        throw missingCommand(Self.self, arguments: Array(CommandLine.arguments.dropFirst()))
+    }
 
     /// Parses, runs, and turns every error into one line on stderr and the exit code of the README.
     static func main() {

@@ -24,5 +24,9 @@ extension KeychainCLI {
                   keychain-cli --vault ci/secrets.age vault passwd
                 """,
             subcommands: [Keygen.self, Recipients.self, Passwd.self])
+
+        func run() throws {
+            throw missingCommand(Self.self, arguments: Array(CommandLine.arguments.dropFirst()))
+        }
     }
 }

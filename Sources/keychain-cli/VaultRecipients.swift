@@ -108,8 +108,15 @@ extension KeychainCLI.Vault.Recipients {
         func run() throws {
             let removed = try parseRecipients(recipients)
             let store = try teamVaultStore(options)
-            guard case .recipients = try store.lock() else {
+            guard case .recipients(let listed, _) = try store.lock() else {
                 throw CommandFailure.usage("\(store.path) is not a team vault: it has no recipients to remove")
+            }
+            // Checked first on the version just read, so that a mistyped recipient is refused
+            // without waiting for the write lock, then again under it (another writer may change
+            // the recipients in between).
+            if let listed, let missing = removed.first(where: { !listed.contains($0) }) {
+                throw KeychainError.badConfiguration(
+                    detail: "\(missing.key) is not one of the vault's recipients; nothing changed")
             }
             // Checked under the write lock, on the version being replaced: another writer may
             // have changed the recipients since the look above.
@@ -143,11 +150,11 @@ private func parseRecipients(_ arguments: [String]) throws -> [VaultRecipient] {
     for argument in arguments {
         // A secret key (an identity file's content, a private key) is refused without being
         // repeated, wherever in the argument it stands.
-        if let kind = misplacedSecretKind(argument), access(argument, F_OK) != 0 {
+        if let kind = privateKeyKind(argument), access(argument, F_OK) != 0 {
             throw CommandFailure.usage(
-                "a recipient argument holds \(kind); it is not repeated here. A recipient is a public key: "
-                    + "age1… (age-keygen -y identity.txt prints it), \"ssh-ed25519 AAAA…\" (the .pub file), "
-                    + "or the path of a file of them")
+                "a recipient argument holds \(kind): that is an identity (a private key), not a recipient, and "
+                    + "it is not repeated here. Give its public key: age1… (the '# public key:' line of the "
+                    + "identity file, or age-keygen -y), \"ssh-ed25519 AAAA…\" (the .pub file), or a file of them")
         }
         // A key itself, else a file of them.
         let isKey = ["age1", "ssh-", "AGE-SECRET-KEY-"].contains { argument.hasPrefix($0) }

@@ -68,6 +68,15 @@ final class SecretsStayOutOfMessagesTests {
             expectNotRepeated(ageIdentity, in: result, context)
         }
         #expect(!FileManager.default.fileExists(atPath: vault), "nothing was written")
+        // A file of secrets given as a file of recipients: its lines are not repeated either.
+        let envFile = scratch.path("secrets.env")
+        try Data("GITHUB_TOKEN=ghp_0123456789abcdefghijklmnopqrstuvwxyz\n".utf8).write(
+            to: URL(fileURLWithPath: envFile))
+        let notRecipients = try cli(
+            ["--vault", vault, "vault", "recipients", "add", envFile], session: nil,
+            extra: ["KEYCHAIN_PASSPHRASE": "pw"])
+        #expect(notRecipients.status == 64, "\(notRecipients.stderr)")
+        #expect(!notRecipients.stderr.contains("ghp_") && !notRecipients.stderr.contains("GITHUB_TOKEN"))
         // A plausible path that does not exist is still named, as before.
         let missing = try cli(
             ["--vault", vault, "--identity", scratch.path("no-such-identity.txt"), "get", "k"], session: nil)

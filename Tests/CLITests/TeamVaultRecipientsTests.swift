@@ -254,7 +254,14 @@ struct TeamVaultRecipientsTests {
 
         chmod(team.identity["alice"]!, 0o644)
         let doctor = try onVault("again", ["doctor"], member: "alice")
-        #expect(doctor.status == 74 && doctor.stdoutText.contains("✗ identity file: other users can open"))
+        // It names the identity file and the fix, and does not send the user to the vault's path.
+        let alice = team.identity["alice"]!
+        #expect(doctor.status == 74, "\(doctor.stdoutText)")
+        #expect(
+            doctor.stdoutText.contains(
+                "✗ identity file: other users can open the identity file '\(alice)' (mode 0644): run chmod 600 '\(alice)'\n"),
+            "\(doctor.stdoutText)")
+        #expect(!doctor.stdoutText.contains("vault's path"))
     }
 }
 

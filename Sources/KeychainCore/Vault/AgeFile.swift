@@ -201,7 +201,11 @@ enum AgeFile {
         var line = try nextLine()
         while line.hasPrefix("-> ") {
             let arguments = line.dropFirst(3).split(separator: " ", omittingEmptySubsequences: false).map(String.init)
-            guard !arguments.contains(where: \.isEmpty) else {
+            // Each argument is one or more VCHAR (0x21-0x7E), as the spec's grammar says: a CR, a
+            // tab or any other byte is refused, not read as part of a name.
+            guard !arguments.contains(where: \.isEmpty),
+                arguments.allSatisfy({ $0.utf8.allSatisfy { (0x21...0x7E).contains($0) } })
+            else {
                 throw Failure.malformed("a recipient line is malformed")
             }
             var body = ""

@@ -47,8 +47,10 @@ public struct VaultRecipient: Sendable, Hashable, CustomStringConvertible {
                 "that is an identity (a private key), not a recipient: give its public key, age1… "
                     + "(the '# public key:' line of the identity file)")
         } else {
+            // Not repeated: a file given by mistake (an env file) may hold secrets.
             throw RecipientError(
-                "'\(text.prefix(40))' is neither an age recipient (age1…) nor an ssh-ed25519 public key")
+                "it is neither an age recipient (age1…) nor an ssh-ed25519 public key (its text is not repeated "
+                    + "here, in case it is a secret)")
         }
     }
 

@@ -45,10 +45,9 @@ extension VaultStore {
             if existing != directory { return "\(directory) will be created (mode 0700)" }
             guard info.st_mode & 0o022 == 0 || info.st_mode & S_ISVTX != 0 else {
                 let mode = String(info.st_mode & 0o777, radix: 8)
-                throw KeychainError.vaultIO(
-                    detail:
-                        "other users can replace files in \(quotedPath(directory)) (mode 0\(mode)): run chmod 700 \(quotedPath(directory))"
-                )
+                throw KeychainError.insecureFile(
+                    detail: "other users can replace files in the vault's directory \(quotedPath(directory)) "
+                        + "(mode 0\(mode)): run chmod 700 \(quotedPath(directory))")
             }
             return "\(directory) is writable"
         }
@@ -100,11 +99,12 @@ extension VaultStore {
             throw KeychainError.vaultIO(detail: "the \(what) \(quotedPath(file)) is not a regular file")
         }
         guard info.st_uid == geteuid() else {
-            throw KeychainError.vaultIO(
-                detail: "the \(what) \(quotedPath(file)) belongs to another user (uid \(info.st_uid))")
+            throw KeychainError.insecureFile(
+                detail: "the \(what) \(quotedPath(file)) belongs to another user (uid \(info.st_uid)): keep your "
+                    + "own copy, or run chown \(geteuid()) \(quotedPath(file)) as root")
         }
         guard mode & 0o077 == 0 else {
-            throw KeychainError.vaultIO(
+            throw KeychainError.insecureFile(
                 detail: "other users can open the \(what) \(quotedPath(file)) (mode 0\(String(mode, radix: 8))): "
                     + "run chmod 600 \(quotedPath(file))")
         }
