@@ -11,12 +11,15 @@ extension KeychainCLI {
             commandName: "git-credential",
             abstract: "Be git's credential helper: get, store or erase a password (git-credential(1)).",
             discussion: """
-                git runs it with the action and key=value lines on standard input: protocol, \
-                host, path, username, password, password_expiry_utc, oauth_refresh_token (others, \
-                and unknown actions, are ignored). get prints the stored credential, or nothing; \
-                an expired password is not returned. It never asks anything: a locked keyring or \
-                a missing vault passphrase is one line on stderr and a non-zero exit, within \
-                --timeout ($KEYCHAIN_TIMEOUT, since git passes no options).
+                git runs it with the action and key=value lines (LF or CRLF) on standard input: \
+                protocol, host, path, username, password, password_expiry_utc, \
+                oauth_refresh_token (others, and unknown actions, are ignored). A field git leaves \
+                out matches any value, as in git's own helpers. get prints the stored \
+                credential, or nothing; of an expired password only the user name and refresh \
+                token. erase with a password removes only credentials with that password. It \
+                never asks anything: a locked keyring or a missing vault passphrase is one line \
+                on stderr and a non-zero exit, within --timeout ($KEYCHAIN_TIMEOUT, since git \
+                passes no options).
 
                 Secret Service: network passwords as git-credential-libsecret keeps them \
                 (attributes protocol, server, port, object, user), so each reads what the other \
@@ -52,9 +55,13 @@ extension KeychainCLI {
             let credentials = networkCredentials(in: store, service: try ServiceName(options.service ?? "git"))
             switch action {
             case "get":
-                guard let found = try credentials.credential(matching: request), found.password != nil,
-                    !found.isExpired()
-                else { return }
+                guard var found = try credentials.credential(matching: request), found.password != nil else { return }
+                if found.isExpired() {
+                    // The refresh token is what the next helper (an OAuth one) needs now.
+                    found.password = nil
+                    found.passwordExpiry = nil
+                    guard found.oauthRefreshToken != nil else { return }
+                }
                 try writeOutput(Array(GitCredentialMessage.format(found).utf8))
             case "store":
                 guard request.password != nil, !request.isExpired() else { return }

@@ -259,7 +259,8 @@ struct TeamVaultRecipientsTests {
         #expect(doctor.status == 74, "\(doctor.stdoutText)")
         #expect(
             doctor.stdoutText.contains(
-                "✗ identity file: other users can open the identity file '\(alice)' (mode 0644): run chmod 600 '\(alice)'\n"),
+                "✗ identity file: other users can open the identity file '\(alice)' (mode 0644): run chmod 600 '\(alice)'\n"
+            ),
             "\(doctor.stdoutText)")
         #expect(!doctor.stdoutText.contains("vault's path"))
     }

@@ -23,7 +23,13 @@ struct NetworkCredentialTests {
         #expect(NetworkCredential(protocol: "tsp", host: "us:09").location == "tsp://us%3A09")
         #expect(NetworkCredential(protocol: "x", host: "a:b").location == "x://a:b")
         #expect(NetworkCredential(location: "no-scheme") == nil)
-        #expect(NetworkCredential(location: "https://user@") == nil)
+        // An empty host is git's client certificate (cert:///path/to/cert.p12), not a mistake.
+        #expect(
+            NetworkCredential(location: "https://user@")
+                == NetworkCredential(protocol: "https", host: "", username: "user"))
+        #expect(
+            NetworkCredential(location: "cert:///home/me/cert.p12")
+                == NetworkCredential(protocol: "cert", host: "", path: "home/me/cert.p12"))
         #expect(NetworkCredential(location: "https://%zz@host") == nil)
     }
 

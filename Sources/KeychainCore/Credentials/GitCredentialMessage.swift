@@ -7,19 +7,22 @@
 /// git's credential helper protocol (git-credential(1)): `key=value` lines up to a blank line.
 public enum GitCredentialMessage {
     /// The credential a message from git describes; nil without a protocol and a host (git sends
-    /// both for every HTTP(S) request). Unknown keys, `capability[]` and `wwwauth[]` lines, and
-    /// lines without `=` are ignored, as the protocol asks; a `url=` is split into its parts.
+    /// both for every request; the host is empty for a client certificate's passphrase, protocol
+    /// `cert` with the certificate's file as the path). Lines end in LF or CRLF, as git reads them
+    /// (strbuf_getline). Unknown keys, `capability[]` and `wwwauth[]` lines, and lines without `=`
+    /// are ignored, as the protocol asks; a `url=` is split into its parts.
     public static func parse(_ bytes: [UInt8]) -> NetworkCredential? {
         var fields: [String: String] = [:]
-        for line in String(decoding: bytes, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false) {
-            let line = line.hasSuffix("\r") ? line.dropLast() : line
+        for var line in bytes.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false) {
+            if line.last == UInt8(ascii: "\r") { line = line.dropLast() }
             if line.isEmpty { break }
-            guard let equals = line.firstIndex(of: "="), !line.contains("\0") else { continue }
-            fields[String(line[..<equals])] = String(line[line.index(after: equals)...])
+            guard let equals = line.firstIndex(of: UInt8(ascii: "=")), !line.contains(0) else { continue }
+            fields[String(decoding: line[..<equals], as: UTF8.self)] = String(
+                decoding: line[line.index(after: equals)...], as: UTF8.self)
         }
         var credential: NetworkCredential?
         if let url = fields["url"] { credential = NetworkCredential(location: url) }
-        if let scheme = fields["protocol"], let host = fields["host"], !host.isEmpty {
+        if let scheme = fields["protocol"], !scheme.isEmpty, let host = fields["host"] {
             let (name, port) = NetworkCredential.splitPort(host)
             credential = NetworkCredential(protocol: scheme, host: name, port: port)
         }

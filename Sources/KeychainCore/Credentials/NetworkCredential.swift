@@ -6,8 +6,9 @@
 
 /// A password for a network resource (Locksmith's "internet password"): where it is used
 /// (protocol, host, port, path) and by whom, as git's credential helpers and GNOME's network
-/// clients store them. As a query, the fields left nil match any value, except that a nil
-/// `port` or `path` matches only a credential without one, as git asks.
+/// clients store them. As a query, the fields left nil match any value, as git's own helpers
+/// match them (credential.c `credential_match`), except that a nil `port` matches only a
+/// credential without one: git sends the port as part of the host.
 public struct NetworkCredential: Hashable, Sendable {
     /// `https`, `http`, `ssh`, `smtp`, …
     public var `protocol`: String
@@ -40,12 +41,19 @@ public struct NetworkCredential: Hashable, Sendable {
     /// Whether the password has expired at `now`.
     public func isExpired(at now: Date = Date()) -> Bool { passwordExpiry.map { $0 <= now } ?? false }
 
-    /// Whether this stored credential answers `query`: same protocol, host, port and path, and
-    /// the query's username when it names one.
-    public func matches(_ query: NetworkCredential) -> Bool {
-        `protocol` == query.protocol && host == query.host && port == query.port && (path ?? "") == (query.path ?? "")
-            && (query.username == nil || username == query.username)
+    /// Whether this stored credential answers `query`: same protocol, host and port, and the
+    /// query's path and username when it names them (git sends the path only with
+    /// `credential.useHttpPath`); with `password`, also the query's password when it names one
+    /// (an erase after git rejected a password removes only a credential with that password).
+    public func matches(_ query: NetworkCredential, password matchingPassword: Bool = false) -> Bool {
+        `protocol` == query.protocol && host == query.host && port == query.port
+            && (query.path == nil || path == query.path) && (query.username == nil || username == query.username)
+            && (!matchingPassword || query.password == nil || password == query.password)
     }
+
+    /// Whether this credential's path is the query's (both none, or the same): such a credential
+    /// is preferred to one that answers only because the query names no path.
+    public func hasPath(of query: NetworkCredential) -> Bool { path == query.path }
 
     /// Where the credential is used, as a URL without the password: `https://user@host:8443/path`.
     /// The user name is percent-encoded where it holds `@`, `:`, `/`, `%` or a control character,
@@ -83,8 +91,9 @@ public struct NetworkCredential: Hashable, Sendable {
             username = decoded
             rest = rest[rest.index(after: at)...]
         }
+        // The host may be empty: git's client certificates (cert:///path/to/cert.p12).
         let (encodedHost, port) = Self.splitPort(String(rest))
-        guard !encodedHost.isEmpty, let host = Self.percentDecoded(Substring(encodedHost)) else { return nil }
+        guard let host = Self.percentDecoded(Substring(encodedHost)) else { return nil }
         self.init(protocol: scheme, host: host, port: port, path: path, username: username)
     }
 
@@ -142,7 +151,10 @@ public struct NetworkCredential: Hashable, Sendable {
 
     /// Sets the password, expiry and refresh token from a ``storedSecret``.
     public mutating func readStoredSecret(_ text: String) {
-        var lines = text.split(separator: "\n", omittingEmptySubsequences: false)
+        // Split scalar by scalar: "\r\n" is one Character, which a split at "\n" would not cut.
+        var lines = text.unicodeScalars.split(separator: "\n", omittingEmptySubsequences: false).map {
+            Substring(String(String.UnicodeScalarView($0)))
+        }
         password = lines.isEmpty ? "" : String(lines.removeFirst())
         for line in lines {
             if let value = line.value(after: "password_expiry_utc="), let seconds = Int64(value) {

@@ -9,8 +9,9 @@
 /// of any other store (``KeyedNetworkCredentials``). Get one for a store with
 /// ``networkCredentials(in:service:)``.
 public protocol NetworkCredentialStore: Sendable {
-    /// The stored credential that answers `query` (``NetworkCredential/matches(_:)``), with its
-    /// password; the first by location when several do. Expired ones too: the caller decides.
+    /// The stored credential that answers `query` (``NetworkCredential/matches(_:password:)``),
+    /// with its password; of several, one with the query's path (or none when it names none)
+    /// first, then the first by location. Expired ones too: the caller decides.
     /// - Throws: ``KeychainError`` when the backend cannot answer.
     func credential(matching query: NetworkCredential) throws -> NetworkCredential?
 
@@ -18,7 +19,9 @@ public protocol NetworkCredentialStore: Sendable {
     /// - Throws: ``KeychainError`` when the backend cannot store it.
     func store(_ credential: NetworkCredential) throws
 
-    /// Removes every stored credential that answers `query`.
+    /// Removes every stored credential that answers `query`, its password included when it names
+    /// one: git erases after a server rejected a password, and a credential stored since with
+    /// another password must survive.
     /// - Returns: how many were removed.
     /// - Throws: ``KeychainError`` when the backend cannot answer.
     @discardableResult
@@ -60,16 +63,29 @@ public struct KeyedNetworkCredentials: NetworkCredentialStore {
 
     public func erase(matching query: NetworkCredential) throws -> Int {
         var erased = 0
-        for credential in try locations(matching: query)
-        where try store.deleteSecret(service: service, key: try KeychainKey(credential.location)) {
-            erased += 1
+        for var credential in try locations(matching: query) {
+            let key = try KeychainKey(credential.location)
+            if query.password != nil {
+                guard let secret = try store.secret(service: service, key: key) else { continue }
+                credential.readStoredSecret(String(decoding: secret, as: UTF8.self))
+                guard credential.matches(query, password: true) else { continue }
+            }
+            if try store.deleteSecret(service: service, key: key) { erased += 1 }
         }
         return erased
     }
 
-    /// The stored credentials (without secrets) that answer `query`, sorted by location.
+    /// The stored credentials (without secrets) that answer `query`, in the order
+    /// ``credential(matching:)`` prefers them.
     private func locations(matching query: NetworkCredential) throws -> [NetworkCredential] {
         try store.items(service: service).compactMap { NetworkCredential(location: $0.key) }
-            .filter { $0.matches(query) }.sorted { $0.location < $1.location }
+            .filter { $0.matches(query) }.sorted(for: query)
+    }
+}
+
+extension [NetworkCredential] {
+    /// Those with the query's path first (``NetworkCredential/hasPath(of:)``), each by location.
+    func sorted(for query: NetworkCredential) -> [NetworkCredential] {
+        sorted { ($0.hasPath(of: query) ? 0 : 1, $0.location) < ($1.hasPath(of: query) ? 0 : 1, $1.location) }
     }
 }

@@ -50,15 +50,24 @@ extension SecretServiceStore: NetworkCredentialStore {
         try BoundedOperation.run("erase the credential", seconds: timeout) { operation in
             let connection = try connect(operation, openSession: false)
             defer { g_object_unref(connection) }
-            let paths = try matchingItems(query, operation, connection).map(\.path)
+            var paths = try matchingItems(query, operation, connection).map(\.path)
             let bus = try sessionBus(operation)
             defer { g_object_unref(UnsafeMutableRawPointer(bus)) }
+            if query.password != nil {
+                // Only those whose password is the query's (git's reject of a rejected password).
+                paths = try paths.filter { path in
+                    guard let secret = try readSecret(at: path, operation, bus) else { return false }
+                    var stored = query
+                    stored.readStoredSecret(String(decoding: secret, as: UTF8.self))
+                    return stored.password == query.password
+                }
+            }
             return try deleteItems(at: paths, operation, bus)
         }
     }
 
     /// The network-password items that answer `query` (unlocked first, which may prompt within the
-    /// deadline), with their object paths, sorted by location.
+    /// deadline), with their object paths, in the order ``credential(matching:)`` prefers them.
     private func matchingItems(
         _ query: NetworkCredential, _ operation: BoundedOperation, _ connection: UnsafeMutablePointer<SecretService>
     ) throws -> [(credential: NetworkCredential, path: String)] {
@@ -71,7 +80,9 @@ extension SecretServiceStore: NetworkCredentialStore {
                 guard let credential = Self.credential(attributes: itemAttributes(item)), credential.matches(query)
                 else { return nil }
                 return (credential, itemPath(item))
-            }.sorted { $0.0.location < $1.0.location }
+            }.sorted {
+                ($0.0.hasPath(of: query) ? 0 : 1, $0.0.location) < ($1.0.hasPath(of: query) ? 0 : 1, $1.0.location)
+            }
         }
     }
 

@@ -58,13 +58,13 @@ public struct VaultRecipient: Sendable, Hashable, CustomStringConvertible {
     /// blank lines ignored.
     public static func parse(recipientsFile text: String) throws(RecipientError) -> [VaultRecipient] {
         var recipients: [VaultRecipient] = []
-        for (number, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
-            let line = line.hasSuffix("\r") ? line.dropLast() : line
-            if line.allSatisfy(\.isWhitespace) || line.hasPrefix("#") { continue }
+        // Lines split on bytes (TextLines.swift): "\r\n" is one Character, so CRLF files need it.
+        for (number, line) in lines(of: text) {
+            if line.unicodeScalars.allSatisfy(\.properties.isWhitespace) || line.hasPrefix("#") { continue }
             do {
                 recipients.append(try VaultRecipient(String(line)))
             } catch {
-                throw RecipientError("line \(number + 1): \(error.description)")
+                throw RecipientError("line \(number): \(error.description)")
             }
         }
         return recipients
@@ -110,11 +110,10 @@ public struct VaultIdentity: Sendable {
             }
         }
         var identities: [VaultIdentity] = []
-        for (number, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
-            let line = line.hasSuffix("\r") ? line.dropLast() : line
+        for (number, line) in lines(of: text) {
             if line.isEmpty || line.hasPrefix("#") { continue }
             guard let key = AgeX25519.Identity(String(line)) else {
-                return .failure(IdentityFileError(line: number + 1, reason: "it is not an AGE-SECRET-KEY-1 identity"))
+                return .failure(IdentityFileError(line: number, reason: "it is not an AGE-SECRET-KEY-1 identity"))
             }
             identities.append(VaultIdentity(key: key))
         }
