@@ -20,7 +20,9 @@ extension KeychainCLI {
                 "Secret"} on standard input; get and erase read the bare server URL; get prints \
                 {"ServerURL", "Username", "Secret"}; list prints {"URL": "username", …}. A \
                 failure is its message on standard output and exit 1, as docker expects; a miss \
-                is exactly "credentials not found in native keychain". It never asks anything \
+                is exactly "credentials not found in native keychain", an empty server URL "no \
+                credentials server URL" and a store without a user name "no credentials \
+                username", as in docker-credential-helpers. It never asks anything \
                 (timeout: --timeout or $KEYCHAIN_TIMEOUT).
 
                 Secret Service: docker-credential-secretservice's items (schema \
@@ -39,6 +41,8 @@ extension KeychainCLI {
         var action: String
 
         static let notFound = "credentials not found in native keychain"
+        static let missingServerURL = "no credentials server URL"
+        static let missingUsername = "no credentials username"
 
         func run() throws {
             do {
@@ -75,20 +79,23 @@ extension KeychainCLI {
             encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
             switch action {
             case "store":
-                guard let credential = try? JSONDecoder().decode(RegistryCredential.self, from: Data(input)),
-                    !credential.serverURL.isEmpty
-                else {
+                guard let credential = try? JSONDecoder().decode(RegistryCredential.self, from: Data(input)) else {
                     throw CommandFailure.badData(
                         "expected {\"ServerURL\": …, \"Username\": …, \"Secret\": …} on standard input")
                 }
+                // docker-credential-helpers' own words, which docker and its tools look for.
+                guard !credential.serverURL.isEmpty else { throw CommandFailure.badData(Self.missingServerURL) }
+                guard !credential.username.isEmpty else { throw CommandFailure.badData(Self.missingUsername) }
                 try credentials.storeRegistryCredential(credential)
             case "get":
-                guard !serverURL.isEmpty, let found = try credentials.registryCredential(for: serverURL) else {
+                guard !serverURL.isEmpty else { throw CommandFailure.badData(Self.missingServerURL) }
+                guard let found = try credentials.registryCredential(for: serverURL) else {
                     throw CommandFailure(kind: .notFound, message: Self.notFound)
                 }
                 try writeOutput(try encoder.encode(found) + [10])
             case "erase":
-                guard !serverURL.isEmpty, try credentials.eraseRegistryCredential(for: serverURL) else {
+                guard !serverURL.isEmpty else { throw CommandFailure.badData(Self.missingServerURL) }
+                guard try credentials.eraseRegistryCredential(for: serverURL) else {
                     throw CommandFailure(kind: .notFound, message: Self.notFound)
                 }
             default:

@@ -50,6 +50,39 @@ struct DockerCredentialTests {
         }
     }
 
+    /// docker-credential-helpers' own cases (credentials_test.go, error.go) as facts: what a
+    /// helper answers to docker's index URL, and its fixed words for a missing server URL or
+    /// user name, which tools compare.
+    @Test(arguments: CLIBackend.allCases)
+    func theHelperLibrarysOwnCases(on backend: CLIBackend) throws {
+        try backend.run { () throws in
+            let server = "https://\(uniqueService().lowercased()).docker.io/v1/"
+            let stored = try dockerHelper("store", #"{"ServerURL":"\#(server)","Username":"foo","Secret":"bar"}"#)
+            #expect(stored.status == 0, "\(stored.stdoutText)")
+            // get reads the server URL with its surrounding white space trimmed (CRLF included).
+            let got = try dockerHelper("get", server + "\r\n")
+            #expect(
+                jsonObject(got.stdoutText) as NSDictionary == ["ServerURL": server, "Username": "foo", "Secret": "bar"])
+            #expect(try dockerHelper("erase", " \(server)\n").status == 0)
+            let gone = try dockerHelper("get", server)
+            #expect(gone.status == 1 && gone.stdoutText == "credentials not found in native keychain\n")
+            for (action, input, message) in [
+                ("store", #"{"ServerURL":"","Username":"foo","Secret":"bar"}"#, "no credentials server URL"),
+                ("store", #"{"Username":"foo","Secret":"bar"}"#, "no credentials server URL"),
+                ("store", #"{"ServerURL":"\#(server)","Username":"","Secret":"bar"}"#, "no credentials username"),
+                ("get", "", "no credentials server URL"), ("erase", " \n", "no credentials server URL"),
+            ] {
+                let refused = try dockerHelper(action, input)
+                #expect(refused.status == 1 && refused.stdoutText == message + "\n", "\(action) \(input)")
+            }
+            #expect(try dockerHelper("get", server).status == 1, "a refused store stored nothing")
+            // A field left out is empty, as their decoder reads it.
+            #expect(try dockerHelper("store", #"{"ServerURL":"\#(server)","Username":"foo"}"#).status == 0)
+            #expect(jsonObject(try dockerHelper("get", server).stdoutText)["Secret"] as? String == "")
+            #expect(try dockerHelper("erase", server).status == 0)
+        }
+    }
+
     @Test func badInputAndUnknownActionsAreMessagesOnStdoutAndExit1() throws {
         let bad = try dockerHelper("store", "not json")
         #expect(bad.status == 1)

@@ -22,6 +22,15 @@ public struct RegistryCredential: Hashable, Sendable, Codable {
         case username = "Username"
         case secret = "Secret"
     }
+
+    /// Reads the JSON docker sends; a field left out is empty, as docker-credential-helpers'
+    /// own decoder reads it (the caller decides whether an empty one will do).
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        serverURL = try container.decodeIfPresent(String.self, forKey: .serverURL) ?? ""
+        username = try container.decodeIfPresent(String.self, forKey: .username) ?? ""
+        secret = try container.decodeIfPresent(String.self, forKey: .secret) ?? ""
+    }
 }
 
 /// Where registry credentials are kept: the Secret Service's `io.docker.Credentials` items
