@@ -1,9 +1,9 @@
 // swift-tools-version: 6.1
 import PackageDescription
 
+// Linux only: the Secret Service (libsecret, GIO), Glibc and Linux calls (inotify, O_TMPFILE, prctl).
 let package = Package(
     name: "keychain-cli",
-    platforms: [.macOS(.v15)],
     products: [
         .executable(name: "keychain-cli", targets: ["keychain-cli"]),
         .library(name: "KeychainCore", targets: ["KeychainCore"]),
