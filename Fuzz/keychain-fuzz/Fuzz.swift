@@ -1,3 +1,4 @@
+import Glibc
 // libFuzzer's entry point over KeychainCore's parsers (FuzzTargets), and, in an ordinary build,
 // a replayer that runs each file given to it through one target (the tests replay the corpora).
 //
@@ -5,10 +6,6 @@
 //   KEYCHAIN_FUZZ_TARGET=template .build-fuzz/debug/keychain-fuzz Fuzz/corpus/template
 //   .build/debug/keychain-fuzz template FILE…  (replay)
 import KeychainCore
-
-#if canImport(Glibc)
-    import Glibc
-#endif
 
 /// The target libFuzzer drives: `$KEYCHAIN_FUZZ_TARGET`.
 /// Writes `text` to standard error.

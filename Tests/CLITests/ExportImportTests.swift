@@ -201,7 +201,7 @@ final class ExportImportTests {
                     #"{"format":"keychain-cli-export","version":1,"items":[{"service":"\#(s)","key":"","encoding":"utf8","secret":"1"}]}"#,
                     "standard input: item 1: invalid key"
                 ),
-                (#"{"format":"other","version":1,"items":[]}"#, "is not one this keychain-cli reads"),
+                (#"{"format":"other","version":1,"items":[]}"#, "is not one this version reads"),
                 ("{ not json", "is not a keychain-cli export document"),
             ]
             for (input, message) in cases {

@@ -1,11 +1,8 @@
 import Foundation
+import Glibc
 import KeychainCore
 import TestSupport
 import Testing
-
-#if canImport(Glibc)
-    import Glibc
-#endif
 
 /// keychain-cli opens the session bus socket itself (one write of authentication, Hello not
 /// waited for) where the address names a Unix socket, and leaves other addresses to GIO.

@@ -8,15 +8,17 @@ protocol ForwardingStore: SecretStore {
 }
 
 extension ForwardingStore {
-    func secret(service: ServiceName, key: KeychainKey) throws -> Data? { try inner.secret(service: service, key: key) }
-    func setSecret(_ secret: Data, service: ServiceName, key: KeychainKey) throws {
+    func secret(service: ServiceName, key: KeychainKey) throws(KeychainError) -> Data? {
+        try inner.secret(service: service, key: key)
+    }
+    func setSecret(_ secret: Data, service: ServiceName, key: KeychainKey) throws(KeychainError) {
         try inner.setSecret(secret, service: service, key: key)
     }
-    func deleteSecret(service: ServiceName, key: KeychainKey) throws -> Bool {
+    func deleteSecret(service: ServiceName, key: KeychainKey) throws(KeychainError) -> Bool {
         try inner.deleteSecret(service: service, key: key)
     }
-    func items(service: ServiceName?) throws -> [ItemInfo] { try inner.items(service: service) }
-    func deleteAll(service: ServiceName) throws -> Int { try inner.deleteAll(service: service) }
+    func items(service: ServiceName?) throws(KeychainError) -> [ItemInfo] { try inner.items(service: service) }
+    func deleteAll(service: ServiceName) throws(KeychainError) -> Int { try inner.deleteAll(service: service) }
 }
 
 /// A store whose reads block until `expected` reads are under way at once (or until 10 s after
@@ -32,7 +34,7 @@ final class RendezvousStore: ForwardingStore {
 
     var mostAtOnce: Int { state.withLock { $0.mostAtOnce } }
 
-    func secret(service: ServiceName, key: KeychainKey) throws -> Data? {
+    func secret(service: ServiceName, key: KeychainKey) throws(KeychainError) -> Data? {
         let deadline = state.withLock {
             $0.inside += 1
             $0.mostAtOnce = max($0.mostAtOnce, $0.inside)

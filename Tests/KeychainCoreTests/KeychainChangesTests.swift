@@ -20,12 +20,13 @@ final class WatchedStore: ForwardingStore {
     /// The running watches report `error` and end.
     func fail(with error: KeychainError) { state.withLock { $0.failure = error } }
 
-    func secret(service: ServiceName, key: KeychainKey) throws -> Data? {
+    func secret(service: ServiceName, key: KeychainKey) throws(KeychainError) -> Data? {
         state.withLock { $0.reads += 1 }
         return try inner.secret(service: service, key: key)
     }
 
-    func watch(service: ServiceName?, interval: Double, report: @escaping @Sendable (WatchEvent) -> Void) throws
+    func watch(service: ServiceName?, interval: Double, report: @escaping @Sendable (WatchEvent) -> Void)
+        throws(KeychainError)
         -> StoreWatch
     {
         let inner = try inner.watch(service: service, interval: interval, report: report)

@@ -83,7 +83,7 @@ struct NetworkCredentialTests {
     @Test func keyedCredentialsAreItemsOfTheirService() throws {
         let store = InMemorySecretStore()
         let git = try ServiceName("git")
-        let credentials = networkCredentials(in: store, service: git)
+        let credentials = store.networkCredentials(service: git)
         let alice = NetworkCredential(protocol: "https", host: "h", username: "alice", password: "a")
         let bob = NetworkCredential(protocol: "https", host: "h", username: "bob", password: "b")
         try credentials.store(bob)

@@ -1,8 +1,4 @@
-#if canImport(FoundationEssentials)
-    import FoundationEssentials
-#else
-    import Foundation
-#endif
+import FoundationEssentials
 
 /// git's credential helper protocol (git-credential(1)): `key=value` lines up to a blank line.
 public enum GitCredentialMessage {

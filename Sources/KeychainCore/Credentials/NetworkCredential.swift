@@ -1,8 +1,4 @@
-#if canImport(FoundationEssentials)
-    import FoundationEssentials
-#else
-    import Foundation
-#endif
+import FoundationEssentials
 
 /// A password for a network resource (Locksmith's "internet password"): where it is used
 /// (protocol, host, port, path) and by whom, as git's credential helpers and GNOME's network
@@ -78,7 +74,7 @@ public struct NetworkCredential: Hashable, Sendable {
         guard let separator = location.firstRange(of: "://"), separator.lowerBound > location.startIndex else {
             return nil
         }
-        guard let scheme = Self.percentDecoded(location[..<separator.lowerBound]) else { return nil }
+        guard let scheme = percentDecoded(location[..<separator.lowerBound]) else { return nil }
         var rest = location[separator.upperBound...]
         var path: String?
         if let slash = rest.firstIndex(of: "/") {
@@ -87,13 +83,13 @@ public struct NetworkCredential: Hashable, Sendable {
         }
         var username: String?
         if let at = rest.lastIndex(of: "@") {
-            guard let decoded = Self.percentDecoded(rest[..<at]) else { return nil }
+            guard let decoded = percentDecoded(rest[..<at]) else { return nil }
             username = decoded
             rest = rest[rest.index(after: at)...]
         }
         // The host may be empty: git's client certificates (cert:///path/to/cert.p12).
         let (encodedHost, port) = Self.splitPort(String(rest))
-        guard let host = Self.percentDecoded(Substring(encodedHost)) else { return nil }
+        guard let host = percentDecoded(Substring(encodedHost)) else { return nil }
         self.init(protocol: scheme, host: host, port: port, path: path, username: username)
     }
 
@@ -109,33 +105,9 @@ public struct NetworkCredential: Hashable, Sendable {
         return (String(hostAndPort[..<colon]), port)
     }
 
+    /// `text` with `reserved` and control characters percent-encoded.
     private static func percentEncoded(_ text: String, reserved: String) -> String {
-        var result = ""
-        for scalar in text.unicodeScalars {
-            if scalar.value < 0x20 || scalar.value == 0x7f || reserved.unicodeScalars.contains(scalar) {
-                let digits = Array("0123456789ABCDEF")
-                result += "%\(digits[Int(scalar.value >> 4)])\(digits[Int(scalar.value & 15)])"
-            } else {
-                result.unicodeScalars.append(scalar)
-            }
-        }
-        return result
-    }
-
-    private static func percentDecoded(_ text: Substring) -> String? {
-        var bytes: [UInt8] = []
-        var iterator = Array(text.utf8).makeIterator()
-        while let byte = iterator.next() {
-            guard byte == UInt8(ascii: "%") else {
-                bytes.append(byte)
-                continue
-            }
-            guard let high = iterator.next(), let low = iterator.next(),
-                let value = UInt8(String(decoding: [high, low], as: UTF8.self), radix: 16)
-            else { return nil }
-            bytes.append(value)
-        }
-        return String(validating: bytes, as: UTF8.self)
+        KeychainCore.percentEncoded(text) { $0 < 0x20 || $0 == 0x7f || reserved.utf8.contains($0) }
     }
 
     // MARK: The stored secret

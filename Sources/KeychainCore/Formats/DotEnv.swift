@@ -31,6 +31,22 @@ package enum DotEnv {
         return result + "\""
     }
 
+    /// The dotenv text of `secrets`, one `NAME="value"` line each, in order: what `export` writes.
+    /// - Throws: ``FormatError`` (bad data) when two keys become the same variable name.
+    package static func text(of secrets: [(key: String, value: String)]) throws(FormatError) -> String {
+        var owners: [String: String] = [:]
+        var text = ""
+        for (key, value) in secrets {
+            let name = variableName(for: key)
+            if let owner = owners.updateValue(key, forKey: name) {
+                throw FormatError(
+                    "the keys '\(escapedForDisplay(owner))' and '\(escapedForDisplay(key))' both become \(name)")
+            }
+            text += "\(name)=\(quoted(value))\n"
+        }
+        return text
+    }
+
     /// The (name, value) pairs of a dotenv text: `NAME=value`, `NAME="quoted"`, `NAME='literal'`,
     /// an optional `export ` before, blank lines and `#` comments.
     /// - Throws: ``FormatError`` naming `source`, the line and the reason.
@@ -40,9 +56,9 @@ package enum DotEnv {
         var pairs: [(name: String, value: String, line: Int)] = []
         for (number, rawLine) in lines(of: text) {
             let location = "\(source):\(number)"
-            var line = rawLine.trimmingSpaces()
+            var line = rawLine.trimming()
             if line.isEmpty || line.hasPrefix("#") { continue }
-            if line.hasPrefix("export ") { line = line.dropFirst(7).trimmingSpaces() }
+            if line.hasPrefix("export ") { line = line.dropFirst(7).trimming() }
             guard let equals = line.firstIndex(ofScalar: "=") else {
                 throw FormatError("\(location): expected NAME=value")
             }

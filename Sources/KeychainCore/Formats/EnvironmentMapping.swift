@@ -35,7 +35,7 @@ package struct EnvironmentMapping: Sendable {
     package static func parse(_ text: String, path: String) throws(FormatError) -> [EnvironmentMapping] {
         var mappings: [EnvironmentMapping] = []
         for (number, line) in lines(of: text) {
-            let text = line.trimmingSpaces()
+            let text = line.trimming()
             if text.isEmpty || text.hasPrefix("#") { continue }
             mappings.append(try EnvironmentMapping(String(text), origin: "\(path):\(number)"))
         }

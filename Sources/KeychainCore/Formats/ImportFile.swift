@@ -1,8 +1,4 @@
-#if canImport(FoundationEssentials)
-    import FoundationEssentials
-#else
-    import Foundation
-#endif
+import FoundationEssentials
 
 /// The JSON document of `export --format json`: every item exactly (binary secrets as base64).
 package struct ExportDocument: Codable, Sendable {
@@ -52,7 +48,7 @@ package enum ImportFile {
             // An export, or a vault's plaintext (age --decrypt vault.age | keychain-cli import).
             guard VaultDocument.formats.contains(document.format), document.version == 1 else {
                 throw FormatError(
-                    "\(source): format \(document.format) version \(document.version) is not one this keychain-cli reads"
+                    "\(source): format \(document.format) version \(document.version) is not one this version reads"
                 )
             }
             for (index, entry) in document.items.enumerated() {
@@ -122,8 +118,8 @@ package enum ImportFile {
         -> SecretToStore
     {
         do {
-            guard secret.count <= Keychain.maximumSecretSize else {
-                throw KeychainError.secretTooLarge(limit: Keychain.maximumSecretSize)
+            guard secret.count <= maximumSecretSize else {
+                throw KeychainError.secretTooLarge(limit: maximumSecretSize)
             }
             return SecretToStore(service: try ServiceName(service), key: try KeychainKey(key), secret: secret)
         } catch let error as KeychainError {

@@ -41,10 +41,12 @@ package struct TemplateReference: Sendable {
             guard end < template.count - 1, template[end] == close.0, template[end + 1] == close.1 else {
                 let shown = String(decoding: template[innerStart..<min(end, innerStart + 200)], as: UTF8.self)
                 throw FormatError(
-                    "\(location): '{{ \(escapedForDisplay(shown.trimmingSuffixSpaces()))' is not closed by }} on its line; "
+                    "\(location): '{{ \(escapedForDisplay(String(shown.trimming(leading: false, where: isSpaceOrTab))))' is not closed by }} on its line; "
                         + "nothing was written. Write {{ keychain://SERVICE/KEY }}", isUsageError: true)
             }
-            let inner = String(decoding: template[innerStart..<end], as: UTF8.self).trimmingSuffixSpaces()
+            let inner = String(
+                String(decoding: template[innerStart..<end], as: UTF8.self).trimming(
+                    leading: false, where: isSpaceOrTab))
             index = end + 2
             let path = inner.dropFirst(scheme.count)
             guard let slash = path.firstIndex(ofScalar: "/"), slash != path.startIndex,
@@ -60,6 +62,23 @@ package struct TemplateReference: Sendable {
                     key: String(path[path.unicodeScalars.index(after: slash)...]), location: location))
         }
         return references
+    }
+
+    /// `template` with each of `references` (found in it by ``all(in:source:)``) replaced by
+    /// `value(reference)`; the bytes between them are kept as they are.
+    package static func render(
+        _ template: [UInt8], replacing references: [TemplateReference], with value: (TemplateReference) -> String
+    ) -> [UInt8] {
+        var result: [UInt8] = []
+        result.reserveCapacity(template.count)
+        var cursor = 0
+        for reference in references {
+            result += template[cursor..<reference.range.lowerBound]
+            result += value(reference).utf8
+            cursor = reference.range.upperBound
+        }
+        result += template[cursor...]
+        return result
     }
 
     /// The offset of the next `pair` of bytes at or after `from`.

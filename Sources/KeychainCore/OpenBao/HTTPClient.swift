@@ -1,8 +1,5 @@
 import CCurl
-
-#if canImport(Glibc)
-    import Glibc
-#endif
+import Glibc
 
 /// One HTTP request to the OpenBao server.
 struct HTTPRequest {

@@ -1,8 +1,4 @@
-#if canImport(FoundationEssentials)
-    import FoundationEssentials
-#else
-    import Foundation
-#endif
+import FoundationEssentials
 
 /// Any JSON value, for the fields of a KV secret (other tools may store numbers, lists, objects).
 enum JSONValue: Codable, Equatable, Sendable {
@@ -44,9 +40,7 @@ enum JSONValue: Codable, Equatable, Sendable {
 
     /// The value as compact JSON text with sorted keys (what a non-string field reads as).
     var jsonText: String {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        return (try? encoder.encode(self)).map { String(decoding: $0, as: UTF8.self) } ?? "null"
+        return (try? JSONEncoder.sortedKeys().encode(self)).map { String(decoding: $0, as: UTF8.self) } ?? "null"
     }
 }
 

@@ -1,11 +1,5 @@
-#if canImport(FoundationEssentials)
-    import FoundationEssentials
-#else
-    import Foundation
-#endif
-#if canImport(Glibc)
-    import Glibc
-#endif
+import FoundationEssentials
+import Glibc
 
 /// Requests to the OpenBao HTTP API: the token, the namespace, the time limit, retries while a
 /// cluster elects a leader, and read-your-writes on standbys. Maps every failure to ``KeychainError``.
@@ -217,9 +211,4 @@ final class OpenBaoClient: Sendable {
     static func errorSuffix(_ response: HTTPResponse) -> String {
         errors(of: response).first.map { ": " + $0.replacing("\n", with: " ") } ?? ""
     }
-}
-
-private func sleep(seconds: Double) {
-    guard seconds > 0 else { return }
-    usleep(UInt32(seconds * 1_000_000))
 }

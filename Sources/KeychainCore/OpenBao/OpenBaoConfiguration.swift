@@ -1,8 +1,4 @@
-#if canImport(FoundationEssentials)
-    import FoundationEssentials
-#else
-    import Foundation
-#endif
+import FoundationEssentials
 
 /// Where the OpenBao (or HashiCorp Vault) server is and how to log in, read from the environment
 /// the way the `bao` and `vault` CLIs read it: each `BAO_*` variable falls back to its `VAULT_*` twin.
@@ -74,7 +70,7 @@ public struct OpenBaoConfiguration: Sendable {
                     detail:
                         "KEYCHAIN_OPENBAO_\(name)_FILE names \(quotedPath(path)), which does not exist. Fix the path")
             }
-            return text.trimmingWhitespace
+            return text.trimmingLineEnds
         }
         var credentials = Credentials.none
         let roleID = try fromValueOrFile("ROLE_ID")
@@ -91,7 +87,7 @@ public struct OpenBaoConfiguration: Sendable {
         } else if let jwt = try fromValueOrFile("JWT") {
             credentials = .jwt(jwt, role: own("JWT_ROLE"), mount: own("JWT_MOUNT") ?? "jwt")
         } else if let home = environment["HOME"], !home.isEmpty,
-            let token = try readFile(home + "/.vault-token")?.trimmingWhitespace, !token.isEmpty
+            let token = try readFile(home + "/.vault-token")?.trimmingLineEnds, !token.isEmpty
         {
             credentials = .token(token, source: "~/.vault-token")
         }
@@ -163,37 +159,13 @@ func kvPath(_ name: String) throws(KeychainError) -> String {
             reason: "'\(escapedForDisplay(name))' has an empty, '.' or '..' path segment, which a KV path "
                 + "cannot hold")
     }
-    return segments.map { percentEncoded(String($0)) }.joined(separator: "/")
-}
-
-func percentEncoded(_ text: String) -> String {
-    var result = ""
-    for byte in text.utf8 {
-        switch byte {
-        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
-            UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "_"), UInt8(ascii: "."),
-            UInt8(ascii: "~"):
-            result.unicodeScalars.append(Unicode.Scalar(byte))
-        default:
-            let hex = Array("0123456789ABCDEF".unicodeScalars)
-            result.unicodeScalars.append("%")
-            result.unicodeScalars.append(hex[Int(byte >> 4)])
-            result.unicodeScalars.append(hex[Int(byte & 15)])
-        }
-    }
-    return result
+    return segments.map { percentEncoded(String($0)) { !isUnreservedInURL($0) } }.joined(separator: "/")
 }
 
 extension String {
-    fileprivate var trimmingWhitespace: String {
-        var scalars = Substring(self).unicodeScalars
-        while let last = scalars.last, last == " " || last == "\n" || last == "\r" || last == "\t" {
-            scalars.removeLast()
-        }
-        while let first = scalars.first, first == " " || first == "\n" || first == "\r" || first == "\t" {
-            scalars.removeFirst()
-        }
-        return String(scalars)
+    /// Without spaces, tabs and line ends around it (a token file written by `echo`, or on Windows).
+    fileprivate var trimmingLineEnds: String {
+        String(trimming { isSpaceOrTab($0) || $0 == "\n" || $0 == "\r" })
     }
 }
 

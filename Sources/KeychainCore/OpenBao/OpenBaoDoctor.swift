@@ -1,8 +1,4 @@
-#if canImport(FoundationEssentials)
-    import FoundationEssentials
-#else
-    import Foundation
-#endif
+import FoundationEssentials
 
 extension OpenBaoStore {
     /// `keychain-cli doctor` for OpenBao: the settings, the server (reachable, TLS, initialized,

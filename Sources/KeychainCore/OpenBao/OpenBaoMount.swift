@@ -1,8 +1,4 @@
-#if canImport(FoundationEssentials)
-    import FoundationEssentials
-#else
-    import Foundation
-#endif
+import FoundationEssentials
 
 // Which mount the store talks to. A KV version 2 path on a KV version 1 mount answers like a
 // missing secret (404 `{"errors":[]}`), and a write there stores a secret named `data/SERVICE`

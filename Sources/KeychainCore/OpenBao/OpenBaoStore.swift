@@ -1,11 +1,5 @@
-#if canImport(FoundationEssentials)
-    import FoundationEssentials
-#else
-    import Foundation
-#endif
-#if canImport(Glibc)
-    import Glibc
-#endif
+import FoundationEssentials
+import Glibc
 
 /// Secrets in a KV version 2 mount of OpenBao or HashiCorp Vault: a service is a secret (a path
 /// under the mount), a key is one field of it. `keychain-cli -s ci get github-token` reads what
@@ -19,7 +13,6 @@
 /// that version, again on a mismatch). A mount that is missing, or is not KV version 2, is refused
 /// (see OpenBaoMount.swift) instead of reading as empty.
 public final class OpenBaoStore: SecretStore {
-    public static let defaultTimeout = 5.0
     let client: OpenBaoClient
     /// `list --json` dates: each secret's creation time costs one more request per secret.
     let readsCreationDates: Bool
@@ -30,8 +23,9 @@ public final class OpenBaoStore: SecretStore {
 
     /// - Parameter readsCreationDates: whether ``items(service:)`` asks each secret's metadata
     ///   for its creation time (one more request per secret).
-    public init(configuration: OpenBaoConfiguration, timeout: Double = defaultTimeout, readsCreationDates: Bool = true)
-    {
+    public init(
+        configuration: OpenBaoConfiguration, timeout: Double = defaultStoreTimeout, readsCreationDates: Bool = true
+    ) {
         client = OpenBaoClient(configuration: configuration, timeout: timeout)
         self.readsCreationDates = readsCreationDates
     }

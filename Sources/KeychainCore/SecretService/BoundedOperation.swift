@@ -47,10 +47,20 @@ final class BoundedOperation {
     /// Runs `body` with a new operation that is cancelled when the backend has not answered for
     /// `seconds`.
     /// `what` completes "timed out waiting for the Secret Service to …".
-    static func run<T>(_ what: String, seconds: Double, _ body: (BoundedOperation) throws -> T) throws -> T {
+    /// Every failure is a ``KeychainError``: the GLib and D-Bus layers below convert theirs, and
+    /// anything else is the Secret Service's failure.
+    static func run<T>(_ what: String, seconds: Double, _ body: (BoundedOperation) throws -> T) throws(KeychainError)
+        -> T
+    {
         let operation = BoundedOperation(what: what, seconds: seconds)
         defer { operation.close() }
-        return try body(operation)
+        do {
+            return try body(operation)
+        } catch let error as KeychainError {
+            throw error
+        } catch {
+            throw .backendFailure(detail: "the Secret Service failed: \(error)")
+        }
     }
 
     private init(what: String, seconds: Double) {

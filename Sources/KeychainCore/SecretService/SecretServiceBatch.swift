@@ -1,10 +1,5 @@
 import CLibSecret
-
-#if canImport(FoundationEssentials)
-    import FoundationEssentials
-#else
-    import Foundation
-#endif
+import FoundationEssentials
 
 // Many secrets in a few calls: the items' paths, then `Service.GetSecrets` for a thousand items
 // at a time. Asked item by item (a search and a GetSecret each, one after the other)
@@ -44,7 +39,7 @@ extension SecretServiceStore {
     /// The secrets of `addresses`, in order (nil: no such item). Right after a listing that
     /// named them all, the listed items are read without searching again (the listing is used
     /// once); an item gone since then is looked for afresh.
-    public func secrets(of addresses: [SecretAddress]) throws -> [Data?] {
+    public func secrets(of addresses: [SecretAddress]) throws(KeychainError) -> [Data?] {
         guard !addresses.isEmpty else { return [] }
         let listing = lastListing.withLock { listing in
             defer { listing = nil }

@@ -1,10 +1,5 @@
 import CLibSecret
-
-#if canImport(FoundationEssentials)
-    import FoundationEssentials
-#else
-    import Foundation
-#endif
+import FoundationEssentials
 
 // SecretServiceStore's calls on the session bus without libsecret's service proxy (search, item
 // properties), and the decoding of their replies.

@@ -1,10 +1,5 @@
 import CLibSecret
-
-#if canImport(FoundationEssentials)
-    import FoundationEssentials
-#else
-    import Foundation
-#endif
+import FoundationEssentials
 
 /// Network credentials on the Secret Service are its network passwords, as git-credential-libsecret
 /// writes them: schema `org.gnome.keyring.NetworkPassword`, attributes `protocol`, `server`,
@@ -12,7 +7,10 @@ import CLibSecret
 /// attributes alone, so upstream git's `org.git.Password` items (expiry and refresh token appended
 /// to the secret) are found too.
 extension SecretServiceStore: NetworkCredentialStore {
-    public func credential(matching query: NetworkCredential) throws -> NetworkCredential? {
+    /// Its own network password items, as the other tools of the field keep them (not those of `service`).
+    public func networkCredentials(service: ServiceName) -> any NetworkCredentialStore { self }
+
+    public func credential(matching query: NetworkCredential) throws(KeychainError) -> NetworkCredential? {
         try BoundedOperation.run("look up the credential", seconds: timeout) { operation in
             let connection = try connect(operation, openSession: false)
             defer { g_object_unref(connection) }
@@ -27,7 +25,7 @@ extension SecretServiceStore: NetworkCredentialStore {
         }
     }
 
-    public func store(_ credential: NetworkCredential) throws {
+    public func store(_ credential: NetworkCredential) throws(KeychainError) {
         let attributes = makeAttributes(Self.attributes(of: credential))
         defer { g_hash_table_unref(attributes) }
         var label = "\(credential.protocol)://\(credential.host)" + (credential.port.map { ":\($0)" } ?? "")
@@ -46,7 +44,7 @@ extension SecretServiceStore: NetworkCredentialStore {
         }
     }
 
-    public func erase(matching query: NetworkCredential) throws -> Int {
+    public func erase(matching query: NetworkCredential) throws(KeychainError) -> Int {
         try BoundedOperation.run("erase the credential", seconds: timeout) { operation in
             let connection = try connect(operation, openSession: false)
             defer { g_object_unref(connection) }

@@ -1,10 +1,5 @@
 import CLibSecret
-
-#if canImport(FoundationEssentials)
-    import FoundationEssentials
-#else
-    import Foundation
-#endif
+import FoundationEssentials
 
 extension SecretServiceStore {
     /// Checks, in order, what the Secret Service backend needs: a session bus; a provider that

@@ -12,14 +12,17 @@ extension KeychainError {
         let detail = Self.strippingRemotePrefix(message)
 
         if error.domain == keychain_cli_io_error_quark() && error.code == Int32(G_IO_ERROR_CANCELLED.rawValue) {
-            self = expired ? .timedOut(operation: operation, seconds: seconds) : .backendFailure(detail: "cancelled")
+            self =
+                expired
+                ? .timedOut(operation: operation, seconds: seconds)
+                : .backendFailure(detail: "the Secret Service call was cancelled")
             return
         }
         if error.domain == keychain_cli_secret_error_quark() {
             switch error.code {
             case Int32(SECRET_ERROR_IS_LOCKED.rawValue): self = .locked(detail: detail)
             case Int32(SECRET_ERROR_NO_SUCH_OBJECT.rawValue): self = .noDefaultCollection(detail: detail)
-            default: self = .backendFailure(detail: detail)
+            default: self = .backendFailure(detail: "the Secret Service failed: \(detail)")
             }
             return
         }
@@ -39,12 +42,12 @@ extension KeychainError {
         case "org.freedesktop.DBus.Error.NoReply", "org.freedesktop.DBus.Error.Timeout":
             self = .timedOut(operation: operation, seconds: seconds)
         case .some:
-            self = .backendFailure(detail: detail)
+            self = .backendFailure(detail: "the Secret Service failed: \(detail)")
         case .none:
             // Errors that never reached a remote peer come from connecting to the bus itself.
             self =
                 error.domain == keychain_cli_io_error_quark()
-                ? .noSessionBus(detail: detail) : .backendFailure(detail: detail)
+                ? .noSessionBus(detail: detail) : .backendFailure(detail: "the Secret Service failed: \(detail)")
         }
     }
 

@@ -1,10 +1,5 @@
 import CLibSecret
-
-#if canImport(FoundationEssentials)
-    import FoundationEssentials
-#else
-    import Foundation
-#endif
+import FoundationEssentials
 
 // How SecretServiceStore reads a secret: in its own encrypted session (SecretSession), opened
 // on the first read and kept, or through libsecret for a service without one; and how it asks

@@ -1,16 +1,14 @@
 import CLibSecret
-
-#if canImport(FoundationEssentials)
-    import FoundationEssentials
-#else
-    import Foundation
-#endif
+import FoundationEssentials
 
 /// Registry credentials on the Secret Service are docker-credential-secretservice's items:
 /// schema `io.docker.Credentials`, label = the server URL, attributes `label=Docker Credentials`,
 /// `server` (the URL as docker gives it), `username`, `docker_cli=1`. Each reads the other's.
 extension SecretServiceStore: RegistryCredentialStore {
-    public func registryCredential(for serverURL: String) throws -> RegistryCredential? {
+    /// Its own docker items, as the other tools of the field keep them (not those of `service`).
+    public func registryCredentials(service: ServiceName) -> any RegistryCredentialStore { self }
+
+    public func registryCredential(for serverURL: String) throws(KeychainError) -> RegistryCredential? {
         try BoundedOperation.run("look up the registry credential", seconds: timeout) { operation in
             guard let (attributes, path) = try dockerItems(["server": serverURL], operation).first else { return nil }
             let bus = try sessionBus(operation)
@@ -22,7 +20,7 @@ extension SecretServiceStore: RegistryCredentialStore {
         }
     }
 
-    public func storeRegistryCredential(_ credential: RegistryCredential) throws {
+    public func storeRegistryCredential(_ credential: RegistryCredential) throws(KeychainError) {
         let attributes = makeAttributes([
             "label": "Docker Credentials", "server": credential.serverURL, "username": credential.username,
             "docker_cli": "1",
@@ -48,7 +46,7 @@ extension SecretServiceStore: RegistryCredentialStore {
         }
     }
 
-    public func eraseRegistryCredential(for serverURL: String) throws -> Bool {
+    public func eraseRegistryCredential(for serverURL: String) throws(KeychainError) -> Bool {
         try BoundedOperation.run("erase the registry credential", seconds: timeout) { operation in
             let paths = try dockerItems(["server": serverURL], operation).map(\.path)
             let bus = try sessionBus(operation)
@@ -57,7 +55,7 @@ extension SecretServiceStore: RegistryCredentialStore {
         }
     }
 
-    public func registryUsernames() throws -> [String: String] {
+    public func registryUsernames() throws(KeychainError) -> [String: String] {
         try BoundedOperation.run("list the registry credentials", seconds: timeout) { operation in
             var result: [String: String] = [:]
             for (attributes, _) in try dockerItems([:], operation) {

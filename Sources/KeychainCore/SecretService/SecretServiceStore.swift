@@ -1,10 +1,5 @@
 import CLibSecret
-
-#if canImport(FoundationEssentials)
-    import FoundationEssentials
-#else
-    import Foundation
-#endif
+import FoundationEssentials
 
 /// A ``SecretStore`` on the freedesktop Secret Service (gnome-keyring, KeePassXC, KWallet).
 ///
@@ -19,24 +14,12 @@ import CLibSecret
 /// keyring-rs are read and written too. Every wait is bounded by ``timeout``: an unanswered
 /// unlock prompt becomes ``KeychainError/timedOut(operation:seconds:)``, never a hang.
 public final class SecretServiceStore: SecretStore {
-    /// The default limit on waiting for an answer, in seconds.
-    public static let defaultTimeout = 5.0
-
-    /// How much ``items(service:)`` asks the keyring about each item.
-    public enum Listing: Sendable {
-        /// Key, service, application, label and dates.
-        case full
-        /// Key, service and application only (`label`, `created`, `modified` are nil): gnome-keyring
-        /// answers this in about half the time per item, which is most of the cost of a long list.
-        case keysOnly
-    }
-
     /// How long an operation waits for the Secret Service to answer, in seconds. The limit restarts
     /// at every answer, so long operations that keep progressing (a reset of thousands of items)
     /// finish, while an unanswered prompt or a stalled keyring ends in ``KeychainError/timedOut(operation:seconds:)``.
     public let timeout: Double
     /// What ``items(service:)`` reads of each item.
-    public let listing: Listing
+    public let listing: ListingDetail
 
     /// An encrypted session and the bus connection (referenced) it was opened on.
     struct KeptSession: @unchecked Sendable {
@@ -49,16 +32,18 @@ public final class SecretServiceStore: SecretStore {
     /// the next session opened; used once.
     let preparedExchange = Locked<SecretSession.KeyExchange?>(nil)
     /// The object path of the kept session (for tests).
-    var keptSessionPath: String? { kept.withLock { $0?.session.path } }
+    @_spi(Testing) public var keptSessionPath: String? { kept.withLock { $0?.session.path } }
     /// Whether a prepared half of a key exchange is waiting (for tests).
-    var hasPreparedExchange: Bool { preparedExchange.withLock { $0 != nil } }
+    @_spi(Testing) public var hasPreparedExchange: Bool { preparedExchange.withLock { $0 != nil } }
     /// What the last ``items(service:)`` found, for the next ``secrets(of:)`` (used once).
     let lastListing = Locked<ListedPaths?>(nil)
+    /// How many items the listing waiting for ``secrets(of:)`` holds; nil when none waits (for tests).
+    @_spi(Testing) public var pendingListingCount: Int? { lastListing.withLock { $0?.paths.count } }
 
     /// Closes the kept session on the service but keeps it here, as a restarted service would
     /// have forgotten it (for tests: the service lets only the connection that opened a session
     /// close it).
-    func closeKeptSessionOnTheService() throws {
+    @_spi(Testing) public func closeKeptSessionOnTheService() throws {
         guard let path = keptSessionPath else { return }
         try BoundedOperation.run("close the session", seconds: timeout) { operation in
             let bus = try sessionBus(operation)
@@ -69,7 +54,7 @@ public final class SecretServiceStore: SecretStore {
     }
 
     /// A store whose operations give up when the Secret Service has not answered for `timeout` seconds.
-    public init(timeout: Double = SecretServiceStore.defaultTimeout, listing: Listing = .full) {
+    public init(timeout: Double = defaultStoreTimeout, listing: ListingDetail = .full) {
         self.timeout = timeout
         self.listing = listing
     }
@@ -82,7 +67,7 @@ public final class SecretServiceStore: SecretStore {
 
     var schema: UnsafePointer<SecretSchema> { keychain_cli_schema() }
 
-    public func secret(service: ServiceName, key: KeychainKey) throws -> Data? {
+    public func secret(service: ServiceName, key: KeychainKey) throws(KeychainError) -> Data? {
         try BoundedOperation.run("return the secret", seconds: timeout) { operation in
             let bus = try sessionBus(operation, preparingSession: true)
             defer { g_object_unref(UnsafeMutableRawPointer(bus)) }
@@ -108,7 +93,7 @@ public final class SecretServiceStore: SecretStore {
 
     /// A search only: no encrypted session, and an item in a locked keyring counts without
     /// unlocking it.
-    public func containsSecret(service: ServiceName, key: KeychainKey) throws -> Bool {
+    public func containsSecret(service: ServiceName, key: KeychainKey) throws(KeychainError) -> Bool {
         try BoundedOperation.run("look for the item", seconds: timeout) { operation in
             let bus = try sessionBus(operation)
             defer { g_object_unref(UnsafeMutableRawPointer(bus)) }
@@ -117,7 +102,7 @@ public final class SecretServiceStore: SecretStore {
         }
     }
 
-    public func setSecret(_ secret: Data, service: ServiceName, key: KeychainKey) throws {
+    public func setSecret(_ secret: Data, service: ServiceName, key: KeychainKey) throws(KeychainError) {
         // secret_value_new copies the bytes into (non-pageable) memory of its own.
         let value = secret.withUnsafeBytes { buffer in
             guard let base = buffer.baseAddress else { return secret_value_new("", 0, "application/octet-stream")! }
@@ -166,18 +151,18 @@ public final class SecretServiceStore: SecretStore {
         }
     }
 
-    public func deleteSecret(service: ServiceName, key: KeychainKey) throws -> Bool {
+    public func deleteSecret(service: ServiceName, key: KeychainKey) throws(KeychainError) -> Bool {
         try deleteMatching(["service": service.rawValue, "username": key.rawValue], what: "delete the secret") > 0
     }
 
     /// Removes the items ``items(service:)`` lists for `service`, and no other: an item of another
     /// application with a `service` attribute but no `username` (node keytar's `account`, say) is
     /// neither listed nor deleted.
-    public func deleteAll(service: ServiceName) throws -> Int {
+    public func deleteAll(service: ServiceName) throws(KeychainError) -> Int {
         try deleteMatching(["service": service.rawValue], requiring: "username", what: "delete the service's secrets")
     }
 
-    public func items(service: ServiceName?) throws -> [ItemInfo] {
+    public func items(service: ServiceName?) throws(KeychainError) -> [ItemInfo] {
         let pairs: KeyValuePairs<String, String> = service.map { ["service": $0.rawValue] } ?? [:]
         return try BoundedOperation.run("list the items", seconds: timeout) { operation in
             let bus = try sessionBus(operation)
@@ -247,7 +232,7 @@ public final class SecretServiceStore: SecretStore {
     /// round trip per item took 15 s for 1,000. Items another client deleted meanwhile are not counted.
     private func deleteMatching(
         _ pairs: KeyValuePairs<String, String>, requiring: String? = nil, what: String
-    ) throws -> Int {
+    ) throws(KeychainError) -> Int {
         try BoundedOperation.run(what, seconds: timeout) { operation in
             let bus = try sessionBus(operation)
             defer { g_object_unref(UnsafeMutableRawPointer(bus)) }

@@ -1,10 +1,5 @@
 import CLibSecret
-
-#if canImport(FoundationEssentials)
-    import FoundationEssentials
-#else
-    import Foundation
-#endif
+import FoundationEssentials
 
 // How the Secret Service is watched: its collections' signals, and a light poll of the items'
 // `Modified` property for the writes that send none.
@@ -67,7 +62,7 @@ extension SecretServiceStore {
     /// - Throws: the errors of connecting to the Secret Service and listing its items.
     public func watch(
         service: ServiceName?, interval: Double, report: @escaping @Sendable (WatchEvent) -> Void
-    ) throws -> StoreWatch {
+    ) throws(KeychainError) -> StoreWatch {
         try StoreWatch.start { watch, ready in
             let context = g_main_context_new()!
             g_main_context_push_thread_default(context)

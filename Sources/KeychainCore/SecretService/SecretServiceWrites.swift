@@ -1,10 +1,5 @@
 import CLibSecret
-
-#if canImport(FoundationEssentials)
-    import FoundationEssentials
-#else
-    import Foundation
-#endif
+import FoundationEssentials
 
 // `set` on the session bus directly, as `get` reads: the encrypted session of ``SecretSession``
 // (kept per bus), a search, then `Item.SetSecret` on each item found, or

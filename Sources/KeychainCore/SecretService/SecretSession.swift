@@ -1,10 +1,5 @@
 import CLibGcrypt
-
-#if canImport(FoundationEssentials)
-    import FoundationEssentials
-#else
-    import Foundation
-#endif
+import FoundationEssentials
 
 /// The encrypted transfer session of the Secret Service API, "dh-ietf1024-sha256-aes128-cbc-pkcs7":
 /// a Diffie-Hellman exchange in the 1024-bit MODP group of RFC 2409 (generator 2), HKDF-SHA256 of

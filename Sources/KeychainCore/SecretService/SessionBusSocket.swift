@@ -1,8 +1,5 @@
 import CLibSecret
-
-#if canImport(Glibc)
-    import Glibc
-#endif
+import Glibc
 
 /// The session bus connection for the Secret Service calls made without libsecret, opened the way
 /// sd-bus opens one: the whole authentication in one write (`AUTH EXTERNAL` with our uid, then

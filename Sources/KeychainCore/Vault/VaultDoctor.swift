@@ -1,6 +1,4 @@
-#if canImport(Glibc)
-    import Glibc
-#endif
+import Glibc
 
 extension VaultStore {
     /// Checks, in order, what the vault backend needs: a vault file that only this user can read
@@ -62,7 +60,7 @@ extension VaultStore {
             teamVault = true
             guard let identitySource else {
                 throw KeychainError.noMatchingIdentity(
-                    path: path, detail: "it is a team vault: pass --identity PATH or set KEYCHAIN_IDENTITY")
+                    path: path, detail: "it is a team vault, and no identity was given")
             }
             guard let first = opening.first else {
                 throw KeychainError.noMatchingIdentity(

@@ -1,11 +1,5 @@
-#if canImport(FoundationEssentials)
-    import FoundationEssentials
-#else
-    import Foundation
-#endif
-#if canImport(Glibc)
-    import Glibc
-#endif
+import FoundationEssentials
+import Glibc
 
 /// A ``SecretStore`` in one encrypted file, for machines without a Secret Service (CI jobs,
 /// servers, containers), and for teams that keep shared secrets in a repository.
@@ -80,7 +74,7 @@ public final class VaultStore: SecretStore {
     ///     ``KeychainError/vaultBusy(path:seconds:)``.
     ///   - passphrase: asked only when the vault must be decrypted or created.
     public init(
-        path: String, workFactor: Int = VaultStore.defaultWorkFactor, lockTimeout: Double = 5,
+        path: String, workFactor: Int = VaultStore.defaultWorkFactor, lockTimeout: Double = defaultStoreTimeout,
         identities: [VaultIdentity] = [], passphrase: @escaping PassphraseSource
     ) {
         precondition(Self.workFactors.contains(workFactor), "work factor outside \(Self.workFactors)")

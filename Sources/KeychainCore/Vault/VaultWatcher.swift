@@ -1,6 +1,4 @@
-#if canImport(Glibc)
-    import Glibc
-#endif
+import Glibc
 
 // How the vault is watched: inotify on its directories (writers, ours and `age`, replace the file
 // by renaming a new one over it; git unlinks it and writes a new one in place), then a re-read

@@ -1,10 +1,5 @@
 import Crypto
-
-#if canImport(FoundationEssentials)
-    import FoundationEssentials
-#else
-    import Foundation
-#endif
+import FoundationEssentials
 
 /// One change to one item, as a backend's watcher reports it: never the secret itself.
 public struct StoreChange: Hashable, Sendable {
@@ -50,7 +45,7 @@ extension SecretStore {
     /// A backend that can do better (signals, file notifications, versions) overrides it.
     public func watch(
         service: ServiceName?, interval: Double, report: @escaping @Sendable (WatchEvent) -> Void
-    ) throws -> StoreWatch {
+    ) throws(KeychainError) -> StoreWatch {
         try StoreWatch.polling(interval: interval, report: report) { () throws(KeychainError) in
             var snapshot: [ItemID: ItemState] = [:]
             do {

@@ -49,8 +49,7 @@ extension VaultStore {
                 guard !after.isEmpty else {
                     throw KeychainError.badConfiguration(
                         detail:
-                            "a team vault needs at least one recipient; to lock \(quotedPath(path)) with a passphrase "
-                            + "instead, run `keychain-cli vault passwd`")
+                            "a team vault needs at least one recipient; \(quotedPath(path)) was left as it was")
                 }
                 let header = try AgeFile.makeHeader(recipients: after.map(\.recipient))
                 try rewrite(entries, to: file, state: &state, header: header, recipients: after)
@@ -70,7 +69,7 @@ extension VaultStore {
                 guard state.file != nil else { return false }
                 let passphrase = try passphraseSource(.change)
                 guard !passphrase.isEmpty else {
-                    throw KeychainError.noPassphrase(detail: KeychainError.newPassphrase + "it is empty")
+                    throw KeychainError.noNewPassphrase(detail: "it is empty")
                 }
                 let header = try AgeFile.makeHeader(passphrase: passphrase, workFactor: workFactor)
                 try rewrite(entries, to: file, state: &state, header: header, recipients: nil)

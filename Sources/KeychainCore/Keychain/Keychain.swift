@@ -1,8 +1,4 @@
-#if canImport(FoundationEssentials)
-    import FoundationEssentials
-#else
-    import Foundation
-#endif
+import FoundationEssentials
 
 /// The secrets of one service, read and written through a ``SecretStore``.
 ///
@@ -20,7 +16,7 @@
 /// ```
 public final class Keychain: Sendable {
     /// The largest secret accepted, in bytes. Larger secrets are refused, never truncated.
-    public static let maximumSecretSize = 1 << 20
+    public static let maximumSecretSize = KeychainCore.maximumSecretSize
 
     /// The service whose items this instance reads and writes.
     public let service: ServiceName
@@ -50,9 +46,9 @@ public final class Keychain: Sendable {
         watching.withLock { $0.watch }?.cancel()
     }
 
-    /// A keychain for the service named `service` on `store` (by default the Secret Service).
+    /// A keychain for the service named `service` on `store`.
     /// - Throws: ``KeychainError/invalidName(kind:reason:)`` when `service` is not a valid name.
-    public convenience init(service: String, store: any SecretStore = SecretServiceStore()) throws {
+    public convenience init(service: String, store: any SecretStore) throws {
         self.init(service: try ServiceName(service), store: store)
     }
 
@@ -100,7 +96,7 @@ public final class Keychain: Sendable {
         guard let data = try data(for: key) else { return nil }
         guard let text = String(validating: data, as: UTF8.self) else {
             throw KeychainError.invalidData(
-                key: key.rawValue, reason: "is not UTF-8 text. Read it as bytes (get --raw, or data(for:))")
+                key: key.rawValue, reason: "is not UTF-8 text; read it as bytes (data(for:))")
         }
         return text
     }

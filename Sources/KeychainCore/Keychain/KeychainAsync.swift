@@ -1,10 +1,5 @@
 import Dispatch
-
-#if canImport(FoundationEssentials)
-    import FoundationEssentials
-#else
-    import Foundation
-#endif
+import FoundationEssentials
 
 // The async API: each operation of ``Keychain`` as an `async` function. The backends block (on
 // D-Bus, a file lock, scrypt, HTTP), so the work runs on a thread of its own, never on one of

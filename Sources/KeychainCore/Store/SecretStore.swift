@@ -1,45 +1,41 @@
-#if canImport(FoundationEssentials)
-    import FoundationEssentials
-#else
-    import Foundation
-#endif
+import FoundationEssentials
 
 /// The seam between the engine and a storage backend.
 ///
 /// Every backend (``SecretServiceStore``, ``InMemorySecretStore``) implements it; everything above
 /// it (``Keychain``, the command-line tool) is written against it alone. Implementations are
-/// thread-safe, throw only ``KeychainError``, and treat a missing item as a normal answer
-/// (`nil`, `false`, `0`), never as an error.
+/// thread-safe, throw only ``KeychainError`` (typed throws: every store alike), and treat a
+/// missing item as a normal answer (`nil`, `false`, `0`), never as an error.
 public protocol SecretStore: Sendable {
     /// The secret stored under `service` and `key`, or `nil` when there is none.
     /// - Throws: ``KeychainError`` when the backend cannot answer.
-    func secret(service: ServiceName, key: KeychainKey) throws -> Data?
+    func secret(service: ServiceName, key: KeychainKey) throws(KeychainError) -> Data?
 
     /// Stores `secret` under `service` and `key`, replacing any secret already there.
     /// - Throws: ``KeychainError`` when the backend cannot store it; the old secret is then kept.
-    func setSecret(_ secret: Data, service: ServiceName, key: KeychainKey) throws
+    func setSecret(_ secret: Data, service: ServiceName, key: KeychainKey) throws(KeychainError)
 
     /// Removes the item stored under `service` and `key`.
     /// - Returns: `false` when there was no such item.
     /// - Throws: ``KeychainError`` when the backend cannot answer.
-    func deleteSecret(service: ServiceName, key: KeychainKey) throws -> Bool
+    func deleteSecret(service: ServiceName, key: KeychainKey) throws(KeychainError) -> Bool
 
     /// Metadata of the items of `service`, or of every service when `service` is `nil`,
     /// in no particular order. Never reads or returns secrets.
     /// - Throws: ``KeychainError`` when the backend cannot answer.
-    func items(service: ServiceName?) throws -> [ItemInfo]
+    func items(service: ServiceName?) throws(KeychainError) -> [ItemInfo]
 
     /// Removes every item of `service` and no other.
     /// - Returns: how many items were removed.
     /// - Throws: ``KeychainError`` when the backend cannot answer.
-    func deleteAll(service: ServiceName) throws -> Int
+    func deleteAll(service: ServiceName) throws(KeychainError) -> Int
 
     /// Stores each of `secrets` as ``setSecret(_:service:key:)`` does, in order. A backend that
     /// can store them in one step does (the vault writes its file once, so either all are stored
     /// or none); the default stores one at a time.
     /// - Parameter progress: told how many are stored so far.
     /// - Throws: ``KeychainError`` when the backend cannot store one; those before it may be stored.
-    func setSecrets(_ secrets: [SecretToStore], progress: (Int) -> Void) throws
+    func setSecrets(_ secrets: [SecretToStore], progress: (Int) -> Void) throws(KeychainError)
 
     /// The secrets of many items at once, in the order of `addresses` (nil for an item that is
     /// not there): what `export` reads. The Secret Service asks for them in a few calls
@@ -47,14 +43,14 @@ public protocol SecretStore: Sendable {
     /// reads the items that listing found instead of finding them again; the default reads one
     /// at a time.
     /// - Throws: ``KeychainError`` when the backend cannot read one.
-    func secrets(of addresses: [SecretAddress]) throws -> [Data?]
+    func secrets(of addresses: [SecretAddress]) throws(KeychainError) -> [Data?]
 
     /// Whether an item is stored under `service` and `key`, reading as little as the backend
     /// allows: the Secret Service only searches (no encrypted session, no unlock prompt, even for
     /// an item in a locked keyring); the default reads the secret and drops it (the vault must
     /// decrypt its file to see its keys; OpenBao returns a secret's fields together).
     /// - Throws: ``KeychainError`` when the backend cannot answer.
-    func containsSecret(service: ServiceName, key: KeychainKey) throws -> Bool
+    func containsSecret(service: ServiceName, key: KeychainKey) throws(KeychainError) -> Bool
 
     /// Starts reporting the changes to the items of `service` (of every service when nil), made by
     /// any program, this one included, until the returned watch is cancelled or a failure is
@@ -64,8 +60,33 @@ public protocol SecretStore: Sendable {
     ///   - interval: seconds between two looks where the backend must be asked (polling).
     ///   - report: called on the watcher's own thread, one event at a time, in order.
     /// - Throws: ``KeychainError`` when the backend cannot be watched at all.
-    func watch(service: ServiceName?, interval: Double, report: @escaping @Sendable (WatchEvent) -> Void) throws
+    func watch(service: ServiceName?, interval: Double, report: @escaping @Sendable (WatchEvent) -> Void)
+        throws(KeychainError)
         -> StoreWatch
+
+    /// Where git's credentials are kept: the Secret Service keeps them as its network passwords
+    /// (as git-credential-libsecret does); the default keeps them as items of `service`
+    /// (``KeyedNetworkCredentials``).
+    func networkCredentials(service: ServiceName) -> any NetworkCredentialStore
+
+    /// Where docker's registry credentials are kept: the Secret Service keeps them as
+    /// `io.docker.Credentials` items (as docker-credential-secretservice does); the default keeps
+    /// them as items of `service` (``KeyedRegistryCredentials``).
+    func registryCredentials(service: ServiceName) -> any RegistryCredentialStore
+}
+
+/// How long a store waits for its backend when no time limit is given, in seconds.
+public let defaultStoreTimeout = 5.0
+
+/// How much a listing (``SecretStore/items(service:)``) reads of each item, where the backend
+/// can read less for less.
+public enum ListingDetail: Sendable {
+    /// Key, service, application, label and dates.
+    case full
+    /// Key, service and application only (`label`, `created`, `modified` are nil): gnome-keyring
+    /// answers this in about half the time per item, which is most of the cost of a long list;
+    /// OpenBao skips the metadata request that gives the dates.
+    case keysOnly
 }
 
 /// One secret for ``SecretStore/setSecrets(_:progress:)``.
@@ -93,15 +114,15 @@ public struct SecretAddress: Hashable, Sendable {
 }
 
 extension SecretStore {
-    public func secrets(of addresses: [SecretAddress]) throws -> [Data?] {
-        try addresses.map { try secret(service: $0.service, key: $0.key) }
+    public func secrets(of addresses: [SecretAddress]) throws(KeychainError) -> [Data?] {
+        try addresses.map { (address) throws(KeychainError) in try secret(service: address.service, key: address.key) }
     }
 
-    public func containsSecret(service: ServiceName, key: KeychainKey) throws -> Bool {
+    public func containsSecret(service: ServiceName, key: KeychainKey) throws(KeychainError) -> Bool {
         try secret(service: service, key: key) != nil
     }
 
-    public func setSecrets(_ secrets: [SecretToStore], progress: (Int) -> Void) throws {
+    public func setSecrets(_ secrets: [SecretToStore], progress: (Int) -> Void) throws(KeychainError) {
         for (index, item) in secrets.enumerated() {
             try setSecret(item.secret, service: item.service, key: item.key)
             progress(index + 1)
@@ -116,7 +137,7 @@ public struct ItemInfo: Hashable, Sendable, Codable {
     /// The key of the item inside its service.
     public var key: String
     /// The human-readable label, as keyring managers show it; nil when the backend was not asked
-    /// for it (``SecretServiceStore/Listing/keysOnly``).
+    /// for it (``ListingDetail/keysOnly``).
     public var label: String?
     /// The program that wrote the item, when it recorded one (`keychain-cli`, `Python keyring library`).
     public var application: String?

@@ -1,8 +1,5 @@
 import Dispatch
-
-#if canImport(Glibc)
-    import Glibc
-#endif
+import Glibc
 
 /// A running watcher (see ``SecretStore/watch(service:interval:report:)``): a thread of its own
 /// that reports changes until ``cancel()`` is called or it reports a failure.

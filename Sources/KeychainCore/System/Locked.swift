@@ -1,6 +1,4 @@
-#if canImport(Glibc)
-    import Glibc
-#endif
+import Glibc
 
 /// A value behind a pthread mutex: the lock KeychainCore's shared state uses.
 ///

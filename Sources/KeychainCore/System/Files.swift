@@ -1,8 +1,5 @@
 import CLinux
-
-#if canImport(Glibc)
-    import Glibc
-#endif
+import Glibc
 
 // The POSIX file calls of the vault and of the CLI's output files, in one place.
 

@@ -1,10 +1,5 @@
 import Dispatch
-
-#if canImport(FoundationEssentials)
-    import FoundationEssentials
-#else
-    import Foundation
-#endif
+import FoundationEssentials
 
 /// A ``SecretStore`` that keeps secrets in a dictionary in this process's memory.
 ///
@@ -27,11 +22,11 @@ public final class InMemorySecretStore: SecretStore {
     /// An empty store.
     public init() {}
 
-    public func secret(service: ServiceName, key: KeychainKey) throws -> Data? {
+    public func secret(service: ServiceName, key: KeychainKey) throws(KeychainError) -> Data? {
         state.withLock { $0[service]?[key]?.secret }
     }
 
-    public func setSecret(_ secret: Data, service: ServiceName, key: KeychainKey) throws {
+    public func setSecret(_ secret: Data, service: ServiceName, key: KeychainKey) throws(KeychainError) {
         let now = Date()
         let kind: StoreChange.Kind = state.withLock {
             if var entry = $0[service]?[key] {
@@ -51,7 +46,7 @@ public final class InMemorySecretStore: SecretStore {
         announce([StoreChange(kind: kind, service: service.rawValue, key: key.rawValue, application: "keychain-cli")])
     }
 
-    public func deleteSecret(service: ServiceName, key: KeychainKey) throws -> Bool {
+    public func deleteSecret(service: ServiceName, key: KeychainKey) throws(KeychainError) -> Bool {
         let deleted = state.withLock { $0[service]?.removeValue(forKey: key) }
         guard let deleted else { return false }
         announce([
@@ -61,14 +56,14 @@ public final class InMemorySecretStore: SecretStore {
         return true
     }
 
-    public func items(service: ServiceName?) throws -> [ItemInfo] {
+    public func items(service: ServiceName?) throws(KeychainError) -> [ItemInfo] {
         state.withLock { entries in
             let services = service.map { [$0] } ?? Array(entries.keys)
             return services.flatMap { entries[$0]?.values.map(\.info) ?? [] }
         }
     }
 
-    public func deleteAll(service: ServiceName) throws -> Int {
+    public func deleteAll(service: ServiceName) throws(KeychainError) -> Int {
         let deleted = state.withLock { $0.removeValue(forKey: service) } ?? [:]
         announce(
             deleted.sorted { $0.key < $1.key }.map {
@@ -82,7 +77,7 @@ public final class InMemorySecretStore: SecretStore {
     /// Reports every change made through this store, as it is made: `interval` is not used.
     public func watch(
         service: ServiceName?, interval: Double, report: @escaping @Sendable (WatchEvent) -> Void
-    ) throws -> StoreWatch {
+    ) throws(KeychainError) -> StoreWatch {
         // Changes are queued by the writer and reported on the watcher's thread, in order.
         let queue = Locked([StoreChange]())
         let arrived = DispatchSemaphore(value: 0)

@@ -1,8 +1,5 @@
+import Glibc
 import Synchronization
-
-#if canImport(Glibc)
-    import Glibc
-#endif
 
 /// Which held-back signals arrived (bit n: signal n), set by the handler on whichever thread.
 private let caughtSignals = Atomic<UInt64>(0)

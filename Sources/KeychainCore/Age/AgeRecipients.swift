@@ -26,7 +26,7 @@ public struct VaultRecipient: Sendable, Hashable, CustomStringConvertible {
     /// The recipient `text` names.
     /// - Throws: ``RecipientError`` saying what is wrong with it.
     public init(_ text: String) throws(RecipientError) {
-        let text = String(text.drop { $0 == " " || $0 == "\t" }).trimmingSuffix { $0.isWhitespace }
+        let text = String(text.trimming(trailing: false, where: isSpaceOrTab).trimming(leading: false))
         if text.hasPrefix("age1") {
             guard let x25519 = AgeX25519.Recipient(text) else {
                 throw RecipientError("'\(text)' is not a valid age recipient (age1… with a correct checksum)")
@@ -129,12 +129,4 @@ public struct IdentityFileError: Error, Sendable, CustomStringConvertible {
 
     /// `its line 3: …` or the reason alone.
     public var description: String { line.map { "its line \($0): \(reason)" } ?? reason }
-}
-
-extension String {
-    fileprivate func trimmingSuffix(while predicate: (Character) -> Bool) -> String {
-        var text = self
-        while let last = text.last, predicate(last) { text.removeLast() }
-        return text
-    }
 }

@@ -1,10 +1,5 @@
 import Crypto
-
-#if canImport(FoundationEssentials)
-    import FoundationEssentials
-#else
-    import Foundation
-#endif
+import FoundationEssentials
 
 /// age's ssh-ed25519 recipient type (age's agessh package, as the age spec links it):
 /// `ssh-ed25519 AAAA…` public keys as recipients, unencrypted OpenSSH ed25519 private keys as
@@ -170,7 +165,7 @@ private func parseOpenSSHPrivateKey(_ text: String) throws(IdentityFileError) ->
     else { throw failure("its OpenSSH key is truncated") }
     guard cipher == Array("none".utf8), kdf == Array("none".utf8) else {
         throw failure(
-            "it is passphrase-protected; keychain-cli reads unencrypted keys only (use an age identity, "
+            "it is passphrase-protected; only unencrypted keys are read (use an age identity, "
                 + "or an unencrypted copy: ssh-keygen -p -N '' -f COPY)")
     }
     guard count == 1 else { throw failure("it holds \(count) keys; give a file with one") }

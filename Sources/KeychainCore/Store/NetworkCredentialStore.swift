@@ -1,23 +1,19 @@
-#if canImport(FoundationEssentials)
-    import FoundationEssentials
-#else
-    import Foundation
-#endif
+import FoundationEssentials
 
 /// Where network credentials are kept: the Secret Service's network passwords
 /// (``SecretServiceStore``, as git-credential-libsecret keeps them), or the items of one service
 /// of any other store (``KeyedNetworkCredentials``). Get one for a store with
-/// ``networkCredentials(in:service:)``.
+/// ``SecretStore/networkCredentials(service:)``.
 public protocol NetworkCredentialStore: Sendable {
     /// The stored credential that answers `query` (``NetworkCredential/matches(_:password:)``),
     /// with its password; of several, one with the query's path (or none when it names none)
     /// first, then the first by location. Expired ones too: the caller decides.
     /// - Throws: ``KeychainError`` when the backend cannot answer.
-    func credential(matching query: NetworkCredential) throws -> NetworkCredential?
+    func credential(matching query: NetworkCredential) throws(KeychainError) -> NetworkCredential?
 
     /// Stores `credential`, replacing the one stored for the same location and user name.
     /// - Throws: ``KeychainError`` when the backend cannot store it.
-    func store(_ credential: NetworkCredential) throws
+    func store(_ credential: NetworkCredential) throws(KeychainError)
 
     /// Removes every stored credential that answers `query`, its password included when it names
     /// one: git erases after a server rejected a password, and a credential stored since with
@@ -25,14 +21,15 @@ public protocol NetworkCredentialStore: Sendable {
     /// - Returns: how many were removed.
     /// - Throws: ``KeychainError`` when the backend cannot answer.
     @discardableResult
-    func erase(matching query: NetworkCredential) throws -> Int
+    func erase(matching query: NetworkCredential) throws(KeychainError) -> Int
 }
 
-/// The network credentials of `store`: the Secret Service's own network passwords, or on another
-/// backend the items of `service` (see ``KeyedNetworkCredentials``).
-public func networkCredentials(in store: any SecretStore, service: ServiceName) -> any NetworkCredentialStore {
-    if let secretService = store as? SecretServiceStore { return secretService }
-    return KeyedNetworkCredentials(store: store, service: service)
+extension SecretStore {
+    /// The network credentials of this store: by default the items of `service` (``KeyedNetworkCredentials``);
+    /// a backend with a place of its own for them (the Secret Service) overrides it.
+    public func networkCredentials(service: ServiceName) -> any NetworkCredentialStore {
+        KeyedNetworkCredentials(store: self, service: service)
+    }
 }
 
 /// Network credentials as items of one service of any ``SecretStore`` (the vault, OpenBao): the key
@@ -48,7 +45,7 @@ public struct KeyedNetworkCredentials: NetworkCredentialStore {
         self.service = service
     }
 
-    public func credential(matching query: NetworkCredential) throws -> NetworkCredential? {
+    public func credential(matching query: NetworkCredential) throws(KeychainError) -> NetworkCredential? {
         guard var found = try locations(matching: query).first,
             let secret = try store.secret(service: service, key: try KeychainKey(found.location))
         else { return nil }
@@ -56,12 +53,12 @@ public struct KeyedNetworkCredentials: NetworkCredentialStore {
         return found
     }
 
-    public func store(_ credential: NetworkCredential) throws {
+    public func store(_ credential: NetworkCredential) throws(KeychainError) {
         try store.setSecret(
             Data(credential.storedSecret.utf8), service: service, key: try KeychainKey(credential.location))
     }
 
-    public func erase(matching query: NetworkCredential) throws -> Int {
+    public func erase(matching query: NetworkCredential) throws(KeychainError) -> Int {
         var erased = 0
         for var credential in try locations(matching: query) {
             let key = try KeychainKey(credential.location)
@@ -77,7 +74,7 @@ public struct KeyedNetworkCredentials: NetworkCredentialStore {
 
     /// The stored credentials (without secrets) that answer `query`, in the order
     /// ``credential(matching:)`` prefers them.
-    private func locations(matching query: NetworkCredential) throws -> [NetworkCredential] {
+    private func locations(matching query: NetworkCredential) throws(KeychainError) -> [NetworkCredential] {
         try store.items(service: service).compactMap { NetworkCredential(location: $0.key) }
             .filter { $0.matches(query) }.sorted(for: query)
     }

@@ -1,10 +1,5 @@
 import Crypto
-
-#if canImport(FoundationEssentials)
-    import FoundationEssentials
-#else
-    import Foundation
-#endif
+import FoundationEssentials
 
 /// The parsers that read untrusted bytes, one entry point each, for `make fuzz` (libFuzzer) and
 /// for replaying the fuzz corpora in the tests. Each runs one parser on `bytes` and throws away

@@ -1,10 +1,5 @@
 import Dispatch
-
-#if canImport(FoundationEssentials)
-    import FoundationEssentials
-#else
-    import Foundation
-#endif
+import FoundationEssentials
 
 /// A change to one of a ``Keychain``'s items, from ``Keychain/changes(pollingEvery:)`` or
 /// ``Keychain/watch(pollingEvery:_:)``.

@@ -1,11 +1,6 @@
 import Crypto
 import CryptoExtras
-
-#if canImport(FoundationEssentials)
-    import FoundationEssentials
-#else
-    import Foundation
-#endif
+import FoundationEssentials
 
 /// The age v1 file format (https://age-encryption.org/v1) with one scrypt (passphrase) recipient,
 /// as `age --encrypt --passphrase` writes it and `age --decrypt` reads it:
@@ -156,7 +151,7 @@ enum AgeFile {
         let types = stanzas.map(\.type)
         guard types.contains(where: recipientTypes.contains) else {
             throw Failure.malformed(
-                "its recipients are of types this keychain-cli does not read (\(types.joined(separator: ", ")))")
+                "its recipients are of types this version does not read (\(types.joined(separator: ", ")))")
         }
         guard !identities.isEmpty else { throw Failure.needsIdentity(types) }
         for stanza in stanzas {

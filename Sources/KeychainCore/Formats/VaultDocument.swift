@@ -1,0 +1,75 @@
+import FoundationEssentials
+
+/// The plaintext of a vault: what `age --decrypt` prints, and what `age --encrypt --passphrase`
+/// may be given to make a vault.
+///
+/// ```json
+/// {"format": "keychain-cli-vault", "version": 1, "items": [
+///   {"service": "ci", "key": "token", "encoding": "utf8", "secret": "…",
+///    "created": "2026-11-22T05:00:00Z", "modified": "2026-11-22T05:00:00Z"}]}
+/// ```
+/// `encoding` is `utf8` for text or `base64` for any other bytes; the dates are optional. The
+/// export document (`"format": "keychain-cli-export"`) is read as a vault too.
+///
+/// A team vault (encrypted to age recipients) also lists them, `"recipients": ["age1…",
+/// "ssh-ed25519 AAAA… comment"]`, so that whoever holds it can re-key it (`vault recipients`):
+/// the age header names no recipient, and every write re-encrypts to the same ones.
+public struct VaultDocument: Codable, Sendable {
+    /// The format names read; the first is written.
+    public static let formats = ["keychain-cli-vault", "keychain-cli-export"]
+    /// The version written and read; a later one is refused rather than misread.
+    public static let currentVersion = 1
+
+    public var format: String
+    public var version: Int
+    public var items: [Item]
+    /// The recipients a team vault is encrypted to; nil for a passphrase vault.
+    public var recipients: [String]?
+
+    public init(items: [Item], recipients: [String]? = nil) {
+        self.format = Self.formats[0]
+        self.version = Self.currentVersion
+        self.items = items
+        self.recipients = recipients
+    }
+
+    /// One secret and its dates.
+    public struct Item: Codable, Sendable, Equatable {
+        public var service: String
+        public var key: String
+        /// `utf8` or `base64`.
+        public var encoding: String
+        public var secret: String
+        public var created: Date?
+        public var modified: Date?
+
+        public init(service: String, key: String, secret: Data, created: Date? = nil, modified: Date? = nil) {
+            self.service = service
+            self.key = key
+            if let text = String(validating: secret, as: UTF8.self) {
+                (encoding, self.secret) = ("utf8", text)
+            } else {
+                (encoding, self.secret) = ("base64", secret.base64EncodedString())
+            }
+            self.created = created
+            self.modified = modified
+        }
+
+        /// The secret's bytes; nil when `encoding` is unknown or the base64 is broken.
+        public var bytes: Data? {
+            switch encoding {
+            case "utf8": Data(secret.utf8)
+            case "base64": Data(base64Encoded: secret)
+            default: nil
+            }
+        }
+    }
+}
+
+extension JSONDecoder {
+    static var vault: JSONDecoder {
+        let decoder = JSONDecoder()
+        decoder.dateDecodingStrategy = .iso8601
+        return decoder
+    }
+}
