@@ -1,6 +1,4 @@
-#if canImport(Glibc)
-    import Glibc
-#endif
+import Glibc
 
 /// The invocations scripts repeat in loops, `get KEY` and `set KEY` with their everyday options
 /// (the service, the timeout, and the backend's: --backend, --vault, --passphrase-file|fd,
@@ -32,50 +30,26 @@ enum FastPath {
     }
 
     static func parse(_ arguments: ArraySlice<String>) -> (() throws -> Void)? {
-        var options = KeychainOptions()
+        var settings = Settings()
         var words: [String] = []
         var flags: [String] = []
         var remaining = arguments.makeIterator()
         while let argument = remaining.next() {
-            switch argument {
-            case "-s", "--service":
-                guard options.service == nil, let value = remaining.next(), !value.hasPrefix("-") else { return nil }
-                options.service = value
-            case "--timeout":
-                // The same bounds as GlobalOptions.validate(); anything else gets the parser's error.
-                guard options.timeout == nil, let value = remaining.next(), let seconds = Double(value),
-                    seconds > 0 && seconds <= 86_400
-                else { return nil }
-                options.timeout = seconds
-            case "--backend":
-                guard options.backend == nil, let value = remaining.next(), let backend = Backend(rawValue: value)
-                else { return nil }
-                options.backend = backend
-            case "--vault", "--passphrase-file", "--identity":
-                guard let value = remaining.next(), !value.isEmpty, !value.hasPrefix("-") else { return nil }
-                switch argument {
-                case "--vault" where options.vault == nil: options.vault = value
-                case "--passphrase-file" where options.passphraseFile == nil: options.passphraseFile = value
-                case "--identity" where options.identity == nil: options.identity = value
-                default: return nil  // given twice
-                }
-            case "--passphrase-fd", "--identity-fd":
-                guard let value = remaining.next(), let fd = Int32(value), fd >= 0 else { return nil }
-                switch argument {
-                case "--passphrase-fd" where options.passphraseFD == nil: options.passphraseFD = fd
-                case "--identity-fd" where options.identityFD == nil: options.identityFD = fd
-                default: return nil
-                }
-            case _ where argument.hasPrefix("-"):
+            if let option = GlobalOption(name: argument) {
+                // The parser's checks (GlobalOption.assign); anything else gets the parser's error.
+                guard let value = remaining.next(), option.assign(value, to: &settings) else { return nil }
+                continue
+            }
+            if argument.hasPrefix("-") {
                 guard !flags.contains(argument) else { return nil }
                 flags.append(argument)
-            default:
+            } else {
                 words.append(argument)
             }
         }
         // Two sources of one thing: the parser's error.
-        guard words.count == 2, options.passphraseFile == nil || options.passphraseFD == nil,
-            options.identity == nil || options.identityFD == nil
+        guard words.count == 2, settings.passphraseFile == nil || settings.passphraseFD == nil,
+            settings.identity == nil || settings.identityFD == nil
         else { return nil }
         let key = words[1]
         switch words[0] {
@@ -84,12 +58,12 @@ enum FastPath {
                 return nil
             }
             let request = GetRequest(key: key, output: output)
-            return { try request.perform(in: makeKeychain(options)) }
+            return { try request.perform(in: settings.keychain()) }
         case "set":
             guard flags.allSatisfy({ $0 == "--raw" || $0 == "--allow-empty" }) else { return nil }
             let request = SetRequest(
                 key: key, raw: flags.contains("--raw"), allowEmpty: flags.contains("--allow-empty"))
-            return { try request.perform(in: makeKeychain(options)) }
+            return { try request.perform(in: settings.keychain()) }
         default:
             return nil
         }

@@ -10,11 +10,7 @@ enum UsageCheck {
 
     /// The global options that take a value, which may come before the command name (and the
     /// parser's own, which `make install` uses to write the completion scripts).
-    private static let globalOptionsWithValues: Swift.Set<String> = [
-        "-s", "--service", "--timeout", "--backend", "--vault", "--passphrase-file", "--passphrase-fd", "--identity",
-        "--identity-fd",
-        "--generate-completion-script",
-    ]
+    private static let globalOptionsWithValues = Swift.Set(GlobalOption.names + ["--generate-completion-script"])
 
     /// Refuses an unknown command, and `help` of one, before the parser (which would print the
     /// root help and exit 0 for `help nosuch`).
@@ -47,7 +43,7 @@ enum UsageCheck {
                     + "See 'keychain-cli --help'"
             }
         }
-        message = message.split(separator: "\n").map { $0.trimmingSpaces() }.joined(separator: " ")
+        message = message.split(separator: "\n").map { $0.trimming() }.joined(separator: " ")
         while message.hasSuffix(".") { message.removeLast() }
         let words = positionalWords(arguments)
         let command = words.first.flatMap { commands.contains($0) ? $0 : nil }
@@ -117,19 +113,4 @@ enum UsageCheck {
         }
         return previous[b.count]
     }
-}
-
-/// A command group run without a command: its help on standard error, and a usage error (64)
-/// naming the commands, with a word on combined short options (`-ss` is `-s -s`).
-func missingCommand(_ command: any ParsableCommand.Type, arguments: [String]) -> CommandFailure {
-    writeError(command.helpMessage(columns: 80) + "\n")
-    let combined = arguments.first { $0.count > 2 && $0.hasPrefix("-") && !$0.hasPrefix("--") }
-    let hint = combined.map {
-        " ('\(escapedForDisplay($0))' is read as \($0.dropFirst().map { "-\($0)" }.joined(separator: " ")), "
-            + "each taking the next word as its value: write -s NAME, with a space)"
-    }
-    let names = command.configuration.subcommands.map { $0._commandName }
-    let path = command == KeychainCLI.self ? "keychain-cli" : "keychain-cli \(command._commandName)"
-    return CommandFailure.usage(
-        "no command given\(hint ?? ""). The commands are \(names.joined(separator: ", ")); see '\(path) --help'")
 }

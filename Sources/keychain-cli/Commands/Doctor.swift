@@ -1,9 +1,6 @@
 import ArgumentParser
+import Glibc
 import KeychainCore
-
-#if canImport(Glibc)
-    import Glibc
-#endif
 
 extension KeychainCLI {
     struct Doctor: KeychainCommand {
@@ -35,19 +32,19 @@ extension KeychainCLI {
         var json = false
 
         func run() throws {
-            let options = self.options
-            let timeout = try chosenTimeout(options)
+            let settings = self.settings
+            let timeout = try settings.resolvedTimeout()
             let (checks, failure) =
-                switch try chosenBackend(options) {
+                switch try settings.resolvedBackend() {
                 case .secretService: SecretServiceStore(timeout: timeout).diagnose()
                 case .openbao:
-                    OpenBaoStore.diagnose(service: try serviceName(options)) {
-                        try makeOpenBaoStore(timeout: timeout)
+                    OpenBaoStore.diagnose(service: try settings.serviceName()) {
+                        try settings.openBaoStore(timeout: timeout)
                     }
                 case .vault:
-                    try makeVaultStore(options, timeout: timeout).diagnose(
-                        passphraseSource: PassphraseSource(options).description,
-                        identitySource: try identitySource(options).map { ($0.name, $0.path) })
+                    try settings.vaultStore(timeout: timeout).diagnose(
+                        passphraseSource: PassphraseInput(settings).description,
+                        identitySource: try identitySource(settings).map { ($0.name, $0.path) })
                 }
             if json {
                 try writeJSON(checks)

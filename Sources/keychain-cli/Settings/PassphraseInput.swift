@@ -1,14 +1,11 @@
+import Glibc
 import KeychainCore
-
-#if canImport(Glibc)
-    import Glibc
-#endif
 
 /// Where the vault's passphrase comes from, first match wins: --passphrase-fd, --passphrase-file,
 /// $KEYCHAIN_PASSPHRASE, else a hidden prompt on the terminal (/dev/tty). Never the command line.
 /// (`vault passwd` reads the new one likewise: --new-passphrase-fd, --new-passphrase-file,
 /// $KEYCHAIN_NEW_PASSPHRASE, the terminal.)
-enum PassphraseSource: Sendable, CustomStringConvertible {
+enum PassphraseInput: Sendable, CustomStringConvertible {
     /// The descriptor, and the option that named it (`--passphrase-fd`).
     case descriptor(Int32, option: String)
     /// The file, and the option that named it (`--passphrase-file`).
@@ -35,8 +32,8 @@ enum PassphraseSource: Sendable, CustomStringConvertible {
                 + "with $KEYCHAIN_IDENTITY")
     }
 
-    init(_ options: KeychainOptions) {
-        self.init(descriptor: options.passphraseFD, file: options.passphraseFile, new: false)
+    init(_ settings: Settings) {
+        self.init(descriptor: settings.passphraseFD, file: settings.passphraseFile, new: false)
     }
 
     /// The source of the passphrase (`new`: of `vault passwd`'s new passphrase).

@@ -1,18 +1,13 @@
 import ArgumentParser
+import FoundationEssentials
+import Glibc
 import KeychainCore
 
-#if canImport(FoundationEssentials)
-    import FoundationEssentials
-#else
-    import Foundation
-#endif
-#if canImport(Glibc)
-    import Glibc
-#endif
-
 extension KeychainCLI {
-    struct Set: KeychainCommand {
+    struct SetCommand: KeychainCommand {
+        // Not `Set`, which would hide Swift.Set from every extension of KeychainCLI.
         static let configuration = CommandConfiguration(
+            commandName: "set",
             abstract: "Store a secret under KEY, replacing any secret there.",
             discussion: """
                 The secret comes from standard input (read to its end; one trailing newline is \
@@ -120,14 +115,4 @@ struct SetRequest {
         }
         return first
     }
-}
-
-/// `bytes` without one trailing "\n" or "\r\n" (what `echo` and here-strings add).
-func withoutTrailingNewline(_ bytes: [UInt8]) -> ArraySlice<UInt8> {
-    var end = bytes.endIndex
-    if end > 0 && bytes[end - 1] == UInt8(ascii: "\n") {
-        end -= 1
-        if end > 0 && bytes[end - 1] == UInt8(ascii: "\r") { end -= 1 }
-    }
-    return bytes[..<end]
 }

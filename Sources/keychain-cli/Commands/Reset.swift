@@ -1,9 +1,6 @@
 import ArgumentParser
+import Glibc
 import KeychainCore
-
-#if canImport(Glibc)
-    import Glibc
-#endif
 
 extension KeychainCLI {
     struct Reset: KeychainCommand {

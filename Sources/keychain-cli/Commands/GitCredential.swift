@@ -1,9 +1,6 @@
 import ArgumentParser
+import Glibc
 import KeychainCore
-
-#if canImport(Glibc)
-    import Glibc
-#endif
 
 extension KeychainCLI {
     struct GitCredential: KeychainCommand {
@@ -40,19 +37,19 @@ extension KeychainCLI {
             do {
                 try perform()
             } catch {
-                throw PassphraseSource.helperFailure(error)
+                throw PassphraseInput.helperFailure(error)
             }
         }
 
         private func perform() throws {
-            guard let input = try readAll(STDIN_FILENO, limit: 1 << 20) else {
+            guard let input = try readAll(STDIN_FILENO, limit: smallInputLimit) else {
                 throw CommandFailure.badData("the credential on standard input is larger than 1 MiB")
             }
             guard ["get", "store", "erase"].contains(action), let request = GitCredentialMessage.parse(input) else {
                 return
             }
-            let store = try makeStore(helperOptions)
-            let credentials = networkCredentials(in: store, service: try ServiceName(options.service ?? "git"))
+            let store = try helperSettings.store()
+            let credentials = store.networkCredentials(service: try settings.serviceName(helperDefault: "git"))
             switch action {
             case "get":
                 guard var found = try credentials.credential(matching: request), found.password != nil else { return }

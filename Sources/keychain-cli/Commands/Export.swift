@@ -1,14 +1,7 @@
 import ArgumentParser
+import FoundationEssentials
+import Glibc
 import KeychainCore
-
-#if canImport(FoundationEssentials)
-    import FoundationEssentials
-#else
-    import Foundation
-#endif
-#if canImport(Glibc)
-    import Glibc
-#endif
 
 /// The formats of `export` and `import`.
 enum TransferFormat: String, ExpressibleByArgument, CaseIterable {
@@ -87,7 +80,7 @@ extension KeychainCLI {
             for (serviceName, keyName) in addresses {
                 do {
                     valid.append(SecretAddress(service: try ServiceName(serviceName), key: try KeychainKey(keyName)))
-                } catch let error as KeychainError {
+                } catch {
                     throw CommandFailure.badData(
                         "cannot export the item '\(abbreviated(keyName))' of service '\(abbreviated(serviceName))': "
                             + "\(error.description); nothing was written. Rename or delete it with the tool that wrote it"
@@ -114,29 +107,22 @@ extension KeychainCLI {
         }
 
         private func json(_ documents: [SecretDocument]) throws -> [UInt8] {
-            let encoder = JSONEncoder()
-            encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-            return Array(try encoder.encode(ExportDocument(items: documents))) + [UInt8(ascii: "\n")]
+            return Array(try JSONEncoder.sortedKeys(pretty: true).encode(ExportDocument(items: documents))) + [
+                UInt8(ascii: "\n")
+            ]
         }
 
         private func dotenv(_ documents: [SecretDocument]) throws -> [UInt8] {
-            var owners: [String: String] = [:]
-            var text = ""
-            for document in documents {
-                guard document.encoding == "utf8" else {
-                    throw CommandFailure.badData(
-                        "the secret '\(escapedForDisplay(document.key))' is binary and cannot be written as env. "
-                            + "Use --format json")
-                }
-                let name = DotEnv.variableName(for: document.key)
-                if let owner = owners.updateValue(document.key, forKey: name) {
-                    throw CommandFailure.badData(
-                        "the keys '\(escapedForDisplay(owner))' and '\(escapedForDisplay(document.key))' both become "
-                            + "\(name). Use --format json")
-                }
-                text += "\(name)=\(DotEnv.quoted(document.secret))\n"
+            if let binary = documents.first(where: { $0.encoding != "utf8" }) {
+                throw CommandFailure.badData(
+                    "the secret '\(escapedForDisplay(binary.key))' is binary and cannot be written as env. "
+                        + "Use --format json")
             }
-            return Array(text.utf8)
+            do {
+                return Array(try DotEnv.text(of: documents.map { ($0.key, $0.secret) }).utf8)
+            } catch {
+                throw CommandFailure.badData("\(error). Use --format json")
+            }
         }
     }
 }

@@ -1,9 +1,6 @@
 import CLinux
+import Glibc
 import KeychainCore
-
-#if canImport(Glibc)
-    import Glibc
-#endif
 
 /// What the process does before anything else, so that no secret it will hold leaks and no
 /// descriptor it opens lands where a caller expects standard input or output.
@@ -67,5 +64,21 @@ enum Startup {
             return nil
         }
         return Array(all[(terminator + 1)...])
+    }
+}
+
+/// The SIGPIPE disposition keychain-cli was started with. GDBus sets SIGPIPE to ignored for the
+/// whole process, and an ignored signal stays ignored across exec: `exec` gives the command what
+/// keychain-cli received (usually the default; else `yes | head` in the command never ends).
+enum InheritedSignals {
+    nonisolated(unsafe) private static var sigpipe = sigaction()
+
+    /// Called first thing in main, before any D-Bus connection.
+    static func record() {
+        sigaction(SIGPIPE, nil, &sigpipe)
+    }
+
+    static func restore() {
+        sigaction(SIGPIPE, &sigpipe, nil)
     }
 }

@@ -1,14 +1,7 @@
 import ArgumentParser
+import FoundationEssentials
+import Glibc
 import KeychainCore
-
-#if canImport(FoundationEssentials)
-    import FoundationEssentials
-#else
-    import Foundation
-#endif
-#if canImport(Glibc)
-    import Glibc
-#endif
 
 extension KeychainCLI {
     struct Inject: KeychainCommand {
@@ -52,15 +45,7 @@ extension KeychainCLI {
             for reference in references where secrets[reference.text] == nil {
                 secrets[reference.text] = try reference.resolve(with: keychain)
             }
-            var result: [UInt8] = []
-            result.reserveCapacity(bytes.count)
-            var cursor = 0
-            for reference in references {
-                result += bytes[cursor..<reference.range.lowerBound]
-                result += secrets[reference.text]!.utf8
-                cursor = reference.range.upperBound
-            }
-            result += bytes[cursor...]
+            let result = TemplateReference.render(bytes, replacing: references) { secrets[$0.text]! }
             if let output {
                 try writeFileAtomically(output, result)
             } else {

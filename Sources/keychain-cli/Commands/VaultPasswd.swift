@@ -37,7 +37,7 @@ extension KeychainCLI.Vault {
             if newPassphraseFile != nil && newPassphraseFD != nil {
                 throw ValidationError("give --new-passphrase-file or --new-passphrase-fd, not both")
             }
-            if let fd = newPassphraseFD, fd == options.passphraseFD {
+            if let fd = newPassphraseFD, fd == settings.passphraseFD {
                 throw ValidationError("--new-passphrase-fd and --passphrase-fd must be different descriptors")
             }
             do {
@@ -48,8 +48,8 @@ extension KeychainCLI.Vault {
         }
 
         func run() throws {
-            let source = PassphraseSource(descriptor: newPassphraseFD, file: newPassphraseFile, new: true)
-            let store = try teamVaultStore(options, newPassphrase: source)
+            let source = PassphraseInput(descriptor: newPassphraseFD, file: newPassphraseFile, new: true)
+            let store = try settings.vaultStore(newPassphrase: source)
             let wasTeamVault = if case .recipients = try store.lock() { true } else { false }
             guard try store.changePassphrase() else {
                 throw CommandFailure.notFound(

@@ -1,14 +1,11 @@
+import Glibc
 import KeychainCore
-
-#if canImport(Glibc)
-    import Glibc
-#endif
 
 /// Where the identities come from: --identity-fd or --identity, else $KEYCHAIN_IDENTITY_FD or
 /// $KEYCHAIN_IDENTITY; nil when nothing is given.
-func identitySource(_ options: KeychainOptions) throws -> (descriptor: Int32?, path: String?, name: String)? {
-    if let descriptor = options.identityFD { return (descriptor, nil, "--identity-fd \(descriptor)") }
-    if let path = options.identity { return (nil, path, "--identity \(quotedPath(path))") }
+func identitySource(_ settings: Settings) throws -> (descriptor: Int32?, path: String?, name: String)? {
+    if let descriptor = settings.identityFD { return (descriptor, nil, "--identity-fd \(descriptor)") }
+    if let path = settings.identity { return (nil, path, "--identity \(quotedPath(path))") }
     if let text = try environment("KEYCHAIN_IDENTITY_FD") {
         guard let number = Int32(text), number >= 0 else {
             throw CommandFailure.usage(
@@ -22,15 +19,15 @@ func identitySource(_ options: KeychainOptions) throws -> (descriptor: Int32?, p
 }
 
 /// The identities of ``identitySource(_:)`` (none when nothing is given).
-func identities(_ options: KeychainOptions, vault: String) throws -> [VaultIdentity] {
-    guard let source = try identitySource(options) else { return [] }
+func identities(_ settings: Settings, vault: String) throws -> [VaultIdentity] {
+    guard let source = try identitySource(settings) else { return [] }
     let read: [UInt8]?
     if let descriptor = source.descriptor {
-        read = try readAll(descriptor, limit: 1 << 20, name: "the identity's descriptor \(descriptor)")
+        read = try readAll(descriptor, limit: smallInputLimit, name: "the identity's descriptor \(descriptor)")
         // Read once; never handed on to exec's command (it could seek back in a file).
         if descriptor > STDERR_FILENO { _ = fcntl(descriptor, F_SETFD, FD_CLOEXEC) }
     } else {
-        read = try readInput(path: source.path ?? "", limit: 1 << 20)
+        read = try readInput(path: source.path ?? "", limit: smallInputLimit)
     }
     guard let bytes = read else {
         throw CommandFailure.badData("the identity file of \(source.name) is larger than 1 MiB")

@@ -1,14 +1,7 @@
 import ArgumentParser
+import FoundationEssentials
+import Glibc
 import KeychainCore
-
-#if canImport(FoundationEssentials)
-    import FoundationEssentials
-#else
-    import Foundation
-#endif
-#if canImport(Glibc)
-    import Glibc
-#endif
 
 extension KeychainCLI {
     struct Exec: KeychainCommand {
@@ -72,8 +65,8 @@ extension KeychainCLI {
             for name in [
                 "KEYCHAIN_PASSPHRASE", "KEYCHAIN_NEW_PASSPHRASE", "KEYCHAIN_OPENBAO_SECRET_ID", "KEYCHAIN_OPENBAO_JWT",
             ] { unsetenv(name) }
-            // A standard descriptor stays: once read it is /dev/null (see PassphraseSource).
-            if let fd = options.passphraseFD, fd > STDERR_FILENO { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
+            // A standard descriptor stays: once read it is /dev/null (see PassphraseInput).
+            if let fd = settings.passphraseFD, fd > STDERR_FILENO { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
             for (name, value) in values { setenv(name, value, 1) }
             try replaceProcess(with: command)
         }
@@ -83,7 +76,7 @@ extension KeychainCLI {
 extension EnvironmentMapping {
     /// The mappings of an env file; a bad line is a usage error naming the file and line.
     static func read(file path: String) throws -> [EnvironmentMapping] {
-        guard let bytes = try readInput(path: path, limit: 1 << 20) else {
+        guard let bytes = try readInput(path: path, limit: smallInputLimit) else {
             throw CommandFailure.badData(
                 "\(quotedPath(path)) is larger than 1 MiB; an env file holds mappings, not secrets")
         }
@@ -108,22 +101,6 @@ extension EnvironmentMapping {
                     + "(\(name)). Nothing was run; write it to a file with get instead")
         }
         return text
-    }
-}
-
-/// The SIGPIPE disposition keychain-cli was started with. GDBus sets SIGPIPE to ignored for the
-/// whole process, and an ignored signal stays ignored across exec: `exec` gives the command what
-/// keychain-cli received (usually the default; else `yes | head` in the command never ends).
-enum InheritedSignals {
-    nonisolated(unsafe) private static var sigpipe = sigaction()
-
-    /// Called first thing in main, before any D-Bus connection.
-    static func record() {
-        sigaction(SIGPIPE, nil, &sigpipe)
-    }
-
-    static func restore() {
-        sigaction(SIGPIPE, &sigpipe, nil)
     }
 }
 

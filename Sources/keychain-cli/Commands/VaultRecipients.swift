@@ -1,9 +1,6 @@
 import ArgumentParser
+import Glibc
 import KeychainCore
-
-#if canImport(Glibc)
-    import Glibc
-#endif
 
 extension KeychainCLI.Vault {
     struct Recipients: ParsableCommand {
@@ -38,7 +35,7 @@ extension KeychainCLI.Vault.Recipients {
         @ParentCommand var root: KeychainCLI
 
         func run() throws {
-            let store = try teamVaultStore(options)
+            let store = try settings.vaultStore()
             switch try store.lock() {
             case .noVault:
                 throw CommandFailure.notFound("there is no vault at \(store.path)")
@@ -71,7 +68,7 @@ extension KeychainCLI.Vault.Recipients {
 
         func run() throws {
             let added = try parseRecipients(recipients)
-            let store = try teamVaultStore(options)
+            let store = try settings.vaultStore()
             let lock = try store.lock()
             let (before, after) = try store.changeRecipients { current in
                 current + added.filter { !current.contains($0) }.uniqued()
@@ -107,7 +104,7 @@ extension KeychainCLI.Vault.Recipients {
 
         func run() throws {
             let removed = try parseRecipients(recipients)
-            let store = try teamVaultStore(options)
+            let store = try settings.vaultStore()
             guard case .recipients(let listed, _) = try store.lock() else {
                 throw CommandFailure.usage("\(store.path) is not a team vault: it has no recipients to remove")
             }
@@ -138,12 +135,6 @@ extension KeychainCLI.Vault.Recipients {
 
 private let recipientsHelp = ArgumentHelp("age1…, \"ssh-ed25519 AAAA…\", a file of them, or -.", valueName: "recipient")
 
-/// The vault store of the options, whatever the backend option says: these commands are about
-/// the vault file. The lock timeout is --timeout, else $KEYCHAIN_TIMEOUT, else the default.
-func teamVaultStore(_ options: KeychainOptions, newPassphrase: PassphraseSource? = nil) throws -> VaultStore {
-    try makeVaultStore(options, timeout: chosenTimeout(options), newPassphrase: newPassphrase)
-}
-
 /// The recipients the arguments give: recipients themselves, files of them, or - for standard input.
 private func parseRecipients(_ arguments: [String]) throws -> [VaultRecipient] {
     var recipients: [VaultRecipient] = []
@@ -162,7 +153,7 @@ private func parseRecipients(_ arguments: [String]) throws -> [VaultRecipient] {
             if isKey {
                 recipients.append(try VaultRecipient(argument))
             } else {
-                guard let bytes = try readInput(path: argument == "-" ? nil : argument, limit: 1 << 20) else {
+                guard let bytes = try readInput(path: argument == "-" ? nil : argument, limit: smallInputLimit) else {
                     throw CommandFailure.badData("\(argument) is larger than 1 MiB")
                 }
                 let parsed = try VaultRecipient.parse(recipientsFile: String(decoding: bytes, as: UTF8.self))

@@ -1,14 +1,7 @@
 import ArgumentParser
+import FoundationEssentials
+import Glibc
 import KeychainCore
-
-#if canImport(FoundationEssentials)
-    import FoundationEssentials
-#else
-    import Foundation
-#endif
-#if canImport(Glibc)
-    import Glibc
-#endif
 
 extension KeychainCLI {
     struct DockerCredential: KeychainCommand {
@@ -51,7 +44,8 @@ extension KeychainCLI {
                 throw failure
             } catch {
                 // docker reads a helper's error from its standard output.
-                try writeOutput(Array((failureMessage(PassphraseSource.helperFailure(error)) + "\n").utf8))
+                let failure = PassphraseInput.helperFailure(error)
+                try writeOutput(Array(((failureMessage(failure) ?? "\(failure)") + "\n").utf8))
                 throw ExitCode(1)
             }
         }
@@ -67,16 +61,13 @@ extension KeychainCLI {
             default:
                 throw CommandFailure.usage("unknown action '\(action)': use store, get, erase, list or version")
             }
-            guard let input = try readAll(STDIN_FILENO, limit: 1 << 20) else {
+            guard let input = try readAll(STDIN_FILENO, limit: smallInputLimit) else {
                 throw CommandFailure.badData("the input is larger than 1 MiB")
             }
-            let credentials = registryCredentials(
-                in: try makeStore(helperOptions), service: try ServiceName(options.service ?? "docker"))
-            let serverURL = String(
-                String(decoding: input, as: UTF8.self).drop { $0.isWhitespace }.reversed().drop { $0.isWhitespace }
-                    .reversed())
-            let encoder = JSONEncoder()
-            encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+            let credentials = try helperSettings.store().registryCredentials(
+                service: try settings.serviceName(helperDefault: "docker"))
+            let serverURL = String(String(decoding: input, as: UTF8.self).trimming())
+            let encoder = JSONEncoder.sortedKeys()
             switch action {
             case "store":
                 guard let credential = try? JSONDecoder().decode(RegistryCredential.self, from: Data(input)) else {

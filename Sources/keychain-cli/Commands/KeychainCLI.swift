@@ -1,11 +1,7 @@
 import ArgumentParser
+import Glibc
 import KeychainCore
 
-#if canImport(Glibc)
-    import Glibc
-#endif
-
-@main
 struct KeychainCLI: ParsableCommand {
     static let version = "0.1.0"
 
@@ -65,7 +61,8 @@ struct KeychainCLI: ParsableCommand {
             """,
         version: version,
         subcommands: [
-            Set.self, Get.self, Delete.self, Reset.self, List.self, Exec.self, Inject.self, Export.self, Import.self,
+            SetCommand.self, Get.self, Delete.self, Reset.self, List.self, Exec.self, Inject.self, Export.self,
+            Import.self,
             Watch.self, GitCredential.self, DockerCredential.self, Vault.self, Doctor.self,
         ]
     )
@@ -76,34 +73,5 @@ struct KeychainCLI: ParsableCommand {
     /// which takes `get` and `k` as services) must not read the help text as a token.
     func run() throws {
         throw missingCommand(Self.self, arguments: Array(CommandLine.arguments.dropFirst()))
-    }
-
-    /// Parses, runs, and turns every error into one line on stderr and the exit code of the README.
-    static func main() {
-        InheritedSignals.record()
-        Startup.harden()
-        var arguments = CommandLine.arguments.dropFirst()
-        // Installed as git-credential-keychain-cli or docker-credential-keychain-cli, git and
-        // docker run it with the action alone.
-        switch CommandLine.arguments.first?.split(separator: "/").last {
-        case "git-credential-keychain-cli": arguments = ["git-credential"] + arguments
-        case "docker-credential-keychain-cli": arguments = ["docker-credential"] + arguments
-        default: break
-        }
-        do {
-            try Startup.checkArgumentsAreText()
-        } catch {
-            Glibc.exit(reportingFailure(error))
-        }
-        if let status = FastPath.run(arguments) {
-            Glibc.exit(status)
-        }
-        do {
-            try UsageCheck.beforeParsing(Array(arguments))
-            var command = try parseAsRoot(Array(arguments))
-            try command.run()
-        } catch {
-            Glibc.exit(reportingFailure(error))
-        }
     }
 }

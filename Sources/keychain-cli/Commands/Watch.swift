@@ -1,14 +1,7 @@
 import ArgumentParser
+import FoundationEssentials
+import Glibc
 import KeychainCore
-
-#if canImport(FoundationEssentials)
-    import FoundationEssentials
-#else
-    import Foundation
-#endif
-#if canImport(Glibc)
-    import Glibc
-#endif
 
 extension KeychainCLI {
     struct Watch: KeychainCommand {
@@ -60,8 +53,8 @@ extension KeychainCLI {
         }
 
         func run() throws {
-            let store = try makeStore(options)
-            let service = allServices ? nil : try serviceName(options)
+            let store = try settings.store()
+            let service = allServices ? nil : try settings.serviceName()
             let failure = Locked<(any Error)?>(nil)
             let main = pthread_self()
             // A failure is told by SIGUSR1, blocked first so that it cannot end the process; the
@@ -70,8 +63,7 @@ extension KeychainCLI {
             sigemptyset(&signals)
             sigaddset(&signals, SIGUSR1)
             pthread_sigmask(SIG_BLOCK, &signals, nil)
-            let encoder = JSONEncoder()
-            encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+            let encoder = JSONEncoder.sortedKeys()
             let watch = try store.watch(service: service, interval: interval) { event in
                 do {
                     switch event {

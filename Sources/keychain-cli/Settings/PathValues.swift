@@ -1,9 +1,6 @@
 import ArgumentParser
+import Glibc
 import KeychainCore
-
-#if canImport(Glibc)
-    import Glibc
-#endif
 
 /// The options and variables that name a file, and where their content can be given instead
 /// (the hint of a refusal): a key or passphrase given itself where its file's path belongs is
@@ -34,12 +31,12 @@ enum PathValue {
 
 extension PathValue {
     /// ``check(_:of:)`` for each vault option that names a file, and the variables they fall back to.
-    static func check(_ options: KeychainOptions) throws {
-        try check(options.vault, of: "--vault")
-        if options.vault == nil { try check(try environment("KEYCHAIN_VAULT"), of: "$KEYCHAIN_VAULT") }
-        try check(options.passphraseFile, of: "--passphrase-file")
-        try check(options.identity, of: "--identity")
-        if options.identity == nil && options.identityFD == nil && getenv("KEYCHAIN_IDENTITY_FD") == nil {
+    static func check(_ settings: Settings) throws {
+        try check(settings.vault, of: "--vault")
+        if settings.vault == nil { try check(try environment("KEYCHAIN_VAULT"), of: "$KEYCHAIN_VAULT") }
+        try check(settings.passphraseFile, of: "--passphrase-file")
+        try check(settings.identity, of: "--identity")
+        if settings.identity == nil && settings.identityFD == nil && getenv("KEYCHAIN_IDENTITY_FD") == nil {
             try check(try environment("KEYCHAIN_IDENTITY"), of: "$KEYCHAIN_IDENTITY")
         }
     }

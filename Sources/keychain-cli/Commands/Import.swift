@@ -1,14 +1,7 @@
 import ArgumentParser
+import FoundationEssentials
+import Glibc
 import KeychainCore
-
-#if canImport(FoundationEssentials)
-    import FoundationEssentials
-#else
-    import Foundation
-#endif
-#if canImport(Glibc)
-    import Glibc
-#endif
 
 extension KeychainCLI {
     struct Import: KeychainCommand {
@@ -53,24 +46,19 @@ extension KeychainCLI {
             for service in Swift.Set(items.map(\.service)) {
                 existing[service] = Swift.Set(try Keychain(service: service, store: keychain.store).items().map(\.key))
             }
-            var added = 0
-            var replaced = 0
-            var skipped = 0
+            var counts: [ImportAction: Int] = [:]
             var toStore: [SecretToStore] = []
             for item in items {
                 let present = existing[item.service]?.contains(item.key.rawValue) == true
-                let action = present ? (overwrite ? "replace" : "skip") : "add"
+                let action: ImportAction = present ? (overwrite ? .replace : .skip) : .add
                 if dryRun {
-                    try writeOutput(Array("\(action) \(item.service)/\(item.key)\n".utf8))
-                } else if action != "skip" {
+                    try writeOutput(Array("\(action.rawValue) \(item.service)/\(item.key)\n".utf8))
+                } else if action != .skip {
                     toStore.append(SecretToStore(service: item.service, key: item.key, secret: item.secret))
                 }
-                switch action {
-                case "add": added += 1
-                case "replace": replaced += 1
-                default: skipped += 1
-                }
+                counts[action, default: 0] += 1
             }
+            let (added, replaced, skipped) = (counts[.add] ?? 0, counts[.replace] ?? 0, counts[.skip] ?? 0)
             let progress = isTerminal(STDERR_FILENO) && toStore.count > 20
             try keychain.storeAll(toStore) { done in
                 if progress { writeError("\rimporting \(done)/\(toStore.count)") }
@@ -82,6 +70,11 @@ extension KeychainCLI {
                 : "added \(added), replaced \(replaced), skipped \(skipped)"
             if skipped > 0 { summary += " (already there; --overwrite replaces them)" }
             try writeOutput(Array((summary + "\n").utf8))
+        }
+
+        /// What import does with one item: its word in `--dry-run`'s lines.
+        enum ImportAction: String {
+            case add, replace, skip
         }
 
         private func readText(_ source: String) throws -> String {

@@ -1,0 +1,57 @@
+import ArgumentParser
+import Glibc
+import KeychainCore
+
+/// The one place where errors become exit codes (docs/exit-codes.md, `--help`, the man page).
+/// `parserStatus` gives the argument parser's code for its own errors (Main asks the parser).
+func exitStatus(for error: any Error, parserStatus: (any Error) -> Int32 = { _ in 1 }) -> Int32 {
+    switch error {
+    case let code as ExitCode:
+        return code.rawValue
+    case let error as KeychainError:
+        switch error {
+        case .notFound: return 1
+        case .invalidName, .badConfiguration: return 64
+        case .emptySecret, .secretTooLarge, .invalidData, .vaultCorrupt: return 65
+        case .noSessionBus, .noSecretService, .noDefaultCollection, .backendFailure, .serverUnavailable: return 69
+        case .vaultIO, .insecureFile: return 74
+        case .timedOut, .vaultBusy, .serverTimedOut: return 75
+        case .locked, .permissionDenied, .wrongPassphrase, .noPassphrase, .noNewPassphrase, .noMatchingIdentity,
+            .vaultRekeyed,
+            .serverDenied:
+            return 77
+        }
+    case is FileError:
+        return 74
+    case let error as FormatError:
+        return error.isUsageError ? 64 : 65
+    case let failure as CommandFailure:
+        switch failure.kind {
+        case .usage: return 64
+        case .badData: return 65
+        case .io: return 74
+        case .notFound: return 1
+        case .commandNotFound: return 127
+        case .cannotExecute: return 126
+        case .denied: return 77
+        }
+    default:
+        // The parser's own errors (64), help and version (0); anything else it calls a plain
+        // failure (1, which means "not found" here) is a bug.
+        let code = parserStatus(error)
+        return code == 1 ? 70 : code
+    }
+}
+
+/// What happened and what to do next, for one error (without the `keychain-cli:` prefix); nil
+/// for the argument parser's own errors and for errors no layer of this tool throws (Main words those).
+func failureMessage(_ error: any Error) -> String? {
+    switch error {
+    case let error as KeychainError: return describedWithHint(error)
+    case let failure as CommandFailure: return failure.message
+    case let error as FileError: return "\(error). Check the path and its permissions"
+    case let error as FormatError: return error.description
+    default:
+        return nil
+    }
+}

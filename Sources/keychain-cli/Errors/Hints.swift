@@ -1,0 +1,69 @@
+import KeychainCore
+
+/// What to do next after a library error, in this tool's words (its options, commands and
+/// variables): the one place for hints, beside the exit-code map (Failure.swift). The library's
+/// own description says what happened; a message is that, then the hint.
+func hint(for error: KeychainError) -> String? {
+    switch error {
+    case .notFound(let service, _):
+        return "Check the name with 'keychain-cli -s \(shellQuoted(escapedForDisplay(service))) list'"
+    case .invalidName:
+        return "Use a non-empty name without NUL, of at most \(maximumNameLength) bytes"
+    case .emptySecret:
+        return "Is the variable you piped unset? Pass --allow-empty if an empty secret is really meant"
+    case .secretTooLarge:
+        return "Store a path to a file instead, or split it"
+    case .invalidData(_, let reason):
+        return reason.contains("UTF-8") ? "Read it with get --raw" : nil
+    case .noSessionBus:
+        return "Run inside a desktop session, or headless: dbus-run-session -- sh -c 'printf %s \"$PW\" | "
+            + "gnome-keyring-daemon --unlock --components=secrets >/dev/null; keychain-cli ...'"
+    case .noSecretService:
+        return "Install and start gnome-keyring, KeePassXC (with Secret Service integration) or KWallet; "
+            + "headless: printf %s \"$PW\" | gnome-keyring-daemon --unlock --components=secrets"
+    case .noDefaultCollection:
+        return "Create one with your keyring manager (seahorse), or start gnome-keyring-daemon with --unlock "
+            + "to create 'login'"
+    case .locked:
+        return "Unlock it (log in to the desktop, or printf %s \"$PW\" | gnome-keyring-daemon --replace "
+            + "--unlock) and try again"
+    case .permissionDenied:
+        return "Check that this user may use the keyring"
+    case .timedOut:
+        return "An unanswered unlock prompt? Unlock the keyring first, or raise --timeout"
+    case .backendFailure:
+        return "Try again with a fresh session; if it happens again, please report it as a bug"
+    case .vaultIO:
+        return "Check the vault's path (--vault, $KEYCHAIN_VAULT) and its permissions"
+    case .vaultCorrupt:
+        return "Restore it from a backup, or move it away to start a new vault"
+    case .wrongPassphrase:
+        return "Check $KEYCHAIN_PASSPHRASE, --passphrase-file or --passphrase-fd"
+    case .noPassphrase:
+        return "Set $KEYCHAIN_PASSPHRASE, or pass --passphrase-file PATH or --passphrase-fd N, or run at a "
+            + "terminal to be asked"
+    case .noNewPassphrase:
+        return "Set $KEYCHAIN_NEW_PASSPHRASE, or pass --new-passphrase-file PATH or --new-passphrase-fd N, or "
+            + "run at a terminal to be asked"
+    case .noMatchingIdentity:
+        return "Give the identity file of one of its recipients with --identity PATH or $KEYCHAIN_IDENTITY (an "
+            + "age identity file, or an unencrypted OpenSSH ed25519 key)"
+    case .vaultRekeyed:
+        return "Start again with the new passphrase or identity (vault passwd or vault recipients changed it)"
+    case .vaultBusy:
+        return "Try again, or raise --timeout"
+    case .badConfiguration(let detail) where detail.hasPrefix("a team vault needs at least one recipient"):
+        return "To lock it with a passphrase instead, run 'keychain-cli vault passwd'"
+    case .serverTimedOut:
+        return "Check the server (bao status), or raise --timeout"
+    case .insecureFile, .badConfiguration, .serverUnavailable, .serverDenied:
+        // Their details name the file or setting and the fix (a chmod, a variable to set).
+        return nil
+    }
+}
+
+/// `error`'s description and its hint, as one line: `<what happened>. <what to do next>`.
+func describedWithHint(_ error: KeychainError) -> String {
+    guard let hint = hint(for: error) else { return error.description }
+    return "\(error.description). \(hint)"
+}

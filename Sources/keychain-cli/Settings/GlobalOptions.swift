@@ -1,0 +1,113 @@
+import ArgumentParser
+import Glibc
+import KeychainCore
+
+/// Options every command takes, before or after its name (`-s ci list` and `list -s ci`).
+struct GlobalOptions: ParsableArguments {
+    @Option(
+        name: .global(.service),
+        help: ArgumentHelp(
+            "The service (namespace) of the keys. Default: $KEYCHAIN_SERVICE, else \"keychain-cli\".",
+            valueName: "name"))
+    var service: String?
+
+    // Unconditional: "--timeout -1" is a bad number, not a missing value followed by an option.
+    @Option(
+        name: .global(.timeout), parsing: .unconditional,
+        help: ArgumentHelp(
+            "Give up when the keyring (or an unlock prompt) has not answered for this many seconds, or "
+                + "when an OpenBao operation (retries included) has not finished. Default: $KEYCHAIN_TIMEOUT, else 5.",
+            valueName: "seconds"))
+    var timeout: Double?
+
+    @Option(
+        name: .global(.backend),
+        help: ArgumentHelp(
+            "Where secrets are kept: secret-service (the desktop keyring), vault (an encrypted file, "
+                + "for CI and servers) or openbao (a KV version 2 mount of an OpenBao or HashiCorp Vault "
+                + "server, set up by $BAO_ADDR and $BAO_TOKEN as for the bao CLI). "
+                + "Default: $KEYCHAIN_BACKEND, else vault when a vault option (--vault, --passphrase-*, "
+                + "--identity*) is given, else secret-service.",
+            valueName: "backend"))
+    var backend: Backend?
+
+    @Option(
+        name: .global(.vault),
+        help: ArgumentHelp(
+            "The vault file. Default: $KEYCHAIN_VAULT, else $XDG_DATA_HOME/keychain-cli/vault.age "
+                + "(~/.local/share/keychain-cli/vault.age).",
+            valueName: "path"))
+    var vault: String?
+
+    @Option(
+        name: .global(.passphraseFile),
+        help: ArgumentHelp(
+            "Read the vault's passphrase from this file (one trailing newline is ignored). "
+                + "Default: $KEYCHAIN_PASSPHRASE, else a prompt on the terminal.",
+            valueName: "path"))
+    var passphraseFile: String?
+
+    @Option(
+        name: .global(.passphraseFD),
+        help: ArgumentHelp(
+            "Read the vault's passphrase from this open file descriptor, to its end (one trailing "
+                + "newline is ignored).",
+            valueName: "n"))
+    var passphraseFD: Int32?
+
+    @Option(
+        name: .global(.identity),
+        help: ArgumentHelp(
+            "An age identity file (AGE-SECRET-KEY-1… lines, as age-keygen writes) or an unencrypted "
+                + "OpenSSH ed25519 private key, that opens a team vault. Default: $KEYCHAIN_IDENTITY.",
+            valueName: "path"))
+    var identity: String?
+
+    @Option(
+        name: .global(.identityFD),
+        help: ArgumentHelp(
+            "Read the age identity file from this open file descriptor, to its end (a CI secret held "
+                + "in memory). Default: $KEYCHAIN_IDENTITY_FD.",
+            valueName: "n"))
+    var identityFD: Int32?
+
+    func validate() throws {
+        if let timeout, !Settings.isValidTimeout(timeout) {
+            throw ValidationError("--timeout must be \(Settings.timeoutRule)")
+        }
+        if passphraseFile != nil && passphraseFD != nil {
+            throw ValidationError("give the passphrase by --passphrase-file or by --passphrase-fd, not both")
+        }
+        if vault?.isEmpty == true || passphraseFile?.isEmpty == true || identity?.isEmpty == true {
+            throw ValidationError("--vault, --passphrase-file and --identity need a path")
+        }
+        if let passphraseFD, passphraseFD < 0 {
+            throw ValidationError("--passphrase-fd must be an open file descriptor number")
+        }
+        if let identityFD, identityFD < 0 {
+            throw ValidationError("--identity-fd must be an open file descriptor number")
+        }
+        if identity != nil && identityFD != nil {
+            throw ValidationError("give the identity by --identity or by --identity-fd, not both")
+        }
+    }
+
+    /// These options, with those not given here taken from `outer` (given before the command name).
+    func over(_ outer: GlobalOptions) -> Settings {
+        Settings(
+            service: service ?? outer.service, timeout: timeout ?? outer.timeout, backend: backend ?? outer.backend,
+            vault: vault ?? outer.vault, passphraseFile: passphraseFile ?? outer.passphraseFile,
+            passphraseFD: passphraseFD ?? outer.passphraseFD, identity: identity ?? outer.identity,
+            identityFD: identityFD ?? outer.identityFD)
+    }
+}
+
+extension Backend: ExpressibleByArgument {}
+
+extension NameSpecification {
+    /// The names of `option` in the table of global options.
+    static func global(_ option: GlobalOption) -> NameSpecification {
+        let long = NameSpecification.Element.customLong(String(option.long.dropFirst(2)))
+        return option.short.map { [.customShort($0.last!), long] } ?? [long]
+    }
+}

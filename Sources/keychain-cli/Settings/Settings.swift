@@ -1,0 +1,91 @@
+import Glibc
+import KeychainCore
+
+/// The settings of one invocation: what the global options gave (nil: not given), and how each
+/// setting is resolved, flag first, then its environment variable, then the default. Every
+/// store the CLI opens is built from these (StoreFactory.swift), and nowhere else.
+struct Settings {
+    var service: String?
+    var timeout: Double?
+    var backend: Backend?
+    var vault: String?
+    var passphraseFile: String?
+    var passphraseFD: Int32?
+    var identity: String?
+    var identityFD: Int32?
+    /// Whether the vault's passphrase may be asked for at the terminal (the credential helpers,
+    /// which git and docker run with a terminal around them, never ask).
+    var mayPrompt = true
+
+    /// The timeouts accepted by --timeout and $KEYCHAIN_TIMEOUT, in seconds: above 0, at most a day.
+    static func isValidTimeout(_ seconds: Double) -> Bool { seconds > 0 && seconds <= 86_400 }
+    static let timeoutRule = "a number of seconds above 0 and at most 86400"
+
+    /// Whether an option of the vault (--vault, --passphrase-*, --identity*) is given.
+    var hasVaultOption: Bool {
+        vault != nil || passphraseFile != nil || passphraseFD != nil || identity != nil || identityFD != nil
+    }
+
+    /// The service: --service, else $KEYCHAIN_SERVICE, else keychain-cli.
+    func serviceName() throws -> ServiceName {
+        try ServiceName(service ?? (try environment("KEYCHAIN_SERVICE")) ?? ServiceName.defaultName)
+    }
+
+    /// The service of a credential helper: --service, else `fixed` (git and docker set no variables
+    /// of ours, so $KEYCHAIN_SERVICE, meant for the user's own keys, is not read).
+    func serviceName(helperDefault fixed: String) throws -> ServiceName {
+        try ServiceName(service ?? fixed)
+    }
+
+    /// --timeout, else $KEYCHAIN_TIMEOUT, else the stores' default.
+    /// - Throws: a usage error when $KEYCHAIN_TIMEOUT is out of ``isValidTimeout(_:)``.
+    func resolvedTimeout() throws -> Double {
+        if let timeout { return timeout }
+        guard let text = try environment("KEYCHAIN_TIMEOUT") else { return defaultStoreTimeout }
+        guard let seconds = Double(text), Self.isValidTimeout(seconds) else {
+            throw CommandFailure.usage(
+                "KEYCHAIN_TIMEOUT is \(quotedValue(text, expected: "a number")); it must be \(Self.timeoutRule)")
+        }
+        return seconds
+    }
+
+    /// The backend of `--backend`, else of $KEYCHAIN_BACKEND, else the vault when a vault option
+    /// is given, else the Secret Service.
+    /// - Throws: a usage error for an unknown $KEYCHAIN_BACKEND, or vault options with another
+    ///   backend chosen.
+    func resolvedBackend() throws -> Backend {
+        var chosen = backend ?? (hasVaultOption ? .vault : .secretService)
+        if backend == nil, let name = try environment("KEYCHAIN_BACKEND") {
+            guard let named = Backend(rawValue: name) else {
+                throw CommandFailure.usage(
+                    "KEYCHAIN_BACKEND is \(quotedValue(name, expected: "a backend")); it must be "
+                        + Backend.allCases.map(\.rawValue).joined(separator: " or "))
+            }
+            chosen = named
+        }
+        if chosen != .vault && hasVaultOption {
+            throw CommandFailure.usage(
+                "--vault, --passphrase-file, --passphrase-fd, --identity and --identity-fd need the vault backend: add --backend vault (the \(chosen.rawValue) backend was chosen)"
+            )
+        }
+        return chosen
+    }
+}
+
+/// Where secrets are kept.
+enum Backend: String, CaseIterable {
+    case secretService = "secret-service"
+    case vault
+    case openbao
+}
+
+/// The environment variable `name`, or nil when it is unset or empty.
+/// - Throws: a usage error when it is not valid UTF-8 (Swift would turn bad bytes into U+FFFD,
+///   so that two different values would name the same service or file).
+func environment(_ name: String) throws -> String? {
+    guard let value = getenv(name) else { return nil }
+    guard let text = String(validatingCString: value) else {
+        throw CommandFailure.usage("$\(name) is not valid UTF-8 text. Set it to UTF-8 text, or unset it")
+    }
+    return text.isEmpty ? nil : text
+}

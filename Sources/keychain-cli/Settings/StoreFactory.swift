@@ -1,0 +1,95 @@
+import KeychainCore
+
+/// The composition root: every keychain and store the CLI opens is built here, from the
+/// ``Settings`` of one invocation.
+extension Settings {
+    /// The keychain of the chosen service on the chosen backend.
+    func keychain(listing: ListingDetail = .full) throws -> Keychain {
+        Keychain(service: try serviceName(), store: try store(listing: listing))
+    }
+
+    /// The store of the chosen backend, never another one: an unknown $KEYCHAIN_BACKEND is an
+    /// error, and vault options without the vault backend are refused rather than ignored.
+    func store(listing: ListingDetail = .full) throws -> any SecretStore {
+        let timeout = try resolvedTimeout()
+        switch try resolvedBackend() {
+        case .secretService: return SecretServiceStore(timeout: timeout, listing: listing)
+        case .vault: return try vaultStore(timeout: timeout)
+        case .openbao: return try openBaoStore(timeout: timeout, listing: listing)
+        }
+    }
+
+    /// The vault store of these settings, whatever the backend says (the `vault` commands are
+    /// about the file). `newPassphrase`: where `vault passwd` reads the new passphrase.
+    func vaultStore(timeout: Double? = nil, newPassphrase: PassphraseInput? = nil) throws -> VaultStore {
+        let timeout = try timeout ?? resolvedTimeout()
+        try PathValue.check(self)
+        guard
+            let path = try vault ?? environment("KEYCHAIN_VAULT")
+                ?? VaultStore.defaultPath(environment: try dataDirectories())
+        else {
+            throw CommandFailure.usage("no vault path: pass --vault PATH, or set KEYCHAIN_VAULT or HOME")
+        }
+        if path.hasSuffix("/") {
+            throw CommandFailure.usage(
+                "the vault path \(quotedPath(path)) names a directory; give a file in it, e.g. \(quotedPath(path + "vault.age"))"
+            )
+        }
+        let source = PassphraseInput(self)
+        let mayPrompt = mayPrompt
+        return VaultStore(
+            path: path, workFactor: try vaultWorkFactor(), lockTimeout: timeout,
+            identities: try identities(self, vault: path)
+        ) { purpose throws(KeychainError) in
+            if purpose == .change, let newPassphrase {
+                do throws(KeychainError) {
+                    return try newPassphrase.read(purpose, vault: path)
+                } catch .noPassphrase(let detail) {
+                    throw .noNewPassphrase(detail: detail)
+                } catch {
+                    throw error
+                }
+            }
+            if case .terminal = source, !mayPrompt {
+                throw .noPassphrase(detail: PassphraseInput.notAsked)
+            }
+            return try source.read(purpose, vault: path)
+        }
+    }
+
+    /// The OpenBao store the environment describes (BAO_*, VAULT_*, KEYCHAIN_OPENBAO_*, HOME).
+    func openBaoStore(timeout: Double? = nil, listing: ListingDetail = .full) throws -> OpenBaoStore {
+        var variables: [String: String] = [:]
+        for prefix in ["BAO_", "VAULT_"] {
+            for name in ["ADDR", "TOKEN", "NAMESPACE", "CACERT", "CAPATH"] {
+                variables[prefix + name] = try environment(prefix + name)
+            }
+        }
+        for name in [
+            "MOUNT", "ROLE_ID", "ROLE_ID_FILE", "SECRET_ID", "SECRET_ID_FILE", "APPROLE_MOUNT", "JWT", "JWT_FILE",
+            "JWT_ROLE", "JWT_MOUNT",
+        ] {
+            variables["KEYCHAIN_OPENBAO_" + name] = try environment("KEYCHAIN_OPENBAO_" + name)
+        }
+        variables["HOME"] = try environment("HOME")
+        return OpenBaoStore(
+            configuration: try OpenBaoConfiguration.fromEnvironment(variables),
+            timeout: try timeout ?? resolvedTimeout(), readsCreationDates: listing == .full)
+    }
+
+    /// $KEYCHAIN_VAULT_WORK_FACTOR, else the default: log2 of scrypt's N for a new passphrase.
+    private func vaultWorkFactor() throws -> Int {
+        guard let text = try environment("KEYCHAIN_VAULT_WORK_FACTOR") else { return VaultStore.defaultWorkFactor }
+        guard let value = Int(text), VaultStore.workFactors.contains(value) else {
+            throw CommandFailure.usage(
+                "KEYCHAIN_VAULT_WORK_FACTOR is \(quotedValue(text, expected: "a number")); it must be a whole number from "
+                    + "\(VaultStore.workFactors.lowerBound) to \(VaultStore.workFactors.upperBound) (log2 of scrypt's N)"
+            )
+        }
+        return value
+    }
+
+    private func dataDirectories() throws -> [String: String] {
+        ["XDG_DATA_HOME": try environment("XDG_DATA_HOME"), "HOME": try environment("HOME")].compactMapValues { $0 }
+    }
+}
