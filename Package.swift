@@ -53,7 +53,7 @@ let package = Package(
         // `make fuzz`: libFuzzer over the parsers of untrusted bytes; otherwise a corpus replayer.
         .executableTarget(name: "keychain-fuzz", dependencies: ["KeychainCore"], path: "Fuzz/keychain-fuzz"),
         // `make bench`: the in-process cache benchmark (not installed).
-        .executableTarget(name: "keychain-bench", dependencies: ["KeychainCore"], path: "Benchmarks/keychain-bench"),
+        .executableTarget(name: "keychain-bench", dependencies: ["KeychainCore"], path: "bench/keychain-bench"),
         // Shared by the test targets: child processes, the private keyring session, the CLI runner.
         .target(name: "TestSupport", path: "Tests/TestSupport"),
         // The engine over InMemorySecretStore: no backend, no processes.

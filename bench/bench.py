@@ -218,7 +218,7 @@ its line comes about 20 ms before the interpreter has exited.
 
 {in_process}
 
-Measured by `keychain-bench` (Benchmarks/keychain-bench) against the same private keyring: the
+Measured by `keychain-bench` (bench/keychain-bench) against the same private keyring: the
 uncached read clears the cache first, so it pays the D-Bus round trips (search, secret); the
 cached read is a dictionary lookup under a lock (a pthread mutex), timed in batches of 1,000.
 """
