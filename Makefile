@@ -13,18 +13,18 @@ SHAREDIR = $(DESTDIR)$(PREFIX)/share
 SWIFT ?= swift
 # lld: GNU ld warns about mktemp inside the static FoundationEssentials; lld links the same binary quietly.
 # pack-relative-relocs (DT_RELR, glibc 2.36+): the ~48,000 relative relocations of a static Swift
-# binary shrink from 1.1 MiB to 9 KiB, which start-up no longer reads: 1.0 MiB less peak memory.
+# binary shrink to a small table, which start-up no longer reads: less peak memory.
 # build-support/static-libstdc++: the Swift runtime's libstdc++ is linked statically as well (see the
-# linker script there): 0.8 MiB less peak memory and 0.5 ms less CPU per process (`get`, measured).
+# linker script there): less peak memory and CPU per process (measured).
 # build-support/keychain-cli.order (scripts/make-order-file): the functions get, set and list run
-# are placed together, so a process maps fewer pages of code: 2.4 MiB less peak memory and 0.4 ms
+# are placed together, so a process maps fewer pages of code: less peak memory and
 # less CPU per get. Names the binary no longer has are skipped without a warning.
-# --no-export-dynamic: SwiftPM exports every symbol of an executable (8,839 here); every symbol the
+# --no-export-dynamic: SwiftPM exports every symbol of an executable; every symbol the
 # dynamic loader resolves, for every library, is looked up in the executable first, and the Swift
-# runtime's dladdr at start-up scans them all: 0.3-0.6 ms less per get without (measured). Nothing
+# runtime's dladdr at start-up scans them all: a get is faster without (measured). Nothing
 # needs them: a static binary finds no swift-backtrace beside it, so it prints no backtrace anyway.
-# Not --no-pie: it would start 0.6 ms faster (no relocation of 155 data pages, measured) but load the
-# binary at a fixed address, giving up address randomisation of its code (README, "How this is done").
+# Not --no-pie: it would start faster (no relocation of its data pages at every start) but load the
+# binary at a fixed address, giving up address randomisation of its code (docs/performance.md).
 RELEASE_FLAGS = -c release --static-swift-stdlib -Xswiftc -use-ld=lld -Xlinker -z -Xlinker pack-relative-relocs \
 	-Xlinker -L$(CURDIR)/build-support/static-libstdc++ \
 	-Xlinker --symbol-ordering-file=$(CURDIR)/build-support/keychain-cli.order -Xlinker --no-warn-symbol-ordering -Xlinker --no-export-dynamic

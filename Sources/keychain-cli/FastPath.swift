@@ -6,8 +6,8 @@ import Glibc
 /// and `--version` alone.
 ///
 /// The argument parser finds its commands by reflection and dynamic casts, each of which scans
-/// every protocol conformance in the binary: about 9 million instructions (2.5 ms) per process,
-/// more than a third of what a whole `get` costs here. Anything this parser does not recognise
+/// every protocol conformance in the binary: more than a third of what a whole `get` costs
+/// (callgrind; bench/RESULTS.md has the times). Anything this parser does not recognise
 /// exactly (help, other commands and options, `--`, a repeated option, a third word) goes to the
 /// argument parser, so errors and help come from one place. The CLI tests run every supported
 /// form both ways (`KEYCHAIN_CLI_NO_FAST_PATH=1` turns this off) and compare the results.
@@ -16,7 +16,7 @@ enum FastPath {
     static func run(_ arguments: ArraySlice<String>) -> Int32? {
         guard getenv("KEYCHAIN_CLI_NO_FAST_PATH") == nil else { return nil }
         if arguments.elementsEqual(["--version"]) {
-            // What the parser prints for it, without the 3-5 ms it spends looking the commands up.
+            // What the parser prints for it, without the time it spends looking the commands up.
             print(KeychainCLI.version)
             return 0
         }
@@ -70,7 +70,7 @@ enum FastPath {
     }
 
     /// The output a `get` flag asks for. A switch, not a dictionary literal: instantiating a
-    /// dictionary type at run time scans the binary's protocol conformances, 0.2 ms per process.
+    /// dictionary type at run time scans the binary's protocol conformances.
     private static func getOutput(_ flag: String) -> GetRequest.Output? {
         switch flag {
         case "-n": .noNewline

@@ -5,7 +5,7 @@ import KeychainCore
 /// The entry point: from the arguments to the exit status.
 @main
 enum Main {
-    /// Parses, runs, and turns every error into one line on stderr and the exit code of the README.
+    /// Parses, runs, and turns every error into one line on stderr and its exit code (docs/exit-codes.md).
     static func main() {
         InheritedSignals.record()
         Startup.harden()

@@ -13,8 +13,8 @@ func shell(_ script: String, stdin: Data? = nil, directory: String? = nil, timeo
         "/bin/bash", ["-c", prefix + script], stdin: stdin, environment: environment, timeout: timeout)
 }
 
-/// Issue 10 (hardening): each test reproduces one defect an adversarial pass found, on every
-/// backend it applies to. The numbers are the issue's items.
+/// Each test reproduces one defect an adversarial pass found, on every backend it applies to,
+/// grouped by what was at stake: data, secrets, streams and exit codes, messages.
 @Suite("Hardening: data loss, leaks, exit codes", .keyringSession)
 final class HardeningTests {
     let scratch: ScratchDirectory
@@ -27,7 +27,9 @@ final class HardeningTests {
 
     private func path(_ name: String) -> String { scratch.path(name) }
 
-    // 2. "\r\n" is one Swift Character: CRLF files must split into lines all the same.
+    // MARK: - Data: nothing is lost or misread
+
+    // "\r\n" is one Swift Character: CRLF files must split into lines all the same.
     @Test(arguments: CLIBackend.allCases)
     func crlfDotenvEnvFilesAndTemplatesAreReadLineByLine(on backend: CLIBackend) throws {
         try backend.run {
@@ -50,7 +52,7 @@ final class HardeningTests {
         }
     }
 
-    // 3. Two items under one service and key (two tools) export as one entry, and a backup that
+    // Two items under one service and key (two tools) export as one entry, and a backup that
     // holds an entry twice with the same secret imports.
     @Test(arguments: CLIBackend.allCases)
     func duplicateEntriesWithOneSecretImportAndConflictingOnesAreRefused(on backend: CLIBackend) throws {
@@ -70,7 +72,7 @@ final class HardeningTests {
         }
     }
 
-    // 5. The README promises that a vault path that is a link stays a link, dangling ones too.
+    // The docs promise that a vault path that is a link stays a link, dangling ones too.
     @Test func aDanglingVaultLinkStaysALinkAndItsTargetIsCreated() throws {
         let target = path("elsewhere/secrets.age")
         try FileManager.default.createDirectory(atPath: path("elsewhere"), withIntermediateDirectories: true)
@@ -86,7 +88,107 @@ final class HardeningTests {
         #expect(FileManager.default.fileExists(atPath: target))
     }
 
-    // 7. No plaintext temporary file survives an interrupted inject -o or export -o.
+    // Any name but NUL; listings escape what would garble a terminal; -0 and --json are exact.
+    @Test(arguments: CLIBackend.allCases)
+    func namesWithControlAndBidiCharactersAreStoredListedEscapedAndExact(on backend: CLIBackend) throws {
+        try backend.run {
+            let s = uniqueService()
+            let names = ["esc\u{1b}[31m", "two\nlines", "rtl\u{202E}gpj.exe", "back\\slash", "plain"]
+            for name in names {
+                #expect(try cli(["-s", s, "set", "--", name], input: "v-\(name)").status == 0, "\(name)")
+            }
+            let listed = try cli(["-s", s, "list"])
+            #expect(
+                listed.stdoutText
+                    == "back\\\\slash\nesc\\u{001B}[31m\nplain\nrtl\\u{202E}gpj.exe\ntwo\\nlines\n")
+            let exact = try cli(["-s", s, "list", "-0"])
+            #expect(exact.stdout == Data((names.sorted().joined(separator: "\0") + "\0").utf8))
+            let json =
+                try JSONSerialization.jsonObject(with: cli(["-s", s, "list", "--json"]).stdout) as! [[String: Any]]
+            #expect(json.compactMap { $0["key"] as? String } == names.sorted())
+            #expect(try cli(["-s", s, "get", "two\nlines"]).stdoutText == "v-two\nlines")
+            let missing = try cli(["-s", s, "get", "no\u{1b}]0;title\u{7}"])
+            #expect(missing.status == 1)
+            #expect(!missing.stderr.unicodeScalars.contains { $0.value < 0x20 && $0 != "\n" })
+            let backup = try cli(["-s", s, "export", "--yes"])
+            #expect(try cli(["-s", s, "reset", "--yes"]).stdoutText == "removed 5 secrets of service '\(s)'\n")
+            #expect(try cli(["import"], stdin: backup.stdout).stdoutText == "added 5, replaced 0, skipped 0\n")
+            #expect(try cli(["-s", s, "list", "-0"]).stdout == exact.stdout)
+        }
+    }
+
+    // The env format escapes CR and LF, and a value that starts with a combining mark round-trips.
+    @Test(arguments: CLIBackend.allCases)
+    func envExportEscapesEveryLineBreakAndRoundTripsCombiningMarks(on backend: CLIBackend) throws {
+        try backend.run {
+            let s = uniqueService()
+            let values = ["crlf": "a\r\nb", "combining": "\u{301}é\"", "quote": "\"\u{301}"]
+            for (key, value) in values { _ = try cli(["-s", s, "set", key, "--raw"], input: value) }
+            let exported = try cli(["-s", s, "export", "--format", "env", "--yes"])
+            #expect(exported.status == 0)
+            #expect(!exported.stdout.contains(13), "a raw carriage return was written")
+            #expect(exported.stdoutText.contains(#"CRLF="a\r\nb""#))
+            #expect(exported.stdout.split(separator: 10).count == 3)
+            let other = uniqueService()
+            #expect(try cli(["-s", other, "import"], stdin: exported.stdout).status == 0)
+            for (key, value) in values {
+                #expect(try cli(["-s", other, "get", key.uppercased()]).stdoutText == value, "\(key)")
+            }
+        }
+    }
+
+    // inject is linear in its references, and an unclosed reference is malformed.
+    @Test(arguments: CLIBackend.allCases)
+    func injectScalesLinearlyAndRefusesAnUnclosedReference(on backend: CLIBackend) throws {
+        try backend.run {
+            let s = uniqueService()
+            _ = try cli(["-s", s, "set", "k"], input: "V")
+            let template = String(repeating: "x: {{ keychain://\(s)/k }}\n", count: 20_000)
+            // 644 s when each reference recounted the lines before it; the limit only catches that.
+            let filled = try cli(["inject"], stdin: Data(template.utf8), timeout: 60)
+            #expect(filled.status == 0)
+            #expect(filled.stdoutText == String(repeating: "x: V\n", count: 20_000))
+            try "old".write(toFile: path("out"), atomically: true, encoding: .utf8)
+            for unclosed in ["a\nb: {{ keychain://\(s)/k\n", "a\nb: {{ keychain://\(s)/k \nc: {{ x }}\n"] {
+                let result = try cli(["inject", "-o", path("out")], input: unclosed)
+                #expect(result.status == 64, "\(unclosed)")
+                #expect(result.stderr.contains("standard input:2: '{{ keychain://\(s)/k' is not closed by }}"))
+            }
+            #expect(try String(contentsOfFile: path("out"), encoding: .utf8) == "old")
+        }
+    }
+
+    @Test(arguments: CLIBackend.allCases)
+    func importFilesAreJudgedLikeAPersonWould(on backend: CLIBackend) throws {
+        try backend.run {
+            let s = uniqueService()
+            let bom =
+                "\u{FEFF}"
+                + #"{"format":"keychain-cli-export","version":1,"items":[{"service":"\#(s)","key":"k","encoding":"utf8","secret":"v"}]}"#
+            #expect(try cli(["import"], input: bom).stdoutText == "added 1, replaced 0, skipped 0\n")
+            let missing = try cli(
+                ["import"],
+                input:
+                    #"{"format":"keychain-cli-export","version":1,"items":[{"service":"\#(s)","key":"k","encoding":"utf8"}]}"#
+            )
+            #expect(missing.status == 65)
+            #expect(missing.stderr.contains("item 1 has no field 'secret'"), "\(missing.stderr)")
+            #expect(!missing.stderr.contains("CodingKeys"))
+            let array = try cli(["import"], input: "[]")
+            #expect(array.status == 65)
+            #expect(array.stderr.contains("is a JSON array"))
+            let dotenvWithBOM = try cli(["-s", s, "import", "--overwrite"], input: "\u{FEFF}K2=x\r\n")
+            #expect(dotenvWithBOM.status == 0, "\(dotenvWithBOM.stderr)")
+            #expect(try cli(["-s", s, "get", "K2"]).stdoutText == "x")
+            let directory = try cli(["-s", s, "set", "d", "--from-file", scratch.url.path])
+            #expect(directory.status == 74)
+            #expect(directory.stderr.contains("'\(scratch.url.path)'"), "\(directory.stderr)")
+        }
+    }
+
+    // MARK: - Leaks: no secret in messages, files left behind or core dumps
+
+    // No plaintext temporary file survives an interrupted inject -o or export -o.
     @Test(arguments: CLIBackend.allCases)
     func interruptedOutputFilesLeaveNoTemporaryFileBehind(on backend: CLIBackend) throws {
         try backend.run {
@@ -132,7 +234,7 @@ final class HardeningTests {
         }
     }
 
-    // 8. Whatever follows `set KEY`, it is never repeated in a message.
+    // Whatever follows `set KEY`, it is never repeated in a message.
     @Test func wordsAfterSetAreNeverEchoed() throws {
         for arguments in [
             ["set", "k", "-s3cr3t"], ["set", "-s3cr3t"], ["set", "k", "--s3cr3t=x"], ["set", "k", "-xs3cr3t", "more"],
@@ -145,7 +247,7 @@ final class HardeningTests {
         }
     }
 
-    // 9. No core dump holds a secret or the passphrase, and the core limit is not passed on to exec's command.
+    // No core dump holds a secret or the passphrase, and the core limit is not passed on to exec's command.
     @Test func theProcessCannotDumpCoreButExecCommandsCan() throws {
         let s = uniqueService()
         _ = try cli(["-s", s, "set", "k"], input: "v")
@@ -165,34 +267,7 @@ final class HardeningTests {
         #expect(cores.isEmpty, "core files: \(cores)")
     }
 
-    // 10. Any name but NUL; listings escape what would garble a terminal; -0 and --json are exact.
-    @Test(arguments: CLIBackend.allCases)
-    func namesWithControlAndBidiCharactersAreStoredListedEscapedAndExact(on backend: CLIBackend) throws {
-        try backend.run {
-            let s = uniqueService()
-            let names = ["esc\u{1b}[31m", "two\nlines", "rtl\u{202E}gpj.exe", "back\\slash", "plain"]
-            for name in names {
-                #expect(try cli(["-s", s, "set", "--", name], input: "v-\(name)").status == 0, "\(name)")
-            }
-            let listed = try cli(["-s", s, "list"])
-            #expect(
-                listed.stdoutText
-                    == "back\\\\slash\nesc\\u{001B}[31m\nplain\nrtl\\u{202E}gpj.exe\ntwo\\nlines\n")
-            let exact = try cli(["-s", s, "list", "-0"])
-            #expect(exact.stdout == Data((names.sorted().joined(separator: "\0") + "\0").utf8))
-            let json =
-                try JSONSerialization.jsonObject(with: cli(["-s", s, "list", "--json"]).stdout) as! [[String: Any]]
-            #expect(json.compactMap { $0["key"] as? String } == names.sorted())
-            #expect(try cli(["-s", s, "get", "two\nlines"]).stdoutText == "v-two\nlines")
-            let missing = try cli(["-s", s, "get", "no\u{1b}]0;title\u{7}"])
-            #expect(missing.status == 1)
-            #expect(!missing.stderr.unicodeScalars.contains { $0.value < 0x20 && $0 != "\n" })
-            let backup = try cli(["-s", s, "export", "--yes"])
-            #expect(try cli(["-s", s, "reset", "--yes"]).stdoutText == "removed 5 secrets of service '\(s)'\n")
-            #expect(try cli(["import"], stdin: backup.stdout).stdoutText == "added 5, replaced 0, skipped 0\n")
-            #expect(try cli(["-s", s, "list", "-0"]).stdout == exact.stdout)
-        }
-    }
+    // MARK: - Streams and exit codes
 
     @Test func invalidUTF8InAnArgumentIsAUsageErrorButExecArgumentsPassUnchanged() throws {
         let refused = try shell(#"$KC get "$(printf 'a\376b')"; echo " rc=$?""#)
@@ -208,48 +283,7 @@ final class HardeningTests {
         }
     }
 
-    // 11. The env format escapes CR and LF, and a value that starts with a combining mark round-trips.
-    @Test(arguments: CLIBackend.allCases)
-    func envExportEscapesEveryLineBreakAndRoundTripsCombiningMarks(on backend: CLIBackend) throws {
-        try backend.run {
-            let s = uniqueService()
-            let values = ["crlf": "a\r\nb", "combining": "\u{301}é\"", "quote": "\"\u{301}"]
-            for (key, value) in values { _ = try cli(["-s", s, "set", key, "--raw"], input: value) }
-            let exported = try cli(["-s", s, "export", "--format", "env", "--yes"])
-            #expect(exported.status == 0)
-            #expect(!exported.stdout.contains(13), "a raw carriage return was written")
-            #expect(exported.stdoutText.contains(#"CRLF="a\r\nb""#))
-            #expect(exported.stdout.split(separator: 10).count == 3)
-            let other = uniqueService()
-            #expect(try cli(["-s", other, "import"], stdin: exported.stdout).status == 0)
-            for (key, value) in values {
-                #expect(try cli(["-s", other, "get", key.uppercased()]).stdoutText == value, "\(key)")
-            }
-        }
-    }
-
-    // 12 and 13. inject is linear in its references, and an unclosed reference is malformed.
-    @Test(arguments: CLIBackend.allCases)
-    func injectScalesLinearlyAndRefusesAnUnclosedReference(on backend: CLIBackend) throws {
-        try backend.run {
-            let s = uniqueService()
-            _ = try cli(["-s", s, "set", "k"], input: "V")
-            let template = String(repeating: "x: {{ keychain://\(s)/k }}\n", count: 20_000)
-            // 644 s when each reference recounted the lines before it; the limit only catches that.
-            let filled = try cli(["inject"], stdin: Data(template.utf8), timeout: 60)
-            #expect(filled.status == 0)
-            #expect(filled.stdoutText == String(repeating: "x: V\n", count: 20_000))
-            try "old".write(toFile: path("out"), atomically: true, encoding: .utf8)
-            for unclosed in ["a\nb: {{ keychain://\(s)/k\n", "a\nb: {{ keychain://\(s)/k \nc: {{ x }}\n"] {
-                let result = try cli(["inject", "-o", path("out")], input: unclosed)
-                #expect(result.status == 64, "\(unclosed)")
-                #expect(result.stderr.contains("standard input:2: '{{ keychain://\(s)/k' is not closed by }}"))
-            }
-            #expect(try String(contentsOfFile: path("out"), encoding: .utf8) == "old")
-        }
-    }
-
-    // 14 and 16. A closed stdout is an error; a reader that goes away ends us quietly, like a filter.
+    // A closed stdout is an error; a reader that goes away ends us quietly, like a filter.
     @Test(arguments: CLIBackend.allCases)
     func closedStdoutIs74AndAClosedPipeEndsQuietly(on backend: CLIBackend) throws {
         try backend.run {
@@ -267,7 +301,7 @@ final class HardeningTests {
         }
     }
 
-    // 15. --passphrase-fd 0 leaves exec's command a standard input (at its end), not a closed one.
+    // --passphrase-fd 0 leaves exec's command a standard input (at its end), not a closed one.
     @Test func passphraseFromStandardInputLeavesExecAStandardInput() throws {
         try CLIBackend.vault.run {
             _ = try cli(["-s", "s", "set", "k"], input: "v")
@@ -278,7 +312,19 @@ final class HardeningTests {
         }
     }
 
-    // 17. Messages say what happened and what to do next.
+    @Test func aVaultPathThatNamesADirectoryIsRefusedAndCreatesNothing() throws {
+        try CLIBackend.withVault { (_: String) throws in
+            for vault in [scratch.url.path + "/newdir/", scratch.url.path + "/"] {
+                let result = try cli(["--vault", vault, "-s", "s", "set", "k"], input: "v")
+                #expect(result.status == 64, "\(vault)")
+                #expect(result.stderr.contains("names a directory"))
+            }
+            #expect(!FileManager.default.fileExists(atPath: path("newdir")))
+        }
+    }
+
+    // MARK: - Messages say what happened and what to do next
+
     @Test func usageMessagesSuggestAndHint() throws {
         let typo = try cli(["gett", "k"], session: nil)
         #expect(typo.status == 64)
@@ -303,49 +349,10 @@ final class HardeningTests {
         }
     }
 
-    @Test(arguments: CLIBackend.allCases)
-    func importFilesAreJudgedLikeAPersonWould(on backend: CLIBackend) throws {
-        try backend.run {
-            let s = uniqueService()
-            let bom =
-                "\u{FEFF}"
-                + #"{"format":"keychain-cli-export","version":1,"items":[{"service":"\#(s)","key":"k","encoding":"utf8","secret":"v"}]}"#
-            #expect(try cli(["import"], input: bom).stdoutText == "added 1, replaced 0, skipped 0\n")
-            let missing = try cli(
-                ["import"],
-                input:
-                    #"{"format":"keychain-cli-export","version":1,"items":[{"service":"\#(s)","key":"k","encoding":"utf8"}]}"#
-            )
-            #expect(missing.status == 65)
-            #expect(missing.stderr.contains("item 1 has no field 'secret'"), "\(missing.stderr)")
-            #expect(!missing.stderr.contains("CodingKeys"))
-            let array = try cli(["import"], input: "[]")
-            #expect(array.status == 65)
-            #expect(array.stderr.contains("is a JSON array"))
-            let dotenvWithBOM = try cli(["-s", s, "import", "--overwrite"], input: "\u{FEFF}K2=x\r\n")
-            #expect(dotenvWithBOM.status == 0, "\(dotenvWithBOM.stderr)")
-            #expect(try cli(["-s", s, "get", "K2"]).stdoutText == "x")
-            let directory = try cli(["-s", s, "set", "d", "--from-file", scratch.url.path])
-            #expect(directory.status == 74)
-            #expect(directory.stderr.contains("'\(scratch.url.path)'"), "\(directory.stderr)")
-        }
-    }
-
     @Test func exportRefusesWithoutYesBeforeTouchingTheBackend() throws {
         let refused = try cli(["export"], session: nil)
         #expect(refused.status == 64, "\(refused.stderr)")
         #expect(refused.stderr.contains("Pass --yes"))
-    }
-
-    @Test func aVaultPathThatNamesADirectoryIsRefusedAndCreatesNothing() throws {
-        try CLIBackend.withVault { (_: String) throws in
-            for vault in [scratch.url.path + "/newdir/", scratch.url.path + "/"] {
-                let result = try cli(["--vault", vault, "-s", "s", "set", "k"], input: "v")
-                #expect(result.status == 64, "\(vault)")
-                #expect(result.stderr.contains("names a directory"))
-            }
-            #expect(!FileManager.default.fileExists(atPath: path("newdir")))
-        }
     }
 
     @Test func endOfInputAtTheSetPromptSaysSo() throws {

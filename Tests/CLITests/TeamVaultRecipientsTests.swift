@@ -60,7 +60,7 @@ struct TeamVaultRecipientsTests {
         for member in ["alice", "bob", "carol"] {
             #expect(try team.get(member, "github-token").stdoutText == "ghp_1", "\(member)")
         }
-        // As the README writes it: --vault and --identity choose the vault backend themselves.
+        // As docs/backends/vault.md writes it: --vault and --identity choose the vault backend themselves.
         let asWritten = try cli(
             ["--vault", team.vault, "--identity", team.identity["carol"]!, "-s", "ci", "get", "github-token"],
             session: nil)

@@ -58,7 +58,7 @@ final class WatchResilienceTests {
         }
     }
 
-    /// The README recommends keeping the vault in git: `git checkout` unlinks it and writes the
+    /// The docs recommend keeping the vault in git: `git checkout` unlinks it and writes the
     /// other version in place, which a watcher may read missing or half written.
     @Test func aVaultWatchRidesThroughGitCheckoutsOfTheVault() throws {
         let repository = scratch.path("repository")

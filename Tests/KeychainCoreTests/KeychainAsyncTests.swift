@@ -149,7 +149,7 @@ struct KeychainAsyncTests {
         #expect(throws: KeychainError.self) { try keychain[key, as: Credentials.self] }
     }
 
-    /// The README's async example, as written there.
+    /// The async example of docs/library.md, as written there.
     @Test func theReadmeExampleRuns() async throws {
         struct Credentials: Codable, Sendable { var user: String }
         func deploy(keychain: Keychain) async throws -> String? {

@@ -70,7 +70,7 @@ struct KeychainChangesTests {
         }
     }
 
-    /// The README's watch example, with a store another `Keychain` writes to.
+    /// The watch example of docs/library.md, with a store another `Keychain` writes to.
     @Test func theReadmeWatchExampleRuns() throws {
         try awaitingOffThePool {
             let store = InMemorySecretStore()

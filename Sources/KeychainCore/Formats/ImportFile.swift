@@ -39,9 +39,7 @@ package enum ImportFile {
                 let json = text.unicodeScalars.first == "\u{FEFF}" ? Data(text.utf8.dropFirst(3)) : Data(text.utf8)
                 document = try decoder.decode(ExportDocument.self, from: json)
             } catch let error as DecodingError {
-                throw FormatError(
-                    "\(source) is not a keychain-cli export document: \(describe(error)). Export files "
-                        + "come from keychain-cli export")
+                throw FormatError("\(source) is not a keychain-cli export document: \(describe(error))")
             } catch {
                 throw FormatError("\(source) is not a keychain-cli export document")
             }

@@ -44,7 +44,7 @@ public struct OpenBaoConfiguration: Sendable {
         self.caPath = caPath
     }
 
-    /// The configuration `environment` describes (see the README's OpenBao section).
+    /// The configuration `environment` describes (docs/backends/openbao.md).
     /// - Parameter readFile: reads a token, role id, secret id or JWT file; nil when it does not exist.
     /// - Throws: ``KeychainError/badConfiguration(detail:)`` for an address that cannot be used,
     ///   an AppRole half given, or a file that cannot be read.

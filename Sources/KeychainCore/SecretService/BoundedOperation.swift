@@ -7,7 +7,7 @@ import CLibSecret
 /// reach; driving the asynchronous forms here lets a timeout source cancel the shared
 /// `GCancellable`, so an unanswered unlock prompt ends in ``KeychainError/timedOut(operation:seconds:)``
 /// instead of a hang. The limit restarts whenever a call completes, so a long operation that keeps
-/// progressing (gnome-keyring takes 15 ms to delete each of 1,000 items) is not cut short, while a
+/// progressing (gnome-keyring deletes the items of a large keyring one slow step at a time) is not cut short, while a
 /// backend or prompt that stops answering is. It holds even for a call that never calls back
 /// (libsecret's precondition failures return without one). Not thread-safe: one instance lives
 /// on one thread.

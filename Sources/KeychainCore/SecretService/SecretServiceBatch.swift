@@ -3,13 +3,12 @@ import FoundationEssentials
 
 // Many secrets in a few calls: the items' paths, then `Service.GetSecrets` for a thousand items
 // at a time. Asked item by item (a search and a GetSecret each, one after the other)
-// gnome-keyring spends about 780 µs per item at 1,000 items; GetSecrets costs it about 110 µs
-// per item.
+// gnome-keyring spends several times longer per item than GetSecrets costs it.
 //
 // The paths come from the listing just made when there is one (`export` lists the items, asks,
 // then reads them): finding them again costs a search per service and every item's attributes,
-// which at 5,000 items is gnome-keyring's whole time (about 1.1 ms per item: it looks each item
-// up among all of them).
+// which for thousands of items is most of gnome-keyring's time (it looks each item up among all
+// of them).
 extension SecretServiceStore {
     /// How many items one `GetSecrets` call asks for.
     static let secretsPerCall = 1_000

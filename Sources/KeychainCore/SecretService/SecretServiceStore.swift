@@ -167,10 +167,10 @@ public final class SecretServiceStore: SecretStore {
         return try BoundedOperation.run("list the items", seconds: timeout) { operation in
             let bus = try sessionBus(operation)
             defer { g_object_unref(UnsafeMutableRawPointer(bus)) }
-            // libsecret builds a D-Bus proxy per found item (about 0.9 ms each) and refuses an
-            // empty search; asking for the paths, then for every item's properties in pipelined
-            // Properties calls on the same connection, costs one round trip per window, and
-            // gnome-keyring's own time per item (0.58 ms for GetAll, 0.27 ms for Attributes alone).
+            // libsecret builds a D-Bus proxy per found item and refuses an empty search; asking
+            // for the paths, then for every item's properties in pipelined Properties calls on the
+            // same connection, costs one round trip per window and gnome-keyring's own time per
+            // item (less for Attributes alone than for GetAll). Numbers: bench/RESULTS.md.
             let found = try searchPaths(operation, bus, pairs)
             let paths = found.unlocked + found.locked
             let infos = try infos(operation, bus, paths, keysOnly: listing == .keysOnly)

@@ -10,8 +10,8 @@ extension SecretServiceStore {
 
     /// Tells watchers that the secret of `item` changed: ``announceSecretChanged(at:_:_:)``. It asks
     /// the keyring nothing; writing the item's label again would make gnome-keyring send
-    /// `ItemChanged`, but also rewrite its whole file once more (measured: `set` 1.08× secret-tool's
-    /// time instead of 0.67× on a keyring of 1,000 items).
+    /// `ItemChanged`, but also rewrite its whole file once more, which made `set` slower than
+    /// secret-tool's on a large keyring (bench/RESULTS.md).
     func announceSecretChanged(_ item: UnsafeMutablePointer<SecretItem>, _ operation: BoundedOperation) throws {
         let proxy = UnsafeMutableRawPointer(item).assumingMemoryBound(to: GDBusProxy.self)
         guard let bus = g_dbus_proxy_get_connection(proxy), let path = g_dbus_proxy_get_object_path(proxy) else {
@@ -111,9 +111,9 @@ private final class SignalWatcher {
     var serviceLeft = false
     /// The last item path the previous poll asked about.
     var pollCursor = ""
-    /// A poll's cost: each item's `Modified` costs gnome-keyring about 0.9 ms of CPU and this
-    /// process 0.5 ms (measured: 1,000 items polled every second kept the daemon 13% busy), so a
-    /// poll asks 25 at most: a service of more items is gone through over several polls.
+    /// A poll's cost: each item's `Modified` costs gnome-keyring and this process CPU time, enough
+    /// to keep the daemon busy when a large keyring is polled every second, so a poll asks 25 at
+    /// most: a service of more items is gone through over several polls.
     static let itemsPerPoll = 25
 
     init(store: SecretServiceStore, service: ServiceName?, report: @escaping @Sendable (WatchEvent) -> Void) {

@@ -7,8 +7,8 @@ import FoundationEssentials
 /// secret sent as AES-128-CBC with PKCS#7 padding under a fresh 16-byte IV.
 ///
 /// libsecret opens the same session with a private exponent as long as the prime: two 1024-bit
-/// exponentiations of about 1.5 ms each, the largest single cost of a whole `get` (measured with
-/// `perf`: 4.0 ms of CPU per process in libgcrypt). Ours is 256 bits, the usual short exponent for
+/// exponentiations, the largest single cost of a whole `get` (measured with `perf`: most of the
+/// process's CPU time is libgcrypt's). Ours is 256 bits, the usual short exponent for
 /// a safe-prime group: RFC 3526 §8 asks for at least twice the group's strength, about 80 bits
 /// here, and finding a 256-bit exponent by Pollard's lambda method takes about 2^128 steps, more
 /// than breaking the 1024-bit group itself. The service sees the same messages either way.
@@ -39,7 +39,7 @@ struct SecretSession: Sendable {
     let path: String
     /// The AES-128 key both sides derive, or what derives it: our half of the exchange and the
     /// service's public value, kept until the key is first needed, so that our second
-    /// exponentiation (about 2.5 million instructions) can run while the first request in the
+    /// exponentiation can run while the first request in the
     /// session is under way (see ``deriveKey()``).
     private let state: Locked<KeyState>
 
