@@ -2,14 +2,38 @@ import Foundation
 import TestSupport
 import Testing
 
-/// The shell snippet that follows `<!-- tested: NAME -->` in the README, exactly as written there.
+/// The repository's root, found from this file.
+private let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+    .deletingLastPathComponent()
+
+/// README.md and every Markdown file under docs/, as paths relative to the repository.
+func documentationFiles() throws -> [String] {
+    var files = ["README.md"]
+    let docs = repository.appendingPathComponent("docs")
+    let enumerator = try #require(FileManager.default.enumerator(atPath: docs.path))
+    for case let path as String in enumerator where path.hasSuffix(".md") {
+        files.append("docs/" + path)
+    }
+    return files.sorted()
+}
+
+/// The shell snippet that follows `<!-- tested: NAME -->` in README.md or a file of docs/,
+/// exactly as written there. The marker must appear once in all of them together.
 private func readmeSnippet(_ name: String) throws -> String {
-    let readme = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-        .deletingLastPathComponent().appendingPathComponent("README.md")
-    let text = try String(contentsOf: readme, encoding: .utf8)
-    let marker = try #require(text.range(of: "<!-- tested: \(name) -->\n```sh\n"), "no snippet \(name)")
-    let end = try #require(text.range(of: "\n```\n", range: marker.upperBound..<text.endIndex))
-    return String(text[marker.upperBound..<end.lowerBound])
+    let marker = "<!-- tested: \(name) -->\n```sh\n"
+    var found: [(file: String, snippet: String)] = []
+    for file in try documentationFiles() {
+        let text = try String(contentsOf: repository.appendingPathComponent(file), encoding: .utf8)
+        var rest = text.startIndex..<text.endIndex
+        while let start = text.range(of: marker, range: rest) {
+            let end = try #require(
+                text.range(of: "\n```\n", range: start.upperBound..<text.endIndex), "\(file): \(name) is not closed")
+            found.append((file, String(text[start.upperBound..<end.lowerBound])))
+            rest = end.upperBound..<text.endIndex
+        }
+    }
+    try #require(found.count == 1, "snippet \(name) is marked \(found.count) times: \(found.map(\.file))")
+    return found[0].snippet
 }
 
 /// Runs `snippet` with sh in `directory`, with keychain-cli on PATH and nothing from the
@@ -35,7 +59,7 @@ private func writeDeployScript(in directory: ScratchDirectory, body: String) thr
     chmod(path, 0o755)
 }
 
-@Suite("The README's headless recipes, run as written")
+@Suite("The documentation's headless recipes, run as written")
 struct ReadmeRecipeTests {
     @Test func theVaultRecipeHandsTheCredentialsToTheDeployScript() throws {
         let directory = try ScratchDirectory("recipe-vault")
