@@ -36,7 +36,7 @@ extension KeychainCLI {
             let timeout = try settings.resolvedTimeout()
             let (checks, failure) =
                 switch try settings.resolvedBackend() {
-                case .secretService: SecretServiceStore(timeout: timeout).diagnose()
+                case .secretService: try settings.secretServiceStore(timeout: timeout).diagnose()
                 case .openbao:
                     OpenBaoStore.diagnose(service: try settings.serviceName()) {
                         try settings.openBaoStore(timeout: timeout)

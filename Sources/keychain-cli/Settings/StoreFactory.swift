@@ -13,10 +13,15 @@ extension Settings {
     func store(listing: ListingDetail = .full) throws -> any SecretStore {
         let timeout = try resolvedTimeout()
         switch try resolvedBackend() {
-        case .secretService: return SecretServiceStore(timeout: timeout, listing: listing)
+        case .secretService: return try secretServiceStore(timeout: timeout, listing: listing)
         case .vault: return try vaultStore(timeout: timeout)
         case .openbao: return try openBaoStore(timeout: timeout, listing: listing)
         }
+    }
+
+    /// The Secret Service store of these settings.
+    func secretServiceStore(timeout: Double? = nil, listing: ListingDetail = .full) throws -> SecretServiceStore {
+        SecretServiceStore(timeout: try timeout ?? resolvedTimeout(), listing: listing)
     }
 
     /// The vault store of these settings, whatever the backend says (the `vault` commands are
