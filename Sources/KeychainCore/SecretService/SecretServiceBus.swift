@@ -48,6 +48,24 @@ extension SecretServiceStore {
         try endSearch(beginSearch(operation, bus, pairs))
     }
 
+    /// The items whose attributes include `pairs`, with all their attributes, as libsecret's search
+    /// with SECRET_SEARCH_ALL | SECRET_SEARCH_UNLOCK finds them, but on this bus: a search, an
+    /// unlock of the locked ones (libsecret's, which may prompt, within the deadline), and their
+    /// `Attributes` in pipelined calls. Unlocked items come first; an item still locked is kept
+    /// (reading its secret says so); an item deleted meanwhile is left out. `schema`: a schema
+    /// name the items must carry as `xdg:schema`, as libsecret adds it for a schema it matches.
+    func findItems(
+        _ pairs: [String: String], schema: String? = nil, _ operation: BoundedOperation, _ bus: OpaquePointer
+    ) throws -> [(attributes: [String: String], path: String)] {
+        var pairs = pairs
+        if let schema { pairs["xdg:schema"] = schema }
+        let found = try endSearch(beginSearch(operation, bus, pairs.sorted { $0.key < $1.key }))
+        let unlocked = try unlock(found.locked, operation)
+        let paths = found.unlocked + unlocked + found.locked.filter { !unlocked.contains($0) }
+        let attributes = try itemProperty("Attributes", of: paths, operation, bus) { Self.dictionary($0) }
+        return zip(attributes, paths).compactMap { attributes, path in attributes.map { ($0, path) } }
+    }
+
     /// A search started by ``beginSearch(_:_:_:)``.
     final class PendingSearch {
         fileprivate let operation: BoundedOperation
@@ -65,9 +83,9 @@ extension SecretServiceStore {
 
     /// Sends the search for `pairs` (see ``searchPaths(_:_:_:)``) without waiting for
     /// its answer, which ``endSearch(_:)`` returns.
-    func beginSearch(_ operation: BoundedOperation, _ bus: OpaquePointer, _ pairs: KeyValuePairs<String, String>)
-        -> PendingSearch
-    {
+    func beginSearch(
+        _ operation: BoundedOperation, _ bus: OpaquePointer, _ pairs: some Sequence<(key: String, value: String)>
+    ) -> PendingSearch {
         let entries = pairs.map {
             g_variant_new_dict_entry(g_variant_new_string($0.key), g_variant_new_string($0.value))
         }

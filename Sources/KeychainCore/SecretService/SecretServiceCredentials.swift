@@ -12,13 +12,10 @@ extension SecretServiceStore: NetworkCredentialStore {
 
     public func credential(matching query: NetworkCredential) throws(KeychainError) -> NetworkCredential? {
         try BoundedOperation.run("look up the credential", seconds: timeout) { operation in
-            let connection = try connect(operation, openSession: false)
-            defer { g_object_unref(connection) }
-            let found = try matchingItems(query, operation, connection).first
-            guard let (found, path) = found else { return nil }
-            var credential = found
-            let bus = try sessionBus(operation)
+            let bus = try sessionBus(operation, preparingSession: true)
             defer { g_object_unref(UnsafeMutableRawPointer(bus)) }
+            guard let (found, path) = try matchingItems(query, operation, bus).first else { return nil }
+            var credential = found
             guard let secret = try readSecret(at: path, operation, bus) else { return nil }
             credential.readStoredSecret(String(decoding: secret, as: UTF8.self))
             return credential
@@ -46,11 +43,9 @@ extension SecretServiceStore: NetworkCredentialStore {
 
     public func erase(matching query: NetworkCredential) throws(KeychainError) -> Int {
         try BoundedOperation.run("erase the credential", seconds: timeout) { operation in
-            let connection = try connect(operation, openSession: false)
-            defer { g_object_unref(connection) }
-            var paths = try matchingItems(query, operation, connection).map(\.path)
             let bus = try sessionBus(operation)
             defer { g_object_unref(UnsafeMutableRawPointer(bus)) }
+            var paths = try matchingItems(query, operation, bus).map(\.path)
             if query.password != nil {
                 // Only those whose password is the query's (git's reject of a rejected password).
                 paths = try paths.filter { path in
@@ -66,21 +61,21 @@ extension SecretServiceStore: NetworkCredentialStore {
 
     /// The network-password items that answer `query` (unlocked first, which may prompt within the
     /// deadline), with their object paths, in the order ``credential(matching:)`` prefers them.
+    /// Found by their attributes alone, whatever their schema (git-credential-libsecret's
+    /// `org.gnome.keyring.NetworkPassword`, upstream git's `org.git.Password`).
     private func matchingItems(
-        _ query: NetworkCredential, _ operation: BoundedOperation, _ connection: UnsafeMutablePointer<SecretService>
+        _ query: NetworkCredential, _ operation: BoundedOperation, _ bus: OpaquePointer
     ) throws -> [(credential: NetworkCredential, path: String)] {
         var pairs = Self.attributes(of: query)
         // A query without port or path must not exclude items that have one: filtered below.
         pairs.removeValue(forKey: "port")
         pairs.removeValue(forKey: "object")
-        return try search(operation, connection, pairs, schema: keychain_cli_network_search_schema()) { items in
-            items.compactMap { item -> (NetworkCredential, String)? in
-                guard let credential = Self.credential(attributes: itemAttributes(item)), credential.matches(query)
-                else { return nil }
-                return (credential, itemPath(item))
-            }.sorted {
-                ($0.0.hasPath(of: query) ? 0 : 1, $0.0.location) < ($1.0.hasPath(of: query) ? 0 : 1, $1.0.location)
-            }
+        return try findItems(pairs, operation, bus).compactMap { item -> (NetworkCredential, String)? in
+            guard let credential = Self.credential(attributes: item.attributes), credential.matches(query)
+            else { return nil }
+            return (credential, item.path)
+        }.sorted {
+            ($0.0.hasPath(of: query) ? 0 : 1, $0.0.location) < ($1.0.hasPath(of: query) ? 0 : 1, $1.0.location)
         }
     }
 

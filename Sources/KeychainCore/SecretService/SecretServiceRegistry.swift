@@ -10,9 +10,11 @@ extension SecretServiceStore: RegistryCredentialStore {
 
     public func registryCredential(for serverURL: String) throws(KeychainError) -> RegistryCredential? {
         try BoundedOperation.run("look up the registry credential", seconds: timeout) { operation in
-            guard let (attributes, path) = try dockerItems(["server": serverURL], operation).first else { return nil }
-            let bus = try sessionBus(operation)
+            let bus = try sessionBus(operation, preparingSession: true)
             defer { g_object_unref(UnsafeMutableRawPointer(bus)) }
+            guard let (attributes, path) = try dockerItems(["server": serverURL], operation, bus).first else {
+                return nil
+            }
             guard let secret = try readSecret(at: path, operation, bus) else { return nil }
             return RegistryCredential(
                 serverURL: serverURL, username: attributes["username"] ?? "",
@@ -37,66 +39,41 @@ extension SecretServiceStore: RegistryCredentialStore {
                 },
                 finish: { secret_password_store_finish($0, $1) })
             // One item per server: one of another user name goes, once the new one is stored.
-            let others = try dockerItems(["server": credential.serverURL], operation)
-                .filter { $0.attributes["username"] != credential.username }.map(\.path)
-            guard !others.isEmpty else { return }
             let bus = try sessionBus(operation)
             defer { g_object_unref(UnsafeMutableRawPointer(bus)) }
+            let others = try dockerItems(["server": credential.serverURL], operation, bus)
+                .filter { $0.attributes["username"] != credential.username }.map(\.path)
+            guard !others.isEmpty else { return }
             _ = try deleteItems(at: others, operation, bus)
         }
     }
 
     public func eraseRegistryCredential(for serverURL: String) throws(KeychainError) -> Bool {
         try BoundedOperation.run("erase the registry credential", seconds: timeout) { operation in
-            let paths = try dockerItems(["server": serverURL], operation).map(\.path)
             let bus = try sessionBus(operation)
             defer { g_object_unref(UnsafeMutableRawPointer(bus)) }
+            let paths = try dockerItems(["server": serverURL], operation, bus).map(\.path)
             return try deleteItems(at: paths, operation, bus) > 0
         }
     }
 
     public func registryUsernames() throws(KeychainError) -> [String: String] {
         try BoundedOperation.run("list the registry credentials", seconds: timeout) { operation in
+            let bus = try sessionBus(operation)
+            defer { g_object_unref(UnsafeMutableRawPointer(bus)) }
             var result: [String: String] = [:]
-            for (attributes, _) in try dockerItems([:], operation) {
+            for (attributes, _) in try dockerItems([:], operation, bus) {
                 if let server = attributes["server"] { result[server] = attributes["username"] ?? "" }
             }
             return result
         }
     }
 
-    /// The docker items whose attributes include `pairs` (unlocked first), with their paths.
-    private func dockerItems(_ pairs: [String: String], _ operation: BoundedOperation) throws
+    /// The docker items whose attributes include `pairs` (unlocked first), with their paths:
+    /// those of docker's schema only, as docker-credential-secretservice finds them.
+    private func dockerItems(_ pairs: [String: String], _ operation: BoundedOperation, _ bus: OpaquePointer) throws
         -> [(attributes: [String: String], path: String)]
     {
-        let connection = try connect(operation, openSession: false)
-        defer { g_object_unref(connection) }
-        return try search(operation, connection, pairs, schema: keychain_cli_docker_schema()) { items in
-            items.map { (itemAttributes($0), itemPath($0)) }
-        }
+        try findItems(pairs, schema: String(cString: keychain_cli_docker_schema().pointee.name), operation, bus)
     }
-}
-
-/// The attributes of a libsecret item.
-func itemAttributes(_ item: UnsafeMutablePointer<SecretItem>) -> [String: String] {
-    let table = secret_item_get_attributes(item)
-    defer { g_hash_table_unref(table) }
-    var result: [String: String] = [:]
-    var iterator = GHashTableIter()
-    g_hash_table_iter_init(&iterator, table)
-    var key: gpointer?
-    var value: gpointer?
-    while g_hash_table_iter_next(&iterator, &key, &value) != 0 {
-        if let key, let value {
-            result[String(cString: key.assumingMemoryBound(to: CChar.self))] = String(
-                cString: value.assumingMemoryBound(to: CChar.self))
-        }
-    }
-    return result
-}
-
-/// The D-Bus object path of a libsecret item.
-func itemPath(_ item: UnsafeMutablePointer<SecretItem>) -> String {
-    String(
-        cString: g_dbus_proxy_get_object_path(UnsafeMutableRawPointer(item).assumingMemoryBound(to: GDBusProxy.self)))
 }
