@@ -153,11 +153,12 @@ struct SecretServiceStoreTests {
         let service = try ServiceName(uniqueService())
         try store.setSecret(Data("x".utf8), service: service, key: KeychainKey("k"))
         let types = try BoundedOperation.run("read", seconds: 10) { operation in
-            let bus = try store.sessionBus(operation)
+            let bus = try store.connection.sessionBus(operation)
             defer { g_object_unref(UnsafeMutableRawPointer(bus)) }
-            let paths = try store.searchPaths(operation, bus, ["service": service.rawValue]).unlocked
+            let paths = try store.connection.searchPaths(operation, bus, ["service": service.rawValue]).unlocked
             let gone = "/org/freedesktop/secrets/collection/login/999999"
-            return try store.itemProperties(["Label", "NoSuchProperty"], of: paths + [gone], operation, bus) {
+            return try store.connection.itemProperties(["Label", "NoSuchProperty"], of: paths + [gone], operation, bus)
+            {
                 $0.map { String(cString: g_variant_get_type_string($0)) }
             }
         }

@@ -45,7 +45,7 @@ extension SecretServiceStore {
             return listing
         }
         return try BoundedOperation.run("read the secrets", seconds: timeout) { operation in
-            let bus = try sessionBus(operation, preparingSession: true)
+            let bus = try connection.sessionBus(operation, preparingSession: true)
             defer { g_object_unref(UnsafeMutableRawPointer(bus)) }
             var found: [SecretAddress: Data] = [:]
             var missing = addresses
@@ -73,13 +73,13 @@ extension SecretServiceStore {
         var candidates: [String] = []
         var locked: Set<String> = []
         for service in Set(addresses.map(\.service)).sorted() {
-            let found = try searchPaths(operation, bus, ["service": service.rawValue])
+            let found = try connection.searchPaths(operation, bus, ["service": service.rawValue])
             candidates += found.unlocked + found.locked
             locked.formUnion(found.locked)
         }
         let wanted = Set(addresses)
         let found = ListedPaths(
-            paths: candidates, infos: try infos(operation, bus, candidates, keysOnly: true), locked: locked)
+            paths: candidates, infos: try connection.infos(operation, bus, candidates, keysOnly: true), locked: locked)
         let paths = found.byAddress().filter { wanted.contains($0.key) }
         let needed = Set(paths.values)
         return (paths, needed.subtracting(locked).sorted(), needed.intersection(locked))
@@ -93,16 +93,18 @@ extension SecretServiceStore {
     ) throws -> [String: Data] {
         var readable = paths.filter { !locked.contains($0) }
         if !locked.isEmpty {
-            let unlocked = try unlock(locked.sorted(), operation)
+            let unlocked = try connection.unlock(locked.sorted(), operation)
             guard unlocked.count == locked.count else {
                 throw KeychainError.locked(detail: "some items are in a locked keyring that could not be unlocked")
             }
             readable += unlocked
         }
-        return try inSession(operation, bus) { session in try getSecrets(readable, in: session, operation, bus) }
+        return try connection.inSession(operation, bus) { session in
+            try getSecrets(readable, in: session, operation, bus)
+        }
             ?? Dictionary(
                 uniqueKeysWithValues: try readable.compactMap { path in
-                    try readSecretThroughLibsecret(at: path, operation).map { (path, $0) }
+                    try connection.readSecretThroughLibsecret(at: path, operation).map { (path, $0) }
                 })
     }
 
@@ -117,7 +119,8 @@ extension SecretServiceStore {
             let items = chunk.map { g_variant_new_object_path($0) }
             // org.freedesktop.Secret.Service.GetSecrets(ao items, o session) -> (a{o(oayays)} secrets)
             let reply = try operation.callMethod(
-                bus, Self.busName, "/org/freedesktop/secrets", "org.freedesktop.Secret.Service", "GetSecrets",
+                bus, SecretServiceConnection.busName, "/org/freedesktop/secrets", "org.freedesktop.Secret.Service",
+                "GetSecrets",
                 g_variant_new_tuple(
                     [
                         g_variant_new_array(keychain_cli_type_object_path(), items, gsize(items.count)),

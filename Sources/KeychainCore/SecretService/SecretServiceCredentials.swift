@@ -2,7 +2,7 @@ import CLibSecret
 import FoundationEssentials
 
 /// Network credentials on the Secret Service are its network passwords, as git-credential-libsecret
-/// writes them: schema `org.gnome.keyring.NetworkPassword`, attributes `protocol`, `server`,
+/// writes them: connection.schema `org.gnome.keyring.NetworkPassword`, attributes `protocol`, `server`,
 /// `port` (when there is one), `object` (the path) and `user`. They are looked up by those
 /// attributes alone, so upstream git's `org.git.Password` items (expiry and refresh token appended
 /// to the secret) are found too.
@@ -12,11 +12,11 @@ extension SecretServiceStore: NetworkCredentialStore {
 
     public func credential(matching query: NetworkCredential) throws(KeychainError) -> NetworkCredential? {
         try BoundedOperation.run("look up the credential", seconds: timeout) { operation in
-            let bus = try sessionBus(operation, preparingSession: true)
+            let bus = try connection.sessionBus(operation, preparingSession: true)
             defer { g_object_unref(UnsafeMutableRawPointer(bus)) }
             guard let (found, path) = try matchingItems(query, operation, bus).first else { return nil }
             var credential = found
-            guard let secret = try readSecret(at: path, operation, bus) else { return nil }
+            guard let secret = try connection.readSecret(at: path, operation, bus) else { return nil }
             credential.readStoredSecret(String(decoding: secret, as: UTF8.self))
             return credential
         }
@@ -43,25 +43,25 @@ extension SecretServiceStore: NetworkCredentialStore {
 
     public func erase(matching query: NetworkCredential) throws(KeychainError) -> Int {
         try BoundedOperation.run("erase the credential", seconds: timeout) { operation in
-            let bus = try sessionBus(operation)
+            let bus = try connection.sessionBus(operation)
             defer { g_object_unref(UnsafeMutableRawPointer(bus)) }
             var paths = try matchingItems(query, operation, bus).map(\.path)
             if query.password != nil {
                 // Only those whose password is the query's (git's reject of a rejected password).
                 paths = try paths.filter { path in
-                    guard let secret = try readSecret(at: path, operation, bus) else { return false }
+                    guard let secret = try connection.readSecret(at: path, operation, bus) else { return false }
                     var stored = query
                     stored.readStoredSecret(String(decoding: secret, as: UTF8.self))
                     return stored.password == query.password
                 }
             }
-            return try deleteItems(at: paths, operation, bus)
+            return try connection.deleteItems(at: paths, operation, bus)
         }
     }
 
     /// The network-password items that answer `query` (unlocked first, which may prompt within the
     /// deadline), with their object paths, in the order ``credential(matching:)`` prefers them.
-    /// Found by their attributes alone, whatever their schema (git-credential-libsecret's
+    /// Found by their attributes alone, whatever their connection.schema (git-credential-libsecret's
     /// `org.gnome.keyring.NetworkPassword`, upstream git's `org.git.Password`).
     private func matchingItems(
         _ query: NetworkCredential, _ operation: BoundedOperation, _ bus: OpaquePointer
@@ -70,7 +70,7 @@ extension SecretServiceStore: NetworkCredentialStore {
         // A query without port or path must not exclude items that have one: filtered below.
         pairs.removeValue(forKey: "port")
         pairs.removeValue(forKey: "object")
-        return try findItems(pairs, operation, bus).compactMap { item -> (NetworkCredential, String)? in
+        return try connection.findItems(pairs, operation, bus).compactMap { item -> (NetworkCredential, String)? in
             guard let credential = Self.credential(attributes: item.attributes), credential.matches(query)
             else { return nil }
             return (credential, item.path)

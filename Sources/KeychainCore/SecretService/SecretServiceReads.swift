@@ -4,7 +4,7 @@ import FoundationEssentials
 // How SecretServiceStore reads a secret: in its own encrypted session (SecretSession), opened
 // on the first read and kept, or through libsecret for a service without one; and how it asks
 // the service to unlock locked items.
-extension SecretServiceStore {
+extension SecretServiceConnection {
     /// The secret of the item at `path`, read in this store's encrypted session: opened on the
     /// first read and kept for later ones on the same connection, as libsecret keeps its own.
     /// A service that offers no such session is read through libsecret, which falls back to

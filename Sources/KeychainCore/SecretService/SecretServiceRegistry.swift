@@ -2,7 +2,7 @@ import CLibSecret
 import FoundationEssentials
 
 /// Registry credentials on the Secret Service are docker-credential-secretservice's items:
-/// schema `io.docker.Credentials`, label = the server URL, attributes `label=Docker Credentials`,
+/// connection.schema `io.docker.Credentials`, label = the server URL, attributes `label=Docker Credentials`,
 /// `server` (the URL as docker gives it), `username`, `docker_cli=1`. Each reads the other's.
 extension SecretServiceStore: RegistryCredentialStore {
     /// Its own docker items, as the other tools of the field keep them (not those of `service`).
@@ -10,12 +10,12 @@ extension SecretServiceStore: RegistryCredentialStore {
 
     public func registryCredential(for serverURL: String) throws(KeychainError) -> RegistryCredential? {
         try BoundedOperation.run("look up the registry credential", seconds: timeout) { operation in
-            let bus = try sessionBus(operation, preparingSession: true)
+            let bus = try connection.sessionBus(operation, preparingSession: true)
             defer { g_object_unref(UnsafeMutableRawPointer(bus)) }
             guard let (attributes, path) = try dockerItems(["server": serverURL], operation, bus).first else {
                 return nil
             }
-            guard let secret = try readSecret(at: path, operation, bus) else { return nil }
+            guard let secret = try connection.readSecret(at: path, operation, bus) else { return nil }
             return RegistryCredential(
                 serverURL: serverURL, username: attributes["username"] ?? "",
                 secret: String(decoding: secret, as: UTF8.self))
@@ -39,27 +39,27 @@ extension SecretServiceStore: RegistryCredentialStore {
                 },
                 finish: { secret_password_store_finish($0, $1) })
             // One item per server: one of another user name goes, once the new one is stored.
-            let bus = try sessionBus(operation)
+            let bus = try connection.sessionBus(operation)
             defer { g_object_unref(UnsafeMutableRawPointer(bus)) }
             let others = try dockerItems(["server": credential.serverURL], operation, bus)
                 .filter { $0.attributes["username"] != credential.username }.map(\.path)
             guard !others.isEmpty else { return }
-            _ = try deleteItems(at: others, operation, bus)
+            _ = try connection.deleteItems(at: others, operation, bus)
         }
     }
 
     public func eraseRegistryCredential(for serverURL: String) throws(KeychainError) -> Bool {
         try BoundedOperation.run("erase the registry credential", seconds: timeout) { operation in
-            let bus = try sessionBus(operation)
+            let bus = try connection.sessionBus(operation)
             defer { g_object_unref(UnsafeMutableRawPointer(bus)) }
             let paths = try dockerItems(["server": serverURL], operation, bus).map(\.path)
-            return try deleteItems(at: paths, operation, bus) > 0
+            return try connection.deleteItems(at: paths, operation, bus) > 0
         }
     }
 
     public func registryUsernames() throws(KeychainError) -> [String: String] {
         try BoundedOperation.run("list the registry credentials", seconds: timeout) { operation in
-            let bus = try sessionBus(operation)
+            let bus = try connection.sessionBus(operation)
             defer { g_object_unref(UnsafeMutableRawPointer(bus)) }
             var result: [String: String] = [:]
             for (attributes, _) in try dockerItems([:], operation, bus) {
@@ -70,10 +70,11 @@ extension SecretServiceStore: RegistryCredentialStore {
     }
 
     /// The docker items whose attributes include `pairs` (unlocked first), with their paths:
-    /// those of docker's schema only, as docker-credential-secretservice finds them.
+    /// those of docker's connection.schema only, as docker-credential-secretservice finds them.
     private func dockerItems(_ pairs: [String: String], _ operation: BoundedOperation, _ bus: OpaquePointer) throws
         -> [(attributes: [String: String], path: String)]
     {
-        try findItems(pairs, schema: String(cString: keychain_cli_docker_schema().pointee.name), operation, bus)
+        try connection.findItems(
+            pairs, schema: String(cString: keychain_cli_docker_schema().pointee.name), operation, bus)
     }
 }

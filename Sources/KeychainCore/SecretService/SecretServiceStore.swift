@@ -9,7 +9,7 @@ import FoundationEssentials
 /// locked items and keyrings, creates a missing default keyring and shows prompts.
 ///
 /// Items are written with the attributes `service`, `username` (the key) and
-/// `application=keychain-cli` under the schema `org.freedesktop.Secret.Generic`, and found by
+/// `application=keychain-cli` under the connection.schema `org.freedesktop.Secret.Generic`, and found by
 /// `service` and `username` alone, so items of secret-tool, python keyring, go-keyring and
 /// keyring-rs are read and written too. Every wait is bounded by ``timeout``: an unanswered
 /// unlock prompt becomes ``KeychainError/timedOut(operation:seconds:)``, never a hang.
@@ -20,21 +20,13 @@ public final class SecretServiceStore: SecretStore {
     public let timeout: Double
     /// What ``items(service:)`` reads of each item.
     public let listing: ListingDetail
+    /// The bus, the kept session and libsecret's proxy, and the queries on them.
+    let connection = SecretServiceConnection()
 
-    /// An encrypted session and the bus connection (referenced) it was opened on.
-    struct KeptSession: @unchecked Sendable {
-        let bus: OpaquePointer
-        let session: SecretSession
-    }
-    /// The session of the last read, for the next one.
-    let kept = Locked<KeptSession?>(nil)
-    /// Our half of a key exchange computed ahead (see ``sessionBus(_:preparingSession:)``), for
-    /// the next session opened; used once.
-    let preparedExchange = Locked<SecretSession.KeyExchange?>(nil)
     /// The object path of the kept session (for tests).
-    @_spi(Testing) public var keptSessionPath: String? { kept.withLock { $0?.session.path } }
+    @_spi(Testing) public var keptSessionPath: String? { connection.kept.withLock { $0?.session.path } }
     /// Whether a prepared half of a key exchange is waiting (for tests).
-    @_spi(Testing) public var hasPreparedExchange: Bool { preparedExchange.withLock { $0 != nil } }
+    @_spi(Testing) public var hasPreparedExchange: Bool { connection.preparedExchange.withLock { $0 != nil } }
     /// What the last ``items(service:)`` found, for the next ``secrets(of:)`` (used once).
     let lastListing = Locked<ListedPaths?>(nil)
     /// How many items the listing waiting for ``secrets(of:)`` holds; nil when none waits (for tests).
@@ -46,10 +38,11 @@ public final class SecretServiceStore: SecretStore {
     @_spi(Testing) public func closeKeptSessionOnTheService() throws {
         guard let path = keptSessionPath else { return }
         try BoundedOperation.run("close the session", seconds: timeout) { operation in
-            let bus = try sessionBus(operation)
+            let bus = try connection.sessionBus(operation)
             defer { g_object_unref(UnsafeMutableRawPointer(bus)) }
             g_variant_unref(
-                try operation.callMethod(bus, Self.busName, path, "org.freedesktop.Secret.Session", "Close", nil))
+                try operation.callMethod(
+                    bus, SecretServiceConnection.busName, path, "org.freedesktop.Secret.Session", "Close", nil))
         }
     }
 
@@ -59,33 +52,26 @@ public final class SecretServiceStore: SecretStore {
         self.listing = listing
     }
 
-    deinit {
-        kept.withLock { slot in
-            if let old = slot { g_object_unref(UnsafeMutableRawPointer(old.bus)) }
-        }
-    }
-
-    var schema: UnsafePointer<SecretSchema> { keychain_cli_schema() }
-
     public func secret(service: ServiceName, key: KeychainKey) throws(KeychainError) -> Data? {
         try BoundedOperation.run("return the secret", seconds: timeout) { operation in
-            let bus = try sessionBus(operation, preparingSession: true)
+            let bus = try connection.sessionBus(operation, preparingSession: true)
             defer { g_object_unref(UnsafeMutableRawPointer(bus)) }
             // Searching first needs no encrypted session, so a miss costs no key exchange;
             // libsecret's lookup opens the session before it searches.
-            let found = try searchPaths(operation, bus, ["service": service.rawValue, "username": key.rawValue])
+            let found = try connection.searchPaths(
+                operation, bus, ["service": service.rawValue, "username": key.rawValue])
             if found.unlocked.isEmpty && found.locked.isEmpty { return nil }
             // An item another client deletes after the search is not there: the next one, or a miss.
             for path in found.unlocked {
-                if let secret = try readSecret(at: path, operation, bus) { return secret }
+                if let secret = try connection.readSecret(at: path, operation, bus) { return secret }
             }
             if found.locked.isEmpty { return nil }
-            let unlocked = try unlock(found.locked, operation)
+            let unlocked = try connection.unlock(found.locked, operation)
             guard !unlocked.isEmpty else {
                 throw KeychainError.locked(detail: "the item is in a locked keyring that could not be unlocked")
             }
             for path in unlocked {
-                if let secret = try readSecret(at: path, operation, bus) { return secret }
+                if let secret = try connection.readSecret(at: path, operation, bus) { return secret }
             }
             return nil
         }
@@ -95,9 +81,10 @@ public final class SecretServiceStore: SecretStore {
     /// unlocking it.
     public func containsSecret(service: ServiceName, key: KeychainKey) throws(KeychainError) -> Bool {
         try BoundedOperation.run("look for the item", seconds: timeout) { operation in
-            let bus = try sessionBus(operation)
+            let bus = try connection.sessionBus(operation)
             defer { g_object_unref(UnsafeMutableRawPointer(bus)) }
-            let found = try searchPaths(operation, bus, ["service": service.rawValue, "username": key.rawValue])
+            let found = try connection.searchPaths(
+                operation, bus, ["service": service.rawValue, "username": key.rawValue])
             return !found.unlocked.isEmpty || !found.locked.isEmpty
         }
     }
@@ -114,12 +101,13 @@ public final class SecretServiceStore: SecretStore {
             // Directly on the bus when it can be (see SecretServiceWrites.swift), else through
             // libsecret, which unlocks, creates a default collection and shows prompts.
             if try setSecretDirectly(secret, service: service, key: key, operation) { return }
-            let connection = try connect(operation, openSession: true)
-            defer { g_object_unref(connection) }
+            let proxy = try connection.connect(operation, openSession: true)
+            defer { g_object_unref(proxy) }
             // An item another tool stored under the same service and key (with other extra
             // attributes) gets the new secret in place, so that every tool, and every later
             // lookup, sees one value; otherwise a new item is created.
-            try search(operation, connection, ["service": service.rawValue, "username": key.rawValue]) { existing in
+            try connection.search(operation, proxy, ["service": service.rawValue, "username": key.rawValue]) {
+                existing in
                 var updated = 0
                 for item in existing {
                     // secret_item_set_secret / secret_item_set_secret_finish; an item another
@@ -143,9 +131,10 @@ public final class SecretServiceStore: SecretStore {
                     _ = try operation.call(
                         {
                             secret_service_store(
-                                connection, schema, attributes, SECRET_COLLECTION_DEFAULT, label, value, $0, $1, $2)
+                                proxy, connection.schema, attributes, SECRET_COLLECTION_DEFAULT, label, value, $0, $1,
+                                $2)
                         },
-                        finish: { secret_service_store_finish(connection, $0, $1) })
+                        finish: { secret_service_store_finish(proxy, $0, $1) })
                 }
             }
         }
@@ -165,15 +154,15 @@ public final class SecretServiceStore: SecretStore {
     public func items(service: ServiceName?) throws(KeychainError) -> [ItemInfo] {
         let pairs: KeyValuePairs<String, String> = service.map { ["service": $0.rawValue] } ?? [:]
         return try BoundedOperation.run("list the items", seconds: timeout) { operation in
-            let bus = try sessionBus(operation)
+            let bus = try connection.sessionBus(operation)
             defer { g_object_unref(UnsafeMutableRawPointer(bus)) }
             // libsecret builds a D-Bus proxy per found item and refuses an empty search; asking
             // for the paths, then for every item's properties in pipelined Properties calls on the
             // same connection, costs one round trip per window and gnome-keyring's own time per
             // item (less for Attributes alone than for GetAll). Numbers: bench/RESULTS.md.
-            let found = try searchPaths(operation, bus, pairs)
+            let found = try connection.searchPaths(operation, bus, pairs)
             let paths = found.unlocked + found.locked
-            let infos = try infos(operation, bus, paths, keysOnly: listing == .keysOnly)
+            let infos = try connection.infos(operation, bus, paths, keysOnly: listing == .keysOnly)
             lastListing.withLock { $0 = ListedPaths(paths: paths, infos: infos, locked: Set(found.locked)) }
             return infos.compactMap { $0 }
         }
@@ -181,104 +170,37 @@ public final class SecretServiceStore: SecretStore {
 
     // MARK: libsecret steps, each one asynchronous call on a bounded operation
 
-    /// The shared SecretService proxy; `openSession` negotiates the encrypted session that
-    /// transferring secrets needs (a Diffie-Hellman exchange that metadata does not need).
-    func connect(_ operation: BoundedOperation, openSession: Bool) throws -> UnsafeMutablePointer<SecretService> {
-        let flags = openSession ? SECRET_SERVICE_OPEN_SESSION : SECRET_SERVICE_NONE
-        // secret_service_get / secret_service_get_finish
-        return try operation.call(
-            { secret_service_get(flags, $0, $1, $2) },
-            finish: { secret_service_get_finish($0, $1) })!
-    }
-
-    /// Calls `body` with every item of every collection whose attributes include `pairs`, after
-    /// asking the Secret Service to unlock the locked ones (which may prompt, within the deadline).
-    func search<T>(
-        _ operation: BoundedOperation, _ connection: UnsafeMutablePointer<SecretService>,
-        _ pairs: some Sequence<(key: String, value: String)>, schema: UnsafePointer<SecretSchema>? = nil,
-        _ body: ([UnsafeMutablePointer<SecretItem>]) throws -> T
-    ) throws -> T {
-        let schema = schema ?? self.schema
-        let attributes = makeAttributes(pairs)
-        defer { g_hash_table_unref(attributes) }
-        let flags = SecretSearchFlags(rawValue: SECRET_SEARCH_ALL.rawValue | SECRET_SEARCH_UNLOCK.rawValue)
-        // secret_service_search / secret_service_search_finish. libsecret loads every item it
-        // finds, and fails the whole search when one was deleted by another client in between:
-        // search again (a few times: each retry means another client is deleting items right now).
-        var list: UnsafeMutablePointer<GList>?
-        for attempt in 1...5 {
-            var vanished = false
-            list = try operation.call(
-                { secret_service_search(connection, schema, attributes, flags, $0, $1, $2) },
-                finish: { result, error in
-                    let list = secret_service_search_finish(connection, result, error)
-                    vanished = attempt < 5 && clearingVanishedItemError(error)
-                    return list
-                })
-            if !vanished { break }
-        }
-        defer { g_list_free_full(list, g_object_unref) }
-        var items: [UnsafeMutablePointer<SecretItem>] = []
-        var node = list
-        while let current = node {
-            if let data = current.pointee.data { items.append(data.assumingMemoryBound(to: SecretItem.self)) }
-            node = current.pointee.next
-        }
-        return try body(items)
-    }
-
     /// Deletes every item whose attributes include `pairs`, and the attribute `requiring` when one
     /// is named (unlocking locked ones first), with pipelined Item.Delete calls: one proxy and one
-    /// round trip per item took 15 s for 1,000. Items another client deleted meanwhile are not counted.
+    /// round trip per item was far slower for a large service. Items another client deleted meanwhile are not counted.
     private func deleteMatching(
         _ pairs: KeyValuePairs<String, String>, requiring: String? = nil, what: String
     ) throws(KeychainError) -> Int {
         try BoundedOperation.run(what, seconds: timeout) { operation in
-            let bus = try sessionBus(operation)
+            let bus = try connection.sessionBus(operation)
             defer { g_object_unref(UnsafeMutableRawPointer(bus)) }
-            var found = try searchPaths(operation, bus, pairs)
+            var found = try connection.searchPaths(operation, bus, pairs)
             if let requiring {
                 // The Secret Service searches by value only: read each item's attributes to keep
                 // those that have the attribute at all.
                 found.unlocked = try paths(found.unlocked, having: requiring, operation, bus)
                 found.locked = try paths(found.locked, having: requiring, operation, bus)
             }
-            let unlocked = try unlock(found.locked, operation)
+            let unlocked = try connection.unlock(found.locked, operation)
             guard unlocked.count == found.locked.count else {
                 throw KeychainError.locked(detail: "items to delete are in a locked keyring that could not be unlocked")
             }
-            return try deleteItems(at: found.unlocked + unlocked, operation, bus)
+            return try connection.deleteItems(at: found.unlocked + unlocked, operation, bus)
         }
-    }
-
-    /// Deletes the (unlocked) items at `paths` with pipelined Item.Delete calls; how many were
-    /// still there.
-    func deleteItems(at paths: [String], _ operation: BoundedOperation, _ bus: OpaquePointer) throws -> Int {
-        // org.freedesktop.Secret.Item.Delete() -> (o prompt); "/" means no prompt is needed.
-        let prompts = try operation.callEach(
-            paths.count,
-            start: { index, cancellable, callback, data in
-                g_dbus_connection_call(
-                    bus, Self.busName, paths[index], "org.freedesktop.Secret.Item", "Delete", nil,
-                    keychain_cli_type_object_path_reply(), G_DBUS_CALL_FLAGS_NONE, -1, cancellable, callback, data)
-            },
-            finish: { _, result, error in
-                finishItemCall(bus, result, error).map { reply in
-                    defer { g_variant_unref(reply) }
-                    return variantString(reply, child: 0)
-                }
-            })
-        if prompts.contains(where: { $0 != nil && $0 != "/" }) {
-            throw KeychainError.permissionDenied(detail: "the Secret Service asks for confirmation to delete items")
-        }
-        return prompts.count { $0 != nil }
     }
 
     /// Those of `paths` whose items have the attribute `name` (and still exist).
     private func paths(
         _ paths: [String], having name: String, _ operation: BoundedOperation, _ bus: OpaquePointer
     ) throws -> [String] {
-        let replies = try itemProperty("Attributes", of: paths, operation, bus) { Self.dictionary($0)[name] != nil }
+        let replies = try connection.itemProperty("Attributes", of: paths, operation, bus) {
+            SecretServiceConnection.dictionary($0)[name] != nil
+        }
         return zip(paths, replies).compactMap { $1 == true ? $0 : nil }
     }
 

@@ -124,12 +124,14 @@ private final class SignalWatcher {
 
     /// Subscribes first, then lists the items, so that no change falls between the two.
     func begin() throws {
-        let bus = try BoundedOperation.run("connect", seconds: store.timeout) { try store.sharedSessionBus($0) }
+        let bus = try BoundedOperation.run("connect", seconds: store.timeout) {
+            try store.connection.sharedSessionBus($0)
+        }
         self.bus = bus
         let me = Unmanaged.passUnretained(self).toOpaque()
         subscriptions.append(
             g_dbus_connection_signal_subscribe(
-                bus, SecretServiceStore.busName, "org.freedesktop.Secret.Collection", nil, nil, nil,
+                bus, SecretServiceConnection.busName, "org.freedesktop.Secret.Collection", nil, nil, nil,
                 G_DBUS_SIGNAL_FLAGS_NONE,
                 { _, _, _, _, member, parameters, data in
                     let watcher = Unmanaged<SignalWatcher>.fromOpaque(data!).takeUnretainedValue()
@@ -152,16 +154,16 @@ private final class SignalWatcher {
         subscriptions.append(
             g_dbus_connection_signal_subscribe(
                 bus, "org.freedesktop.DBus", "org.freedesktop.DBus", "NameOwnerChanged", "/org/freedesktop/DBus",
-                SecretServiceStore.busName, G_DBUS_SIGNAL_FLAGS_NONE,
+                SecretServiceConnection.busName, G_DBUS_SIGNAL_FLAGS_NONE,
                 { _, _, _, _, _, parameters, data in
                     let watcher = Unmanaged<SignalWatcher>.fromOpaque(data!).takeUnretainedValue()
                     if let parameters, variantString(parameters, child: 2).isEmpty { watcher.serviceLeft = true }
                 }, me, nil))
         try BoundedOperation.run("list the items", seconds: store.timeout) { operation in
             let pairs: KeyValuePairs<String, String> = service.map { ["service": $0.rawValue] } ?? [:]
-            let found = try store.searchPaths(operation, bus, pairs)
+            let found = try store.connection.searchPaths(operation, bus, pairs)
             let paths = found.unlocked + found.locked
-            for (path, info) in zip(paths, try store.infos(operation, bus, paths, keysOnly: false)) {
+            for (path, info) in zip(paths, try store.connection.infos(operation, bus, paths, keysOnly: false)) {
                 if let info, service == nil || info.service == service?.rawValue { known[path] = Known(info) }
             }
         }
@@ -193,7 +195,7 @@ private final class SignalWatcher {
                 }
                 if serviceLeft {
                     throw KeychainError.noSecretService(
-                        detail: "the Secret Service (\(SecretServiceStore.busName)) left the session bus. "
+                        detail: "the Secret Service (\(SecretServiceConnection.busName)) left the session bus. "
                             + "Start it again (gnome-keyring-daemon, KeePassXC) and watch again")
                 }
                 let signals = pending
@@ -228,7 +230,7 @@ private final class SignalWatcher {
         }
         guard member == "ItemCreated" || member == "ItemChanged" || member == "SecretChanged", let bus else { return }
         let info = try BoundedOperation.run("read an item's attributes", seconds: store.timeout) {
-            try store.infos($0, bus, [path], keysOnly: false)[0]
+            try store.connection.infos($0, bus, [path], keysOnly: false)[0]
         }
         guard let info, service == nil || info.service == service?.rawValue else {
             // Gone, or its attributes moved it out of what is watched.
@@ -260,7 +262,9 @@ private final class SignalWatcher {
         let paths = Array((all[start...] + all[..<start]).prefix(Self.itemsPerPoll))
         pollCursor = paths.last ?? ""
         let times = try BoundedOperation.run("read the items' times", seconds: store.timeout) { operation in
-            try store.itemProperty("Modified", of: paths, operation, bus) { SecretServiceStore.date(variant: $0) }
+            try store.connection.itemProperty("Modified", of: paths, operation, bus) {
+                SecretServiceConnection.date(variant: $0)
+            }
         }
         for (path, modified) in zip(paths, times) {
             guard let modified, var item = known[path], let previous = item.modified, modified > previous else {

@@ -13,18 +13,18 @@ extension SecretServiceStore {
     func setSecretDirectly(
         _ secret: Data, service: ServiceName, key: KeychainKey, _ operation: BoundedOperation
     ) throws -> Bool {
-        let bus = try sessionBus(operation, preparingSession: true)
+        let bus = try connection.sessionBus(operation, preparingSession: true)
         defer { g_object_unref(UnsafeMutableRawPointer(bus)) }
         // A write always needs the session: the search is sent right behind OpenSession, so the
         // service answers both in one round trip, and the session's key is derived while the
         // search's answer is on its way. (A locked item found leaves the session unused.)
         let pairs: KeyValuePairs = ["service": service.rawValue, "username": key.rawValue]
-        var search: PendingSearch?
+        var search: SecretServiceConnection.PendingSearch?
         func store(in session: SecretSession) throws -> Bool {
-            let pending = search ?? beginSearch(operation, bus, pairs)
+            let pending = search ?? connection.beginSearch(operation, bus, pairs)
             search = nil
             session.deriveKey()
-            let found = try endSearch(pending)
+            let found = try connection.endSearch(pending)
             guard found.locked.isEmpty else { return false }
             // An item another tool stored under the same service and key (with other extra
             // attributes) gets the new secret in place, so every tool sees one value; an item
@@ -42,8 +42,8 @@ extension SecretServiceStore {
             if updated > 0 { return true }
             return try createItem(secret, service: service, key: key, in: session, operation, bus)
         }
-        let stored = try inSession(
-            operation, bus, whileOpening: { search = beginSearch(operation, bus, pairs) }, store(in:))
+        let stored = try connection.inSession(
+            operation, bus, whileOpening: { search = connection.beginSearch(operation, bus, pairs) }, store(in:))
         return stored ?? false
     }
 
@@ -56,7 +56,7 @@ extension SecretServiceStore {
         // org.freedesktop.Secret.Item.SetSecret((oayays) secret)
         guard
             let reply = try operation.callItemMethod(
-                bus, Self.busName, path, "org.freedesktop.Secret.Item", "SetSecret",
+                bus, SecretServiceConnection.busName, path, "org.freedesktop.Secret.Item", "SetSecret",
                 g_variant_new_tuple([try secretVariant(secret, session)], 1), meanwhile: meanwhile)
         else { return false }
         g_variant_unref(reply)
@@ -64,7 +64,7 @@ extension SecretServiceStore {
     }
 
     /// `Collection.CreateItem` in the default collection (its alias path), with the attributes and label
-    /// libsecret's store gives (the schema's name as `xdg:schema`), replacing an item with the
+    /// libsecret's store gives (the connection.schema's name as `xdg:connection.schema`), replacing an item with the
     /// same attributes; false when libsecret must do it (no default collection, a locked one, a
     /// prompt asked for).
     private func createItem(
@@ -77,7 +77,7 @@ extension SecretServiceStore {
         let collection = "/org/freedesktop/secrets/aliases/default"
         let attributes = [
             ("service", service.rawValue), ("username", key.rawValue), ("application", "keychain-cli"),
-            ("xdg:schema", String(cString: schema.pointee.name)),
+            ("xdg:connection.schema", String(cString: connection.schema.pointee.name)),
         ].map { g_variant_new_dict_entry(g_variant_new_string($0.0), g_variant_new_string($0.1)) }
         let properties = [
             (
@@ -99,7 +99,8 @@ extension SecretServiceStore {
         let reply = try operation.call(
             {
                 g_dbus_connection_call(
-                    bus, Self.busName, collection, "org.freedesktop.Secret.Collection", "CreateItem", parameters,
+                    bus, SecretServiceConnection.busName, collection, "org.freedesktop.Secret.Collection", "CreateItem",
+                    parameters,
                     keychain_cli_type_create_item_reply(), G_DBUS_CALL_FLAGS_NONE, -1, $0, $1, $2)
             },
             finish: { result, error in

@@ -1,45 +1,9 @@
 import CLibSecret
 import FoundationEssentials
 
-// SecretServiceStore's calls on the session bus without libsecret's service proxy (search, item
-// properties), and the decoding of their replies.
-extension SecretServiceStore {
-    /// The bus name of the Secret Service: `$SECRET_SERVICE_BUS_NAME` or the well-known name, as
-    /// libsecret chooses it; read once per process, as libsecret's shared service proxy did, not
-    /// once per D-Bus call (a list of 1,000 items makes 1,001).
-    static let busName: String =
-        getenv("SECRET_SERVICE_BUS_NAME").map { String(cString: $0) } ?? "org.freedesktop.secrets"
-
-    /// A session bus connection for the calls made without libsecret's service proxy. Building
-    /// that proxy costs seven D-Bus calls before the first useful one (three AddMatch, two
-    /// GetNameOwner, StartServiceByName, GetAll; seen with dbus-monitor), which reads, lists and
-    /// deletes of unlocked items do not need: a `get` is Hello, SearchItems, OpenSession and
-    /// GetSecret. The connection is ``SessionBusSocket``'s where it can open one, else GIO's
-    /// shared one (libsecret's too). The caller unrefs it.
-    ///
-    /// `preparingSession`: the caller will most likely read or write a secret, so while the bus
-    /// answers the connection this one computes our half of the session's key exchange (about 2
-    /// million instructions, a sixth of a whole `get`), unless a session is kept or a prepared
-    /// half is already waiting. ``openSession(_:_:meanwhile:)`` takes it.
-    func sessionBus(_ operation: BoundedOperation, preparingSession: Bool = false) throws -> OpaquePointer {
-        let prepare = {
-            guard preparingSession, self.kept.withLock({ $0 == nil }) else { return }
-            self.preparedExchange.withLock { $0 = $0 ?? SecretSession.KeyExchange() }
-        }
-        if let bus = try SessionBusSocket.connection(operation, meanwhile: prepare) { return bus }
-        return try sharedSessionBus(operation, meanwhile: prepare)
-    }
-
-    /// GIO's shared session bus connection (connected on its own thread, `meanwhile` running
-    /// here), the one libsecret uses: a message bus connection to GDBus, which sends the bus the
-    /// `AddMatch` rules that signal subscriptions need. The caller unrefs it.
-    func sharedSessionBus(_ operation: BoundedOperation, meanwhile: () -> Void = {}) throws -> OpaquePointer {
-        // g_bus_get / g_bus_get_finish
-        try operation.call(
-            { g_bus_get(G_BUS_TYPE_SESSION, $0, $1, $2) }, meanwhile: meanwhile,
-            finish: { g_bus_get_finish($0, $1) })!
-    }
-
+// The item queries of a SecretServiceConnection, on the session bus without libsecret's service
+// proxy (search, item properties, deletion), and the decoding of their replies.
+extension SecretServiceConnection {
     /// The object paths of the items whose attributes include `pairs` (all items when `pairs`
     /// is empty, which libsecret's search refuses).
     func searchPaths(
@@ -75,7 +39,7 @@ extension SecretServiceStore {
 
         fileprivate init(_ operation: BoundedOperation, _ bus: OpaquePointer, _ attributes: OpaquePointer) {
             (self.operation, self.bus, self.attributes) = (operation, bus, attributes)
-            call = SecretServiceStore.startSearch(operation, bus, attributes)
+            call = SecretServiceConnection.startSearch(operation, bus, attributes)
         }
 
         deinit { g_variant_unref(attributes) }
@@ -135,8 +99,8 @@ extension SecretServiceStore {
     /// attributes, label, creation and modification times, or the attributes alone for `keysOnly`.
     ///
     /// Not GetAll: gnome-keyring answers each property it reads for a client by looking the item
-    /// up among all it holds, and GetAll reads six (Locked and Type too). At 5,000 items the four
-    /// Gets take `list --json` 14 s against 20 s (one listing, three runs each).
+    /// up among all it holds, and GetAll reads six (Locked and Type too): the four Gets
+    /// are the faster for a large keyring (measured; bench/RESULTS.md has list --json's times).
     func infos(_ operation: BoundedOperation, _ bus: OpaquePointer, _ paths: [String], keysOnly: Bool) throws
         -> [ItemInfo?]
     {
@@ -230,5 +194,28 @@ extension SecretServiceStore {
     /// a value of another type.
     static func date(variant value: OpaquePointer) -> Date? {
         g_variant_is_of_type(value, keychain_cli_type_uint64()) != 0 ? date(g_variant_get_uint64(value)) : nil
+    }
+
+    /// Deletes the (unlocked) items at `paths` with pipelined Item.Delete calls; how many were
+    /// still there.
+    func deleteItems(at paths: [String], _ operation: BoundedOperation, _ bus: OpaquePointer) throws -> Int {
+        // org.freedesktop.Secret.Item.Delete() -> (o prompt); "/" means no prompt is needed.
+        let prompts = try operation.callEach(
+            paths.count,
+            start: { index, cancellable, callback, data in
+                g_dbus_connection_call(
+                    bus, Self.busName, paths[index], "org.freedesktop.Secret.Item", "Delete", nil,
+                    keychain_cli_type_object_path_reply(), G_DBUS_CALL_FLAGS_NONE, -1, cancellable, callback, data)
+            },
+            finish: { _, result, error in
+                finishItemCall(bus, result, error).map { reply in
+                    defer { g_variant_unref(reply) }
+                    return variantString(reply, child: 0)
+                }
+            })
+        if prompts.contains(where: { $0 != nil && $0 != "/" }) {
+            throw KeychainError.permissionDenied(detail: "the Secret Service asks for confirmation to delete items")
+        }
+        return prompts.count { $0 != nil }
     }
 }
