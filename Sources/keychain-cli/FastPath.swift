@@ -41,7 +41,8 @@ enum FastPath {
                 continue
             }
             if argument.hasPrefix("-") {
-                guard !flags.contains(argument) else { return nil }
+                // A command's flag before the command's name is the parser's error (`--json get k`).
+                guard !words.isEmpty, !flags.contains(argument) else { return nil }
                 flags.append(argument)
             } else {
                 words.append(argument)

@@ -59,7 +59,7 @@ enum UsageCheck {
             }
         }
         if command == "get" || command == "delete",
-            let dashed = arguments.last(where: { $0.hasPrefix("-") && $0 != "--" && !knownOptionNames.contains($0) }),
+            let dashed = arguments.indices.last(where: { isDashedKey(at: $0, in: arguments) }).map({ arguments[$0] }),
             misplacedSecretKind(dashed) == nil
         {
             message +=
@@ -72,6 +72,17 @@ enum UsageCheck {
         globalOptionsWithValues.union(["--from-env", "--from-file", "--raw", "--allow-empty", "-h", "--help", "set"])
     private static let knownOptionNames: Swift.Set<String> =
         globalOptionsWithValues.union(["-n", "--newline", "--raw", "--json", "--ignore-missing", "-h", "--help"])
+
+    /// Whether `arguments[index]` looks like a key that starts with - given before `--`: not an
+    /// option, not `--option=value` of one, and not the value of an option (`--timeout -1`).
+    private static func isDashedKey(at index: Int, in arguments: [String]) -> Bool {
+        let argument = arguments[index]
+        guard argument.hasPrefix("-"), argument != "--", !knownOptionNames.contains(argument) else { return false }
+        if let equals = argument.firstIndex(of: "="), knownOptionNames.contains(String(argument[..<equals])) {
+            return false
+        }
+        return index == 0 || !globalOptionsWithValues.contains(arguments[index - 1])
+    }
 
     /// The words that are neither options nor the values of global options, up to `--`.
     private static func positionalWords(_ arguments: [String]) -> [String] {

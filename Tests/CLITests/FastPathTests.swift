@@ -28,6 +28,9 @@ struct FastPathTests {
                 ["-s", s, "get", "k", "-n", "--json"], ["-s", s, "get", "k", "-n", "-n"],
                 ["-s", s, "--timeout", "0", "get", "k"],
                 ["-s", s, "--timeout", "nan", "get", "k"], ["-s", s, "get"], ["-s", s, "get", "k", "extra"],
+                // A get flag before the command's name is the parser's error, not a get.
+                ["-s", s, "--json", "get", "k"], ["-s", s, "-n", "get", "k"], ["--raw", "-s", s, "get", "k"],
+                ["-s", s, "--newline", "get", "k"],
             ] {
                 try expectSameBothWays(arguments)
             }
@@ -90,10 +93,13 @@ struct FastPathTests {
                 (["-s", s, "set", "k"], "v\n"), (["set", "k", "-s", s, "--raw"], "v\n"), (["-s", s, "set", "e"], ""),
                 (["-s", s, "set", "e", "--allow-empty"], ""), (["-s", s, "set", "k", "value-on-argv"], "v"),
                 (["-s", s, "set", "bad\u{1b}", "--raw"], "v"),
+                // set's flags before its name: the parser's error, and nothing stored.
+                (["-s", s, "--raw", "set", "k2"], "v"), (["--allow-empty", "-s", s, "set", "k2"], ""),
             ] {
                 try expectSameBothWays(arguments, stdin: Data(input.utf8))
             }
             #expect(try cli(["-s", s, "get", "k"]).stdoutText == "v\n")
+            #expect(try cli(["-s", s, "get", "k2"]).status == 1, "a set refused both ways stored nothing")
         }
     }
 }

@@ -17,6 +17,16 @@ struct OpenBaoConnectionTests {
             #expect(refused.stderr.contains("cannot reach OpenBao"))
             let noHost = try cli(["-s", "ci", "get", "k"], extra: ["BAO_ADDR": "https://no-such-host.invalid:8200"])
             #expect(noHost.status == 69)
+            // A password in the address's user part, or a token in a query, is never repeated.
+            let withPassword = try cli(
+                ["-s", "ci", "get", "k"], extra: ["BAO_ADDR": "http://admin:hunter2secret@127.0.0.1:\(port)"])
+            #expect(withPassword.status == 69)
+            #expect(withPassword.stderr.contains("http://admin:xxxxx@127.0.0.1:\(port)"))
+            let withQuery = try cli(
+                ["-s", "ci", "get", "k"], extra: ["BAO_ADDR": "https://127.0.0.1:8200/?token=hunter2secret"])
+            #expect(withQuery.status == 64)
+            #expect(withQuery.stderr.contains("has a query or fragment"))
+            for result in [withPassword, withQuery] { #expect(!result.stderr.contains("hunter2secret")) }
         }
     }
 

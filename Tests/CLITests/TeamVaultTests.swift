@@ -26,6 +26,14 @@ struct TeamVaultTests {
         let again = try cli(["vault", "keygen", "-o", path], session: nil)
         #expect(again.status == 64)
         #expect(try String(contentsOfFile: path, encoding: .utf8) == text)
+        // The docs' example, ~/.config/keychain-cli/identity.txt in a new HOME: the missing
+        // directories are made, 0700, as the vault's own are.
+        let nested = directory.path("home/.config/keychain-cli/identity.txt")
+        let madeNested = try cli(["vault", "keygen", "-o", nested], session: nil)
+        #expect(madeNested.status == 0, "\(madeNested.stderr)")
+        let folder = try FileManager.default.attributesOfItem(atPath: directory.path("home/.config/keychain-cli"))
+        #expect((folder[.posixPermissions] as? Int) == 0o700)
+        #expect((try FileManager.default.attributesOfItem(atPath: nested)[.posixPermissions] as? Int) == 0o600)
     }
 
     /// A team vault made with `age -r` from an export: each member opens it with their own

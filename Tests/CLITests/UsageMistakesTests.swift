@@ -34,6 +34,27 @@ struct UsageMistakesTests {
         #expect(try cli(["vault", "--help"], session: nil).status == 0)
     }
 
+    /// A bad value of an option is about that option: never "a key that starts with - goes after
+    /// --" (the value is not a key), and a negative descriptor is a bad number, not a missing one.
+    @Test func aBadOptionValueIsNotTakenForADashedKey() throws {
+        for arguments in [
+            ["get", "k", "--timeout=-1"], ["--timeout", "-5", "get", "k"], ["get", "k", "--timeout", "-5"],
+            ["delete", "k", "--passphrase-fd=-1"], ["--passphrase-fd", "-1", "get", "k"],
+            ["--identity-fd", "-2", "delete", "k"],
+        ] {
+            let result = try cli(arguments, session: nil)
+            #expect(result.status == 64, "\(arguments)")
+            #expect(!result.stderr.contains("goes after --"), "\(arguments): \(result.stderr)")
+            #expect(!result.stderr.contains("Missing value"), "\(arguments): \(result.stderr)")
+            #expect(
+                result.stderr.contains("must be a number of seconds")
+                    || result.stderr.contains("must be an open file descriptor number"),
+                "\(arguments): \(result.stderr)")
+        }
+        // A key that does start with - still gets the advice.
+        #expect(try cli(["get", "-k"], session: nil).stderr.contains("keychain-cli get -- -k"))
+    }
+
     /// A recipient that is not one is refused before the vault's write lock is taken: it does not
     /// wait behind another writer.
     @Test func removingANonRecipientFailsWithoutWaitingForTheWriteLock() throws {

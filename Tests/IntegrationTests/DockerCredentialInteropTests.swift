@@ -34,6 +34,26 @@ struct DockerCredentialInteropTests {
         #expect(try dockerHelper("get", ours).stdoutText == "credentials not found in native keychain\n")
     }
 
+    /// Several users' items for one server (docker-credential-secretservice keeps one per user):
+    /// our get answers the user our list names, and theirs names the same.
+    @Test func severalUsersForOneServerGetTheUserListNames() throws {
+        let server = "\(uniqueService()).example".lowercased()
+        for user in ["zed", "amy", "mid"] {
+            let stored = try stockDockerHelper(
+                "store", #"{"ServerURL":"\#(server)","Username":"\#(user)","Secret":"s-\#(user)"}"#)
+            #expect(stored.status == 0)
+        }
+        let ours = jsonObject(try dockerHelper("get", server).stdoutText)
+        let listed = jsonObject(try dockerHelper("list", "").stdoutText)[server] as? String
+        let theirs = jsonObject(try stockDockerHelper("get", server).stdoutText)
+        #expect(ours["Username"] as? String == listed)
+        #expect(ours["Username"] as? String == theirs["Username"] as? String)
+        #expect(ours["Secret"] as? String == "s-\(listed ?? "")")
+        // Our erase removes every user's item for the server.
+        #expect(try dockerHelper("erase", server).status == 0)
+        #expect(try stockDockerHelper("get", server).stdoutText.contains("credentials not found in native keychain"))
+    }
+
     /// No prompter: a locked keyring is one message and exit 1, within the timeout.
     @Test func aLockedKeyringIsAMessageAndExit1() throws {
         let session = try KeyringSession.start()

@@ -96,4 +96,20 @@ struct OpenBaoConfigurationTests {
         #expect(String(decoding: KVValue.decode(try #require(fields["n"])), as: UTF8.self) == "42")
         #expect(String(decoding: KVValue.decode(try #require(fields["o"])), as: UTF8.self) == #"{"a":[true,null]}"#)
     }
+
+    /// Messages show the address without what may be a secret: a password in the user part (as
+    /// Go's URL.Redacted writes it), a query, a fragment; the rest as it is.
+    @Test func addressesAreShownWithoutPasswordsOrQueries() {
+        let cases = [
+            ("https://admin:pw@bao.example:8200", "https://admin:xxxxx@bao.example:8200"),
+            ("https://admin@bao.example", "https://admin@bao.example"),
+            ("https://bao.example/v1?token=t", "https://bao.example/v1"),
+            ("https://bao.example#t", "https://bao.example"),
+            ("https://bao.example/a@b:c", "https://bao.example/a@b:c"),
+            ("https://u:p:q@[::1]:8200", "https://u:xxxxx@[::1]:8200"),
+        ]
+        for (address, shown) in cases {
+            #expect(OpenBaoConfiguration.redacted(address) == shown, "\(address)")
+        }
+    }
 }

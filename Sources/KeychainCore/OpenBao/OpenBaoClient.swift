@@ -59,7 +59,7 @@ final class OpenBaoClient: Sendable {
         while true {
             let remaining = deadline - monotonicSeconds()
             guard remaining > 0 else {
-                throw .serverTimedOut(address: configuration.address, seconds: timeout, detail: lastProblem)
+                throw .serverTimedOut(address: configuration.shownAddress, seconds: timeout, detail: lastProblem)
             }
             let response: HTTPResponse
             do {
@@ -83,7 +83,7 @@ final class OpenBaoClient: Sendable {
                 throw .serverDenied(detail: denied(method, path, response))
             case 503 where Self.errors(of: response).contains(where: { $0.lowercased().contains("sealed") }):
                 throw .serverUnavailable(
-                    detail: "OpenBao at \(configuration.address) is sealed: unseal it (bao operator unseal) "
+                    detail: "OpenBao at \(configuration.shownAddress) is sealed: unseal it (bao operator unseal) "
                         + "and try again")
             case _ where Self.isTransient(response):
                 lastProblem = "HTTP \(response.status)" + Self.errorSuffix(response)
@@ -180,7 +180,7 @@ final class OpenBaoClient: Sendable {
     }
 
     private func mapped(_ failure: HTTPFailure) -> KeychainError {
-        let address = configuration.address
+        let address = configuration.shownAddress
         switch failure {
         case .noLibrary:
             return .serverUnavailable(

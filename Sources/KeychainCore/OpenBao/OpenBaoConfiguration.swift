@@ -20,6 +20,8 @@ public struct OpenBaoConfiguration: Sendable {
 
     /// The server's base URL without a trailing slash, e.g. `https://bao.internal:8200`.
     public var address: String
+    /// ``address`` as messages show it (``redacted(_:)``).
+    public var shownAddress: String { Self.redacted(address) }
     /// The KV version 2 mount holding the services (`KEYCHAIN_OPENBAO_MOUNT`, default `secret`).
     public var mount: String
     /// `BAO_NAMESPACE`, sent as `X-Vault-Namespace`.
@@ -100,21 +102,37 @@ public struct OpenBaoConfiguration: Sendable {
     /// The host of `address` is a loopback one (127.0.0.0/8, ::1, localhost).
     var isLoopback: Bool { Self.isLoopbackHost(Self.host(of: address)) }
 
+    /// `address` as a message may show it: a password in its user part written `xxxxx` (as Go's
+    /// URL.Redacted writes it), and without a query or fragment; any of these may hold a secret.
+    static func redacted(_ address: String) -> String {
+        var shown = String(address.prefix { $0 != "?" && $0 != "#" })
+        if let schemeEnd = shown.firstRange(of: "://") {
+            let authority = shown[schemeEnd.upperBound...].prefix { $0 != "/" }
+            if let at = authority.lastIndex(of: "@"), let colon = authority[..<at].firstIndex(of: ":") {
+                shown.replaceSubrange(shown.index(after: colon)..<at, with: "xxxxx")
+            }
+        }
+        return escapedForDisplay(shown)
+    }
+
     static func checkedAddress(_ address: String) throws(KeychainError) -> String {
         var address = address
         while address.hasSuffix("/") { address.removeLast() }
         let lowered = address.lowercased()
         let isHTTP = lowered.hasPrefix("http://")
-        guard isHTTP || lowered.hasPrefix("https://"), !host(of: address).isEmpty,
-            !address.contains(where: { $0 == " " || $0 == "?" || $0 == "#" })
-        else {
+        if address.contains(where: { $0 == "?" || $0 == "#" }) {
             throw .badConfiguration(
-                detail: "the OpenBao address '\(escapedForDisplay(address))' is not an http(s) URL. "
+                detail: "the OpenBao address '\(redacted(address))…' has a query or fragment (what follows ? or #, "
+                    + "not repeated here). Set BAO_ADDR to the server's URL alone, e.g. https://bao.example.com:8200")
+        }
+        guard isHTTP || lowered.hasPrefix("https://"), !host(of: address).isEmpty, !address.contains(" ") else {
+            throw .badConfiguration(
+                detail: "the OpenBao address '\(redacted(address))' is not an http(s) URL. "
                     + "Set BAO_ADDR to one, e.g. https://bao.example.com:8200")
         }
         if isHTTP && !isLoopbackHost(host(of: address)) {
             throw .badConfiguration(
-                detail: "the OpenBao address '\(escapedForDisplay(address))' is plain http to another machine, "
+                detail: "the OpenBao address '\(redacted(address))' is plain http to another machine, "
                     + "which would send the token and secrets unencrypted. Use https:// (with BAO_CACERT for "
                     + "a private CA); plain http is allowed only to loopback addresses")
         }

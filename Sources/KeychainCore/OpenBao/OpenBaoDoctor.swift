@@ -15,7 +15,7 @@ extension OpenBaoStore {
             let made = try makeStore()
             store = made
             let configuration = made.configuration
-            return "address \(configuration.address), mount \(configuration.mount)"
+            return "address \(configuration.shownAddress), mount \(configuration.mount)"
                 + (configuration.namespace.map { ", namespace \($0)" } ?? "")
                 + ", token from \(made.client.tokenSource)"
         }
@@ -47,7 +47,7 @@ extension OpenBaoStore {
             var standby: Bool?
             var version: String?
         }
-        let address = configuration.address
+        let address = configuration.shownAddress
         let response = try client.send(
             "GET", "sys/health?standbyok=true&perfstandbyok=true", authenticated: false, raw: true,
             namespaced: false)

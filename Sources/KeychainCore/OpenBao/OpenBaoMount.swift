@@ -44,7 +44,7 @@ extension OpenBaoStore {
         if case .other(let type, let version) = try mountKind() {
             throw .serverUnavailable(
                 detail:
-                    "'\(configuration.mount)' on OpenBao at \(configuration.address) is \(Self.name(type, version)), "
+                    "'\(configuration.mount)' on OpenBao at \(configuration.shownAddress) is \(Self.name(type, version)), "
                     + "not a KV version 2 mount; nothing was read or written. Set KEYCHAIN_OPENBAO_MOUNT to a KV "
                     + "version 2 mount, or upgrade this one (bao kv enable-versioning \(configuration.mount))")
         }
@@ -57,7 +57,7 @@ extension OpenBaoStore {
             OpenBaoClient.errors(of: response).contains(where: { $0.contains("no handler for route") })
         else { return }
         throw .serverUnavailable(
-            detail: "OpenBao at \(configuration.address) has no mount '\(configuration.mount)'; nothing was read "
+            detail: "OpenBao at \(configuration.shownAddress) has no mount '\(configuration.mount)'; nothing was read "
                 + "or written. Check KEYCHAIN_OPENBAO_MOUNT (bao secrets list), or enable it: bao secrets enable "
                 + "-path=\(configuration.mount) kv-v2")
     }

@@ -202,7 +202,7 @@ public final class OpenBaoStore: SecretStore {
             // Another writer stored a version in between: read it and apply the change again.
             guard monotonicSeconds() < deadline else {
                 throw .serverTimedOut(
-                    address: configuration.address, seconds: client.timeout,
+                    address: configuration.shownAddress, seconds: client.timeout,
                     detail: "other writers kept changing \(path)")
             }
             usleep(UInt32.random(in: 2_000...20_000))

@@ -12,7 +12,9 @@ extension SecretServiceStore: RegistryCredentialStore {
         try BoundedOperation.run("look up the registry credential", seconds: timeout) { operation in
             let bus = try connection.sessionBus(operation, preparingSession: true)
             defer { g_object_unref(UnsafeMutableRawPointer(bus)) }
-            guard let (attributes, path) = try dockerItems(["server": serverURL], operation, bus).first else {
+            // Of several users' items for one server (other tools keep them), the one `list` names:
+            // the last found, as docker-credential-secretservice's list and get both answer.
+            guard let (attributes, path) = try dockerItems(["server": serverURL], operation, bus).last else {
                 return nil
             }
             guard let secret = try connection.readSecret(at: path, operation, bus) else { return nil }

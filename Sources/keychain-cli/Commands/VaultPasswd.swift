@@ -27,7 +27,7 @@ extension KeychainCLI.Vault {
         var newPassphraseFile: String?
 
         @Option(
-            name: .customLong("new-passphrase-fd"),
+            name: .customLong("new-passphrase-fd"), parsing: .unconditional,
             help: ArgumentHelp(
                 "Read the new passphrase from this open file descriptor, to its end (one trailing newline is ignored).",
                 valueName: "n"))
@@ -36,6 +36,9 @@ extension KeychainCLI.Vault {
         func validate() throws {
             if newPassphraseFile != nil && newPassphraseFD != nil {
                 throw ValidationError("give --new-passphrase-file or --new-passphrase-fd, not both")
+            }
+            if let fd = newPassphraseFD, fd < 0 {
+                throw ValidationError("--new-passphrase-fd must be an open file descriptor number")
             }
             if let fd = newPassphraseFD, fd == settings.passphraseFD {
                 throw ValidationError("--new-passphrase-fd and --passphrase-fd must be different descriptors")

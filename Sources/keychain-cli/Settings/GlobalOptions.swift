@@ -48,7 +48,7 @@ struct GlobalOptions: ParsableArguments {
     var passphraseFile: String?
 
     @Option(
-        name: .global(.passphraseFD),
+        name: .global(.passphraseFD), parsing: .unconditional,
         help: ArgumentHelp(
             "Read the vault's passphrase from this open file descriptor, to its end (one trailing "
                 + "newline is ignored).",
@@ -64,7 +64,7 @@ struct GlobalOptions: ParsableArguments {
     var identity: String?
 
     @Option(
-        name: .global(.identityFD),
+        name: .global(.identityFD), parsing: .unconditional,
         help: ArgumentHelp(
             "Read the age identity file from this open file descriptor, to its end (a CI secret held "
                 + "in memory). Default: $KEYCHAIN_IDENTITY_FD.",
