@@ -198,6 +198,10 @@ final class ExportImportTests {
                     "standard input: item 2: the secret does not decode as base64"
                 ),
                 (
+                    #"{"format":"keychain-cli-export","version":1,"items":[{"service":"\#(s)","key":"x","encoding":"utf9","secret":"1"}]}"#,
+                    "standard input: item 1: the encoding 'utf9' is not one this version reads (utf8 or base64)"
+                ),
+                (
                     #"{"format":"keychain-cli-export","version":1,"items":[{"service":"\#(s)","key":"","encoding":"utf8","secret":"1"}]}"#,
                     "standard input: item 1: invalid key"
                 ),

@@ -51,6 +51,11 @@ package enum ImportFile {
             }
             for (index, entry) in document.items.enumerated() {
                 let location = "\(source): item \(index + 1)"
+                guard ["utf8", "base64"].contains(entry.encoding) else {
+                    throw FormatError(
+                        "\(location): the encoding '\(escapedForDisplay(entry.encoding))' is not one this version reads "
+                            + "(utf8 or base64)")
+                }
                 guard let secret = entry.bytes else {
                     throw FormatError("\(location): the secret does not decode as \(entry.encoding)")
                 }
