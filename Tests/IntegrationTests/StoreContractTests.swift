@@ -147,6 +147,30 @@ struct SecretServiceStoreTests {
         #expect(keys == Set((0..<count).map { "k\($0)" }))
     }
 
+    /// Every item this store creates carries the attributes libsecret's store gives it, whichever
+    /// way it was written: `service`, `username`, `application` and `xdg:schema` (the schema's
+    /// name), which libsecret adds to a lookup of a schema it matches by name; nothing else.
+    @Test func createdItemsCarryExactlyLibsecretsAttributes() throws {
+        let service = try ServiceName(uniqueService())
+        for key in ["first", "second"] {
+            try store.setSecret(Data(key.utf8), service: service, key: KeychainKey(key))
+        }
+        let attributes = try BoundedOperation.run("read", seconds: 10) { operation in
+            let bus = try store.connection.sessionBus(operation)
+            defer { g_object_unref(UnsafeMutableRawPointer(bus)) }
+            let paths = try store.connection.searchPaths(operation, bus, ["service": service.rawValue]).unlocked
+            return try store.connection.itemProperty("Attributes", of: paths, operation, bus) {
+                SecretServiceConnection.dictionary($0)
+            }
+        }
+        #expect(attributes.count == 2)
+        for case let found? in attributes {
+            #expect(Set(found.keys) == ["service", "username", "application", "xdg:schema"], "\(found)")
+            #expect(found["xdg:schema"] == "org.freedesktop.Secret.Generic")
+            #expect(found["application"] == "keychain-cli" && found["service"] == service.rawValue)
+        }
+    }
+
     /// A property the service does not have reads as absent, as GetAll would leave it out, and
     /// fails nothing (another provider may lack one that `list --json` reads); a gone item is nil.
     @Test func aPropertyTheServiceLacksReadsAsAbsentNotAsAFailure() throws {

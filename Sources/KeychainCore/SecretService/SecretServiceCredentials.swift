@@ -2,7 +2,7 @@ import CLibSecret
 import FoundationEssentials
 
 /// Network credentials on the Secret Service are its network passwords, as git-credential-libsecret
-/// writes them: connection.schema `org.gnome.keyring.NetworkPassword`, attributes `protocol`, `server`,
+/// writes them: schema `org.gnome.keyring.NetworkPassword`, attributes `protocol`, `server`,
 /// `port` (when there is one), `object` (the path) and `user`. They are looked up by those
 /// attributes alone, so upstream git's `org.git.Password` items (expiry and refresh token appended
 /// to the secret) are found too.
@@ -61,7 +61,7 @@ extension SecretServiceStore: NetworkCredentialStore {
 
     /// The network-password items that answer `query` (unlocked first, which may prompt within the
     /// deadline), with their object paths, in the order ``credential(matching:)`` prefers them.
-    /// Found by their attributes alone, whatever their connection.schema (git-credential-libsecret's
+    /// Found by their attributes alone, whatever their schema (git-credential-libsecret's
     /// `org.gnome.keyring.NetworkPassword`, upstream git's `org.git.Password`).
     private func matchingItems(
         _ query: NetworkCredential, _ operation: BoundedOperation, _ bus: OpaquePointer

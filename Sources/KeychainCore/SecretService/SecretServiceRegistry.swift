@@ -2,7 +2,7 @@ import CLibSecret
 import FoundationEssentials
 
 /// Registry credentials on the Secret Service are docker-credential-secretservice's items:
-/// connection.schema `io.docker.Credentials`, label = the server URL, attributes `label=Docker Credentials`,
+/// schema `io.docker.Credentials`, label = the server URL, attributes `label=Docker Credentials`,
 /// `server` (the URL as docker gives it), `username`, `docker_cli=1`. Each reads the other's.
 extension SecretServiceStore: RegistryCredentialStore {
     /// Its own docker items, as the other tools of the field keep them (not those of `service`).
@@ -72,7 +72,7 @@ extension SecretServiceStore: RegistryCredentialStore {
     }
 
     /// The docker items whose attributes include `pairs` (unlocked first), with their paths:
-    /// those of docker's connection.schema only, as docker-credential-secretservice finds them.
+    /// those of docker's schema only, as docker-credential-secretservice finds them.
     private func dockerItems(_ pairs: [String: String], _ operation: BoundedOperation, _ bus: OpaquePointer) throws
         -> [(attributes: [String: String], path: String)]
     {

@@ -9,7 +9,7 @@ import FoundationEssentials
 /// locked items and keyrings, creates a missing default keyring and shows prompts.
 ///
 /// Items are written with the attributes `service`, `username` (the key) and
-/// `application=keychain-cli` under the connection.schema `org.freedesktop.Secret.Generic`, and found by
+/// `application=keychain-cli` under the schema `org.freedesktop.Secret.Generic`, and found by
 /// `service` and `username` alone, so items of secret-tool, python keyring, go-keyring and
 /// keyring-rs are read and written too. Every wait is bounded by ``timeout``: an unanswered
 /// unlock prompt becomes ``KeychainError/timedOut(operation:seconds:)``, never a hang.

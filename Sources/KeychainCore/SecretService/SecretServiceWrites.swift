@@ -64,7 +64,7 @@ extension SecretServiceStore {
     }
 
     /// `Collection.CreateItem` in the default collection (its alias path), with the attributes and label
-    /// libsecret's store gives (the connection.schema's name as `xdg:connection.schema`), replacing an item with the
+    /// libsecret's store gives (the schema's name as `xdg:schema`), replacing an item with the
     /// same attributes; false when libsecret must do it (no default collection, a locked one, a
     /// prompt asked for).
     private func createItem(
@@ -77,7 +77,7 @@ extension SecretServiceStore {
         let collection = "/org/freedesktop/secrets/aliases/default"
         let attributes = [
             ("service", service.rawValue), ("username", key.rawValue), ("application", "keychain-cli"),
-            ("xdg:connection.schema", String(cString: connection.schema.pointee.name)),
+            ("xdg:schema", String(cString: connection.schema.pointee.name)),
         ].map { g_variant_new_dict_entry(g_variant_new_string($0.0), g_variant_new_string($0.1)) }
         let properties = [
             (
