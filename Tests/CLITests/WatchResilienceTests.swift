@@ -46,7 +46,8 @@ final class WatchResilienceTests {
             #expect(eventually { waitChannels(process.processIdentifier).first?.contains("sigtimedwait") == true })
             let name = String(repeating: "k", count: 2048)
             let lines = (0..<100).map { "\(name)\($0)=v\n" }.joined()
-            #expect(try cli(["-s", s, "import"], input: lines).status == 0)
+            let imported = try cli(["-s", s, "import"], input: lines)
+            #expect(imported.status == 0, "\(imported.stderr)")
             let blocked = eventually { waitChannels(process.processIdentifier).contains { $0.contains("pipe") } }
             #expect(blocked, "the watcher's write never blocked: \(waitChannels(process.processIdentifier))")
             let signalled = Date()
