@@ -106,11 +106,10 @@ public struct OpenBaoConfiguration: Sendable {
     /// URL.Redacted writes it), and without a query or fragment; any of these may hold a secret.
     static func redacted(_ address: String) -> String {
         var shown = String(address.prefix { $0 != "?" && $0 != "#" })
-        if let schemeEnd = shown.firstRange(of: "://") {
-            let authority = shown[schemeEnd.upperBound...].prefix { $0 != "/" }
-            if let at = authority.lastIndex(of: "@"), let colon = authority[..<at].firstIndex(of: ":") {
-                shown.replaceSubrange(shown.index(after: colon)..<at, with: "xxxxx")
-            }
+        if let authority = authority(of: shown), let at = authority.lastIndex(of: "@"),
+            let colon = authority[..<at].firstIndex(of: ":")
+        {
+            shown.replaceSubrange(shown.index(after: colon)..<at, with: "xxxxx")
         }
         return escapedForDisplay(shown)
     }
@@ -151,11 +150,16 @@ public struct OpenBaoConfiguration: Sendable {
 
     /// The host part of an http(s) URL, without brackets or port.
     static func host(of address: String) -> String {
-        guard let schemeEnd = address.firstRange(of: "://") else { return "" }
-        var authority = address[schemeEnd.upperBound...].prefix { $0 != "/" }
+        guard var authority = authority(of: address) else { return "" }
         if let at = authority.lastIndex(of: "@") { authority = authority[authority.index(after: at)...] }
         if authority.hasPrefix("[") { return String(authority.dropFirst().prefix { $0 != "]" }) }
         return String(authority.prefix { $0 != ":" })
+    }
+
+    /// What follows `scheme://` up to the path: user part, host and port; nil without a scheme.
+    private static func authority(of address: String) -> Substring? {
+        guard let schemeEnd = address.firstRange(of: "://") else { return nil }
+        return address[schemeEnd.upperBound...].prefix { $0 != "/" }
     }
 
     static func isLoopbackHost(_ host: String) -> Bool {
