@@ -6,6 +6,7 @@
 // opens the encrypted session, so that a miss costs no key exchange.
 #define SECRET_API_SUBJECT_TO_CHANGE 1
 #include <libsecret/secret.h>
+#include <glib-unix.h>
 #include <unistd.h>
 
 // A D-Bus connection on `fd`, a socket the caller has connected and authenticated (the SASL
@@ -106,5 +107,14 @@ static inline const GVariantType *keychain_cli_type_property_pair(void) { return
 static inline const GVariantType *keychain_cli_type_create_item_reply(void) { return G_VARIANT_TYPE("(oo)"); }
 static inline const GVariantType *keychain_cli_type_get_secrets_reply(void) { return G_VARIANT_TYPE("(a{o(oayays)})"); }
 static inline const GVariantType *keychain_cli_type_object_path(void) { return G_VARIANT_TYPE_OBJECT_PATH; }
+
+// The provider's (serve) replies and arguments.
+static inline const GVariantType *keychain_cli_type_object_paths(void) { return G_VARIANT_TYPE("ao"); }
+static inline const GVariantType *keychain_cli_type_property_map(void) { return G_VARIANT_TYPE("a{sv}"); }
+static inline const GVariantType *keychain_cli_type_secret(void) { return G_VARIANT_TYPE("(oayays)"); }
+static inline const GVariantType *keychain_cli_type_secret_entry(void) { return G_VARIANT_TYPE("{o(oayays)}"); }
+static inline const GVariantType *keychain_cli_type_uint32_reply(void) { return G_VARIANT_TYPE("(u)"); }
+static inline const GVariantType *keychain_cli_type_string_reply(void) { return G_VARIANT_TYPE("(s)"); }
+static inline const GVariantType *keychain_cli_type_boolean(void) { return G_VARIANT_TYPE_BOOLEAN; }
 
 #endif

@@ -5,6 +5,9 @@
 // is a macro built from others, which Swift does not import.
 #include <fcntl.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 // glibc defines O_TMPFILE only under _GNU_SOURCE, which the Swift module of glibc is not built
 // with; this is its value on x86_64, arm64 and the other architectures of asm-generic.
@@ -24,6 +27,12 @@ static inline int keychain_cli_is_dumpable(void) { return prctl(PR_GET_DUMPABLE,
 // has no O_TMPFILE.
 static inline int keychain_cli_open_unnamed(const char *directory) {
     return open(directory, O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600);
+}
+
+// prlimit(pid, RLIMIT_CORE, limit, NULL), declared by glibc only under _GNU_SOURCE: gives a
+// spawned command (serve -- COMMAND) the core limit keychain-cli was started with.
+static inline int keychain_cli_set_core_limit(int pid, const struct rlimit *limit) {
+    return (int)syscall(SYS_prlimit64, pid, RLIMIT_CORE, limit, NULL);
 }
 
 #endif

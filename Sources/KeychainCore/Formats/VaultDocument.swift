@@ -17,8 +17,11 @@ import FoundationEssentials
 public struct VaultDocument: Codable, Sendable {
     /// The format names read; the first is written.
     public static let formats = ["keychain-cli-vault", "keychain-cli-export"]
-    /// The version written and read; a later one is refused rather than misread.
+    /// The version written when no item has details; a later one is refused rather than misread.
     public static let currentVersion = 1
+    /// The version written when an item has details (`serve`): earlier versions, which would
+    /// drop them on their next write, refuse it instead.
+    public static let detailsVersion = 2
 
     public var format: String
     public var version: Int
@@ -28,7 +31,7 @@ public struct VaultDocument: Codable, Sendable {
 
     public init(items: [Item], recipients: [String]? = nil) {
         self.format = Self.formats[0]
-        self.version = Self.currentVersion
+        self.version = items.contains { $0.attributes != nil } ? Self.detailsVersion : Self.currentVersion
         self.items = items
         self.recipients = recipients
     }
@@ -42,6 +45,10 @@ public struct VaultDocument: Codable, Sendable {
         public var secret: String
         public var created: Date?
         public var modified: Date?
+        /// What a Secret Service client stored with the item (``ItemDetails``), version 2 only.
+        public var attributes: [String: String]?
+        public var label: String?
+        public var contentType: String?
 
         public init(service: String, key: String, secret: Data, created: Date? = nil, modified: Date? = nil) {
             self.service = service
@@ -53,6 +60,18 @@ public struct VaultDocument: Codable, Sendable {
             }
             self.created = created
             self.modified = modified
+        }
+
+        /// The item's details, when it has attributes.
+        public var details: ItemDetails? {
+            get {
+                attributes.map {
+                    ItemDetails(attributes: $0, label: label ?? "", contentType: contentType ?? "text/plain")
+                }
+            }
+            set {
+                (attributes, label, contentType) = (newValue?.attributes, newValue?.label, newValue?.contentType)
+            }
         }
 
         /// The secret's bytes; nil when `encoding` is unknown or the base64 is broken.

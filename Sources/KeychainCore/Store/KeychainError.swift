@@ -61,6 +61,8 @@ public enum KeychainError: Error, Equatable, Sendable, CustomStringConvertible {
     case serverDenied(detail: String)
     /// The OpenBao server did not answer usefully within `seconds` (silent, or still electing a leader).
     case serverTimedOut(address: String, seconds: Double, detail: String)
+    /// Another process owns the bus name a provider must own (`org.freedesktop.secrets`).
+    case nameTaken(name: String, owner: String)
 
     public var description: String {
         switch self {
@@ -106,6 +108,8 @@ public enum KeychainError: Error, Equatable, Sendable, CustomStringConvertible {
             return "another process kept the vault \(quotedPath(path)) locked for \(formatSeconds(seconds)) s"
         case .serverTimedOut(let address, let seconds, let detail):
             return "OpenBao at \(address) did not answer within \(formatSeconds(seconds)) s (\(detail))"
+        case .nameTaken(let name, let owner):
+            return "\(name) is already owned by \(escapedForDisplay(owner)) on this bus"
         }
     }
 }

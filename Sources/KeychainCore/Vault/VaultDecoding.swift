@@ -13,11 +13,11 @@ extension VaultStore {
         guard VaultDocument.formats.contains(document.format) else {
             throw KeychainError.vaultCorrupt(path: path, reason: "its document's format is '\(document.format)'")
         }
-        guard document.version == VaultDocument.currentVersion else {
+        guard (VaultDocument.currentVersion...VaultDocument.detailsVersion).contains(document.version) else {
             throw KeychainError.vaultCorrupt(
                 path: path,
-                reason: "its document is version \(document.version), and this version reads version "
-                    + "\(VaultDocument.currentVersion) (was it written by a newer keychain-cli?)")
+                reason: "its document is version \(document.version), and this version reads versions up to "
+                    + "\(VaultDocument.detailsVersion) (was it written by a newer keychain-cli?)")
         }
         var recipients: [VaultRecipient]?
         if let listed = document.recipients {
@@ -37,7 +37,8 @@ extension VaultStore {
             guard entries[service]?[key] == nil else {
                 throw KeychainError.vaultCorrupt(path: path, reason: "its item \(index + 1) is a duplicate")
             }
-            entries[service, default: [:]][key] = Entry(secret: secret, created: item.created, modified: item.modified)
+            entries[service, default: [:]][key] = Entry(
+                secret: secret, created: item.created, modified: item.modified, details: item.details)
         }
         return (entries, recipients)
     }
@@ -46,10 +47,11 @@ extension VaultStore {
         var items: [VaultDocument.Item] = []
         for (service, keys) in entries.sorted(by: { $0.key < $1.key }) {
             for (key, entry) in keys.sorted(by: { $0.key < $1.key }) {
-                items.append(
-                    VaultDocument.Item(
-                        service: service.rawValue, key: key.rawValue, secret: entry.secret, created: entry.created,
-                        modified: entry.modified))
+                var item = VaultDocument.Item(
+                    service: service.rawValue, key: key.rawValue, secret: entry.secret, created: entry.created,
+                    modified: entry.modified)
+                item.details = entry.details
+                items.append(item)
             }
         }
         return Array(

@@ -61,6 +61,8 @@ public final class VaultStore: SecretStore {
         var secret: Data
         var created: Date?
         var modified: Date?
+        /// What `serve` stored with the item; kept when `set` changes the secret.
+        var details: ItemDetails?
     }
 
     typealias Entries = [ServiceName: [KeychainKey: Entry]]
@@ -110,9 +112,9 @@ public final class VaultStore: SecretStore {
         let now = Date()
         try modify { entries in
             for item in secrets {
-                let created = entries[item.service]?[item.key]?.created ?? now
+                let old = entries[item.service]?[item.key]
                 entries[item.service, default: [:]][item.key] = Entry(
-                    secret: item.secret, created: created, modified: now)
+                    secret: item.secret, created: old?.created ?? now, modified: now, details: old?.details)
             }
             return ((), !secrets.isEmpty)
         }
@@ -134,7 +136,8 @@ public final class VaultStore: SecretStore {
                 (entries[service] ?? [:]).map { key, entry in
                     ItemInfo(
                         service: service.rawValue, key: key.rawValue,
-                        label: ItemInfo.defaultLabel(service: service, key: key), application: "keychain-cli",
+                        label: entry.details?.label ?? ItemInfo.defaultLabel(service: service, key: key),
+                        application: entry.details.map { $0.attributes["application"] } ?? "keychain-cli",
                         created: entry.created, modified: entry.modified)
                 }
             }
@@ -156,7 +159,7 @@ public final class VaultStore: SecretStore {
 
     /// Runs `change` on the current contents under the directory lock, and writes the result
     /// when `change` says it changed anything.
-    private func modify<Result: Sendable>(_ change: (inout Entries) -> (Result, changed: Bool)) throws(KeychainError)
+    func modify<Result: Sendable>(_ change: (inout Entries) -> (Result, changed: Bool)) throws(KeychainError)
         -> Result
     {
         try underWriteLock(

@@ -63,7 +63,7 @@ struct KeychainCLI: ParsableCommand {
         subcommands: [
             SetCommand.self, Get.self, Delete.self, Reset.self, List.self, Exec.self, Inject.self, Export.self,
             Import.self,
-            Watch.self, GitCredential.self, DockerCredential.self, Vault.self, Doctor.self,
+            Watch.self, GitCredential.self, DockerCredential.self, Vault.self, Serve.self, Doctor.self,
         ]
     )
 

@@ -13,7 +13,8 @@ func exitStatus(for error: any Error, parserStatus: (any Error) -> Int32 = { _ i
         case .notFound: return 1
         case .invalidName, .badConfiguration: return 64
         case .emptySecret, .secretTooLarge, .invalidData, .vaultCorrupt: return 65
-        case .noSessionBus, .noSecretService, .noDefaultCollection, .backendFailure, .serverUnavailable: return 69
+        case .noSessionBus, .noSecretService, .noDefaultCollection, .backendFailure, .serverUnavailable, .nameTaken:
+            return 69
         case .vaultIO, .insecureFile: return 74
         case .timedOut, .vaultBusy, .serverTimedOut: return 75
         case .locked, .permissionDenied, .wrongPassphrase, .noPassphrase, .noNewPassphrase, .noMatchingIdentity,

@@ -28,6 +28,11 @@ enum Startup {
         setrlimit(__rlimit_resource_t(RLIMIT_CORE.rawValue), &inheritedCoreLimit)
     }
 
+    /// Gives a spawned command (`serve -- COMMAND`) the core limit keychain-cli was started with.
+    static func restoreCoreLimit(of pid: pid_t) {
+        _ = keychain_cli_set_core_limit(pid, &inheritedCoreLimit)
+    }
+
     /// Opens /dev/null on whichever of descriptors 0, 1 and 2 the caller left closed, so that the
     /// next file or socket opened (GLib's eventfd, a D-Bus connection) cannot take its number and
     /// receive what is written to stdout. It is opened for the other direction, so that using it
@@ -81,4 +86,7 @@ enum InheritedSignals {
     static func restore() {
         sigaction(SIGPIPE, &sigpipe, nil)
     }
+
+    /// Whether SIGPIPE had its default action (what a spawned command gets back).
+    static var sigpipeWasDefault: Bool { sigpipe.__sigaction_handler.sa_handler == nil }
 }

@@ -1,0 +1,90 @@
+import CLibSecret
+import FoundationEssentials
+
+/// A client's transfer session: plain, or encrypted with the key of a Diffie-Hellman exchange
+/// (the same ``SecretSession`` keychain-cli opens as a client, from the other side).
+struct ProviderSession {
+    let path: String
+    /// The unique bus name of the client that opened it: only that client may use it, and it is
+    /// closed when that client leaves the bus.
+    let owner: String
+    /// nil for a plain session.
+    let encryption: SecretSession?
+
+    static let plain = "plain"
+
+    /// The session for `algorithm` and the client's `input`, and the output to send back;
+    /// nil output when the algorithm is not one we speak.
+    /// - Throws: `ProviderError.invalidArguments` for a public value no key may come from.
+    static func open(algorithm: String, input: OpaquePointer, path: String, owner: String) throws(ProviderError)
+        -> (ProviderSession, output: OpaquePointer)?
+    {
+        switch algorithm {
+        case plain:
+            return (ProviderSession(path: path, owner: owner, encryption: nil), Variant.string(""))
+        case SecretSession.algorithm:
+            guard Variant.has(input, type: keychain_cli_type_bytestring()) else {
+                throw .invalidArguments("the input of \(algorithm) is the client's public value, an array of bytes")
+            }
+            let exchange = SecretSession.KeyExchange()
+            guard let key = exchange.sharedKey(peer: variantBytes(input)) else {
+                throw .invalidArguments("the client's public value is outside the group")
+            }
+            let session = ProviderSession(
+                path: path, owner: owner, encryption: SecretSession(path: path, key: key))
+            return (session, byteArrayVariant(exchange.publicValue))
+        default:
+            return nil
+        }
+    }
+
+    /// `secret` as a secret struct `(oayays)` in this session.
+    func encode(_ secret: Data, contentType: String) -> OpaquePointer {
+        guard let encryption, let (parameters, value) = try? encryption.encrypt(secret) else {
+            return Variant.secret(session: path, parameters: [], value: Array(secret), contentType: contentType)
+        }
+        return Variant.secret(session: path, parameters: parameters, value: value, contentType: contentType)
+    }
+
+    /// The plaintext and content type of a secret struct a client sent in this session.
+    func decode(_ secret: OpaquePointer) throws(ProviderError) -> (Data, contentType: String) {
+        let parameters = variantBytes(secret, child: 1)
+        let value = variantBytes(secret, child: 2)
+        let contentType = variantString(secret, child: 3)
+        guard let encryption else { return (Data(value), contentType) }
+        do {
+            return (try encryption.decrypt(parameters: parameters, value: value), contentType)
+        } catch {
+            throw .invalidArguments("the secret does not decrypt in session \(path)")
+        }
+    }
+}
+
+/// A D-Bus error to answer a method call with: its name and one line.
+enum ProviderError: Error {
+    case invalidArguments(String)
+    case notSupported(String)
+    case noSuchObject(String)
+    case noSession(String)
+    case isLocked(String)
+    case failed(String)
+
+    var name: String {
+        switch self {
+        case .invalidArguments: "org.freedesktop.DBus.Error.InvalidArgs"
+        case .notSupported: "org.freedesktop.DBus.Error.NotSupported"
+        case .noSuchObject: "org.freedesktop.Secret.Error.NoSuchObject"
+        case .noSession: "org.freedesktop.Secret.Error.NoSession"
+        case .isLocked: "org.freedesktop.Secret.Error.IsLocked"
+        case .failed: "org.freedesktop.DBus.Error.Failed"
+        }
+    }
+
+    var message: String {
+        switch self {
+        case .invalidArguments(let text), .notSupported(let text), .noSuchObject(let text), .noSession(let text),
+            .isLocked(let text), .failed(let text):
+            text
+        }
+    }
+}

@@ -1,0 +1,148 @@
+import CLibSecret
+import FoundationEssentials
+import Glibc
+
+/// The Secret Service (`org.freedesktop.secrets`) served from a ``DetailedSecretStore``: what
+/// `keychain-cli serve` runs, so that libsecret, python keyring, go-keyring and every other client
+/// keep their secrets in the vault, a team vault or OpenBao.
+///
+/// It serves one collection, `login`, which is also the alias `default`, holding every item of
+/// the backend. Every write is stored in the backend before the client gets its reply, and items
+/// other processes write meanwhile appear as the backend's watcher reports them. Secrets are read
+/// from the backend when asked for, never cached; the items' attributes, labels and dates are kept
+/// in memory to answer searches and properties.
+///
+/// GDBus runs it: everything happens on the thread that calls ``run(watching:)``, one call at a
+/// time, which is what keeps the backend's writes in the order clients made them.
+public final class SecretServiceProvider: @unchecked Sendable {
+    // @unchecked: the state below is touched only on the main loop's thread (every D-Bus call and
+    // every reload run there); the backend's watcher thread only sets `reloadPending` and wakes
+    // the loop.
+
+    /// How a ``run(watching:)`` ended.
+    public enum Exit: Sendable {
+        /// SIGTERM, SIGINT or SIGHUP.
+        case stopped
+        /// The watched child exited; its wait status.
+        case childExited(status: Int32)
+        /// Another process took the name (`--replace`); its description.
+        case nameLost(owner: String)
+        /// The backend could no longer be read (a re-keyed vault, say).
+        case backendFailed(KeychainError)
+    }
+
+    static let name = "org.freedesktop.secrets"
+
+    let store: any DetailedSecretStore
+    var index = ProviderIndex()
+    var sessions: [String: ProviderSession] = [:]
+    var lastSession = 0
+    var locked = false
+    var collectionLabel = "Login"
+    let started = UInt64(Date().timeIntervalSince1970)
+    var connection: OpaquePointer?
+    var registrations: [String: guint] = [:]
+    var loop: OpaquePointer?
+    var exit: Exit?
+    var watch: StoreWatch?
+    let reloadPending = Locked(false)
+    let watchFailure = Locked<KeychainError?>(nil)
+
+    public init(store: any DetailedSecretStore) {
+        self.store = store
+    }
+
+    /// Reads the backend's items (a vault asks its passphrase now), connects to the bus at
+    /// `address`, puts the objects on it and takes the name.
+    /// - Parameter replace: take the name from the process that owns it, if it allows that.
+    /// - Throws: ``KeychainError/nameTaken(name:owner:)`` when another process owns the name;
+    ///   the backend's errors; ``KeychainError/noSessionBus(detail:)``.
+    public func start(busAddress address: String, replace: Bool) throws(KeychainError) {
+        try store.prepareForWrites()
+        _ = index.replace(with: try store.detailedItems())
+        var error: UnsafeMutablePointer<GError>?
+        let flags = GDBusConnectionFlags(
+            rawValue: G_DBUS_CONNECTION_FLAGS_AUTHENTICATION_CLIENT.rawValue
+                | G_DBUS_CONNECTION_FLAGS_MESSAGE_BUS_CONNECTION.rawValue)
+        connection = g_dbus_connection_new_for_address_sync(address, flags, nil, nil, &error)
+        guard connection != nil else {
+            defer { g_error_free(error) }
+            throw .noSessionBus(detail: "cannot connect to \(address): \(String(cString: error!.pointee.message))")
+        }
+        g_dbus_connection_set_exit_on_close(connection, 0)
+        try register(ProviderInterface.servicePath, ProviderInterface.service)
+        try register(ProviderIndex.collectionPath, ProviderInterface.collection)
+        try register(ProviderIndex.aliasPath, ProviderInterface.collection)
+        for number in index.items.keys { try register(ProviderIndex.path(of: number), ProviderInterface.item) }
+        subscribeToNameChanges()
+        try requestName(replace: replace)
+        watch = try? store.watch(service: nil, interval: 2) { [self] event in
+            if case .failure(let failure) = event { watchFailure.withLock { $0 = failure } }
+            let wake = reloadPending.withLock { pending in
+                defer { pending = true }
+                return !pending
+            }
+            if wake { g_idle_add(providerReload, Unmanaged.passUnretained(self).toOpaque()) }
+        }
+    }
+
+    /// Serves until SIGTERM, SIGINT or SIGHUP, until `child` exits, or until the name is lost.
+    public func run(watching child: pid_t? = nil) -> Exit {
+        loop = g_main_loop_new(nil, 0)
+        let me = Unmanaged.passUnretained(self).toOpaque()
+        for signal in [SIGTERM, SIGINT, SIGHUP] { g_unix_signal_add(signal, providerSignal, me) }
+        if let child { g_child_watch_add(child, providerChildExited, me) }
+        g_main_loop_run(loop)
+        watch?.cancel()
+        if let connection { g_dbus_connection_close_sync(connection, nil, nil) }
+        return exit ?? .stopped
+    }
+
+    func finish(_ reason: Exit) {
+        if exit == nil { exit = reason }
+        g_main_loop_quit(loop)
+    }
+
+    /// Makes the index what the backend holds now and tells clients what changed: after another
+    /// process wrote the backend.
+    func reload() {
+        reloadPending.withLock { $0 = false }
+        if let failure = watchFailure.withLock({ $0 }) { return finish(.backendFailed(failure)) }
+        guard let listing = try? store.detailedItems() else { return }
+        let (added, changed, removed) = index.replace(with: listing)
+        for number in added { try? register(ProviderIndex.path(of: number), ProviderInterface.item) }
+        for number in removed { unregister(ProviderIndex.path(of: number)) }
+        announce(created: added, changed: changed, deleted: removed)
+    }
+
+    /// Sends the collection's signals for items created, changed and deleted.
+    func announce(created: [Int] = [], changed: [Int] = [], deleted: [Int] = []) {
+        for (signal, numbers) in [("ItemCreated", created), ("ItemChanged", changed), ("ItemDeleted", deleted)] {
+            for number in numbers {
+                for collection in [ProviderIndex.collectionPath, ProviderIndex.aliasPath] {
+                    emit(
+                        ProviderInterface.collection, signal, from: collection,
+                        Variant.tuple([Variant.objectPath(ProviderIndex.path(of: number))]))
+                }
+            }
+        }
+        if !created.isEmpty || !deleted.isEmpty {
+            propertiesChanged(
+                ProviderInterface.collection, ["Items"], at: [ProviderIndex.collectionPath, ProviderIndex.aliasPath])
+        }
+    }
+}
+
+private let providerReload: GSourceFunc = { data in
+    Unmanaged<SecretServiceProvider>.fromOpaque(data!).takeUnretainedValue().reload()
+    return 0
+}
+
+private let providerSignal: GSourceFunc = { data in
+    Unmanaged<SecretServiceProvider>.fromOpaque(data!).takeUnretainedValue().finish(.stopped)
+    return 1
+}
+
+private let providerChildExited: GChildWatchFunc = { _, status, data in
+    Unmanaged<SecretServiceProvider>.fromOpaque(data!).takeUnretainedValue().finish(.childExited(status: status))
+}

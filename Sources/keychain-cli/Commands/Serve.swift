@@ -1,0 +1,120 @@
+import ArgumentParser
+import FoundationEssentials
+import Glibc
+import KeychainCore
+
+extension KeychainCLI {
+    struct Serve: KeychainCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Be the Secret Service (org.freedesktop.secrets), keeping its items in the vault or OpenBao.",
+            discussion: """
+                For machines without a Secret Service (servers, containers, CI runners): every \
+                program built on libsecret, python keyring, go-keyring or git-credential-libsecret \
+                keeps its secrets in the chosen backend (--backend vault, a team vault, or openbao). \
+                An item with a service and a username attribute is the backend's item SERVICE/USERNAME, \
+                so 'keychain-cli get' reads what 'secret-tool store service S username U' stored; any \
+                other item is kept under the service secret-service. Every write is stored before the \
+                client is answered.
+
+                Without a command, serve on the session bus ($DBUS_SESSION_BUS_ADDRESS) until SIGTERM, \
+                SIGINT or SIGHUP, then exit 0. With a command after --, start a private session bus, \
+                serve on it, run the command with DBUS_SESSION_BUS_ADDRESS set to it once the service \
+                is ready, then stop, exiting with the command's status (127 if it cannot be found, 126 \
+                if it cannot be run, 128+N if signal N killed it). The vault's passphrase is asked \
+                once, at start. If another process owns org.freedesktop.secrets, exit 69 naming it.
+
+                  keychain-cli --backend vault serve -- sh -c 'secret-tool store --label=t service s username u'
+                  keychain-cli --backend openbao serve &
+                """)
+
+        @OptionGroup var globals: GlobalOptions
+        @ParentCommand var root: KeychainCLI
+
+        @Flag(help: "Take the name over from the process that owns it, if that process allows it.")
+        var replace = false
+
+        @Argument(parsing: .postTerminator, help: "A command to run against a private bus, after --.")
+        var command: [String] = []
+
+        func run() throws {
+            let store = try settings.store()
+            guard let detailed = store as? any DetailedSecretStore else {
+                throw CommandFailure.usage(
+                    "serve keeps its items in the vault or OpenBao: pass --backend vault or --backend openbao "
+                        + "(serving the Secret Service from the Secret Service would answer itself)")
+            }
+            let provider = SecretServiceProvider(store: detailed)
+            if command.isEmpty {
+                guard let address = getenv("DBUS_SESSION_BUS_ADDRESS").map({ String(cString: $0) }), !address.isEmpty
+                else {
+                    throw KeychainError.noSessionBus(
+                        detail:
+                            "DBUS_SESSION_BUS_ADDRESS is not set; or run a command on a private bus: serve -- COMMAND")
+                }
+                try provider.start(busAddress: address, replace: replace)
+                try finish(provider.run())
+                return
+            }
+            let bus = try PrivateBus.start()
+            defer { bus.stop() }
+            try provider.start(busAddress: bus.address, replace: false)
+            for name in [
+                "KEYCHAIN_PASSPHRASE", "KEYCHAIN_NEW_PASSPHRASE", "KEYCHAIN_OPENBAO_SECRET_ID", "KEYCHAIN_OPENBAO_JWT",
+            ] { unsetenv(name) }
+            setenv("DBUS_SESSION_BUS_ADDRESS", bus.address, 1)
+            let child = try spawn(command)
+            try finish(provider.run(watching: child))
+        }
+
+        /// Ends as the provider's run ended: 0 when stopped by a signal; the command's status.
+        private func finish(_ exit: SecretServiceProvider.Exit) throws {
+            switch exit {
+            case .stopped:
+                return
+            case .childExited(let status):
+                // WIFEXITED / WTERMSIG, which Swift cannot import (macros).
+                let signal = status & 0x7f
+                throw ExitCode(signal == 0 ? (status >> 8) & 0xff : 128 + signal)
+            case .nameLost(let owner):
+                throw KeychainError.nameTaken(name: "org.freedesktop.secrets", owner: owner)
+            case .backendFailed(let error):
+                throw error
+            }
+        }
+    }
+}
+
+/// Starts `command` (searched in PATH) with this process's environment and the signal
+/// dispositions and core limit keychain-cli was given.
+/// - Throws: ``CommandFailure`` (exit 127 when not found, 126 when it cannot be run).
+func spawn(_ command: [String]) throws -> pid_t {
+    let raw = Startup.argumentsAfterTerminator()
+    var arguments = (raw?.count == command.count ? raw!.map { strdup($0!) } : command.map { strdup($0) }) + [nil]
+    defer { for argument in arguments { free(argument) } }
+    var attributes = posix_spawnattr_t()
+    posix_spawnattr_init(&attributes)
+    defer { posix_spawnattr_destroy(&attributes) }
+    var defaults = sigset_t()
+    sigemptyset(&defaults)
+    for signal in [SIGTERM, SIGINT, SIGHUP] { sigaddset(&defaults, signal) }
+    if InheritedSignals.sigpipeWasDefault { sigaddset(&defaults, SIGPIPE) }
+    posix_spawnattr_setsigdefault(&attributes, &defaults)
+    var mask = sigset_t()
+    sigemptyset(&mask)
+    posix_spawnattr_setsigmask(&attributes, &mask)
+    posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK))
+    var pid: pid_t = 0
+    let status = posix_spawnp(&pid, arguments[0]!, nil, &attributes, &arguments, environ)
+    guard status == 0 else {
+        let reason = String(cString: strerror(status))
+        if status == ENOENT {
+            throw CommandFailure(
+                kind: .commandNotFound,
+                message: "cannot find the command '\(command[0])' (\(reason)). Check its name and PATH")
+        }
+        throw CommandFailure(
+            kind: .cannotExecute, message: "cannot run '\(command[0])' (\(reason)). Check its permissions")
+    }
+    Startup.restoreCoreLimit(of: pid)
+    return pid
+}

@@ -1,0 +1,100 @@
+import FoundationEssentials
+import Glibc
+import KeychainCore
+
+/// A D-Bus session bus of our own (`serve -- COMMAND`): a dbus-daemon listening on a socket in a
+/// new private directory, with no service files, so that nothing but us can become the Secret
+/// Service on it. Stopped and its directory removed by ``stop()``.
+struct PrivateBus {
+    let address: String
+    let daemon: pid_t
+    let directory: String
+
+    static func start() throws -> PrivateBus {
+        var template = Array("\(temporaryDirectory())/keychain-cli-bus.XXXXXX".utf8CString)
+        guard mkdtemp(&template) != nil else {
+            throw CommandFailure(kind: .io, message: "cannot make a directory for the private bus: \(errnoText())")
+        }
+        let directory = String(decoding: template.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        let configuration = """
+            <busconfig>
+              <type>session</type>
+              <listen>unix:path=\(directory)/bus</listen>
+              <auth>EXTERNAL</auth>
+              <policy context="default">
+                <allow send_destination="*" eavesdrop="true"/>
+                <allow eavesdrop="true"/>
+                <allow own="*"/>
+              </policy>
+            </busconfig>
+            """
+        do {
+            try writeFileAtomically("\(directory)/bus.conf", Array(configuration.utf8))
+        } catch {
+            rmdir(directory)
+            throw error
+        }
+        var pipeEnds: [Int32] = [0, 0]
+        guard pipe(&pipeEnds) == 0, fcntl(pipeEnds[0], F_SETFD, FD_CLOEXEC) == 0,
+            fcntl(pipeEnds[1], F_SETFD, FD_CLOEXEC) == 0
+        else {
+            remove(directory)
+            throw CommandFailure(kind: .io, message: "cannot make a pipe for the private bus: \(errnoText())")
+        }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        // The write end as descriptor 3 of the daemon, where it prints its address.
+        posix_spawn_file_actions_adddup2(&actions, pipeEnds[1], 3)
+        // Its warnings (it cannot raise its descriptor limit unprivileged) are not ours to show;
+        // a daemon that fails prints no address, which is reported below.
+        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
+        let arguments = [
+            "dbus-daemon", "--config-file=\(directory)/bus.conf", "--nofork", "--nopidfile", "--print-address=3",
+        ]
+        var argv = arguments.map { strdup($0) } + [nil]
+        defer { for argument in argv { free(argument) } }
+        var pid: pid_t = 0
+        let status = posix_spawnp(&pid, "dbus-daemon", &actions, nil, &argv, environ)
+        close(pipeEnds[1])
+        defer { close(pipeEnds[0]) }
+        guard status == 0 else {
+            remove(directory)
+            throw KeychainError.noSessionBus(
+                detail: "cannot start dbus-daemon for the private bus (\(String(cString: strerror(status)))); "
+                    + "install it (apt install dbus-daemon)")
+        }
+        var line: [UInt8] = []
+        var byte: UInt8 = 0
+        while read(pipeEnds[0], &byte, 1) == 1, byte != UInt8(ascii: "\n") { line.append(byte) }
+        let bus = PrivateBus(address: String(decoding: line, as: UTF8.self), daemon: pid, directory: directory)
+        guard !line.isEmpty else {
+            bus.stop()
+            throw KeychainError.noSessionBus(detail: "dbus-daemon did not start a private bus")
+        }
+        return bus
+    }
+
+    /// Stops the daemon and removes its directory.
+    func stop() {
+        kill(daemon, SIGTERM)
+        var status: Int32 = 0
+        while waitpid(daemon, &status, 0) == -1 && errno == EINTR {}
+        PrivateBus.remove(directory)
+    }
+
+    private static func remove(_ directory: String) {
+        unlink("\(directory)/bus")
+        unlink("\(directory)/bus.conf")
+        rmdir(directory)
+    }
+
+    private static func temporaryDirectory() -> String {
+        for name in ["XDG_RUNTIME_DIR", "TMPDIR"] {
+            if let value = getenv(name).map({ String(cString: $0) }), value.hasPrefix("/") { return value }
+        }
+        return "/tmp"
+    }
+}
+
+private func errnoText() -> String { String(cString: strerror(errno)) }
