@@ -2,28 +2,9 @@ import Foundation
 import TestSupport
 import Testing
 
-/// Debian's git-credential-libsecret, built from the C source the `git` package ships (about a
-/// second with gcc), once per test process.
-private let libsecretHelper: Result<String, any Error> = Result {
-    let directory = try ScratchDirectory("git-libsecret")
-    removeAtExit(directory.url.path)
-    let output = directory.path("git-credential-libsecret")
-    let flags = try runProcess(
-        "/usr/bin/pkg-config", ["--cflags", "--libs", "libsecret-1", "glib-2.0"], environment: ["PATH": "/usr/bin:/bin"]
-    )
-    let build = try runProcess(
-        "/usr/bin/gcc",
-        ["-O2", "-o", output, "/usr/share/doc/git/contrib/credential/libsecret/git-credential-libsecret.c"]
-            + flags.stdoutText.split(separator: " ").map { $0.trimmingCharacters(in: .whitespacesAndNewlines) }
-            .filter { !$0.isEmpty },
-        environment: ["PATH": "/usr/bin:/bin"])
-    guard build.status == 0 else { throw FixtureFailed(detail: "gcc: \(build.stderr)") }
-    return output
-}
-
 private func stockHelper(_ action: String, _ input: String) throws -> ProcessResult {
     try runProcess(
-        try libsecretHelper.get(), [action], stdin: Data(input.utf8), environment: KeyringSession.current!.environment)
+        try libsecretGitHelper.get(), [action], stdin: Data(input.utf8), environment: KeyringSession.current!.environment)
 }
 
 @Suite("git credentials shared with git-credential-libsecret", .keyringSession)

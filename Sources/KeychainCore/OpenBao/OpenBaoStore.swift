@@ -35,12 +35,15 @@ public final class OpenBaoStore: SecretStore {
     }
 
     public func setSecret(_ secret: Data, service: ServiceName, key: KeychainKey) throws(KeychainError) {
+        try Self.refuseReserved(key)
         try write(service, [key.rawValue: KVValue.encode(secret)])
     }
 
     public func deleteSecret(service: ServiceName, key: KeychainKey) throws(KeychainError) -> Bool {
-        guard try read(service).fields[key.rawValue] != nil else { return false }
-        try write(service, [key.rawValue: .null])
+        let fields = try read(service).fields
+        guard fields[key.rawValue] != nil else { return false }
+        let details = Self.detailsField(key.rawValue)
+        try write(service, fields[details] == nil ? [key.rawValue: .null] : [key.rawValue: .null, details: .null])
         return true
     }
 
@@ -53,6 +56,7 @@ public final class OpenBaoStore: SecretStore {
         var order: [ServiceName] = []
         var byService: [ServiceName: [SecretToStore]] = [:]
         for item in secrets {
+            try Self.refuseReserved(item.key)
             if byService[item.service] == nil { order.append(item.service) }
             byService[item.service, default: []].append(item)
         }
@@ -78,10 +82,12 @@ public final class OpenBaoStore: SecretStore {
             let secret = try read(service)
             guard !secret.fields.isEmpty else { continue }
             let created = readsCreationDates ? try creationDate(service) : nil
-            for key in secret.fields.keys {
+            for key in secret.fields.keys where !Self.isDetailsField(key) {
+                let details = secret.details(of: key)
                 items.append(
                     ItemInfo(
-                        service: service.rawValue, key: key, label: nil, created: created, modified: secret.modified))
+                        service: service.rawValue, key: key, label: details?.label,
+                        application: details?.attributes["application"], created: created, modified: secret.modified))
             }
         }
         return items
@@ -97,7 +103,7 @@ public final class OpenBaoStore: SecretStore {
         guard (200..<300).contains(response.status) || response.status == 404 else {
             throw refused("DELETE", path, response)
         }
-        return secret.fields.count
+        return secret.fields.keys.filter { !Self.isDetailsField($0) }.count
     }
 
     // MARK: - KV version 2

@@ -90,7 +90,14 @@ public final class SecretServiceProvider: @unchecked Sendable {
     public func run(watching child: pid_t? = nil) -> Exit {
         loop = g_main_loop_new(nil, 0)
         let me = Unmanaged.passUnretained(self).toOpaque()
-        for signal in [SIGTERM, SIGINT, SIGHUP] { g_unix_signal_add(signal, providerSignal, me) }
+        // A caller may have blocked them (a test runner's thread does): serve must still stop.
+        var stopping = sigset_t()
+        sigemptyset(&stopping)
+        for signal in [SIGTERM, SIGINT, SIGHUP] {
+            g_unix_signal_add(signal, providerSignal, me)
+            sigaddset(&stopping, signal)
+        }
+        pthread_sigmask(SIG_UNBLOCK, &stopping, nil)
         if let child { g_child_watch_add(child, providerChildExited, me) }
         g_main_loop_run(loop)
         watch?.cancel()

@@ -94,15 +94,14 @@ func spawn(_ command: [String]) throws -> pid_t {
     var attributes = posix_spawnattr_t()
     posix_spawnattr_init(&attributes)
     defer { posix_spawnattr_destroy(&attributes) }
+    // What exec would give it: the caller's signal mask (serve unblocks the stopping signals for
+    // itself only after this), and SIGPIPE as the caller had it (GDBus ignores it in this
+    // process; the handlers serve installs are reset by exec anyway).
     var defaults = sigset_t()
     sigemptyset(&defaults)
-    for signal in [SIGTERM, SIGINT, SIGHUP] { sigaddset(&defaults, signal) }
     if InheritedSignals.sigpipeWasDefault { sigaddset(&defaults, SIGPIPE) }
     posix_spawnattr_setsigdefault(&attributes, &defaults)
-    var mask = sigset_t()
-    sigemptyset(&mask)
-    posix_spawnattr_setsigmask(&attributes, &mask)
-    posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK))
+    posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGDEF))
     var pid: pid_t = 0
     let status = posix_spawnp(&pid, arguments[0]!, nil, &attributes, &arguments, environ)
     guard status == 0 else {

@@ -48,14 +48,24 @@ struct PrivateBus {
         posix_spawn_file_actions_adddup2(&actions, pipeEnds[1], 3)
         // Its warnings (it cannot raise its descriptor limit unprivileged) are not ours to show;
         // a daemon that fails prints no address, which is reported below.
+        posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
         posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
         let arguments = [
             "dbus-daemon", "--config-file=\(directory)/bus.conf", "--nofork", "--nopidfile", "--print-address=3",
         ]
         var argv = arguments.map { strdup($0) } + [nil]
         defer { for argument in argv { free(argument) } }
+        // Our caller may block signals (a test runner's thread); the daemon must not, or the
+        // SIGTERM that stops it would wait forever.
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var mask = sigset_t()
+        sigemptyset(&mask)
+        posix_spawnattr_setsigmask(&attributes, &mask)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK))
         var pid: pid_t = 0
-        let status = posix_spawnp(&pid, "dbus-daemon", &actions, nil, &argv, environ)
+        let status = posix_spawnp(&pid, "dbus-daemon", &actions, &attributes, &argv, environ)
         close(pipeEnds[1])
         defer { close(pipeEnds[0]) }
         guard status == 0 else {
@@ -79,7 +89,12 @@ struct PrivateBus {
     func stop() {
         kill(daemon, SIGTERM)
         var status: Int32 = 0
-        while waitpid(daemon, &status, 0) == -1 && errno == EINTR {}
+        // A second for it to go, then SIGKILL: nothing of ours is in it to lose.
+        for _ in 0..<100 where waitpid(daemon, &status, WNOHANG) == 0 { usleep(10_000) }
+        if waitpid(daemon, &status, WNOHANG) == 0 {
+            kill(daemon, SIGKILL)
+            while waitpid(daemon, &status, 0) == -1 && errno == EINTR {}
+        }
         PrivateBus.remove(directory)
     }
 

@@ -1,0 +1,138 @@
+import Foundation
+import TestSupport
+import Testing
+
+/// Other projects' Secret Service clients against `keychain-cli serve`, on each backend it serves
+/// from: what they store reads back through them and through keychain-cli's own backends.
+@Suite("serve: real clients on the vault, a team vault and OpenBao")
+struct ServeClientTests {
+    /// secret-tool (libsecret, encrypted session) stores, looks up, searches and clears; an item
+    /// with service and username attributes is the backend's own item, read and written by
+    /// keychain-cli outside serve, in both directions.
+    @Test(arguments: ServedBackend.allCases)
+    func secretToolItemsAreTheBackendsOwnItems(backend: ServedBackend) throws {
+        try backend.run { _ in
+            #expect(try cli(["-s", "outside", "set", "k"], input: "from-cli").status == 0)
+            let result = try served(
+                """
+                printf 's3cret' | secret-tool store --label='Deploy key' service S username u extra x || exit 10
+                secret-tool lookup service S username u; echo
+                secret-tool lookup service outside username k; echo
+                secret-tool search --all service S 2>&1
+                printf 'other' | secret-tool store --label=Other kind note || exit 11
+                secret-tool lookup kind note; echo
+                """)
+            #expect(result.status == 0, "\(result.stderr)")
+            let lines = result.stdoutText.split(separator: "\n").map(String.init)
+            #expect(Array(lines.prefix(2)) == ["s3cret", "from-cli"])
+            #expect(lines.contains("label = Deploy key") && lines.contains("attribute.extra = x"))
+            #expect(lines.last == "other")
+            // Outside serve, on the backend itself.
+            #expect(try cli(["-s", "S", "get", "u"]).stdoutText == "s3cret")
+            let listed = try cli(["list", "--all-services"]).stdoutText
+            #expect(listed.contains("S\tu\n") && listed.contains("secret-service\t"))
+            // The label and application serve kept are what list --json shows.
+            #expect(try cli(["-s", "S", "list", "--json"]).stdoutText.contains("\"label\" : \"Deploy key\""))
+
+            let cleared = try served("secret-tool clear service S username u && secret-tool lookup service S username u")
+            #expect(cleared.status == 1)
+            #expect(try cli(["-s", "S", "get", "u"]).status == 1)
+        }
+    }
+
+    /// python keyring and SecretStorage (jeepney, its own encrypted session): set, get, delete;
+    /// content type, label and attributes kept; a second item with the same attributes when not
+    /// replacing; Lock gives no secret until Unlock.
+    @Test(arguments: ServedBackend.allCases)
+    func pythonKeyringAndSecretStorage(backend: ServedBackend) throws {
+        try backend.run { _ in
+            let script = """
+                import keyring, secretstorage
+                keyring.set_password("py", "alice", "pw1")
+                print(keyring.get_password("py", "alice"))
+                connection = secretstorage.dbus_init()
+                collection = secretstorage.get_default_collection(connection)
+                item = collection.create_item("Note", {"app": "t", "n": "1"}, b"bytes\\x00\\xff", content_type="application/octet-stream")
+                print(item.get_secret() == b"bytes\\x00\\xff", item.get_secret_content_type(), item.get_label())
+                again = collection.create_item("Note 2", {"app": "t", "n": "1"}, b"two", replace=False)
+                print(len(list(collection.search_items({"app": "t"}))))
+                item.set_label("Renamed"); item.set_attributes({"app": "t", "n": "3"})
+                print(item.get_label(), sorted(item.get_attributes().items()))
+                print(abs(item.get_created() - __import__("time").time()) < 60, item.get_modified() >= item.get_created())
+                collection.lock()
+                print(collection.is_locked(), item.is_locked())
+                try:
+                    item.get_secret(); print("read while locked")
+                except secretstorage.exceptions.LockedException:
+                    print("locked")
+                collection.unlock()
+                print(item.get_secret())
+                again.delete()
+                print(len(list(collection.search_items({"app": "t"}))))
+                keyring.delete_password("py", "alice")
+                print(keyring.get_password("py", "alice"))
+                """
+            let result = try served("python3 -c '\(script.replacingOccurrences(of: "'", with: "'\\''"))'")
+            #expect(result.status == 0, "\(result.stderr)")
+            #expect(
+                result.stdoutText.split(separator: "\n").map(String.init) == [
+                    "pw1", "True application/octet-stream Note", "2",
+                    "Renamed [('app', 't'), ('n', '3')]", "True True", "True True", "locked", "b'bytes\\x00\\xff'",
+                    "1", "None",
+                ])
+        }
+    }
+
+    /// git-credential-libsecret (git's contrib, built here) and docker-credential-secretservice.
+    @Test(arguments: ServedBackend.allCases)
+    func gitAndDockerCredentialHelpers(backend: ServedBackend) throws {
+        try backend.run { _ in
+            let result = try served(
+                """
+                printf 'protocol=https\\nhost=git.example\\nusername=al\\npassword=gp\\n\\n' | "$GCL" store >/dev/null
+                printf 'protocol=https\\nhost=git.example\\n\\n' | "$GCL" get
+                printf 'protocol=https\\nhost=git.example\\nusername=al\\npassword=gp\\n\\n' | "$GCL" erase >/dev/null
+                printf 'protocol=https\\nhost=git.example\\n\\n' | "$GCL" get; echo "after erase: $?"
+                printf '{"ServerURL":"https://reg.example","Username":"du","Secret":"ds"}' \\
+                    | docker-credential-secretservice store
+                echo https://reg.example | docker-credential-secretservice get
+                docker-credential-secretservice list
+                echo https://reg.example | docker-credential-secretservice erase
+                docker-credential-secretservice list
+                """)
+            #expect(result.status == 0, "\(result.stderr)")
+            #expect(
+                result.stdoutText == """
+                    username=al
+                    password=gp
+                    after erase: 0
+                    {"ServerURL":"https://reg.example","Username":"du","Secret":"ds"}
+                    {"https://reg.example":"du"}
+                    {}
+
+                    """)
+        }
+    }
+
+    /// keychain-cli's own Secret Service backend (the default backend inside serve's bus).
+    @Test(arguments: ServedBackend.allCases)
+    func keychainCLIsSecretServiceBackend(backend: ServedBackend) throws {
+        try backend.run { _ in
+            let result = try served(
+                """
+                export KEYCHAIN_BACKEND=secret-service
+                printf v1 | keychain-cli -s ci set tok || exit 10
+                printf v2 | keychain-cli -s ci set tok2 || exit 11
+                keychain-cli -s ci get tok; echo
+                keychain-cli -s ci list
+                keychain-cli -s ci export --yes | grep -c '"secret"'
+                keychain-cli -s ci delete tok2 || exit 12
+                keychain-cli -s ci reset --yes >/dev/null || exit 13
+                keychain-cli -s ci list | wc -l
+                keychain-cli doctor >/dev/null || exit 14
+                """)
+            #expect(result.status == 0, "\(result.stderr)")
+            #expect(result.stdoutText == "v1\ntok\ntok2\n2\n0\n")
+        }
+    }
+}

@@ -1,0 +1,65 @@
+import Foundation
+import Testing
+
+/// A backend `keychain-cli serve` keeps its items in, for the serve suites: each test gets a new
+/// one (a vault, a team vault with an identity, a KV mount of the shared OpenBao server).
+public enum ServedBackend: String, CaseIterable, Sendable, CustomTestStringConvertible {
+    case vault
+    case teamVault
+    case openbao
+
+    public var testDescription: String { rawValue }
+
+    /// Runs `body` with every `keychain-cli` it starts (``cli(_:stdin:session:extra:timeout:)``,
+    /// ``served(_:extra:)``) using a new backend of this kind; `body` gets what opens it
+    /// directly (the vault's path and, for a team vault, the identity file; the mount).
+    public func run(_ body: (ServedStorage) throws -> Void) throws {
+        switch self {
+        case .vault:
+            try CLIBackend.withVault { path in try body(ServedStorage(vault: path)) }
+        case .teamVault:
+            let directory = try ScratchDirectory("team-serve")
+            defer { directory.remove() }
+            let identity = directory.path("identity.txt")
+            let recipient = try cli(["vault", "keygen", "-o", identity], session: nil).stdoutText
+                .trimmingCharacters(in: .newlines)
+            let vault = directory.path("team.age")
+            let environment: [String: String?] = [
+                "KEYCHAIN_BACKEND": "vault", "KEYCHAIN_VAULT": vault, "KEYCHAIN_IDENTITY": identity,
+                "DBUS_SESSION_BUS_ADDRESS": nil,
+            ]
+            try CLIBackend.$overrides.withValue(environment) {
+                let made = try cli(["vault", "recipients", "add", recipient], session: nil)
+                guard made.status == 0 else { throw FixtureFailed(detail: "team vault: \(made.stderr)") }
+                try body(ServedStorage(vault: vault, identity: identity))
+            }
+        case .openbao:
+            try CLIBackend.withOpenBaoMount { server, mount in try body(ServedStorage(mount: mount, server: server)) }
+        }
+    }
+}
+
+/// Where a served backend keeps the items, to look at them without keychain-cli.
+public struct ServedStorage {
+    public var vault: String?
+    public var identity: String?
+    public var mount: String?
+    public var server: OpenBaoServer?
+
+    init(vault: String? = nil, identity: String? = nil, mount: String? = nil, server: OpenBaoServer? = nil) {
+        self.vault = vault
+        self.identity = identity
+        self.mount = mount
+        self.server = server
+    }
+}
+
+/// Runs `keychain-cli serve -- sh -c SCRIPT` on the current backend: the script's programs
+/// (secret-tool, python3, keychain-cli itself, `$GCL` git-credential-libsecret) find the served
+/// Secret Service on the private bus.
+public func served(_ script: String, extra: [String: String] = [:], timeout: Double = 60) throws -> ProcessResult {
+    var environment = extra
+    environment["PATH"] = URL(fileURLWithPath: keychainCLIPath).deletingLastPathComponent().path + ":/usr/bin:/bin"
+    if environment["GCL"] == nil, let helper = try? libsecretGitHelper.get() { environment["GCL"] = helper }
+    return try cli(["serve", "--", "sh", "-c", script], session: nil, extra: environment, timeout: timeout)
+}
