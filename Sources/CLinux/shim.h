@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <signal.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -33,6 +34,37 @@ static inline int keychain_cli_open_unnamed(const char *directory) {
 // spawned command (serve -- COMMAND) the core limit keychain-cli was started with.
 static inline int keychain_cli_set_core_limit(int pid, const struct rlimit *limit) {
     return (int)syscall(SYS_prlimit64, pid, RLIMIT_CORE, limit, NULL);
+}
+
+// Starts the program at `path` (`serve -- COMMAND`'s dbus-daemon) with `argv`, `print_fd` as its
+// descriptor 3, /dev/null on 0, 1 and 2, no other descriptor (a caller's inherited ones, which
+// would keep its pipes open), no blocked signal, and SIGTERM when this process dies, even by
+// SIGKILL (PR_SET_PDEATHSIG): a bus nobody serves must not outlive serve. Only system calls
+// between fork and exec. Returns the pid, or -1 with errno.
+static inline int keychain_cli_spawn_bus(const char *path, char *const argv[], char *const envp[], int print_fd) {
+    pid_t parent = getpid();
+    pid_t pid = fork();
+    if (pid != 0) return pid;
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    prctl(PR_SET_PDEATHSIG, SIGTERM, 0, 0, 0);
+    if (getppid() != parent) _exit(127);
+    if (print_fd != 3 && dup2(print_fd, 3) != 3) _exit(127);
+    fcntl(3, F_SETFD, 0);
+    int null = open("/dev/null", O_RDWR);
+    if (null < 0) _exit(127);
+    dup2(null, 0);
+    dup2(null, 1);
+    dup2(null, 2);
+#ifdef SYS_close_range
+    if (syscall(SYS_close_range, 4, ~0U, 0) != 0)
+#endif
+    {
+        for (int fd = 4; fd < 4096; fd++) close(fd);
+    }
+    execve(path, argv, envp);
+    _exit(127);
 }
 
 #endif

@@ -61,5 +61,11 @@ public func served(_ script: String, extra: [String: String] = [:], timeout: Dou
     var environment = extra
     environment["PATH"] = URL(fileURLWithPath: keychainCLIPath).deletingLastPathComponent().path + ":/usr/bin:/bin"
     if environment["GCL"] == nil, let helper = try? libsecretGitHelper.get() { environment["GCL"] = helper }
-    return try cli(["serve", "--", "sh", "-c", script], session: nil, extra: environment, timeout: timeout)
+    // The script's files (logs) go in a directory of its own.
+    let directory = try ScratchDirectory("served")
+    defer { directory.remove() }
+    environment["SCRATCH"] = directory.url.path
+    return try cli(
+        ["serve", "--", "sh", "-c", "cd \"$SCRATCH\" || exit 99\n" + script], session: nil, extra: environment,
+        timeout: timeout)
 }

@@ -58,8 +58,6 @@ public final class SecretServiceProvider: @unchecked Sendable {
     /// - Throws: ``KeychainError/nameTaken(name:owner:)`` when another process owns the name;
     ///   the backend's errors; ``KeychainError/noSessionBus(detail:)``.
     public func start(busAddress address: String, replace: Bool) throws(KeychainError) {
-        try store.prepareForWrites()
-        _ = index.replace(with: try store.detailedItems())
         var error: UnsafeMutablePointer<GError>?
         let flags = GDBusConnectionFlags(
             rawValue: G_DBUS_CONNECTION_FLAGS_AUTHENTICATION_CLIENT.rawValue
@@ -70,6 +68,10 @@ public final class SecretServiceProvider: @unchecked Sendable {
             throw .noSessionBus(detail: "cannot connect to \(address): \(String(cString: error!.pointee.message))")
         }
         g_dbus_connection_set_exit_on_close(connection, 0)
+        // Before the passphrase is asked: a name already taken fails at once.
+        if !replace, let owner = ownerDescription() { throw .nameTaken(name: Self.name, owner: owner) }
+        try store.prepareForWrites()
+        _ = index.replace(with: try store.detailedItems())
         try register(ProviderInterface.servicePath, ProviderInterface.service)
         try register(ProviderIndex.collectionPath, ProviderInterface.collection)
         try register(ProviderIndex.aliasPath, ProviderInterface.collection)

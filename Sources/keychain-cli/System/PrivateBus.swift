@@ -1,3 +1,4 @@
+import CLinux
 import FoundationEssentials
 import Glibc
 import KeychainCore
@@ -41,38 +42,25 @@ struct PrivateBus {
             remove(directory)
             throw CommandFailure(kind: .io, message: "cannot make a pipe for the private bus: \(errnoText())")
         }
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        // The write end as descriptor 3 of the daemon, where it prints its address.
-        posix_spawn_file_actions_adddup2(&actions, pipeEnds[1], 3)
-        // Its warnings (it cannot raise its descriptor limit unprivileged) are not ours to show;
-        // a daemon that fails prints no address, which is reported below.
-        posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
+        defer { close(pipeEnds[0]) }
+        guard let program = executable(named: "dbus-daemon") else {
+            close(pipeEnds[1])
+            remove(directory)
+            throw KeychainError.noSessionBus(
+                detail: "serve -- COMMAND needs dbus-daemon, which is not in PATH; install it (apt install dbus-daemon)")
+        }
         let arguments = [
             "dbus-daemon", "--config-file=\(directory)/bus.conf", "--nofork", "--nopidfile", "--print-address=3",
         ]
         var argv = arguments.map { strdup($0) } + [nil]
         defer { for argument in argv { free(argument) } }
-        // Our caller may block signals (a test runner's thread); the daemon must not, or the
-        // SIGTERM that stops it would wait forever.
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        var mask = sigset_t()
-        sigemptyset(&mask)
-        posix_spawnattr_setsigmask(&attributes, &mask)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK))
-        var pid: pid_t = 0
-        let status = posix_spawnp(&pid, "dbus-daemon", &actions, &attributes, &argv, environ)
+        let pid = keychain_cli_spawn_bus(program, &argv, environ, pipeEnds[1])
+        let failure = errno
         close(pipeEnds[1])
-        defer { close(pipeEnds[0]) }
-        guard status == 0 else {
+        guard pid > 0 else {
             remove(directory)
             throw KeychainError.noSessionBus(
-                detail: "cannot start dbus-daemon for the private bus (\(String(cString: strerror(status)))); "
-                    + "install it (apt install dbus-daemon)")
+                detail: "cannot start dbus-daemon for the private bus (\(String(cString: strerror(failure))))")
         }
         var line: [UInt8] = []
         var byte: UInt8 = 0
@@ -82,6 +70,8 @@ struct PrivateBus {
             bus.stop()
             throw KeychainError.noSessionBus(detail: "dbus-daemon did not start a private bus")
         }
+        // Read once the address is printed: gone, nothing but the socket is left to a SIGKILL.
+        unlink("\(directory)/bus.conf")
         return bus
     }
 
@@ -113,3 +103,13 @@ struct PrivateBus {
 }
 
 private func errnoText() -> String { String(cString: strerror(errno)) }
+
+/// The path of the executable `name` in PATH, as execvp would find it.
+private func executable(named name: String) -> String? {
+    let path = getenv("PATH").map { String(cString: $0) } ?? "/usr/bin:/bin"
+    for directory in path.split(separator: ":", omittingEmptySubsequences: false) {
+        let candidate = "\(directory.isEmpty ? "." : directory)/\(name)"
+        if access(candidate, X_OK) == 0 { return candidate }
+    }
+    return nil
+}
