@@ -92,4 +92,19 @@ struct ReadmeRecipeTests {
         #expect(result.status == 0, "\(result.stderr)")
         #expect(try String(contentsOfFile: directory.path("deployed"), encoding: .utf8) == "gh-secret")
     }
+
+    /// serve: secret-tool stores through serve, python keyring reads it back through serve, and
+    /// keychain-cli reads the same item from the vault afterwards.
+    @Test func theServeRecipeGivesLibsecretAndPythonKeyringAServiceOnTheVault() throws {
+        let directory = try ScratchDirectory("recipe-serve")
+        defer { try? FileManager.default.removeItem(at: directory.url) }
+        let result = try runSnippet(
+            readmeSnippet("serve-recipe"), in: directory,
+            environment: [
+                "TOKEN": "gh-secret", "KEYCHAIN_PASSPHRASE": "the one CI secret", "KEYCHAIN_VAULT_WORK_FACTOR": "10",
+            ])
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(try String(contentsOfFile: directory.path("deployed"), encoding: .utf8) == "gh-secret\n")
+        #expect(result.stdoutText == "gh-secret")
+    }
 }

@@ -141,7 +141,8 @@ struct ServeTests {
             let before = try runProcess(
                 "/usr/bin/age", ["-d", "-i", storage.identity!, storage.vault!], environment: ["PATH": "/usr/bin:/bin"])
             #expect(before.stdoutText.contains("\"version\" : 1"))
-            #expect(try served("printf s | secret-tool store --label='A label' service s username u kind k").status == 0)
+            #expect(
+                try served("printf s | secret-tool store --label='A label' service s username u kind k").status == 0)
             let after = try runProcess(
                 "/usr/bin/age", ["-d", "-i", storage.identity!, storage.vault!], environment: ["PATH": "/usr/bin:/bin"])
             #expect(after.status == 0)

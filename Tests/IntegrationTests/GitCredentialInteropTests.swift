@@ -4,7 +4,8 @@ import Testing
 
 private func stockHelper(_ action: String, _ input: String) throws -> ProcessResult {
     try runProcess(
-        try libsecretGitHelper.get(), [action], stdin: Data(input.utf8), environment: KeyringSession.current!.environment)
+        try libsecretGitHelper.get(), [action], stdin: Data(input.utf8),
+        environment: KeyringSession.current!.environment)
 }
 
 @Suite("git credentials shared with git-credential-libsecret", .keyringSession)

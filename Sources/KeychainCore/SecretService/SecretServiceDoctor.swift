@@ -24,7 +24,7 @@ extension SecretServiceStore {
         report.run("Secret Service provider") {
             let owned = try boolean(
                 bus!, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", "NameHasOwner")
-            if owned { return "org.freedesktop.secrets is owned" }
+            if owned { return "org.freedesktop.secrets is owned\(providerDescription(bus!))" }
             let reply = try call(
                 bus!, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", "ListActivatableNames",
                 nil)
@@ -86,6 +86,29 @@ extension SecretServiceStore {
         try BoundedOperation.run("answer \(method)", seconds: timeout) { operation in
             try operation.callMethod(bus, destination, path, interface, method, parameters)
         }
+    }
+
+    /// ` by COMMAND (pid N)` for the process that owns the name, saying so when it is keychain-cli's
+    /// own `serve`; empty when the bus will not tell.
+    private func providerDescription(_ bus: OpaquePointer) -> String {
+        guard
+            let reply = try? call(
+                bus, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
+                "GetConnectionUnixProcessID", g_variant_new_tuple([g_variant_new_string("org.freedesktop.secrets")], 1))
+        else { return "" }
+        defer { g_variant_unref(reply) }
+        let value = g_variant_get_child_value(reply, 0)!
+        defer { g_variant_unref(value) }
+        let pid = g_variant_get_uint32(value)
+        let arguments = ((try? readFileIfPresent("/proc/\(pid)/cmdline", limit: 4096)) ?? nil)?
+            .split(separator: 0).map { String(decoding: $0, as: UTF8.self) } ?? []
+        guard let program = arguments.first?.split(separator: "/").last.map(String.init) else {
+            return " (pid \(pid))"
+        }
+        if program == "keychain-cli" && arguments.contains("serve") {
+            return " by keychain-cli serve (pid \(pid)): its items are kept in that serve's backend"
+        }
+        return " by \(escapedForDisplay(program)) (pid \(pid))"
     }
 
     /// The answer of org.freedesktop.DBus.NameHasOwner("org.freedesktop.secrets") and the like.

@@ -55,7 +55,8 @@ struct KeychainCLI: ParsableCommand {
               77  locked (no prompter, prompt dismissed), permission denied, a wrong
                   or missing vault passphrase or identity, or OpenBao denied it (token,
                   policy)
-              126, 127  exec: the command cannot be run, or is not found
+              126, 127  exec and serve -- COMMAND: the command cannot be run, or is
+                  not found
             A reader of standard output that goes away (list | head -1) ends keychain-cli
             quietly by SIGPIPE, as it ends other filters.
             """,

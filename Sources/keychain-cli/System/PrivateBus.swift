@@ -47,7 +47,8 @@ struct PrivateBus {
             close(pipeEnds[1])
             remove(directory)
             throw KeychainError.noSessionBus(
-                detail: "serve -- COMMAND needs dbus-daemon, which is not in PATH; install it (apt install dbus-daemon)")
+                detail: "serve -- COMMAND needs dbus-daemon, which is not in PATH; install it (apt install dbus-daemon)"
+            )
         }
         let arguments = [
             "dbus-daemon", "--config-file=\(directory)/bus.conf", "--nofork", "--nopidfile", "--print-address=3",
