@@ -13,6 +13,7 @@ import datetime, json, os, platform, statistics, subprocess
 import instructions
 from backends import openbao_table, vault_table
 from common import KC, LARGE_RUNS, LIST_ITEMS, MEMORY_RUNS, PY, RUNS, WARMUP, measure, measure_memory
+from serve import serve_table
 from watch import watch_table
 
 
@@ -118,6 +119,8 @@ def main():
         f"| **{rss[kc] / rss[st]:.2f}×** | — |")
     table = "\n".join(lines)
     print(table)
+    serve_rows, serve_memory = serve_table(L)
+    print("\n" + serve_rows + "\n" + serve_memory)
     team_table = vault_table(S)
     print("\n" + team_table)
     bao_version, openbao_watch_rows, bao_table = openbao_table()
@@ -179,6 +182,18 @@ Versions: {"; ".join(f"{k} {v}" for k, v in versions.items())}.
   measured the same way, is {rss["floor"]:.1f} MiB. (A child started straight from this Python
   script would report at least Python's own 13 MiB, because Linux counts the resident size the
   child had before `exec`; this benchmark's memory column did so until 2026-11-22.)
+
+## `serve`: keychain-cli as the Secret Service, against gnome-keyring
+
+{serve_rows}
+
+The same clients against two providers, each on its own session bus: gnome-keyring (the private
+session of the table above, holding its {LIST_ITEMS:,} list items and the other rows' items) and
+`keychain-cli --backend vault serve` of a vault holding the same {LIST_ITEMS:,} items (exported from
+gnome-keyring). secret-tool opens the encrypted session; `search --all` reads every item's
+attributes, label, dates and secret; `list --json` is keychain-cli's Secret Service backend.
+Medians of {RUNS} interleaved runs. Peak memory of `serve` (VmHWM, after those rows, and after a
+`search --all` and a `list --json` of a vault ten times larger): {serve_memory}.
 
 ## Vaults: a team vault's identity against a passphrase's scrypt
 

@@ -169,4 +169,16 @@ struct ServeTests {
             #expect(result.stdoutText.contains("created w k"), "\(result.stdoutText) \(result.stderr)")
         }
     }
+
+    /// libsecret reads the properties of every item a search found at once: a search of 600
+    /// items (more calls in flight than dbus-daemon allows by default) answers every one.
+    @Test func aSearchOfManyItemsAnswersEveryOne() throws {
+        try CLIBackend.withVault { _ in
+            let items = (0..<600).map { #"{"service":"many","key":"k\#($0)","encoding":"utf8","secret":"v\#($0)"}"# }
+            let document = #"{"format":"keychain-cli-export","version":1,"items":["# + items.joined(separator: ",") + "]}"
+            #expect(try cli(["import"], input: document).status == 0)
+            let result = try served("secret-tool search --all service many | grep -c '^secret = v'")
+            #expect(result.stdoutText == "600\n", "\(result.stderr)")
+        }
+    }
 }

@@ -17,6 +17,8 @@ struct PrivateBus {
             throw CommandFailure(kind: .io, message: "cannot make a directory for the private bus: \(errnoText())")
         }
         let directory = String(decoding: template.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        // The limits a session bus has (session.conf): dbus-daemon's own defaults allow a client
+        // 128 calls in flight, and libsecret reads the properties of every item found at once.
         let configuration = """
             <busconfig>
               <type>session</type>
@@ -27,6 +29,11 @@ struct PrivateBus {
                 <allow eavesdrop="true"/>
                 <allow own="*"/>
               </policy>
+              <limit name="max_replies_per_connection">50000</limit>
+              <limit name="max_match_rules_per_connection">50000</limit>
+              <limit name="max_incoming_bytes">1000000000</limit>
+              <limit name="max_outgoing_bytes">1000000000</limit>
+              <limit name="max_message_size">1000000000</limit>
             </busconfig>
             """
         do {
