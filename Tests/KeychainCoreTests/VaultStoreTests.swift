@@ -157,14 +157,34 @@ final class VaultStoreTests {
         try FileManager.default.createDirectory(
             atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
         let header = try AgeFile.makeHeader(passphrase: passphrase, workFactor: 10)
-        let document = #"{"format": "keychain-cli-vault", "version": 2, "items": []}"#
+        let document = #"{"format": "keychain-cli-vault", "version": 3, "items": []}"#
         try Data(AgeFile.encrypt(Array(document.utf8), header: header)).write(to: URL(fileURLWithPath: path))
         let store = VaultStore(path: path, workFactor: 10) { _ in passphrase }
         #expect {
             try store.items(service: nil)
         } throws: { error in
             guard case KeychainError.vaultCorrupt(_, let reason) = error else { return false }
-            return reason.contains("version 2") && reason.contains("newer keychain-cli")
+            return reason.contains("version 3") && reason.contains("newer keychain-cli")
         }
+    }
+
+    /// serve's details live beside the secret: stored together, kept by a plain `set` of the same
+    /// item, listed by detailedItems, and gone with the item.
+    @Test func detailsAreKeptWithTheItemAndSurviveASetOfItsSecret() throws {
+        let path = scratchPath("details.age")
+        let store = VaultStore(path: path, workFactor: 10) { _ in passphrase }
+        let service = try ServiceName("s")
+        let key = try KeychainKey("k")
+        let details = ItemDetails(attributes: ["service": "s", "username": "k", "x": "1"], label: "L", contentType: "a/b")
+        try store.setSecret(Data("one".utf8), details: details, service: service, key: key)
+        try store.setSecret(Data("two".utf8), service: service, key: key)
+        let reopened = VaultStore(path: path, workFactor: 10) { _ in passphrase }
+        #expect(try reopened.secret(service: service, key: key) == Data("two".utf8))
+        let listed = try reopened.detailedItems()
+        #expect(listed.count == 1 && listed.first?.details == details)
+        #expect(try reopened.items(service: service).first?.label == "L")
+        #expect(try reopened.secrets(of: [SecretAddress(service: service, key: key)]) == [Data("two".utf8)])
+        #expect(try reopened.deleteSecret(service: service, key: key))
+        #expect(try reopened.detailedItems().isEmpty)
     }
 }

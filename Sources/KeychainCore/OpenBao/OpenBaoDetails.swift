@@ -16,6 +16,17 @@ extension OpenBaoStore: DetailedSecretStore {
         throw .invalidName(kind: "key", reason: "keys starting with '\(detailsPrefix)' hold the details serve keeps")
     }
 
+    /// The secrets with one read per service (a service's keys come together), not one per key.
+    public func secrets(of addresses: [SecretAddress]) throws(KeychainError) -> [Data?] {
+        var read: [ServiceName: KVSecret] = [:]
+        var secrets: [Data?] = []
+        for address in addresses {
+            if read[address.service] == nil { read[address.service] = try self.read(address.service) }
+            secrets.append(read[address.service]?.fields[address.key.rawValue].map(KVValue.decode))
+        }
+        return secrets
+    }
+
     public func detailedItems() throws(KeychainError) -> [DetailedItem] {
         var items: [DetailedItem] = []
         for service in try secretPaths() {

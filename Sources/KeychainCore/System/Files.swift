@@ -190,6 +190,28 @@ package func readFileIfPresent(_ path: String, limit: Int) throws(FileError) -> 
     return bytes
 }
 
+/// What tells one version of a file from another without reading it: its device, inode, size and
+/// change times (nanoseconds). A writer that renames a new file over it gives a new inode; one
+/// that writes in place, new times.
+package struct FileStamp: Equatable, Sendable {
+    let device: UInt64
+    let inode: UInt64
+    let size: Int64
+    let modified: [Int]
+    let changed: [Int]
+
+    /// The stamp of the file at `path` (links followed), or nil when it cannot be had.
+    package init?(_ path: String) {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return nil }
+        device = UInt64(info.st_dev)
+        inode = UInt64(info.st_ino)
+        size = Int64(info.st_size)
+        modified = [info.st_mtim.tv_sec, info.st_mtim.tv_nsec]
+        changed = [info.st_ctim.tv_sec, info.st_ctim.tv_nsec]
+    }
+}
+
 /// `path` with the symbolic links at its end followed (40 at most, as the kernel allows), even to
 /// a target that does not exist yet, so that writing to the result leaves the links in place.
 package func followingSymbolicLinks(_ path: String) -> String {

@@ -15,6 +15,11 @@ extension VaultStore: DetailedSecretStore {
         }
     }
 
+    /// Every secret from one read of the vault (the default would read the file once per item).
+    public func secrets(of addresses: [SecretAddress]) throws(KeychainError) -> [Data?] {
+        try read { entries in addresses.map { entries[$0.service]?[$0.key]?.secret } }
+    }
+
     /// Opens the vault, or asks the passphrase of the vault the first write will create.
     public func prepareForWrites() throws(KeychainError) {
         try state.withLock { state throws(KeychainError) in

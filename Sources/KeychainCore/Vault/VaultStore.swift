@@ -49,6 +49,9 @@ public final class VaultStore: SecretStore {
         var header: AgeFile.Header?
         /// The file as last read or written, and what it holds.
         var file: [UInt8]?
+        /// The stamp the file had when `file` was last read: the same stamp, no need to read
+        /// it again (a long-running serve reads per request).
+        var stamp: FileStamp?
         var entries: Entries = [:]
         /// The recipients the document lists (a team vault), nil for a passphrase vault.
         var recipients: [VaultRecipient]?
@@ -210,6 +213,9 @@ public final class VaultStore: SecretStore {
     /// The vault's current contents (empty when there is no file yet), decrypted only when the
     /// file differs from the one last seen.
     func load(_ state: inout State) throws(KeychainError) -> Entries {
+        // Taken before the read: if the file changes in between, the next load reads it again.
+        let stamp = FileStamp(filePath)
+        if state.file != nil, let stamp, stamp == state.stamp { return state.entries }
         let file: [UInt8]?
         do {
             file = try readFileIfPresent(filePath, limit: Self.maximumFileSize)
@@ -222,7 +228,10 @@ public final class VaultStore: SecretStore {
             state.recipients = nil
             return [:]
         }
-        if file == state.file { return state.entries }
+        if file == state.file {
+            state.stamp = stamp
+            return state.entries
+        }
         let openedBefore = state.file != nil
         let plaintext: [UInt8]
         do {
@@ -257,6 +266,7 @@ public final class VaultStore: SecretStore {
         }
         (state.entries, state.recipients) = try decode(plaintext)
         state.file = file
+        state.stamp = stamp
         return state.entries
     }
 
@@ -273,6 +283,7 @@ public final class VaultStore: SecretStore {
         try writeFileAtomically(path, file)
         state.header = header
         state.file = file
+        state.stamp = nil  // the next load reads what is there now
         state.entries = entries
     }
 
