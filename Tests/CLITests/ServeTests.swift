@@ -175,7 +175,8 @@ struct ServeTests {
     @Test func aSearchOfManyItemsAnswersEveryOne() throws {
         try CLIBackend.withVault { _ in
             let items = (0..<600).map { #"{"service":"many","key":"k\#($0)","encoding":"utf8","secret":"v\#($0)"}"# }
-            let document = #"{"format":"keychain-cli-export","version":1,"items":["# + items.joined(separator: ",") + "]}"
+            let document =
+                #"{"format":"keychain-cli-export","version":1,"items":["# + items.joined(separator: ",") + "]}"
             #expect(try cli(["import"], input: document).status == 0)
             let result = try served("secret-tool search --all service many | grep -c '^secret = v'")
             #expect(result.stdoutText == "600\n", "\(result.stderr)")

@@ -175,7 +175,8 @@ final class VaultStoreTests {
         let store = VaultStore(path: path, workFactor: 10) { _ in passphrase }
         let service = try ServiceName("s")
         let key = try KeychainKey("k")
-        let details = ItemDetails(attributes: ["service": "s", "username": "k", "x": "1"], label: "L", contentType: "a/b")
+        let details = ItemDetails(
+            attributes: ["service": "s", "username": "k", "x": "1"], label: "L", contentType: "a/b")
         try store.setSecret(Data("one".utf8), details: details, service: service, key: key)
         try store.setSecret(Data("two".utf8), service: service, key: key)
         let reopened = VaultStore(path: path, workFactor: 10) { _ in passphrase }

@@ -100,7 +100,8 @@ extension SecretServiceStore {
         let value = g_variant_get_child_value(reply, 0)!
         defer { g_variant_unref(value) }
         let pid = g_variant_get_uint32(value)
-        let arguments = ((try? readFileIfPresent("/proc/\(pid)/cmdline", limit: 4096)) ?? nil)?
+        let arguments =
+            ((try? readFileIfPresent("/proc/\(pid)/cmdline", limit: 4096)) ?? nil)?
             .split(separator: 0).map { String(decoding: $0, as: UTF8.self) } ?? []
         guard let program = arguments.first?.split(separator: "/").last.map(String.init) else {
             return " (pid \(pid))"
