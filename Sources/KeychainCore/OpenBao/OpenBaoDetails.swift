@@ -31,12 +31,14 @@ extension OpenBaoStore: DetailedSecretStore {
         var items: [DetailedItem] = []
         for service in try secretPaths() {
             let secret = try read(service)
+            // KV keeps one creation time per secret (service), the date its keys all show.
+            let created = try creationDate(service)
             for field in secret.fields.keys where !Self.isDetailsField(field) {
                 guard let key = try? KeychainKey(field) else { continue }
                 items.append(
                     DetailedItem(
                         address: SecretAddress(service: service, key: key), details: secret.details(of: field),
-                        created: nil, modified: secret.modified))
+                        created: created, modified: secret.modified))
             }
         }
         return items
@@ -45,6 +47,7 @@ extension OpenBaoStore: DetailedSecretStore {
     public func setSecret(_ secret: Data, details: ItemDetails, service: ServiceName, key: KeychainKey)
         throws(KeychainError)
     {
+        try Self.refuseReserved(key)
         let object: JSONValue = .object([
             "attributes": .object(details.attributes.mapValues { .string($0) }), "label": .string(details.label),
             "contentType": .string(details.contentType),

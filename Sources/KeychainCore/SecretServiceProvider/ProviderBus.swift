@@ -151,8 +151,7 @@ private let providerSetProperty: GDBusInterfaceSetPropertyFunc = { _, _, path, i
         try provider(data).setProperty(text(interface), text(name), to: value!, at: text(path))
         return 1
     } catch {
-        g_set_error_literal(
-            failure, keychain_cli_dbus_error_quark(), Int32(G_DBUS_ERROR_NOT_SUPPORTED.rawValue), error.message)
+        g_set_error_literal(failure, ProviderError.domain, error.code, error.message)
         return 0
     }
 }

@@ -43,14 +43,30 @@ struct ProviderIndex {
             .sorted { $0.number < $1.number }
     }
 
-    /// The backend address for a new item with `attributes`.
-    func address(for attributes: [String: String]) -> SecretAddress {
-        if let service = attributes["service"].flatMap({ try? ServiceName($0) }),
+    /// The backend's item an item with `attributes` is: (service, username), when both are there.
+    static func nativeAddress(_ attributes: [String: String]) -> SecretAddress? {
+        guard let service = attributes["service"].flatMap({ try? ServiceName($0) }),
             let key = attributes["username"].flatMap({ try? KeychainKey($0) })
-        {
-            let address = SecretAddress(service: service, key: key)
-            if numbers[address] == nil { return address }
+        else { return nil }
+        return SecretAddress(service: service, key: key)
+    }
+
+    /// The item kept at `address`, if any.
+    func holder(of address: SecretAddress) -> ServedItem? { numbers[address].flatMap { items[$0] } }
+
+    /// Where an item with `attributes` is kept (`item`: the item itself, when it exists): its
+    /// native address when no other item holds it; else where it is now, under
+    /// ``otherItemsService``; else a new random key there.
+    func placement(for attributes: [String: String], of item: ServedItem? = nil) -> SecretAddress {
+        if let native = Self.nativeAddress(attributes), holder(of: native).map({ $0.number == item?.number }) ?? true {
+            return native
         }
+        if let item, item.address.service.rawValue == Self.otherItemsService { return item.address }
+        return otherAddress()
+    }
+
+    /// A new random key under ``otherItemsService``.
+    func otherAddress() -> SecretAddress {
         var random = SystemRandomNumberGenerator()
         while true {
             let key = String(random.next() as UInt64, radix: 16)

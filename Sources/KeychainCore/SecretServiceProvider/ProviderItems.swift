@@ -76,15 +76,18 @@ extension SecretServiceProvider {
         let (secret, contentType) = try session.decode(secretArgument)
         let details = ItemDetails(attributes: attributes, label: label, contentType: contentType)
         let now = UInt64(Date().timeIntervalSince1970)
-        if replace, var item = index.search(attributes).first(where: { $0.details.attributes == attributes }) {
+        // Replacing: the item with exactly these attributes, else the item that is the backend's
+        // item (service, username) these attributes name (one written by `set`, say): the backend
+        // has one item there, so a replacing write changes it rather than hide it behind another.
+        let replaced =
+            index.search(attributes).first { $0.details.attributes == attributes }
+            ?? ProviderIndex.nativeAddress(attributes).flatMap { index.holder(of: $0) }
+        if replace, var item = replaced {
             item.details = details
             try store(item, secret: secret)
             return Variant.tuple([Variant.objectPath(ProviderIndex.path(of: item.number)), Variant.objectPath("/")])
         }
-        let address = index.address(for: attributes)
-        try backend { () throws(KeychainError) in
-            try store.setSecret(secret, details: details, service: address.service, key: address.key)
-        }
+        let address = try write(secret, details, at: index.placement(for: attributes))
         let number = index.put(address: address, details: details, created: now, modified: now)
         do {
             try register(ProviderIndex.path(of: number), ProviderInterface.item)
@@ -109,17 +112,12 @@ extension SecretServiceProvider {
             else { throw .noSuchObject("the item was deleted by another program") }
             secret = current
         }
-        var address = item.address
-        let named = [item.details.attributes["service"], item.details.attributes["username"]]
-        if address.service.rawValue != ProviderIndex.otherItemsService,
-            named != [address.service.rawValue, address.key.rawValue]
-        {
-            address = index.address(for: item.details.attributes)
-        }
-        try backend { () throws(KeychainError) in
-            try store.setSecret(secret, details: item.details, service: address.service, key: address.key)
-            if address != item.address {
-                _ = try store.deleteSecret(service: item.address.service, key: item.address.key)
+        // New attributes may name another backend item: the item moves there (written first,
+        // then removed from where it was).
+        let address = try write(secret, item.details, at: index.placement(for: item.details.attributes, of: item))
+        if address != item.address {
+            _ = try backend { () throws(KeychainError) in
+                try store.deleteSecret(service: item.address.service, key: item.address.key)
             }
         }
         index.remove(item.number)
@@ -129,6 +127,26 @@ extension SecretServiceProvider {
         announce(changed: [item.number])
         propertiesChanged(
             ProviderInterface.item, ["Attributes", "Label", "Modified"], at: [ProviderIndex.path(of: item.number)])
+    }
+
+    /// Stores `secret` and `details` at `address`, or, when the backend cannot hold that name (a
+    /// service OpenBao cannot make a path of, a reserved key), under a new key of
+    /// ``ProviderIndex/otherItemsService``; returns where it went.
+    func write(_ secret: Data, _ details: ItemDetails, at address: SecretAddress) throws(ProviderError)
+        -> SecretAddress
+    {
+        var address = address
+        do {
+            try store.setSecret(secret, details: details, service: address.service, key: address.key)
+        } catch .invalidName where address.service.rawValue != ProviderIndex.otherItemsService {
+            address = index.otherAddress()
+            try backend { () throws(KeychainError) in
+                try store.setSecret(secret, details: details, service: address.service, key: address.key)
+            }
+        } catch {
+            throw .failed(error.description)
+        }
+        return address
     }
 
     func servedItem(_ path: String) throws(ProviderError) -> ServedItem {

@@ -19,7 +19,9 @@ extension SecretServiceProvider {
         defer { g_variant_unref(child) }
         // 1: primary owner; 4: already the owner. 2 (queued) cannot happen with DO_NOT_QUEUE.
         guard [1, 4].contains(g_variant_get_uint32(child)) else {
-            throw .nameTaken(name: Self.name, owner: ownerDescription() ?? "another process")
+            throw .nameTaken(
+                name: Self.name, owner: ownerDescription() ?? "another process",
+                conflict: replace ? .replacementRefused : .owned)
         }
     }
 

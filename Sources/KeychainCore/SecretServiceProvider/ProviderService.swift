@@ -26,6 +26,7 @@ extension SecretServiceProvider {
             // One collection holds every item of the backend: a client asking for one gets it.
             return Variant.tuple([Variant.objectPath(ProviderIndex.collectionPath), Variant.objectPath("/")])
         case (ProviderInterface.session, "Close"):
+            _ = try session(call.path, for: call)
             closeSession(call.path)
             return Variant.tuple([])
         case (ProviderInterface.collection, _), (ProviderInterface.item, _):
@@ -69,14 +70,22 @@ extension SecretServiceProvider {
 
     private func getSecrets(_ call: ProviderCall) throws(ProviderError) -> OpaquePointer {
         let session = try session(call.string(1), for: call)
-        let paths = pathsArgument(call, 0)
-        // Locked items are left out, as gnome-keyring leaves them out.
-        let items = locked ? [] : paths.compactMap { index.item(at: $0) }
+        // Each item once (a dictionary holds each path once), locked ones left out as
+        // gnome-keyring leaves them out.
+        var seen: Set<Int> = []
+        let items =
+            locked
+            ? [] : pathsArgument(call, 0).compactMap { index.item(at: $0) }.filter { seen.insert($0.number).inserted }
         let secrets: [Data?]
         do {
             secrets = try store.secrets(of: items.map(\.address))
         } catch {
             throw .failed(error.description)
+        }
+        // A reply past the bus's message size would make the bus drop serve's connection.
+        guard secrets.reduce(0, { $0 + ($1?.count ?? 0) }) <= Self.largestReply else {
+            throw .failed(
+                "the secrets asked for are larger than \(Self.largestReply >> 20) MiB together: ask for fewer")
         }
         let entries = zip(items, secrets).compactMap { item, secret -> OpaquePointer? in
             guard let secret else { return nil }

@@ -51,12 +51,19 @@ struct ProviderSession {
         let parameters = variantBytes(secret, child: 1)
         let value = variantBytes(secret, child: 2)
         let contentType = variantString(secret, child: 3)
-        guard let encryption else { return (Data(value), contentType) }
-        do {
-            return (try encryption.decrypt(parameters: parameters, value: value), contentType)
-        } catch {
-            throw .invalidArguments("the secret does not decrypt in session \(path)")
+        var plaintext = Data(value)
+        if let encryption {
+            do {
+                plaintext = try encryption.decrypt(parameters: parameters, value: value)
+            } catch {
+                throw .invalidArguments("the secret does not decrypt in session \(path)")
+            }
         }
+        // keychain-cli's limit on every backend.
+        guard plaintext.count <= maximumSecretSize else {
+            throw .invalidArguments("the secret is larger than the limit of \(maximumSecretSize) bytes")
+        }
+        return (plaintext, contentType)
     }
 }
 
@@ -77,6 +84,28 @@ enum ProviderError: Error {
         case .noSession: "org.freedesktop.Secret.Error.NoSession"
         case .isLocked: "org.freedesktop.Secret.Error.IsLocked"
         case .failed: "org.freedesktop.DBus.Error.Failed"
+        }
+    }
+
+    /// A GError domain whose codes GDBus sends as these errors' names (a property's setter can
+    /// only fail with a GError).
+    static let domain: GQuark = {
+        let quark = g_quark_from_static_string("keychain-cli-provider-error")
+        let all: [ProviderError] = [
+            .invalidArguments(""), .notSupported(""), .noSuchObject(""), .noSession(""), .isLocked(""), .failed(""),
+        ]
+        for error in all { g_dbus_error_register_error(quark, error.code, error.name) }
+        return quark
+    }()
+
+    var code: Int32 {
+        switch self {
+        case .invalidArguments: 1
+        case .notSupported: 2
+        case .noSuchObject: 3
+        case .noSession: 4
+        case .isLocked: 5
+        case .failed: 6
         }
     }
 

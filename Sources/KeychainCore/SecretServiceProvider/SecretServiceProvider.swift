@@ -29,9 +29,14 @@ public final class SecretServiceProvider: @unchecked Sendable {
         case nameLost(owner: String)
         /// The backend could no longer be read (a re-keyed vault, say).
         case backendFailed(KeychainError)
+        /// The bus closed our connection (it went away, or dropped us).
+        case busClosed
     }
 
     static let name = "org.freedesktop.secrets"
+    /// The most secret bytes one GetSecrets reply carries (a session bus takes messages of 128 MiB
+    /// by default).
+    static let largestReply = 64 << 20
 
     let store: any DetailedSecretStore
     var index = ProviderIndex()
@@ -44,6 +49,7 @@ public final class SecretServiceProvider: @unchecked Sendable {
     var registrations: [String: guint] = [:]
     var loop: OpaquePointer?
     var exit: Exit?
+    var child: pid_t?
     var watch: StoreWatch?
     let reloadPending = Locked(false)
     let watchFailure = Locked<KeychainError?>(nil)
@@ -55,7 +61,7 @@ public final class SecretServiceProvider: @unchecked Sendable {
     /// Reads the backend's items (a vault asks its passphrase now), connects to the bus at
     /// `address`, puts the objects on it and takes the name.
     /// - Parameter replace: take the name from the process that owns it, if it allows that.
-    /// - Throws: ``KeychainError/nameTaken(name:owner:)`` when another process owns the name;
+    /// - Throws: ``KeychainError/nameTaken(name:owner:conflict:)`` when another process owns the name;
     ///   the backend's errors; ``KeychainError/noSessionBus(detail:)``.
     public func start(busAddress address: String, replace: Bool) throws(KeychainError) {
         var error: UnsafeMutablePointer<GError>?
@@ -68,8 +74,17 @@ public final class SecretServiceProvider: @unchecked Sendable {
             throw .noSessionBus(detail: "cannot connect to \(address): \(String(cString: error!.pointee.message))")
         }
         g_dbus_connection_set_exit_on_close(connection, 0)
+        let closed: @convention(c) (OpaquePointer?, gboolean, UnsafeMutablePointer<GError>?, gpointer?) -> Void = {
+            _, _, _, data in
+            Unmanaged<SecretServiceProvider>.fromOpaque(data!).takeUnretainedValue().finish(.busClosed)
+        }
+        g_signal_connect_data(
+            UnsafeMutableRawPointer(connection), "closed", unsafeBitCast(closed, to: GCallback.self),
+            Unmanaged.passUnretained(self).toOpaque(), nil, G_CONNECT_DEFAULT)
         // Before the passphrase is asked: a name already taken fails at once.
-        if !replace, let owner = ownerDescription() { throw .nameTaken(name: Self.name, owner: owner) }
+        if !replace, let owner = ownerDescription() {
+            throw .nameTaken(name: Self.name, owner: owner, conflict: .owned)
+        }
         try store.prepareForWrites()
         _ = index.replace(with: try store.detailedItems())
         try register(ProviderInterface.servicePath, ProviderInterface.service)
@@ -89,14 +104,17 @@ public final class SecretServiceProvider: @unchecked Sendable {
     }
 
     /// Serves until SIGTERM, SIGINT or SIGHUP, until `child` exits, or until the name is lost.
+    /// With a `child`, those signals are passed on to it instead, and serving goes on until it
+    /// exits (so that it is never left running without its bus).
     public func run(watching child: pid_t? = nil) -> Exit {
         loop = g_main_loop_new(nil, 0)
+        self.child = child
         let me = Unmanaged.passUnretained(self).toOpaque()
         // A caller may have blocked them (a test runner's thread does): serve must still stop.
         var stopping = sigset_t()
         sigemptyset(&stopping)
-        for signal in [SIGTERM, SIGINT, SIGHUP] {
-            g_unix_signal_add(signal, providerSignal, me)
+        for (signal, handler) in [(SIGTERM, providerSIGTERM), (SIGINT, providerSIGINT), (SIGHUP, providerSIGHUP)] {
+            g_unix_signal_add(signal, handler, me)
             sigaddset(&stopping, signal)
         }
         pthread_sigmask(SIG_UNBLOCK, &stopping, nil)
@@ -105,6 +123,15 @@ public final class SecretServiceProvider: @unchecked Sendable {
         watch?.cancel()
         if let connection { g_dbus_connection_close_sync(connection, nil, nil) }
         return exit ?? .stopped
+    }
+
+    /// SIGTERM, SIGINT or SIGHUP: passed on to the child, else the end.
+    func received(_ signal: Int32) {
+        if let child, exit == nil {
+            kill(child, signal)
+        } else {
+            finish(.stopped)
+        }
     }
 
     func finish(_ reason: Exit) {
@@ -147,8 +174,18 @@ private let providerReload: GSourceFunc = { data in
     return 0
 }
 
-private let providerSignal: GSourceFunc = { data in
-    Unmanaged<SecretServiceProvider>.fromOpaque(data!).takeUnretainedValue().finish(.stopped)
+private let providerSIGTERM: GSourceFunc = { data in
+    Unmanaged<SecretServiceProvider>.fromOpaque(data!).takeUnretainedValue().received(SIGTERM)
+    return 1
+}
+
+private let providerSIGINT: GSourceFunc = { data in
+    Unmanaged<SecretServiceProvider>.fromOpaque(data!).takeUnretainedValue().received(SIGINT)
+    return 1
+}
+
+private let providerSIGHUP: GSourceFunc = { data in
+    Unmanaged<SecretServiceProvider>.fromOpaque(data!).takeUnretainedValue().received(SIGHUP)
     return 1
 }
 

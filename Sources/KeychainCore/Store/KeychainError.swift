@@ -61,8 +61,9 @@ public enum KeychainError: Error, Equatable, Sendable, CustomStringConvertible {
     case serverDenied(detail: String)
     /// The OpenBao server did not answer usefully within `seconds` (silent, or still electing a leader).
     case serverTimedOut(address: String, seconds: Double, detail: String)
-    /// Another process owns the bus name a provider must own (`org.freedesktop.secrets`).
-    case nameTaken(name: String, owner: String)
+    /// Another process owns the bus name a provider must own (`org.freedesktop.secrets`), did not
+    /// let it be replaced, or took it over.
+    case nameTaken(name: String, owner: String, conflict: NameConflict)
 
     public var description: String {
         switch self {
@@ -108,8 +109,22 @@ public enum KeychainError: Error, Equatable, Sendable, CustomStringConvertible {
             return "another process kept the vault \(quotedPath(path)) locked for \(formatSeconds(seconds)) s"
         case .serverTimedOut(let address, let seconds, let detail):
             return "OpenBao at \(address) did not answer within \(formatSeconds(seconds)) s (\(detail))"
-        case .nameTaken(let name, let owner):
+        case .nameTaken(let name, let owner, .owned):
             return "\(name) is already owned by \(escapedForDisplay(owner)) on this bus"
+        case .nameTaken(let name, let owner, .replacementRefused):
+            return "\(name) is owned by \(escapedForDisplay(owner)), which does not let another process replace it"
+        case .nameTaken(let name, let owner, .takenOver):
+            return "\(name) was taken over by \(escapedForDisplay(owner))"
         }
     }
+}
+
+/// How a bus name a provider needs is taken (``KeychainError/nameTaken(name:owner:conflict:)``).
+public enum NameConflict: Sendable, Equatable {
+    /// Another process owns it.
+    case owned
+    /// Another process owns it and refused to let it be replaced.
+    case replacementRefused
+    /// Another process took it over while we served.
+    case takenOver
 }

@@ -76,9 +76,11 @@ extension KeychainCLI {
                 let signal = status & 0x7f
                 throw ExitCode(signal == 0 ? (status >> 8) & 0xff : 128 + signal)
             case .nameLost(let owner):
-                throw KeychainError.nameTaken(name: "org.freedesktop.secrets", owner: owner)
+                throw KeychainError.nameTaken(name: "org.freedesktop.secrets", owner: owner, conflict: .takenOver)
             case .backendFailed(let error):
                 throw error
+            case .busClosed:
+                throw KeychainError.noSessionBus(detail: "the bus closed serve's connection")
             }
         }
     }

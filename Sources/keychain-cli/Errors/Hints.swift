@@ -56,8 +56,12 @@ func hint(for error: KeychainError) -> String? {
         return "To lock it with a passphrase instead, run 'keychain-cli vault passwd'"
     case .serverTimedOut:
         return "Check the server (bao status), or raise --timeout"
-    case .nameTaken:
+    case .nameTaken(_, _, .owned):
         return "Stop it first, or pass --replace to take the name over"
+    case .nameTaken(_, _, .replacementRefused):
+        return "Stop it first"
+    case .nameTaken(_, _, .takenOver):
+        return nil
     case .insecureFile, .badConfiguration, .serverUnavailable, .serverDenied:
         // Their details name the file or setting and the fix (a chmod, a variable to set).
         return nil
