@@ -136,4 +136,38 @@ struct ServeClientTests {
             #expect(result.stdoutText == "v1\ntok\ntok2\n2\n0\n1\n")
         }
     }
+
+    /// SecretStorage's own test suite, its cases against a real provider as facts (its suite,
+    /// run against serve as it is, passes 21 of 21 such cases): an empty item with no attributes;
+    /// the collection's label set and restored; a second delete, an unknown item path and an
+    /// unknown alias are each ItemNotFoundException; an item found again by search is equal.
+    @Test func secretStoragesOwnCasesHoldAsFacts() throws {
+        try CLIBackend.withVault { _ in
+            let script = """
+                import secretstorage
+                from secretstorage.exceptions import ItemNotFoundException
+                connection = secretstorage.dbus_init()
+                collection = secretstorage.get_any_collection(connection)
+                empty = collection.create_item("Test", {}, b"")
+                print(empty.get_secret() == b"", empty.get_attributes() == {})
+                empty.delete()
+                old = collection.get_label(); collection.set_label("Hello!")
+                print(collection.get_label()); collection.set_label(old); print(collection.get_label() == old)
+                item = collection.create_item("MyItem", {"application": "secretstorage-test"}, b"pa$$word")
+                print(next(collection.search_items({"application": "secretstorage-test"})) == item)
+                item.delete()
+                for attempt in (item.delete, lambda: secretstorage.Item(connection, "/not/existing/path"),
+                                lambda: secretstorage.get_collection_by_alias(connection, "non-existing-alias")):
+                    try:
+                        attempt(); print("no exception")
+                    except ItemNotFoundException:
+                        print("ItemNotFoundException")
+                """
+            let result = try served("python3 -c '\(script)'")
+            #expect(
+                result.stdoutText == "True True\nHello!\nTrue\nTrue\n"
+                    + String(repeating: "ItemNotFoundException\n", count: 3),
+                "\(result.stderr)")
+        }
+    }
 }

@@ -57,7 +57,7 @@ struct ServeTests {
                     "PATH": URL(fileURLWithPath: keychainCLIPath).deletingLastPathComponent().path + ":/usr/bin:/bin"
                 ]) { $1 })
             #expect(result.stdoutText.hasPrefix("first: 69\nv\nsecond: 0\n"), "\(result.stdoutText) \(result.stderr)")
-            #expect(result.stdoutText.contains("already owned by keychain-cli (pid"))
+            #expect(result.stdoutText.contains("was taken over by keychain-cli (pid"))
             #expect(try cli(["-s", "r", "get", "u"]).stdoutText == "v")
         }
     }
@@ -118,6 +118,9 @@ struct ServeTests {
                 KEYCHAIN_PASSPHRASE="$PW" keychain-cli -s outside set direct <<EOF || exit 8
                 from-outside
                 EOF
+                # Another serve of the same backend, on a private bus of its own.
+                KEYCHAIN_PASSPHRASE="$PW" keychain-cli serve -- \
+                    sh -c 'printf y | secret-tool store --label=l service other username second' || exit 7
                 wait
                 for i in $(seq 100); do
                     found=$(secret-tool lookup service outside username direct) && break
@@ -129,6 +132,7 @@ struct ServeTests {
             #expect(result.stdoutText == "from-outside\n")
             #expect(try cli(["-s", "busy", "list"]).stdoutText.split(separator: "\n").count == 40)
             #expect(try cli(["-s", "outside", "get", "direct"]).stdoutText == "from-outside")
+            #expect(try cli(["-s", "other", "get", "second"]).stdoutText == "y")
         }
     }
 

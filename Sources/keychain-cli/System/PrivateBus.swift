@@ -64,8 +64,8 @@ struct PrivateBus {
         defer { for argument in argv { free(argument) } }
         // No environment: the daemon is an ordinary process of the user, and ours holds the
         // vault's passphrase ($KEYCHAIN_PASSPHRASE), which /proc/PID/environ would show.
-        var environment: [UnsafeMutablePointer<CChar>?] = [nil]
-        let pid = keychain_cli_spawn_bus(program, &argv, &environment, pipeEnds[1])
+        var emptyEnvironment: [UnsafeMutablePointer<CChar>?] = [nil]
+        let pid = keychain_cli_spawn_bus(program, &argv, &emptyEnvironment, pipeEnds[1])
         let failure = errno
         close(pipeEnds[1])
         guard pid > 0 else {
