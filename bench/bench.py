@@ -32,7 +32,11 @@ def large_rows(kc, st):
 
 
 def main():
-    run = lambda argv, data=None: subprocess.run(argv, input=data, check=True, capture_output=True)
+    def run(argv, data=None):
+        done = subprocess.run(argv, input=data, capture_output=True)
+        if done.returncode != 0:  # say why: a failed setup step is a finding too
+            raise SystemExit(f"bench: {' '.join(argv)} exited {done.returncode}: {done.stderr.decode(errors='replace')}")
+        return done
     S, L = "bench", "bench-list"
     # One shared item for the reads: every tool reads the very same item.
     run([KC, "-s", S, "set", "K"], b"bench-secret")
