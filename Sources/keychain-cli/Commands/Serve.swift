@@ -8,9 +8,9 @@ extension KeychainCLI {
         static let configuration = CommandConfiguration(
             abstract: "Be the Secret Service (org.freedesktop.secrets), keeping its items in the vault or OpenBao.",
             discussion: """
-                For machines without a Secret Service (servers, containers, CI runners): every \
-                program built on libsecret, python keyring, go-keyring or git-credential-libsecret \
-                keeps its secrets in the chosen backend (--backend vault, a team vault, or openbao). \
+                For machines without a Secret Service (servers, containers, CI runners): programs \
+                built on libsecret (secret-tool, git-credential-libsecret) or python keyring \
+                keep their secrets in the chosen backend (--backend vault, a team vault, or openbao). \
                 An item with a service and a username attribute is the backend's item SERVICE/USERNAME, \
                 so 'keychain-cli get' reads what 'secret-tool store service S username U' stored; any \
                 other item is kept under the service secret-service. Every write is stored before the \
