@@ -63,7 +63,9 @@ extension KeychainCLI {
             ] { unsetenv(name) }
             setenv("DBUS_SESSION_BUS_ADDRESS", bus.address, 1)
             let child = try spawn(command)
-            try finish(provider.run(watching: child))
+            let exit = provider.run(watching: child)
+            if case .childExited = exit {} else { endCommand(child) }
+            try finish(exit)
         }
 
         /// Ends as the provider's run ended: 0 when stopped by a signal; the command's status.
@@ -83,6 +85,18 @@ extension KeychainCLI {
                 throw KeychainError.noSessionBus(detail: "the bus closed serve's connection")
             }
         }
+    }
+}
+
+/// Ends a command serve can no longer serve (its bus or backend went away): SIGTERM, then after
+/// 5 s SIGKILL, so that it is not left running without its Secret Service.
+func endCommand(_ child: pid_t) {
+    kill(child, SIGTERM)
+    var status: Int32 = 0
+    for _ in 0..<500 where waitpid(child, &status, WNOHANG) == 0 { usleep(10_000) }
+    if waitpid(child, &status, WNOHANG) == 0 {
+        kill(child, SIGKILL)
+        while waitpid(child, &status, 0) == -1 && errno == EINTR {}
     }
 }
 
