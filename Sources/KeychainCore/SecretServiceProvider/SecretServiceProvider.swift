@@ -9,7 +9,7 @@ import Glibc
 /// It serves one collection, `login`, which is also the alias `default`, holding every item of
 /// the backend. Every write is stored in the backend before the client gets its reply, and items
 /// other processes write meanwhile appear as the backend's watcher reports them. Secrets are read
-/// from the backend when asked for, never cached; the items' attributes, labels and dates are kept
+/// from the backend when asked for (the provider keeps no copy); the items' attributes, labels and dates are kept
 /// in memory to answer searches and properties.
 ///
 /// GDBus runs it: everything happens on the thread that calls ``run(watching:)``, one call at a
