@@ -9,8 +9,8 @@ import Glibc
 /// It serves one collection, `login`, which is also the alias `default`, holding every item of
 /// the backend. Every write is stored in the backend before the client gets its reply, and items
 /// other processes write meanwhile appear as the backend's watcher reports them. Secrets are read
-/// from the backend when asked for (the provider keeps no copy); the items' attributes, labels and dates are kept
-/// in memory to answer searches and properties.
+/// from the backend when asked for (the provider keeps no copy); the items' attributes, labels
+/// and dates are kept in memory to answer searches and properties.
 ///
 /// GDBus runs it: everything happens on the thread that calls ``run(watching:)``, one call at a
 /// time, which is what keeps the backend's writes in the order clients made them.
