@@ -109,12 +109,8 @@ static inline const GVariantType *keychain_cli_type_get_secrets_reply(void) { re
 static inline const GVariantType *keychain_cli_type_object_path(void) { return G_VARIANT_TYPE_OBJECT_PATH; }
 
 // The provider's (serve) replies and arguments.
-static inline const GVariantType *keychain_cli_type_object_paths(void) { return G_VARIANT_TYPE("ao"); }
-static inline const GVariantType *keychain_cli_type_property_map(void) { return G_VARIANT_TYPE("a{sv}"); }
-static inline const GVariantType *keychain_cli_type_secret(void) { return G_VARIANT_TYPE("(oayays)"); }
 static inline const GVariantType *keychain_cli_type_secret_entry(void) { return G_VARIANT_TYPE("{o(oayays)}"); }
 static inline const GVariantType *keychain_cli_type_uint32_reply(void) { return G_VARIANT_TYPE("(u)"); }
 static inline const GVariantType *keychain_cli_type_string_reply(void) { return G_VARIANT_TYPE("(s)"); }
-static inline const GVariantType *keychain_cli_type_boolean(void) { return G_VARIANT_TYPE_BOOLEAN; }
 
 #endif
