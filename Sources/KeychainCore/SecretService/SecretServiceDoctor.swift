@@ -100,12 +100,7 @@ extension SecretServiceStore {
         let value = g_variant_get_child_value(reply, 0)!
         defer { g_variant_unref(value) }
         let pid = g_variant_get_uint32(value)
-        let arguments =
-            ((try? readFileIfPresent("/proc/\(pid)/cmdline", limit: 4096)) ?? nil)?
-            .split(separator: 0).map { String(decoding: $0, as: UTF8.self) } ?? []
-        guard let program = arguments.first?.split(separator: "/").last.map(String.init) else {
-            return " (pid \(pid))"
-        }
+        guard let (program, arguments) = processCommand(pid) else { return " (pid \(pid))" }
         if program == "keychain-cli" && arguments.contains("serve") {
             return " by keychain-cli serve (pid \(pid)): its items are kept in that serve's backend"
         }

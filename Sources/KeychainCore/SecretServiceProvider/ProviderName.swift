@@ -41,9 +41,7 @@ extension SecretServiceProvider {
         let pid = g_variant_get_uint32(child)
         g_variant_unref(child)
         g_variant_unref(pidReply)
-        let command = (try? readFileIfPresent("/proc/\(pid)/comm", limit: 256)).flatMap { $0 }
-            .map { String(decoding: $0.prefix { $0 != UInt8(ascii: "\n") }, as: UTF8.self) }
-        return "\(command ?? owner) (pid \(pid))"
+        return "\(processCommand(pid)?.program ?? owner) (pid \(pid))"
     }
 
     /// Calls `method` on the bus itself; nil when it fails.

@@ -190,6 +190,16 @@ package func readFileIfPresent(_ path: String, limit: Int) throws(FileError) -> 
     return bytes
 }
 
+/// The program (the last path element of its first argument) and the arguments of process `pid`,
+/// from /proc/PID/cmdline; nil when they cannot be read (it is gone, or is a kernel thread).
+package func processCommand(_ pid: UInt32) -> (program: String, arguments: [String])? {
+    let arguments =
+        ((try? readFileIfPresent("/proc/\(pid)/cmdline", limit: 4096)) ?? nil)?
+        .split(separator: 0).map { String(decoding: $0, as: UTF8.self) } ?? []
+    guard let program = arguments.first?.split(separator: "/").last.map(String.init) else { return nil }
+    return (program, arguments)
+}
+
 /// What tells one version of a file from another without reading it: its device, inode, size and
 /// change times (nanoseconds). A writer that renames a new file over it gives a new inode; one
 /// that writes in place, new times.
