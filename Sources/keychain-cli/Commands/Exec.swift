@@ -60,13 +60,8 @@ extension KeychainCLI {
             // Every secret is read before anything runs: one missing secret runs nothing.
             let keychain = try keychain()
             let values = try all.map { mapping in (mapping.name, try mapping.resolve(defaultService: keychain)) }
-            // The vault's passphrase and the OpenBao login secrets are ours, not the command's (a
-            // mapping may still pass them on).
-            for name in [
-                "KEYCHAIN_PASSPHRASE", "KEYCHAIN_NEW_PASSPHRASE", "KEYCHAIN_OPENBAO_SECRET_ID", "KEYCHAIN_OPENBAO_JWT",
-            ] { unsetenv(name) }
-            // A standard descriptor stays: once read it is /dev/null (see PassphraseInput).
-            if let fd = settings.passphraseFD, fd > STDERR_FILENO { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
+            // (A mapping may still pass the withheld secrets on.)
+            settings.withholdSecretsFromCommands()
             for (name, value) in values { setenv(name, value, 1) }
             try replaceProcess(with: command)
         }
@@ -102,23 +97,4 @@ extension EnvironmentMapping {
         }
         return text
     }
-}
-
-/// Replaces this process with `command` (searched in PATH), keeping the environment as set.
-/// - Throws: ``CommandFailure`` (exit 127 when not found, 126 when it cannot be run).
-func replaceProcess(with command: [String]) throws -> Never {
-    InheritedSignals.restore()
-    Startup.restoreForExec()
-    // The command's arguments byte for byte, as given after --: the parser's strings have any
-    // invalid UTF-8 replaced by U+FFFD.
-    let raw = Startup.argumentsAfterTerminator()
-    var arguments = (raw?.count == command.count ? raw! : command.map { strdup($0) }) + [nil]
-    execvp(arguments[0]!, &arguments)
-    let reason = String(cString: strerror(errno))
-    if errno == ENOENT {
-        throw CommandFailure(
-            kind: .commandNotFound,
-            message: "cannot find the command '\(command[0])' (\(reason)). Check its name and PATH")
-    }
-    throw CommandFailure(kind: .cannotExecute, message: "cannot run '\(command[0])' (\(reason)). Check its permissions")
 }

@@ -58,13 +58,13 @@ extension KeychainCLI {
             let bus = try PrivateBus.start()
             defer { bus.stop() }
             try provider.start(busAddress: bus.address, replace: false)
-            for name in [
-                "KEYCHAIN_PASSPHRASE", "KEYCHAIN_NEW_PASSPHRASE", "KEYCHAIN_OPENBAO_SECRET_ID", "KEYCHAIN_OPENBAO_JWT",
-            ] { unsetenv(name) }
+            settings.withholdSecretsFromCommands()
             setenv("DBUS_SESSION_BUS_ADDRESS", bus.address, 1)
             let child = try spawn(command)
             let exit = provider.run(watching: child)
-            if case .childExited = exit {} else { endCommand(child) }
+            // A command serve can no longer serve (bus closed, name taken over, backend
+            // unreadable) is ended rather than left running without its Secret Service.
+            if case .childExited = exit {} else { terminate(child, graceSeconds: 5) }
             try finish(exit)
         }
 
@@ -86,50 +86,4 @@ extension KeychainCLI {
             }
         }
     }
-}
-
-/// Ends a command serve can no longer serve (its bus or backend went away): SIGTERM, then after
-/// 5 s SIGKILL, so that it is not left running without its Secret Service.
-func endCommand(_ child: pid_t) {
-    kill(child, SIGTERM)
-    var status: Int32 = 0
-    for _ in 0..<500 where waitpid(child, &status, WNOHANG) == 0 { usleep(10_000) }
-    if waitpid(child, &status, WNOHANG) == 0 {
-        kill(child, SIGKILL)
-        while waitpid(child, &status, 0) == -1 && errno == EINTR {}
-    }
-}
-
-/// Starts `command` (searched in PATH) with this process's environment and the signal
-/// dispositions and core limit keychain-cli was given.
-/// - Throws: ``CommandFailure`` (exit 127 when not found, 126 when it cannot be run).
-func spawn(_ command: [String]) throws -> pid_t {
-    let raw = Startup.argumentsAfterTerminator()
-    var arguments = (raw?.count == command.count ? raw!.map { strdup($0!) } : command.map { strdup($0) }) + [nil]
-    defer { for argument in arguments { free(argument) } }
-    var attributes = posix_spawnattr_t()
-    posix_spawnattr_init(&attributes)
-    defer { posix_spawnattr_destroy(&attributes) }
-    // What exec would give it: the caller's signal mask (serve unblocks the stopping signals for
-    // itself only after this), and SIGPIPE as the caller had it (GDBus ignores it in this
-    // process; the handlers serve installs are reset by exec anyway).
-    var defaults = sigset_t()
-    sigemptyset(&defaults)
-    if InheritedSignals.sigpipeWasDefault { sigaddset(&defaults, SIGPIPE) }
-    posix_spawnattr_setsigdefault(&attributes, &defaults)
-    posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGDEF))
-    var pid: pid_t = 0
-    let status = posix_spawnp(&pid, arguments[0]!, nil, &attributes, &arguments, environ)
-    guard status == 0 else {
-        let reason = String(cString: strerror(status))
-        if status == ENOENT {
-            throw CommandFailure(
-                kind: .commandNotFound,
-                message: "cannot find the command '\(command[0])' (\(reason)). Check its name and PATH")
-        }
-        throw CommandFailure(
-            kind: .cannotExecute, message: "cannot run '\(command[0])' (\(reason)). Check its permissions")
-    }
-    Startup.restoreCoreLimit(of: pid)
-    return pid
 }

@@ -89,3 +89,16 @@ func environment(_ name: String) throws -> String? {
     }
     return text.isEmpty ? nil : text
 }
+
+extension Settings {
+    /// Keeps the vault's passphrases and the OpenBao login secrets from a command keychain-cli
+    /// runs (`exec`, `serve -- COMMAND`): they are ours, not the command's. The variables go, and
+    /// a passphrase descriptor is closed on exec (a standard one stays: once read it is
+    /// /dev/null, see PassphraseInput).
+    func withholdSecretsFromCommands() {
+        for name in [
+            "KEYCHAIN_PASSPHRASE", "KEYCHAIN_NEW_PASSPHRASE", "KEYCHAIN_OPENBAO_SECRET_ID", "KEYCHAIN_OPENBAO_JWT",
+        ] { unsetenv(name) }
+        if let fd = passphraseFD, fd > STDERR_FILENO { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
+    }
+}

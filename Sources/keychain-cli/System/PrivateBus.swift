@@ -88,14 +88,8 @@ struct PrivateBus {
 
     /// Stops the daemon and removes its directory.
     func stop() {
-        kill(daemon, SIGTERM)
-        var status: Int32 = 0
         // A second for it to go, then SIGKILL: nothing of ours is in it to lose.
-        for _ in 0..<100 where waitpid(daemon, &status, WNOHANG) == 0 { usleep(10_000) }
-        if waitpid(daemon, &status, WNOHANG) == 0 {
-            kill(daemon, SIGKILL)
-            while waitpid(daemon, &status, 0) == -1 && errno == EINTR {}
-        }
+        terminate(daemon, graceSeconds: 1)
         PrivateBus.remove(directory)
     }
 
