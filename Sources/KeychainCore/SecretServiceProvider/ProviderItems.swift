@@ -20,7 +20,7 @@ extension SecretServiceProvider {
                     try store.secret(service: item.address.service, key: item.address.key)
                 })
             else { throw .noSuchObject("\(call.path) was deleted by another program") }
-            return Variant.tuple([session.encode(secret, contentType: item.details.contentType)])
+            return Variant.tuple([try session.encode(secret, contentType: item.details.contentType)])
         case (ProviderInterface.item, "SetSecret"):
             var item = try servedItem(call.path)
             let argument = call.argument(0)

@@ -87,11 +87,11 @@ extension SecretServiceProvider {
             throw .failed(
                 "the secrets asked for are larger than \(Self.largestReply >> 20) MiB together: ask for fewer")
         }
-        let entries = zip(items, secrets).compactMap { item, secret -> OpaquePointer? in
-            guard let secret else { return nil }
-            return g_variant_new_dict_entry(
-                Variant.objectPath(ProviderIndex.path(of: item.number)),
-                session.encode(secret, contentType: item.details.contentType))!
+        var entries: [OpaquePointer] = []
+        for (item, secret) in zip(items, secrets) {
+            guard let secret else { continue }
+            let encoded = try session.encode(secret, contentType: item.details.contentType)
+            entries.append(g_variant_new_dict_entry(Variant.objectPath(ProviderIndex.path(of: item.number)), encoded)!)
         }
         return Variant.tuple([Variant.array(of: keychain_cli_type_secret_entry(), entries)])
     }

@@ -39,9 +39,14 @@ struct ProviderSession {
     }
 
     /// `secret` as a secret struct `(oayays)` in this session.
-    func encode(_ secret: Data, contentType: String) -> OpaquePointer {
-        guard let encryption, let (parameters, value) = try? encryption.encrypt(secret) else {
+    /// - Throws: `ProviderError.failed` when an encrypted session cannot encrypt it: the secret is
+    ///   then not sent at all, never sent in the clear instead.
+    func encode(_ secret: Data, contentType: String) throws(ProviderError) -> OpaquePointer {
+        guard let encryption else {
             return Variant.secret(session: path, parameters: [], value: Array(secret), contentType: contentType)
+        }
+        guard let (parameters, value) = try? encryption.encrypt(secret) else {
+            throw .failed("the secret cannot be encrypted in session \(path)")
         }
         return Variant.secret(session: path, parameters: parameters, value: value, contentType: contentType)
     }
