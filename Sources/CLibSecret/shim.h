@@ -104,6 +104,9 @@ static inline const GVariantType *keychain_cli_type_bytestring(void) { return G_
 static inline const GVariantType *keychain_cli_type_open_session_reply(void) { return G_VARIANT_TYPE("(vo)"); }
 static inline const GVariantType *keychain_cli_type_get_secret_reply(void) { return G_VARIANT_TYPE("((oayays))"); }
 static inline const GVariantType *keychain_cli_type_property_pair(void) { return G_VARIANT_TYPE("{sv}"); }
+static inline const GVariantType *keychain_cli_type_interface_entry(void) { return G_VARIANT_TYPE("{sa{sv}}"); }
+static inline const GVariantType *keychain_cli_type_managed_object(void) { return G_VARIANT_TYPE("{oa{sa{sv}}}"); }
+static inline const GVariantType *keychain_cli_type_managed_objects_reply(void) { return G_VARIANT_TYPE("(a{oa{sa{sv}}})"); }
 static inline const GVariantType *keychain_cli_type_create_item_reply(void) { return G_VARIANT_TYPE("(oo)"); }
 static inline const GVariantType *keychain_cli_type_get_secrets_reply(void) { return G_VARIANT_TYPE("(a{o(oayays)})"); }
 static inline const GVariantType *keychain_cli_type_object_path(void) { return G_VARIANT_TYPE_OBJECT_PATH; }

@@ -137,6 +137,66 @@ struct ServeClientTests {
         }
     }
 
+    /// D-Bus's ObjectManager on /org/freedesktop/secrets, read with jeepney: GetManagedObjects
+    /// gives the collection, its alias and every item with its properties; InterfacesAdded and
+    /// InterfacesRemoved announce an item secret-tool stores and clears. keychain-cli's listing of
+    /// 70 items (one GetManagedObjects call, where gnome-keyring takes 280 Properties.Get) gives
+    /// every key, label and date.
+    @Test(arguments: ServedBackend.allCases)
+    func objectManagerAndALargeListing(backend: ServedBackend) throws {
+        try backend.run { _ in
+            let items = (0..<70).map { #"{"service":"big","key":"k-\#($0)","encoding":"utf8","secret":"v\#($0)"}"# }
+            let document = #"{"format":"keychain-cli-export","version":1,"items":[\#(items.joined(separator: ","))]}"#
+            #expect(try cli(["import"], input: document).status == 0)
+            let script = """
+                import subprocess
+                from jeepney import DBusAddress, MatchRule, message_bus, new_method_call
+                from jeepney.io.blocking import Proxy, open_dbus_connection
+                bus = open_dbus_connection(bus="SESSION")
+                manager = DBusAddress("/org/freedesktop/secrets", bus_name="org.freedesktop.secrets",
+                                      interface="org.freedesktop.DBus.ObjectManager")
+                objects = bus.send_and_get_reply(new_method_call(manager, "GetManagedObjects")).body[0]
+                ITEM = "org.freedesktop.Secret.Item"
+                items = [i[ITEM] for i in objects.values() if ITEM in i]
+                collection = objects["/org/freedesktop/secrets/collection/login"]["org.freedesktop.Secret.Collection"]
+                print(len(items), len(collection["Items"][1]), sorted(collection),
+                      "/org/freedesktop/secrets/aliases/default" in objects)
+                seven = next(i for i in items if i["Attributes"][1].get("username") == "k-7")
+                print(seven["Label"][1], seven["Locked"][1], sorted(seven))
+                rule = MatchRule(type="signal", interface="org.freedesktop.DBus.ObjectManager",
+                                 path="/org/freedesktop/secrets")
+                Proxy(message_bus, bus).AddMatch(rule)
+                def item_signal(queue, member):
+                    while True:
+                        signal = bus.recv_until_filtered(queue, timeout=20)
+                        if signal.header.fields[3] == member and ITEM in signal.body[1]:
+                            return signal.body[1]
+                with bus.filter(rule) as queue:
+                    subprocess.run("printf v | secret-tool store --label=New service om username new", shell=True, check=True)
+                    added = item_signal(queue, "InterfacesAdded")[ITEM]
+                    print("added", added["Label"][1], added["Attributes"][1]["username"])
+                    subprocess.run("secret-tool clear service om username new", shell=True, check=True)
+                    print("removed", item_signal(queue, "InterfacesRemoved"))
+                """
+            let result = try served(
+                """
+                python3 -c '\(script)' || exit 10
+                KEYCHAIN_BACKEND=secret-service keychain-cli -s big list --json > listed.json || exit 11
+                python3 -c 'import json; listed = json.load(open("listed.json")); print(len(listed), sorted(i["key"] for i in listed) == sorted(f"k-{n}" for n in range(70)))
+                seven = next(i for i in listed if i["key"] == "k-7")
+                print(seven["label"], seven["created"] <= seven["modified"])'
+                """)
+            #expect(result.status == 0, "\(result.stderr)")
+            #expect(
+                result.stdoutText.split(separator: "\n").map(String.init) == [
+                    "70 70 ['Created', 'Items', 'Label', 'Locked', 'Modified'] True",
+                    "big/k-7 (keychain-cli) False ['Attributes', 'Created', 'Label', 'Locked', 'Modified', 'Type']",
+                    "added New new", "removed ['org.freedesktop.Secret.Item']", "70 True",
+                    "big/k-7 (keychain-cli) True",
+                ])
+        }
+    }
+
     /// SecretStorage's own test suite, its cases against a real provider as facts (its suite,
     /// run against serve as it is, passes 21 of 21 such cases): an empty item with no attributes;
     /// the collection's label set and restored; a second delete, an unknown item path and an

@@ -9,10 +9,12 @@ enum ProviderInterface {
     static let collection = "org.freedesktop.Secret.Collection"
     static let item = "org.freedesktop.Secret.Item"
     static let session = "org.freedesktop.Secret.Session"
+    static let objectManager = "org.freedesktop.DBus.ObjectManager"
     static let servicePath = "/org/freedesktop/secrets"
     static let sessionPrefix = "/org/freedesktop/secrets/session/"
 
-    /// The interfaces as the Secret Service specification gives them, with what clients use of them.
+    /// The interfaces as the Secret Service specification gives them, with what clients use of
+    /// them, and D-Bus's standard ObjectManager on the service object.
     static let xml = """
         <node>
           <interface name="org.freedesktop.Secret.Service">
@@ -71,6 +73,13 @@ enum ProviderInterface {
           <interface name="org.freedesktop.Secret.Session">
             <method name="Close"/>
           </interface>
+          <interface name="org.freedesktop.DBus.ObjectManager">
+            <method name="GetManagedObjects"><arg name="objects" type="a{oa{sa{sv}}}" direction="out"/></method>
+            <signal name="InterfacesAdded"><arg name="object" type="o"/>
+              <arg name="interfaces" type="a{sa{sv}}"/></signal>
+            <signal name="InterfacesRemoved"><arg name="object" type="o"/>
+              <arg name="interfaces" type="as"/></signal>
+          </interface>
         </node>
         """
 
@@ -83,7 +92,7 @@ enum ProviderInterface {
 }
 
 extension SecretServiceProvider {
-    /// Puts an object with `interface` at `path`; its calls reach ``handle(_:)``.
+    /// Puts `interface` on the object at `path`; its calls reach ``handle(_:)``.
     func register(_ path: String, _ interface: String) throws(KeychainError) {
         var vtable = GDBusInterfaceVTable(
             method_call: providerMethodCall, get_property: providerGetProperty, set_property: providerSetProperty,
@@ -96,11 +105,12 @@ extension SecretServiceProvider {
             defer { g_error_free(error) }
             throw .backendFailure(detail: "cannot put \(path) on the bus: \(String(cString: error!.pointee.message))")
         }
-        registrations[path] = id
+        registrations[path, default: []].append(id)
     }
 
+    /// Takes the object at `path` off the bus, with every interface it has.
     func unregister(_ path: String) {
-        if let id = registrations.removeValue(forKey: path) { g_dbus_connection_unregister_object(connection, id) }
+        for id in registrations.removeValue(forKey: path) ?? [] { g_dbus_connection_unregister_object(connection, id) }
     }
 
     /// Sends `signal` of `interface` from `path` with one object path argument.

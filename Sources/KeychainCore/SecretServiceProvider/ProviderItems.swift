@@ -172,7 +172,7 @@ extension SecretServiceProvider {
         case (ProviderInterface.collection, "Items"):
             return Variant.objectPaths(index.items.keys.sorted().map(ProviderIndex.path(of:)))
         case (ProviderInterface.collection, "Label"): return Variant.string(collectionLabel)
-        case (ProviderInterface.collection, "Locked"), (ProviderInterface.item, "Locked"):
+        case (ProviderInterface.collection, "Locked"):
             return Variant.boolean(locked)
         case (ProviderInterface.collection, "Created"): return Variant.uint64(started)
         case (ProviderInterface.collection, "Modified"):
@@ -180,7 +180,12 @@ extension SecretServiceProvider {
         default: break
         }
         guard interface == ProviderInterface.item, let item = index.item(at: path) else { return nil }
+        return itemProperty(name, of: item)
+    }
+
+    func itemProperty(_ name: String, of item: ServedItem) -> OpaquePointer? {
         switch name {
+        case "Locked": return Variant.boolean(locked)
         case "Attributes": return Variant.stringMap(item.details.attributes)
         case "Label": return Variant.string(item.details.label)
         case "Type": return Variant.string(item.details.attributes["xdg:schema"] ?? "")

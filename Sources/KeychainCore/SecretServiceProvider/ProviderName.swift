@@ -73,8 +73,9 @@ extension SecretServiceProvider {
     }
 
     func closeSession(_ path: String) {
-        sessions[path] = nil
+        guard sessions.removeValue(forKey: path) != nil else { return }
         unregister(path)
+        objectsRemoved([path], ProviderInterface.session)
     }
 }
 

@@ -25,6 +25,7 @@ extension SecretServiceProvider {
         case (ProviderInterface.service, "CreateCollection"):
             // One collection holds every item of the backend: a client asking for one gets it.
             return Variant.tuple([Variant.objectPath(ProviderIndex.collectionPath), Variant.objectPath("/")])
+        case (ProviderInterface.objectManager, "GetManagedObjects"): return try managedObjects()
         case (ProviderInterface.session, "Close"):
             _ = try session(call.path, for: call)
             closeSession(call.path)
@@ -57,6 +58,7 @@ extension SecretServiceProvider {
             throw .failed(error.description)
         }
         sessions[path] = session
+        objectsAdded([path], ProviderInterface.session)
         return Variant.tuple([Variant.boxed(output), Variant.objectPath(path)])
     }
 

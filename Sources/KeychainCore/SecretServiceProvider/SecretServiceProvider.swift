@@ -46,7 +46,7 @@ public final class SecretServiceProvider: @unchecked Sendable {
     var collectionLabel = "Login"
     let started = UInt64(Date().timeIntervalSince1970)
     var connection: OpaquePointer?
-    var registrations: [String: guint] = [:]
+    var registrations: [String: [guint]] = [:]
     var loop: OpaquePointer?
     var exit: Exit?
     var child: pid_t?
@@ -88,6 +88,7 @@ public final class SecretServiceProvider: @unchecked Sendable {
         try store.prepareForWrites()
         _ = index.replace(with: try store.detailedItems())
         try register(ProviderInterface.servicePath, ProviderInterface.service)
+        try register(ProviderInterface.servicePath, ProviderInterface.objectManager)
         try register(ProviderIndex.collectionPath, ProviderInterface.collection)
         try register(ProviderIndex.aliasPath, ProviderInterface.collection)
         for number in index.items.keys { try register(ProviderIndex.path(of: number), ProviderInterface.item) }
@@ -162,6 +163,8 @@ public final class SecretServiceProvider: @unchecked Sendable {
                 }
             }
         }
+        objectsAdded(created.map(ProviderIndex.path(of:)), ProviderInterface.item)
+        objectsRemoved(deleted.map(ProviderIndex.path(of:)), ProviderInterface.item)
         if !created.isEmpty || !deleted.isEmpty {
             propertiesChanged(
                 ProviderInterface.collection, ["Items"], at: [ProviderIndex.collectionPath, ProviderIndex.aliasPath])
