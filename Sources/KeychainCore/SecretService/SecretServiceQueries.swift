@@ -95,8 +95,9 @@ extension SecretServiceConnection {
     }
 
     /// The metadata of the items at `paths`, in order (nil for an item that is gone, or that
-    /// cannot be addressed as service and key), asked in pipelined Properties.Get calls: the
-    /// attributes, label, creation and modification times, or the attributes alone for `keysOnly`.
+    /// cannot be addressed as service and key), as ``itemProperties(_:of:_:_:decode:)`` reads
+    /// them: the attributes, label, creation and modification times, or the attributes alone for
+    /// `keysOnly`.
     ///
     /// Not GetAll: gnome-keyring answers each property it reads for a client by looking the item
     /// up among all it holds, and GetAll reads six (Locked and Type too): the four Gets
@@ -132,11 +133,23 @@ extension SecretServiceConnection {
     /// The item properties `names` of each item at `paths`, in order, decoded together by `decode`
     /// from their values (in the order of `names`); nil for an item that is gone. A property the
     /// service does not have is given to `decode` as an empty tuple, a type no property has (as
-    /// GetAll would leave it out). All the calls are pipelined, an item's one after the other.
+    /// GetAll would leave it out). From one GetManagedObjects call for many items where the
+    /// provider answers it, else in pipelined Properties.Get calls, an item's one after the other.
     func itemProperties<T>(
         _ names: [String], of paths: [String], _ operation: BoundedOperation, _ bus: OpaquePointer,
         decode: ([OpaquePointer]) -> T?
     ) throws -> [T?] {
+        if paths.count >= Self.managedObjectsThreshold, let managed = try managedItemProperties(operation, bus) {
+            defer { for properties in managed.values { g_variant_unref(properties) } }
+            return paths.map { path in
+                guard let properties = managed[path] else { return nil }
+                let values = names.map { name in
+                    g_variant_lookup_value(properties, name, nil) ?? g_variant_ref_sink(g_variant_new_tuple(nil, 0))!
+                }
+                defer { for value in values { g_variant_unref(value) } }
+                return decode(values)
+            }
+        }
         let values = try operation.callEach(
             paths.count * names.count,
             start: { index, cancellable, callback, data in

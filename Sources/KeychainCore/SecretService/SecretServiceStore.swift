@@ -159,7 +159,8 @@ public final class SecretServiceStore: SecretStore {
             // libsecret builds a D-Bus proxy per found item and refuses an empty search; asking
             // for the paths, then for every item's properties in pipelined Properties calls on the
             // same connection, costs one round trip per window and gnome-keyring's own time per
-            // item (less for Attributes alone than for GetAll). Numbers: bench/RESULTS.md.
+            // item (less for Attributes alone than for GetAll); one GetManagedObjects call where
+            // the provider answers it (keychain-cli serve). Numbers: bench/RESULTS.md.
             let found = try connection.searchPaths(operation, bus, pairs)
             let paths = found.unlocked + found.locked
             let infos = try connection.infos(operation, bus, paths, keysOnly: listing == .keysOnly)
