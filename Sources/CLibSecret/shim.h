@@ -110,6 +110,8 @@ static inline const GVariantType *keychain_cli_type_managed_objects_reply(void) 
 static inline const GVariantType *keychain_cli_type_create_item_reply(void) { return G_VARIANT_TYPE("(oo)"); }
 static inline const GVariantType *keychain_cli_type_get_secrets_reply(void) { return G_VARIANT_TYPE("(a{o(oayays)})"); }
 static inline const GVariantType *keychain_cli_type_object_path(void) { return G_VARIANT_TYPE_OBJECT_PATH; }
+static inline const GVariantType *keychain_cli_type_object_paths(void) { return G_VARIANT_TYPE_OBJECT_PATH_ARRAY; }
+static inline const GVariantType *keychain_cli_type_boolean(void) { return G_VARIANT_TYPE_BOOLEAN; }
 
 // The provider's (serve) replies and arguments.
 static inline const GVariantType *keychain_cli_type_secret_entry(void) { return G_VARIANT_TYPE("{o(oayays)}"); }

@@ -29,8 +29,9 @@ extension KeychainError {
         switch remoteName {
         case "org.freedesktop.DBus.Error.ServiceUnknown", "org.freedesktop.DBus.Error.NameHasNoOwner":
             self = .noSecretService(detail: detail)
+        // KeePassXC (Qt's D-Bus) answers UnknownInterface for the path of an item it removed.
         case "org.freedesktop.DBus.Error.UnknownMethod", "org.freedesktop.DBus.Error.UnknownObject",
-            "org.freedesktop.Secret.Error.NoSuchObject":
+            "org.freedesktop.DBus.Error.UnknownInterface", "org.freedesktop.Secret.Error.NoSuchObject":
             self = .noDefaultCollection(detail: detail)
         case "org.freedesktop.Secret.Error.IsLocked":
             self = .locked(detail: detail)
@@ -81,8 +82,9 @@ func clearingVanishedItemError(_ error: UnsafeMutablePointer<UnsafeMutablePointe
         vanished = failure.pointee.code == Int32(SECRET_ERROR_NO_SUCH_OBJECT.rawValue)
     } else {
         switch remoteErrorName(failure) {
+        // KeePassXC (Qt's D-Bus) answers UnknownInterface for the path of an item it removed.
         case "org.freedesktop.DBus.Error.UnknownMethod", "org.freedesktop.DBus.Error.UnknownObject",
-            "org.freedesktop.Secret.Error.NoSuchObject":
+            "org.freedesktop.DBus.Error.UnknownInterface", "org.freedesktop.Secret.Error.NoSuchObject":
             vanished = true
         default: vanished = false
         }

@@ -9,7 +9,10 @@ extension SecretServiceConnection {
     func searchPaths(
         _ operation: BoundedOperation, _ bus: OpaquePointer, _ pairs: KeyValuePairs<String, String>
     ) throws -> (unlocked: [String], locked: [String]) {
-        try endSearch(beginSearch(operation, bus, pairs))
+        let found = try endSearch(beginSearch(operation, bus, pairs))
+        guard pairs.isEmpty, found.unlocked.isEmpty, found.locked.isEmpty else { return found }
+        // KeePassXC matches no item for an empty search, where gnome-keyring matches every one.
+        return try collectionsItems(operation, bus)
     }
 
     /// The items whose attributes include `pairs`, with all their attributes, as libsecret's search
@@ -226,9 +229,27 @@ extension SecretServiceConnection {
                     return variantString(reply, child: 0)
                 }
             })
-        if prompts.contains(where: { $0 != nil && $0 != "/" }) {
-            throw KeychainError.permissionDenied(detail: "the Secret Service asks for confirmation to delete items")
-        }
+        try performPrompts(prompts.compactMap { $0 }.filter { $0 != "/" }, operation)
         return prompts.count { $0 != nil }
+    }
+
+    /// Performs, one after another, the prompts a provider answered deletions with: KeePassXC
+    /// answers every Item.Delete with one, which completes at once unless its user is asked to
+    /// confirm (then this waits for the answer, within the deadline). A dismissed prompt is a
+    /// refusal.
+    private func performPrompts(_ prompts: [String], _ operation: BoundedOperation) throws {
+        guard !prompts.isEmpty else { return }
+        let connection = try connect(operation, openSession: false)
+        defer { g_object_unref(connection) }
+        for prompt in prompts {
+            // secret_service_prompt_at_dbus_path / …_finish: nil, and no error, when dismissed.
+            let result: OpaquePointer? = try operation.call(
+                { secret_service_prompt_at_dbus_path(connection, prompt, nil, $0, $1, $2) },
+                finish: { secret_service_prompt_at_dbus_path_finish(connection, $0, $1) })
+            guard let result else {
+                throw KeychainError.permissionDenied(detail: "the deletion was declined at the Secret Service's prompt")
+            }
+            g_variant_unref(result)
+        }
     }
 }

@@ -1,7 +1,7 @@
 import CLibSecret
 import FoundationEssentials
 
-/// A ``SecretStore`` on the freedesktop Secret Service (gnome-keyring, KeePassXC, KWallet).
+/// A ``SecretStore`` on the freedesktop Secret Service (gnome-keyring, KeePassXC, `serve`).
 ///
 /// Reads, writes, lists and deletes call the Secret Service's D-Bus API directly, on a session
 /// bus connection the process keeps (``SessionBusSocket``), and secrets travel encrypted in a
@@ -52,6 +52,10 @@ public final class SecretServiceStore: SecretStore {
         self.listing = listing
     }
 
+    /// A locked collection that hides its items (KeePassXC's locked database).
+    static let hiddenByLockError = KeychainError.locked(
+        detail: "the default keyring is locked and hides its items until it is unlocked")
+
     public func secret(service: ServiceName, key: KeychainKey) throws(KeychainError) -> Data? {
         try BoundedOperation.run("return the secret", seconds: timeout) { operation in
             let bus = try connection.sessionBus(operation, preparingSession: true)
@@ -60,7 +64,10 @@ public final class SecretServiceStore: SecretStore {
             // libsecret's lookup opens the session before it searches.
             let found = try connection.searchPaths(
                 operation, bus, ["service": service.rawValue, "username": key.rawValue])
-            if found.unlocked.isEmpty && found.locked.isEmpty { return nil }
+            if found.unlocked.isEmpty && found.locked.isEmpty {
+                if try connection.hiddenByLock(operation, bus) { throw Self.hiddenByLockError }
+                return nil
+            }
             // An item another client deletes after the search is not there: the next one, or a miss.
             for path in found.unlocked {
                 if let secret = try connection.readSecret(at: path, operation, bus) { return secret }
@@ -163,6 +170,7 @@ public final class SecretServiceStore: SecretStore {
             // the provider answers it (keychain-cli serve). Numbers: bench/RESULTS.md.
             let found = try connection.searchPaths(operation, bus, pairs)
             let paths = found.unlocked + found.locked
+            if paths.isEmpty, try connection.hiddenByLock(operation, bus) { throw Self.hiddenByLockError }
             let infos = try connection.infos(operation, bus, paths, keysOnly: listing == .keysOnly)
             lastListing.withLock { $0 = ListedPaths(paths: paths, infos: infos, locked: Set(found.locked)) }
             return infos.compactMap { $0 }
