@@ -104,8 +104,19 @@ extension SecretServiceStore {
         if program == "keychain-cli" && arguments.contains("serve") {
             return " by keychain-cli serve (pid \(pid)): its items are kept in that serve's backend"
         }
-        return " by \(escapedForDisplay(program)) (pid \(pid))"
+        return " by \(escapedForDisplay(program)) (pid \(pid))" + (Self.knownLimits[program].map { ": \($0)" } ?? "")
     }
+
+    /// What differs, for keychain-cli, on Secret Service providers other than gnome-keyring
+    /// (docs/backends/secret-service.md has the tested versions).
+    static let knownLimits = [
+        "keepassxc":
+            "KeePassXC keeps the items in its database's exposed group; a locked database hides them "
+            + "(77 until unlocked in its window); before 2.7.6 it asks in its window before an item another "
+            + "program stored is replaced",
+        "kwalletd5": "KWallet (untested here) asks for the wallet's password in a window",
+        "kwalletd6": "KWallet (untested here) asks for the wallet's password in a window",
+    ]
 
     /// The answer of org.freedesktop.DBus.NameHasOwner("org.freedesktop.secrets") and the like.
     private func boolean(

@@ -19,8 +19,9 @@ func hint(for error: KeychainError) -> String? {
         return "Run inside a desktop session, or headless: dbus-run-session -- sh -c 'printf %s \"$PW\" | "
             + "gnome-keyring-daemon --unlock --components=secrets >/dev/null; keychain-cli ...'"
     case .noSecretService:
-        return "Install and start gnome-keyring, KeePassXC (with Secret Service integration) or KWallet; "
-            + "headless: printf %s \"$PW\" | gnome-keyring-daemon --unlock --components=secrets"
+        return "Install and start gnome-keyring or KeePassXC (its Secret Service integration on); headless: "
+            + "keychain-cli --backend vault serve -- COMMAND, or printf %s \"$PW\" | gnome-keyring-daemon --unlock "
+            + "--components=secrets"
     case .noDefaultCollection:
         return "Create one with your keyring manager (seahorse), or start gnome-keyring-daemon with --unlock "
             + "to create 'login'"
