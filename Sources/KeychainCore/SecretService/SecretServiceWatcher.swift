@@ -84,7 +84,7 @@ extension SecretServiceStore {
 }
 
 /// The state of one Secret Service watch, on its thread: the subscriptions, the watched items.
-private final class SignalWatcher {
+final class SignalWatcher {
     struct Known {
         var id: ItemID
         var modified: Date?
@@ -198,7 +198,8 @@ private final class SignalWatcher {
                         detail: "the Secret Service (\(SecretServiceConnection.busName)) left the session bus. "
                             + "Start it again (gnome-keyring-daemon, KeePassXC) and watch again")
                 }
-                let signals = pending
+                if !pending.isEmpty { settle(context) }
+                let signals = Self.coalesced(pending)
                 pending.removeAll()
                 for (member, path) in signals where !watch.isCancelled { try handle(member, path) }
                 if Date() >= nextPoll && !watch.isCancelled {
@@ -212,6 +213,46 @@ private final class SignalWatcher {
                 return
             }
         }
+    }
+
+    /// Lets the rest of a burst of signals arrive: until 3 ms pass without one, 20 ms at most.
+    /// KeePassXC announces a new item with an ItemChanged per property it sets, on the collection
+    /// and on each alias, within a few ms; gnome-keyring sends one signal per change.
+    private func settle(_ context: OpaquePointer) {
+        let end = Date() + 0.02
+        var count = pending.count
+        var quiet = Date() + 0.003
+        while Date() < min(end, quiet) {
+            while g_main_context_iteration(context, 0) != 0 {}
+            if pending.count != count {
+                count = pending.count
+                quiet = Date() + 0.003
+            }
+            usleep(500)
+        }
+    }
+
+    /// One read per item for a batch of signals, until the item's deletion: each read asks the
+    /// item as it is now, so a second one learns nothing. It keeps the strongest reason:
+    /// keychain-cli's SecretChanged (always a change), then ItemCreated, then ItemChanged.
+    static func coalesced(_ signals: [(String, String)]) -> [(String, String)] {
+        let strength = ["ItemChanged": 0, "ItemCreated": 1, "SecretChanged": 2]
+        var result: [(String, String)] = []
+        var reading: [String: Int] = [:]
+        for (member, path) in signals {
+            guard let rank = strength[member] else {
+                reading[path] = nil
+                result.append((member, path))
+                continue
+            }
+            if let index = reading[path] {
+                if rank > strength[result[index].0] ?? 0 { result[index].0 = member }
+            } else {
+                reading[path] = result.count
+                result.append((member, path))
+            }
+        }
+        return result
     }
 
     private func emit(_ kind: StoreChange.Kind, _ item: Known) {
