@@ -117,16 +117,36 @@ extension SecretServiceStore {
         for start in stride(from: 0, to: paths.count, by: Self.secretsPerCall) {
             let chunk = paths[start..<min(start + Self.secretsPerCall, paths.count)]
             let items = chunk.map { g_variant_new_object_path($0) }
+            let arguments = g_variant_new_tuple(
+                [
+                    g_variant_new_array(keychain_cli_type_object_path(), items, gsize(items.count)),
+                    g_variant_new_object_path(session.path),
+                ], 2)
             // org.freedesktop.Secret.Service.GetSecrets(ao items, o session) -> (a{o(oayays)} secrets)
-            let reply = try operation.callMethod(
-                bus, SecretServiceConnection.busName, "/org/freedesktop/secrets", "org.freedesktop.Secret.Service",
-                "GetSecrets",
-                g_variant_new_tuple(
-                    [
-                        g_variant_new_array(keychain_cli_type_object_path(), items, gsize(items.count)),
-                        g_variant_new_object_path(session.path),
-                    ], 2),
-                replyType: keychain_cli_type_get_secrets_reply(), meanwhile: session.deriveKey)
+            let answer: OpaquePointer? = try operation.call(
+                {
+                    g_dbus_connection_call(
+                        bus, SecretServiceConnection.busName, "/org/freedesktop/secrets",
+                        "org.freedesktop.Secret.Service", "GetSecrets", arguments,
+                        keychain_cli_type_get_secrets_reply(), G_DBUS_CALL_FLAGS_NONE, -1, $0, $1, $2)
+                }, meanwhile: session.deriveKey,
+                finish: { result, error in
+                    let reply = g_dbus_connection_call_finish(bus, result, error)
+                    // A provider that will not send so many secrets in one reply (keychain-cli
+                    // serve, past 64 MiB) answers Failed: then each item is read alone.
+                    if let failure = error.pointee, remoteErrorName(failure) == "org.freedesktop.DBus.Error.Failed" {
+                        g_clear_error(error)
+                    }
+                    return reply
+                })
+            guard let reply = answer else {
+                for path in chunk {
+                    if let secret = try connection.getSecret(at: path, in: session, operation, bus) {
+                        secrets[path] = secret
+                    }
+                }
+                continue
+            }
             defer { g_variant_unref(reply) }
             let entries = g_variant_get_child_value(reply, 0)!
             defer { g_variant_unref(entries) }

@@ -189,6 +189,9 @@ public final class SecretServiceStore: SecretStore {
             let bus = try connection.sessionBus(operation)
             defer { g_object_unref(UnsafeMutableRawPointer(bus)) }
             var found = try connection.searchPaths(operation, bus, pairs)
+            if found.unlocked.isEmpty && found.locked.isEmpty, try connection.hiddenByLock(operation, bus) {
+                throw Self.hiddenByLockError
+            }
             if let requiring {
                 // The Secret Service searches by value only: read each item's attributes to keep
                 // those that have the attribute at all.

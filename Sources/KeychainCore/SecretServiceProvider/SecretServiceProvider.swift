@@ -53,6 +53,9 @@ public final class SecretServiceProvider: @unchecked Sendable {
     var watch: StoreWatch?
     let reloadPending = Locked(false)
     let watchFailure = Locked<KeychainError?>(nil)
+    /// The items whose secret the backend's watcher saw change since the last reload: a secret
+    /// written again within the same second changes nothing the index holds.
+    let changedSecrets = Locked<Set<SecretAddress>>([])
 
     public init(store: any DetailedSecretStore) {
         self.store = store
@@ -95,7 +98,14 @@ public final class SecretServiceProvider: @unchecked Sendable {
         subscribeToNameChanges()
         try requestName(replace: replace)
         watch = try? store.watch(service: nil, interval: 2) { [self] event in
-            if case .failure(let failure) = event { watchFailure.withLock { $0 = failure } }
+            switch event {
+            case .failure(let failure): watchFailure.withLock { $0 = failure }
+            case .change(let change) where change.kind == .changed:
+                if let service = try? ServiceName(change.service), let key = try? KeychainKey(change.key) {
+                    _ = changedSecrets.withLock { $0.insert(SecretAddress(service: service, key: key)) }
+                }
+            case .change: break
+            }
             let wake = reloadPending.withLock { pending in
                 defer { pending = true }
                 return !pending
@@ -146,7 +156,14 @@ public final class SecretServiceProvider: @unchecked Sendable {
         reloadPending.withLock { $0 = false }
         if let failure = watchFailure.withLock({ $0 }) { return finish(.backendFailed(failure)) }
         guard let listing = try? store.detailedItems() else { return }
-        let (added, changed, removed) = index.replace(with: listing)
+        var (added, changed, removed) = index.replace(with: listing)
+        let rewritten = changedSecrets.withLock { addresses in
+            defer { addresses.removeAll() }
+            return addresses
+        }
+        for number in rewritten.compactMap({ index.holder(of: $0)?.number }) where !added.contains(number) {
+            if !changed.contains(number) { changed.append(number) }
+        }
         for number in added { try? register(ProviderIndex.path(of: number), ProviderInterface.item) }
         for number in removed { unregister(ProviderIndex.path(of: number)) }
         announce(created: added, changed: changed, deleted: removed)
