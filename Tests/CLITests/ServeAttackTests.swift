@@ -126,4 +126,30 @@ struct ServeAttackTests {
             #expect(lost.status == 69 && lost.stderr.contains("closed serve's connection"), "\(lost.stderr)")
         }
     }
+
+    /// A second attack: a secret another process rewrote within the same second reaches serve's
+    /// clients as ItemChanged (the item's dates had not moved), and an export of more secrets than
+    /// serve puts in one GetSecrets reply (64 MiB) reads the rest one by one.
+    @Test func sameSecondRewritesAreAnnouncedAndALargeExportIsWhole() throws {
+        try CLIBackend.withVault { _ in
+            #expect(try cli(["-s", "S", "set", "k"], input: "v0").status == 0)
+            let rewrites = try served(
+                """
+                dbus-monitor --session "type=signal,sender=org.freedesktop.secrets,member=ItemChanged" > signals &
+                sleep 1
+                for i in 1 2; do printf "v$i" | KEYCHAIN_PASSPHRASE="$PW" keychain-cli -s S set k || exit 8; sleep 0.2; done
+                sleep 1.5; kill $!
+                grep -c 'path=/org/freedesktop/secrets/collection/login;' signals
+                """, extra: ["PW": CLIBackend.passphrase])
+            #expect(rewrites.stdoutText == "2\n", "\(rewrites.stderr)")
+
+            let megabyte = String(repeating: "x", count: 1 << 20)
+            let items = (0..<66).map { #"{"service":"big","key":"k\#($0)","encoding":"utf8","secret":"\#(megabyte)"}"# }
+            let document = #"{"format":"keychain-cli-export","version":1,"items":[\#(items.joined(separator: ","))]}"#
+            #expect(try cli(["import"], stdin: Data(document.utf8)).status == 0)
+            let exported = try served(
+                "KEYCHAIN_BACKEND=secret-service keychain-cli -s big export --yes | grep -o '\"key\" : \"k[0-9]*\"' | wc -l")
+            #expect(exported.stdoutText.trimmingCharacters(in: .whitespaces) == "66\n", "\(exported.stderr)")
+        }
+    }
 }

@@ -67,8 +67,9 @@ struct KeePassXCTests {
         #expect(doctor.stdoutText.contains("✓ store, read and delete a probe item: ok"))
     }
 
-    /// A locked database hides its items: a read, a listing and doctor say it is locked (77); a
-    /// read through the dialog KeePassXC shows for Unlock works once it is answered.
+    /// A locked database hides its items: a read, a listing, a deletion, a reset and doctor say it
+    /// is locked (77), none that the item is missing; a read through the dialog KeePassXC shows
+    /// for Unlock works once it is answered, and the item is still there.
     @Test func aLockedDatabaseIs77() throws {
         let s = uniqueService("kpxc")
         #expect(try cli(["-s", s, "set", "k"], input: "v").status == 0)
@@ -77,6 +78,8 @@ struct KeePassXCTests {
         #expect(get.status == 77)
         #expect(get.stderr.contains("locked"))
         #expect(try cli(["-s", s, "list"]).status == 77)
+        #expect(try cli(["-s", s, "delete", "k"]).status == 77)
+        #expect(try cli(["-s", s, "reset", "--yes"]).status == 77)
         #expect(try cli(["doctor"]).status == 77)
         let unlock = try runProcess(
             "/usr/bin/python3",
