@@ -148,7 +148,8 @@ struct ServeAttackTests {
             let document = #"{"format":"keychain-cli-export","version":1,"items":[\#(items.joined(separator: ","))]}"#
             #expect(try cli(["import"], stdin: Data(document.utf8)).status == 0)
             let exported = try served(
-                "KEYCHAIN_BACKEND=secret-service keychain-cli -s big export --yes | grep -o '\"key\" : \"k[0-9]*\"' | wc -l")
+                "KEYCHAIN_BACKEND=secret-service keychain-cli -s big export --yes | grep -o '\"key\" : \"k[0-9]*\"' | wc -l"
+            )
             #expect(exported.stdoutText.trimmingCharacters(in: .whitespaces) == "66\n", "\(exported.stderr)")
         }
     }
