@@ -71,21 +71,7 @@ extension KeyringSession {
     }
 }
 
-/// Runs a suite inside one headless KeePassXC session (``KeyringSession/startKeePassXC()``),
-/// available as ``KeyringSession/current``.
-public struct KeePassXCSessionTrait: SuiteTrait, TestScoping {
-    public var isRecursive: Bool { false }
-
-    public func provideScope(
-        for test: Test, testCase: Test.Case?, performing function: @Sendable () async throws -> Void
-    ) async throws {
-        let session = try KeyringSession.startKeePassXC()
-        defer { session.stop() }
-        try await KeyringSession.$current.withValue(session) { try await function() }
-    }
-}
-
-extension Trait where Self == KeePassXCSessionTrait {
-    /// A private, headless KeePassXC for the whole suite.
-    public static var keepassxcSession: Self { KeePassXCSessionTrait() }
+extension Trait where Self == KeyringSessionTrait {
+    /// A private, headless KeePassXC (``KeyringSession/startKeePassXC()``) for the whole suite.
+    public static var keepassxcSession: Self { KeyringSessionTrait(start: KeyringSession.startKeePassXC) }
 }

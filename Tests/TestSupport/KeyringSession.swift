@@ -215,12 +215,15 @@ public struct SessionError: Error, CustomStringConvertible {
 /// Runs a suite (once, not per test) inside a fresh ``KeyringSession``, available as
 /// ``KeyringSession/current``, and tears it down afterwards.
 public struct KeyringSessionTrait: SuiteTrait, TestScoping {
+    /// Starts the suite's session: a gnome-keyring unless told otherwise.
+    var start: @Sendable () throws -> KeyringSession = { try KeyringSession.start() }
+
     public var isRecursive: Bool { false }
 
     public func provideScope(
         for test: Test, testCase: Test.Case?, performing function: @Sendable () async throws -> Void
     ) async throws {
-        let session = try KeyringSession.start()
+        let session = try start()
         defer { session.stop() }
         try await KeyringSession.$current.withValue(session) {
             try await function()

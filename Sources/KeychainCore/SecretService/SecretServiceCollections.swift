@@ -22,10 +22,22 @@ extension SecretServiceConnection {
         return found
     }
 
-    /// Whether the default collection is locked and shows no item. KeePassXC hides a locked
-    /// database's items, so a search that finds nothing there proves nothing; gnome-keyring shows
-    /// a locked collection's items. False when there is no default collection.
-    func hiddenByLock(_ operation: BoundedOperation, _ bus: OpaquePointer) throws -> Bool {
+    /// ``searchPaths(_:_:_:)``, except that finding nothing in a locked default collection that
+    /// shows no item is an error: KeePassXC hides a locked database's items, so such a search
+    /// proves nothing (gnome-keyring shows a locked collection's items).
+    func searchVisiblePaths(
+        _ operation: BoundedOperation, _ bus: OpaquePointer, _ pairs: KeyValuePairs<String, String>
+    ) throws -> (unlocked: [String], locked: [String]) {
+        let found = try searchPaths(operation, bus, pairs)
+        if found.unlocked.isEmpty && found.locked.isEmpty, try hiddenByLock(operation, bus) {
+            throw KeychainError.locked(detail: "the default keyring is locked and hides its items until it is unlocked")
+        }
+        return found
+    }
+
+    /// Whether the default collection is locked and shows no item; false when there is no
+    /// default collection.
+    private func hiddenByLock(_ operation: BoundedOperation, _ bus: OpaquePointer) throws -> Bool {
         let alias = "/org/freedesktop/secrets/aliases/default"
         guard let locked = try? property(alias, "Collection", "Locked", operation, bus), Self.isTrue(locked) else {
             return false

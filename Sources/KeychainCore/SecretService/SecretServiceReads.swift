@@ -19,10 +19,8 @@ extension SecretServiceConnection {
     /// Runs `body` in the session kept for `bus`, or, when there is none or the service no longer
     /// knows it (a restarted service), once more in a new one, kept for later; nil when the
     /// service offers no encrypted session. A step that ran out of time is not tried again.
-    /// `whileOpening` runs when a session is being opened, after the request is sent.
     func inSession<T>(
-        _ operation: BoundedOperation, _ bus: OpaquePointer, whileOpening: () -> Void = {},
-        _ body: (SecretSession) throws -> T
+        _ operation: BoundedOperation, _ bus: OpaquePointer, _ body: (SecretSession) throws -> T
     ) throws -> T? {
         if let session = kept.withLock({ $0?.bus == bus ? $0?.session : nil }) {
             do {
@@ -31,7 +29,7 @@ extension SecretServiceConnection {
                 if case KeychainError.timedOut = error { throw error }
             }
         }
-        guard let session = try openSession(operation, bus, meanwhile: whileOpening) else { return nil }
+        guard let session = try openSession(operation, bus) else { return nil }
         kept.withLock { slot in
             if let old = slot { g_object_unref(UnsafeMutableRawPointer(old.bus)) }
             g_object_ref(UnsafeMutableRawPointer(bus))

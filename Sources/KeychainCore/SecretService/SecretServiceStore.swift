@@ -52,22 +52,15 @@ public final class SecretServiceStore: SecretStore {
         self.listing = listing
     }
 
-    /// A locked collection that hides its items (KeePassXC's locked database).
-    static let hiddenByLockError = KeychainError.locked(
-        detail: "the default keyring is locked and hides its items until it is unlocked")
-
     public func secret(service: ServiceName, key: KeychainKey) throws(KeychainError) -> Data? {
         try BoundedOperation.run("return the secret", seconds: timeout) { operation in
             let bus = try connection.sessionBus(operation, preparingSession: true)
             defer { g_object_unref(UnsafeMutableRawPointer(bus)) }
             // Searching first needs no encrypted session, so a miss costs no key exchange;
             // libsecret's lookup opens the session before it searches.
-            let found = try connection.searchPaths(
+            let found = try connection.searchVisiblePaths(
                 operation, bus, ["service": service.rawValue, "username": key.rawValue])
-            if found.unlocked.isEmpty && found.locked.isEmpty {
-                if try connection.hiddenByLock(operation, bus) { throw Self.hiddenByLockError }
-                return nil
-            }
+            if found.unlocked.isEmpty && found.locked.isEmpty { return nil }
             // An item another client deletes after the search is not there: the next one, or a miss.
             for path in found.unlocked {
                 if let secret = try connection.readSecret(at: path, operation, bus) { return secret }
@@ -168,9 +161,8 @@ public final class SecretServiceStore: SecretStore {
             // same connection, costs one round trip per window and gnome-keyring's own time per
             // item (less for Attributes alone than for GetAll); one GetManagedObjects call where
             // the provider answers it (keychain-cli serve). Numbers: bench/RESULTS.md.
-            let found = try connection.searchPaths(operation, bus, pairs)
+            let found = try connection.searchVisiblePaths(operation, bus, pairs)
             let paths = found.unlocked + found.locked
-            if paths.isEmpty, try connection.hiddenByLock(operation, bus) { throw Self.hiddenByLockError }
             let infos = try connection.infos(operation, bus, paths, keysOnly: listing == .keysOnly)
             lastListing.withLock { $0 = ListedPaths(paths: paths, infos: infos, locked: Set(found.locked)) }
             return infos.compactMap { $0 }
@@ -188,10 +180,7 @@ public final class SecretServiceStore: SecretStore {
         try BoundedOperation.run(what, seconds: timeout) { operation in
             let bus = try connection.sessionBus(operation)
             defer { g_object_unref(UnsafeMutableRawPointer(bus)) }
-            var found = try connection.searchPaths(operation, bus, pairs)
-            if found.unlocked.isEmpty && found.locked.isEmpty, try connection.hiddenByLock(operation, bus) {
-                throw Self.hiddenByLockError
-            }
+            var found = try connection.searchVisiblePaths(operation, bus, pairs)
             if let requiring {
                 // The Secret Service searches by value only: read each item's attributes to keep
                 // those that have the attribute at all.

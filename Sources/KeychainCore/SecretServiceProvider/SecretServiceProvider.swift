@@ -156,7 +156,8 @@ public final class SecretServiceProvider: @unchecked Sendable {
         reloadPending.withLock { $0 = false }
         if let failure = watchFailure.withLock({ $0 }) { return finish(.backendFailed(failure)) }
         guard let listing = try? store.detailedItems() else { return }
-        var (added, changed, removed) = index.replace(with: listing)
+        let (added, listedChanges, removed) = index.replace(with: listing)
+        var changed = listedChanges
         let rewritten = changedSecrets.withLock { addresses in
             defer { addresses.removeAll() }
             return addresses
