@@ -119,15 +119,12 @@ struct SecretSession: Sendable {
         }
     }
 
-    /// `count` bytes from the system's generator (`getrandom`), eight per call: asking it for a
-    /// `UInt8` costs a system call per byte (48 in a `set`, seen with strace). Not the vault's
-    /// `AgeFile.randomBytes`, whose swift-crypto would start BoringSSL in every `get`.
+    /// `count` bytes from the system's generator (``fillWithSystemRandomBytes(_:)``). Not the
+    /// vault's `AgeFile.randomBytes`, whose swift-crypto would start BoringSSL in every `get`.
     static func randomBytes(_ count: Int) -> [UInt8] {
-        var random = SystemRandomNumberGenerator()
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(count + 7)
-        while bytes.count < count { withUnsafeBytes(of: random.next() as UInt64) { bytes.append(contentsOf: $0) } }
-        return Array(bytes.prefix(count))
+        var bytes = [UInt8](repeating: 0, count: count)
+        fillWithSystemRandomBytes(&bytes)
+        return bytes
     }
 
     /// The plaintext of a secret the service sent in this session.
