@@ -67,4 +67,9 @@ static inline int keychain_cli_spawn_bus(const char *path, char *const argv[], c
     _exit(127);
 }
 
+// pipe2(O_CLOEXEC), declared by glibc only under _GNU_SOURCE: both ends close-on-exec from the
+// start, so that no child process started meanwhile by another thread inherits them.
+int pipe2(int pipefd[2], int flags);
+static inline int keychain_cli_pipe_cloexec(int ends[2]) { return pipe2(ends, O_CLOEXEC); }
+
 #endif

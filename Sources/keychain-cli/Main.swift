@@ -17,6 +17,9 @@ enum Main {
         case "docker-credential-keychain-cli": arguments = ["docker-credential"] + arguments
         default: break
         }
+        if arguments.first == ClipboardKeeper.argument {
+            Glibc.exit(ClipboardKeeper.run(Array(arguments.dropFirst())))
+        }
         do {
             try Startup.checkArgumentsAreText()
         } catch {

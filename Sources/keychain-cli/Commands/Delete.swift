@@ -16,7 +16,7 @@ extension KeychainCLI {
         @OptionGroup var globals: GlobalOptions
         @ParentCommand var root: KeychainCLI
 
-        @Argument(help: "The key of the secret.")
+        @Argument(help: "The key of the secret.", completion: .keyNames)
         var key: String
 
         @Flag(help: "Exit 0 when there is no such secret.")

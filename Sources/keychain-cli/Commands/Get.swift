@@ -14,12 +14,13 @@ extension KeychainCLI {
                   TOKEN=$(keychain-cli get github-token)
                   keychain-cli -s ci get deploy-key --raw > id_ed25519
                   keychain-cli get github-token --json
+                  keychain-cli get github-token --clip       # cleared after 45 seconds
                 """)
 
         @OptionGroup var globals: GlobalOptions
         @ParentCommand var root: KeychainCLI
 
-        @Argument(help: "The key of the secret.")
+        @Argument(help: "The key of the secret.", completion: .keyNames)
         var key: String
 
         @Flag(name: .customShort("n"), help: "Never add a trailing newline.")
@@ -34,15 +35,19 @@ extension KeychainCLI {
         @Flag(help: "Print a JSON object: service, key, encoding (utf8 or base64) and secret.")
         var json = false
 
+        @OptionGroup var clipboard: ClipboardOptions
+
         func validate() throws {
-            if [noNewline, newline, raw, json].filter({ $0 }).count > 1 {
-                throw ValidationError("choose one of -n, --newline, --raw and --json")
+            if [noNewline, newline, raw, json, clipboard.clip].filter({ $0 }).count > 1 {
+                throw ValidationError("choose one of -n, --newline, --raw, --json and --clip")
             }
         }
 
         func run() throws {
             let output: GetRequest.Output =
-                json ? .json : raw ? .raw : newline ? .newline : noNewline ? .noNewline : .terminalNewline
+                clipboard.clip
+                ? .clipboard(clearAfter: clipboard.seconds)
+                : json ? .json : raw ? .raw : newline ? .newline : noNewline ? .noNewline : .terminalNewline
             try GetRequest(key: key, output: output).perform(in: keychain())
         }
     }
@@ -50,10 +55,12 @@ extension KeychainCLI {
 
 /// `get`, once parsed (by the argument parser or by ``FastPath``).
 struct GetRequest {
-    enum Output {
+    enum Output: Equatable {
         /// A newline only when stdout is a terminal (the default).
         case terminalNewline
         case noNewline, newline, raw, json
+        /// On the clipboard, cleared after that many seconds.
+        case clipboard(clearAfter: Int)
     }
 
     var key: String
@@ -69,6 +76,9 @@ struct GetRequest {
         if output == .json {
             try writeJSON(SecretDocument(service: keychain.service, key: key, secret: secret))
             return
+        }
+        if case .clipboard(let seconds) = output {
+            return try copyToClipboard(secret, clearAfter: seconds, naming: key)
         }
         let terminal = isTerminal(STDOUT_FILENO)
         if terminal && output != .raw && String(validating: secret, as: UTF8.self) == nil {

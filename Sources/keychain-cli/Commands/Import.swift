@@ -22,7 +22,7 @@ extension KeychainCLI {
         @OptionGroup var globals: GlobalOptions
         @ParentCommand var root: KeychainCLI
 
-        @Argument(help: "The file to read; standard input when omitted.")
+        @Argument(help: "The file to read; standard input when omitted.", completion: .file())
         var file: String?
 
         @Option(help: "json or env; by default, taken from the content.")

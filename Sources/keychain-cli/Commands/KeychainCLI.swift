@@ -42,16 +42,18 @@ struct KeychainCLI: ParsableCommand {
 
             Exit codes:
               0   success
-              1   not found (get, delete, a secret exec or inject needs)
+              1   not found (get, delete, otp, a secret exec or inject needs)
               64  usage error
-              65  bad data: empty, too large, not text, a bad import file, a damaged vault
+              65  bad data: empty, too large, not text, a bad import file, a damaged vault,
+                  a stored OTP seed that is not one
               69  backend unavailable: no session bus, Secret Service or default keyring;
                   OpenBao unreachable, untrusted or sealed, its mount missing
-                  or not KV version 2
+                  or not KV version 2; --clip without a display or clipboard program
               70  internal error (a bug)
+              73  generate: a secret is already stored under KEY (kept; --force replaces it)
               74  I/O error: the vault or another file cannot be read or written
               75  timed out: the keyring, a prompt, the vault's lock or the OpenBao
-                  server, after --timeout
+                  server, after --timeout; the clipboard, after 5 seconds
               77  locked (no prompter, prompt dismissed), permission denied, a wrong
                   or missing vault passphrase or identity, or OpenBao denied it (token,
                   policy)
@@ -62,9 +64,8 @@ struct KeychainCLI: ParsableCommand {
             """,
         version: version,
         subcommands: [
-            SetCommand.self, Get.self, Delete.self, Reset.self, List.self, Exec.self, Inject.self, Export.self,
-            Import.self,
-            Watch.self, GitCredential.self, DockerCredential.self, Vault.self, Serve.self, Doctor.self,
+            SetCommand.self, Get.self, Generate.self, OTP.self, Delete.self, Reset.self, List.self, Exec.self,
+            Inject.self, Export.self, Import.self, Watch.self, GitCredential.self, DockerCredential.self, Vault.self, Serve.self, Doctor.self,
         ]
     )
 

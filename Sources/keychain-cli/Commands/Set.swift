@@ -23,7 +23,7 @@ extension KeychainCLI {
         @OptionGroup var globals: GlobalOptions
         @ParentCommand var root: KeychainCLI
 
-        @Argument(help: "The key to store the secret under.")
+        @Argument(help: "The key to store the secret under.", completion: .keyNames)
         var key: String
 
         @Option(
@@ -33,7 +33,7 @@ extension KeychainCLI {
 
         @Option(
             name: .customLong("from-file"),
-            help: ArgumentHelp("Read the secret from this file.", valueName: "path"))
+            help: ArgumentHelp("Read the secret from this file.", valueName: "path"), completion: .file())
         var fromFile: String?
 
         @Flag(help: "Keep the input exactly, trailing newline included (for binary secrets).")

@@ -63,7 +63,7 @@ extension KeychainCLI.Vault.Recipients {
         @OptionGroup var globals: GlobalOptions
         @ParentCommand var root: KeychainCLI
 
-        @Argument(help: recipientsHelp)
+        @Argument(help: recipientsHelp, completion: .file())
         var recipients: [String]
 
         func run() throws {
@@ -99,7 +99,7 @@ extension KeychainCLI.Vault.Recipients {
         @OptionGroup var globals: GlobalOptions
         @ParentCommand var root: KeychainCLI
 
-        @Argument(help: recipientsHelp)
+        @Argument(help: recipientsHelp, completion: .file())
         var recipients: [String]
 
         func run() throws {

@@ -35,6 +35,9 @@ func exitStatus(for error: any Error, parserStatus: (any Error) -> Int32 = { _ i
         case .commandNotFound: return 127
         case .cannotExecute: return 126
         case .denied: return 77
+        case .unavailable: return 69
+        case .timedOut: return 75
+        case .exists: return 73
         }
     default:
         // The parser's own errors (64), help and version (0); anything else it calls a plain

@@ -13,7 +13,11 @@ func hint(for error: KeychainError) -> String? {
         return "Is the variable you piped unset? Pass --allow-empty if an empty secret is really meant"
     case .secretTooLarge:
         return "Store a path to a file instead, or split it"
-    case .invalidData(_, let reason):
+    case .invalidData(let key, let reason):
+        if reason.contains("otpauth") || reason.contains("TOTP") {
+            return "Store the otpauth://totp/ URI or base32 seed the service gave: keychain-cli set "
+                + shellQuoted(escapedForDisplay(key))
+        }
         return reason.contains("UTF-8") ? "Read it with get --raw" : nil
     case .noSessionBus:
         return "Run inside a desktop session, or headless: dbus-run-session -- sh -c 'printf %s \"$PW\" | "

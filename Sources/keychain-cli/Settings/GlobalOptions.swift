@@ -36,7 +36,7 @@ struct GlobalOptions: ParsableArguments {
         help: ArgumentHelp(
             "The vault file. Default: $KEYCHAIN_VAULT, else $XDG_DATA_HOME/keychain-cli/vault.age "
                 + "(~/.local/share/keychain-cli/vault.age).",
-            valueName: "path"))
+            valueName: "path"), completion: .file())
     var vault: String?
 
     @Option(
@@ -44,7 +44,7 @@ struct GlobalOptions: ParsableArguments {
         help: ArgumentHelp(
             "Read the vault's passphrase from this file (one trailing newline is ignored). "
                 + "Default: $KEYCHAIN_PASSPHRASE, else a prompt on the terminal.",
-            valueName: "path"))
+            valueName: "path"), completion: .file())
     var passphraseFile: String?
 
     @Option(
@@ -60,7 +60,7 @@ struct GlobalOptions: ParsableArguments {
         help: ArgumentHelp(
             "An age identity file (AGE-SECRET-KEY-1… lines, as age-keygen writes) or an unencrypted "
                 + "OpenSSH ed25519 private key, that opens a team vault. Default: $KEYCHAIN_IDENTITY.",
-            valueName: "path"))
+            valueName: "path"), completion: .file())
     var identity: String?
 
     @Option(

@@ -1,3 +1,4 @@
+import CLinux
 import Glibc
 import KeychainCore
 
@@ -68,4 +69,55 @@ func terminate(_ pid: pid_t, graceSeconds: Double) {
         }
         usleep(10_000)
     }
+}
+
+/// Starts the program at `path` (or `arguments[0]` searched in PATH) with `arguments`, giving it
+/// `descriptors` as its standard input, output and error (nil: /dev/null); every other descriptor
+/// of ours is close-on-exec. SIGPIPE and the signals a terminal sends have their default action
+/// and none is blocked; `newSession` puts it in a session of its own, away from the terminal
+/// (no SIGHUP when it closes, no SIGINT from Ctrl-C). Returns nil when it cannot be started.
+func spawnProcess(
+    _ arguments: [String], path: String? = nil, descriptors: [Int32?], newSession: Bool = false
+) -> pid_t? {
+    var argv = arguments.map { strdup($0) } + [nil]
+    defer { for argument in argv { free(argument) } }
+    var actions = posix_spawn_file_actions_t()
+    posix_spawn_file_actions_init(&actions)
+    defer { posix_spawn_file_actions_destroy(&actions) }
+    for (target, source) in descriptors.enumerated() {
+        if let source {
+            posix_spawn_file_actions_adddup2(&actions, source, Int32(target))
+        } else {
+            posix_spawn_file_actions_addopen(&actions, Int32(target), "/dev/null", target == 0 ? O_RDONLY : O_WRONLY, 0)
+        }
+    }
+    var attributes = posix_spawnattr_t()
+    posix_spawnattr_init(&attributes)
+    defer { posix_spawnattr_destroy(&attributes) }
+    var defaults = sigset_t()
+    sigemptyset(&defaults)
+    for signal in [SIGPIPE, SIGINT, SIGTERM, SIGHUP, SIGQUIT] { sigaddset(&defaults, signal) }
+    posix_spawnattr_setsigdefault(&attributes, &defaults)
+    var unblocked = sigset_t()
+    sigemptyset(&unblocked)
+    posix_spawnattr_setsigmask(&attributes, &unblocked)
+    let setsid: Int32 = newSession ? 0x80 : 0  // POSIX_SPAWN_SETSID (glibc 2.26), not imported
+    posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK | setsid))
+    var pid: pid_t = 0
+    let status =
+        path.map { posix_spawn(&pid, $0, &actions, &attributes, &argv, environ) }
+        ?? posix_spawnp(&pid, argv[0]!, &actions, &attributes, &argv, environ)
+    return status == 0 ? pid : nil
+}
+
+/// A pipe whose two ends are close-on-exec (a child gets one only by ``spawnProcess``).
+func makePipe() -> (read: Int32, write: Int32)? {
+    var ends: [Int32] = [0, 0]
+    return keychain_cli_pipe_cloexec(&ends) == 0 ? (ends[0], ends[1]) : nil
+}
+
+/// The exit status of child `pid` once it has ended (nil while it runs), reaping it.
+func exitStatusIfEnded(_ pid: pid_t) -> Int32? {
+    var status: Int32 = 0
+    return waitpid(pid, &status, WNOHANG) == pid ? status : nil
 }

@@ -8,6 +8,12 @@ struct CommandFailure: Error {
         case commandNotFound, cannotExecute
         /// What the command needs cannot be had without asking, and it may not ask (77).
         case denied
+        /// What the command needs is not there: a display and a clipboard program for --clip (69).
+        case unavailable
+        /// A program the command waits on did not answer in time (75).
+        case timedOut
+        /// The command would replace something it may only create: `generate` without --force (73).
+        case exists
     }
 
     var kind: Kind
@@ -17,4 +23,5 @@ struct CommandFailure: Error {
     static func badData(_ message: String) -> Self { Self(kind: .badData, message: message) }
     static func io(_ message: String) -> Self { Self(kind: .io, message: message) }
     static func notFound(_ message: String) -> Self { Self(kind: .notFound, message: message) }
+    static func unavailable(_ message: String) -> Self { Self(kind: .unavailable, message: message) }
 }

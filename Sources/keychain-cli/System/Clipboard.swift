@@ -1,0 +1,106 @@
+import FoundationEssentials
+import Glibc
+import KeychainCore
+
+/// A program that puts text on the desktop's clipboard and reads it back: wl-clipboard under
+/// Wayland, else xclip or xsel under X11 (through XWayland, too). Each one's copy runs in the
+/// foreground and owns the clipboard until it ends or another program takes the clipboard.
+enum ClipboardTool: String, CaseIterable {
+    case wlClipboard = "wl-copy"
+    case xclip, xsel
+
+    var copyCommand: [String] {
+        switch self {
+        case .wlClipboard: return ["wl-copy", "--foreground", "--type", "text/plain;charset=utf-8"]
+        case .xclip: return ["xclip", "-quiet", "-selection", "clipboard", "-in"]
+        case .xsel: return ["xsel", "--clipboard", "--input", "--nodetach"]
+        }
+    }
+
+    var pasteCommand: [String] {
+        switch self {
+        case .wlClipboard: return ["wl-paste", "--no-newline"]
+        case .xclip: return ["xclip", "-selection", "clipboard", "-out"]
+        case .xsel: return ["xsel", "--clipboard", "--output"]
+        }
+    }
+
+    /// Empties the clipboard (xclip can only replace it: with nothing).
+    var clearCommand: [String] {
+        switch self {
+        case .wlClipboard: return ["wl-copy", "--clear"]
+        case .xclip: return ["xclip", "-selection", "clipboard", "-in"]
+        case .xsel: return ["xsel", "--clipboard", "--clear"]
+        }
+    }
+
+    /// The tool for this session: wl-clipboard when WAYLAND_DISPLAY is set, else xclip or xsel
+    /// when DISPLAY is.
+    /// - Throws: ``CommandFailure`` (69) naming the package to install, or saying there is no display.
+    static func find() throws -> ClipboardTool {
+        let wayland = getenv("WAYLAND_DISPLAY").map { $0.pointee != 0 } ?? false
+        let x11 = getenv("DISPLAY").map { $0.pointee != 0 } ?? false
+        if wayland && isInPath("wl-copy") && isInPath("wl-paste") { return .wlClipboard }
+        if x11, let tool = [ClipboardTool.xclip, .xsel].first(where: { isInPath($0.rawValue) }) { return tool }
+        guard wayland || x11 else {
+            throw CommandFailure.unavailable(
+                "--clip needs a graphical session, and neither WAYLAND_DISPLAY nor DISPLAY is set. "
+                    + "Run it in the desktop's terminal, or drop --clip")
+        }
+        throw CommandFailure.unavailable(
+            wayland
+                ? "--clip under Wayland needs wl-copy and wl-paste. Install them: sudo apt install wl-clipboard"
+                : "--clip under X11 needs xclip or xsel. Install one: sudo apt install xclip")
+    }
+
+    private static func isInPath(_ name: String) -> Bool {
+        let path = getenv("PATH").map { String(cString: $0) } ?? "/usr/bin:/bin"
+        return path.split(separator: ":").contains { access("\($0)/\(name)", X_OK) == 0 }
+    }
+}
+
+/// `--clip`: puts `secret` on the clipboard and returns once it is there. A clearer process,
+/// keychain-cli itself in a session of its own (so that closing the terminal does not end it),
+/// gets the secret on a pipe, hands it to the tool, keeps only its SHA-256, and after
+/// `clearAfter` seconds empties the clipboard if it still holds the secret.
+/// - Throws: ``CommandFailure``: 65 for a secret that is not text, 69 when there is no
+///   clipboard (or its tool failed), 75 when it did not take the secret in time.
+func copyToClipboard(_ secret: Data, clearAfter: Int, naming key: KeychainKey) throws {
+    guard String(validating: secret, as: UTF8.self) != nil, !secret.contains(0) else {
+        throw CommandFailure.badData(
+            "the secret '\(key)' is binary and cannot go on the clipboard as text. Write it to a file "
+                + "instead: get --raw \(shellQuoted(escapedForDisplay(key.rawValue))) > FILE")
+    }
+    let tool = try ClipboardTool.find()
+    guard let input = makePipe(), let status = makePipe() else {
+        throw CommandFailure.io("cannot create a pipe (\(String(cString: strerror(errno)))). Try again")
+    }
+    let keeper = spawnProcess(
+        ["keychain-cli", ClipboardKeeper.argument, tool.rawValue, String(clearAfter)], path: "/proc/self/exe",
+        descriptors: [input.read, status.write, nil], newSession: true)
+    close(input.read)
+    close(status.write)
+    defer { close(status.read) }
+    guard keeper != nil else {
+        close(input.write)
+        throw CommandFailure.io("cannot start the clipboard's clearer (\(String(cString: strerror(errno))))")
+    }
+    _ = Array(secret).withUnsafeBufferPointer { writeAll(input.write, $0) }
+    close(input.write)
+    // One line: "ok", or the tool's failure. The clearer gives up on the tool after 5 seconds.
+    let answer = (try? readToEnd(status.read, limit: 4096, operation: "")) ?? nil
+    let line = answer.map { String(decoding: $0, as: UTF8.self) } ?? ""
+    guard line == "ok\n" else {
+        if line.hasPrefix("timeout") {
+            throw CommandFailure(
+                kind: .timedOut, message: "\(tool.rawValue) did not take the secret within 5 seconds. Try again")
+        }
+        let reason = line.isEmpty ? "it ended without a word" : String(line.dropLast())
+        throw CommandFailure.unavailable(
+            "could not put the secret on the clipboard with \(tool.rawValue): \(reason). Check the display "
+                + "(\(getenv("WAYLAND_DISPLAY") != nil ? "WAYLAND_DISPLAY" : "DISPLAY")), or drop --clip")
+    }
+    writeError(
+        "Copied '\(escapedForDisplay(key.rawValue))' to the clipboard; it is cleared in \(clearAfter) s "
+            + "unless something else is copied first.\n")
+}

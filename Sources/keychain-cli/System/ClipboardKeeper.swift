@@ -1,0 +1,176 @@
+import Glibc
+import KeychainCore
+
+/// The process `--clip` leaves behind: keychain-cli started again with ``argument``, in a session
+/// of its own, undumpable like every keychain-cli process. It reads the secret from its standard
+/// input, starts the clipboard tool in the foreground with the secret on a pipe, reads the
+/// clipboard back until it holds the secret, says "ok" on its standard output (the command's
+/// pipe), and keeps only the secret's SHA-256. After the given seconds:
+/// - when its tool still owns the clipboard, it ends the tool, which empties the clipboard;
+/// - when another program took the clipboard (a clipboard manager keeps copies that way), it
+///   empties the clipboard only if it still holds the secret and no later `--clip` has taken over.
+enum ClipboardKeeper {
+    /// Not a command: what `--clip` runs (Main dispatches on it before parsing).
+    static let argument = "--internal-clipboard-keeper"
+
+    /// How long the tool gets to take the secret, and a read of the clipboard to answer.
+    static let startSeconds = 5.0
+    static let pasteSeconds = 2.0
+
+    static func run(_ arguments: [String]) -> Int32 {
+        guard arguments.count == 2, let tool = ClipboardTool(rawValue: arguments[0]),
+            let seconds = Int(arguments[1]), seconds > 0
+        else { return 64 }
+        guard var secret = (try? readToEnd(STDIN_FILENO, limit: maximumSecretSize, operation: "")) ?? nil else {
+            return report("the secret could not be read")
+        }
+        let fingerprint = secretFingerprint(secret)
+        guard let input = makePipe(), let errors = makePipe(),
+            let copier = spawnProcess(tool.copyCommand, descriptors: [input.read, nil, errors.write])
+        else {
+            secret.withUnsafeMutableBufferPointer { $0.initialize(repeating: 0) }
+            return report("\(tool.rawValue) could not be started")
+        }
+        close(input.read)
+        close(errors.write)
+        _ = secret.withUnsafeBufferPointer { writeAll(input.write, $0) }
+        close(input.write)
+        secret.withUnsafeMutableBufferPointer { $0.initialize(repeating: 0) }
+        secret = []
+
+        // Until the clipboard gives the secret back, the tool fails, or time runs out.
+        let started = monotonicSeconds()
+        var copierEnded = false
+        while true {
+            if exitStatusIfEnded(copier) != nil {
+                let message = drain(errors.read).text
+                return report(message.isEmpty ? "\(tool.rawValue) ended" : message)
+            }
+            if clipboardFingerprint(tool) == fingerprint { break }
+            guard monotonicSeconds() - started < startSeconds else {
+                terminate(copier, graceSeconds: 1)
+                return report("timeout")
+            }
+            usleep(20_000)
+        }
+        _ = report("ok")
+        let generation = Generation()
+        generation?.claim()
+
+        // Until the time is up: the tool's messages (one a paste, for xclip) are read and dropped.
+        let deadline = monotonicSeconds() + Double(seconds)
+        while case let left = deadline - monotonicSeconds(), left > 0 {
+            if copierEnded {
+                usleep(UInt32(min(left, 1) * 1_000_000))
+                continue
+            }
+            var poller = pollfd(fd: errors.read, events: Int16(POLLIN), revents: 0)
+            if poll(&poller, 1, Int32(min(left, 3_600) * 1000) + 1) > 0 {
+                // Its end of the pipe closed: it lost the clipboard to another program, or was ended.
+                copierEnded = drain(errors.read).ended
+            }
+        }
+        if !copierEnded, exitStatusIfEnded(copier) == nil {
+            terminate(copier, graceSeconds: 1)
+        } else if generation?.isCurrent ?? true, clipboardFingerprint(tool) == fingerprint {
+            runQuietly(tool.clearCommand)
+        }
+        _ = exitStatusIfEnded(copier)
+        generation?.release()
+        return 0
+    }
+
+    /// One line to the command waiting on standard output, which is then closed.
+    private static func report(_ message: String) -> Int32 {
+        let line = escapedForDisplay(String(message.split(separator: "\n").first ?? ""))
+        var text = line + "\n"
+        text.withUTF8 { _ = writeAll(STDOUT_FILENO, $0) }
+        let null = open("/dev/null", O_WRONLY)
+        dup2(null, STDOUT_FILENO)
+        close(null)
+        return message == "ok" ? 0 : 69
+    }
+
+    /// What there is to read on `fd` now, without waiting (its first 4 KiB as text), and whether
+    /// the pipe has ended.
+    private static func drain(_ fd: Int32) -> (text: String, ended: Bool) {
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        var kept: [UInt8] = []
+        var poller = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        var ended = false
+        while poll(&poller, 1, 0) > 0 {
+            let count = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if count < 0 && errno == EINTR { continue }
+            guard count > 0 else {
+                ended = true
+                break
+            }
+            if kept.count < 4096 { kept += chunk[0..<count] }
+        }
+        return (String(String(decoding: kept, as: UTF8.self).trimming()), ended)
+    }
+
+    /// The SHA-256 of what the clipboard holds now, or nil when it cannot be read in time.
+    private static func clipboardFingerprint(_ tool: ClipboardTool) -> [UInt8]? {
+        guard let output = makePipe() else { return nil }
+        defer { close(output.read) }
+        guard let reader = spawnProcess(tool.pasteCommand, descriptors: [nil, output.write, nil]) else {
+            close(output.write)
+            return nil
+        }
+        close(output.write)
+        var content: [UInt8] = []
+        defer { content.withUnsafeMutableBufferPointer { $0.initialize(repeating: 0) } }
+        var chunk = [UInt8](repeating: 0, count: 65_536)
+        defer { chunk.withUnsafeMutableBufferPointer { $0.initialize(repeating: 0) } }
+        let deadline = monotonicSeconds() + pasteSeconds
+        while content.count <= maximumSecretSize {
+            var poller = pollfd(fd: output.read, events: Int16(POLLIN), revents: 0)
+            let left = deadline - monotonicSeconds()
+            guard left > 0, poll(&poller, 1, Int32(left * 1000) + 1) > 0 else { break }
+            let count = chunk.withUnsafeMutableBytes { read(output.read, $0.baseAddress, $0.count) }
+            guard count > 0 else {
+                terminate(reader, graceSeconds: 0.5)
+                return secretFingerprint(content)
+            }
+            content += chunk[0..<count]
+        }
+        terminate(reader, graceSeconds: 0.5)
+        return nil
+    }
+
+    private static func runQuietly(_ command: [String]) {
+        guard let pid = spawnProcess(command, descriptors: [nil, nil, nil]) else { return }
+        let deadline = monotonicSeconds() + pasteSeconds
+        while exitStatusIfEnded(pid) == nil {
+            guard monotonicSeconds() < deadline else { return terminate(pid, graceSeconds: 0.5) }
+            usleep(10_000)
+        }
+    }
+
+    /// Which clearer copied last, in $XDG_RUNTIME_DIR (private to the user): an earlier one
+    /// whose copy was replaced by a later one of the same secret leaves the clearing to it.
+    private struct Generation {
+        let path: String
+        let me = String(getpid())
+
+        init?() {
+            guard let directory = getenv("XDG_RUNTIME_DIR").map({ String(cString: $0) }), !directory.isEmpty
+            else { return nil }
+            path = directory + "/keychain-cli-clipboard"
+        }
+
+        func claim() {
+            try? writeFileAtomically(path, Array(me.utf8))
+        }
+
+        /// Removes the file when it still names this clearer: nothing is left behind.
+        func release() {
+            if isCurrent { unlink(path) }
+        }
+
+        var isCurrent: Bool {
+            ((try? readFileIfPresent(path, limit: 64)) ?? nil).map { String(decoding: $0, as: UTF8.self) == me } ?? true
+        }
+    }
+}
