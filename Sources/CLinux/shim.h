@@ -20,6 +20,10 @@
 // (what ssh-agent and gpg-agent do). execve of another program makes it dumpable again.
 static inline int keychain_cli_set_undumpable(void) { return prctl(PR_SET_DUMPABLE, 0, 0, 0, 0); }
 
+// prctl(PR_SET_PDEATHSIG): `signal` when the parent ends (kept across exec): a clipboard tool
+// dies with the process that would have cleared the clipboard.
+static inline int keychain_cli_set_parent_death_signal(int signal) { return prctl(PR_SET_PDEATHSIG, signal, 0, 0, 0); }
+
 // prctl(PR_GET_DUMPABLE), for tests.
 static inline int keychain_cli_is_dumpable(void) { return prctl(PR_GET_DUMPABLE, 0, 0, 0, 0); }
 

@@ -17,8 +17,11 @@ enum Main {
         case "docker-credential-keychain-cli": arguments = ["docker-credential"] + arguments
         default: break
         }
-        if arguments.first == ClipboardKeeper.argument {
-            Glibc.exit(ClipboardKeeper.run(Array(arguments.dropFirst())))
+        // The processes --clip leaves behind: keychain-cli again, not a command.
+        switch arguments.first {
+        case ClipboardKeeper.argument: Glibc.exit(ClipboardKeeper.run(Array(arguments.dropFirst())))
+        case ClipboardKeeper.toolArgument: Glibc.exit(ClipboardKeeper.execTool(Array(arguments.dropFirst())))
+        default: break
         }
         do {
             try Startup.checkArgumentsAreText()

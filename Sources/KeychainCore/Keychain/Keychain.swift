@@ -129,6 +129,21 @@ public final class Keychain: Sendable {
         }
     }
 
+    /// Stores `secret` under `key` only if nothing is stored there (see
+    /// ``SecretStore/addSecret(_:service:key:)`` for which backends decide that atomically).
+    /// - Returns: false, and nothing stored, when a secret is already there.
+    /// - Throws: as ``set(_:for:)-(Data,_)``.
+    public func add(_ secret: Data, for key: KeychainKey) throws -> Bool {
+        guard secret.count <= Self.maximumSecretSize else {
+            throw KeychainError.secretTooLarge(limit: Self.maximumSecretSize)
+        }
+        defer { invalidate(key) }
+        return try recordingEchoes(of: [key], [.created]) {
+            let added = try store.addSecret(secret, service: service, key: key)
+            return (added, added ? 1 : 0)
+        }
+    }
+
     /// Stores `text` as UTF-8 under `key`.
     /// - Throws: see ``set(_:for:)-(Data,_)``.
     public func set(_ text: String, for key: KeychainKey) throws {

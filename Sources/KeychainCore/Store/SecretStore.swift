@@ -52,6 +52,13 @@ public protocol SecretStore: Sendable {
     /// - Throws: ``KeychainError`` when the backend cannot answer.
     func containsSecret(service: ServiceName, key: KeychainKey) throws(KeychainError) -> Bool
 
+    /// Stores `secret` under `service` and `key` only if nothing is stored there: false, and
+    /// nothing written, when something is. The vault decides under its write lock, so that of
+    /// two writers only one adds; the default checks (``containsSecret(service:key:)``), then
+    /// stores, so that two writers at the same moment may both store (the last one wins).
+    /// - Throws: ``KeychainError`` when the backend cannot answer.
+    func addSecret(_ secret: Data, service: ServiceName, key: KeychainKey) throws(KeychainError) -> Bool
+
     /// Starts reporting the changes to the items of `service` (of every service when nil), made by
     /// any program, this one included, until the returned watch is cancelled or a failure is
     /// reported (the last report). Each backend watches as well as it can: the Secret Service's
@@ -120,6 +127,12 @@ extension SecretStore {
 
     public func containsSecret(service: ServiceName, key: KeychainKey) throws(KeychainError) -> Bool {
         try secret(service: service, key: key) != nil
+    }
+
+    public func addSecret(_ secret: Data, service: ServiceName, key: KeychainKey) throws(KeychainError) -> Bool {
+        guard try !containsSecret(service: service, key: key) else { return false }
+        try setSecret(secret, service: service, key: key)
+        return true
     }
 
     public func setSecrets(_ secrets: [SecretToStore], progress: (Int) -> Void) throws(KeychainError) {

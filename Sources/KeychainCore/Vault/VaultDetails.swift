@@ -39,4 +39,14 @@ extension VaultStore: DetailedSecretStore {
             return ((), true)
         }
     }
+
+    /// Decided under the write lock: of two writers, one adds and the other is told no.
+    public func addSecret(_ secret: Data, service: ServiceName, key: KeychainKey) throws(KeychainError) -> Bool {
+        let now = Date()
+        return try modify { entries in
+            guard entries[service]?[key] == nil else { return (false, false) }
+            entries[service, default: [:]][key] = Entry(secret: secret, created: now, modified: now, details: nil)
+            return (true, true)
+        }
+    }
 }

@@ -33,7 +33,8 @@ extension KeychainCLI {
         @Option(
             name: .customLong("env-file"),
             help: ArgumentHelp(
-                "Read mappings from this file, one NAME=KEY or NAME=SERVICE/KEY a line.", valueName: "path"), completion: .file())
+                "Read mappings from this file, one NAME=KEY or NAME=SERVICE/KEY a line.", valueName: "path"),
+            completion: .file())
         var environmentFile: String?
 
         @Argument(parsing: .postTerminator, help: "The command and its arguments, after --.")

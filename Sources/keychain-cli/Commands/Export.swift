@@ -41,7 +41,8 @@ extension KeychainCLI {
 
         @Option(
             name: [.customShort("o"), .long],
-            help: ArgumentHelp("Write to this file (0600, replaced atomically) instead of stdout.", valueName: "path"), completion: .file())
+            help: ArgumentHelp("Write to this file (0600, replaced atomically) instead of stdout.", valueName: "path"),
+            completion: .file())
         var output: String?
 
         @Flag(name: [.customShort("y"), .long], help: "Do not ask for confirmation.")

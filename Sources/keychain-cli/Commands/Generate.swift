@@ -52,36 +52,45 @@ extension KeychainCLI {
                 throw ValidationError("--length must be from 1 to \(Keychain.maximumSecretSize) characters")
             }
             if unambiguous && !charset.allowsUnambiguous {
-                throw ValidationError("--unambiguous goes with --charset alnum or symbols: \(charset) needs every character")
+                throw ValidationError(
+                    "--unambiguous goes with --charset alnum or symbols: \(charset) needs every character")
             }
             if printSecret && clipboard.clip { throw ValidationError("choose one of --print and --clip") }
         }
 
         func run() throws {
             let key = try KeychainKey(key)
-            if clipboard.clip { _ = try ClipboardTool.find() }  // before anything is stored
             let keychain = try keychain()
-            if !force, try keychain.exists(key) {
-                throw CommandFailure(
-                    kind: .exists,
-                    message: "a secret named '\(key)' is already stored in service '\(keychain.service)'; it was "
-                        + "kept. Add --force to replace it, or choose another key")
-            }
             let generator = RandomSecret(charset: charset, unambiguous: unambiguous)
             var secret = Data(generator.generate(length: length))
             defer { secret.resetBytes(in: 0..<secret.count) }
-            try keychain.set(secret, for: key)
+            // Shown first and stored after, so that a clipboard or output that fails leaves the
+            // stored secret as it was. A key already there is checked first, so that nothing is
+            // shown for it; the vault decides again under its lock when it adds.
+            if !force, try keychain.exists(key) { throw exists(key, in: keychain) }
+            if clipboard.clip {
+                try copyToClipboard(secret, clearAfter: clipboard.seconds, naming: key)
+            } else if printSecret {
+                try writeOutput(secret + (isTerminal(STDOUT_FILENO) ? [UInt8(ascii: "\n")] : []))
+            }
+            if force {
+                try keychain.set(secret, for: key)
+            } else if try !keychain.add(secret, for: key) {
+                throw exists(key, in: keychain)
+            }
             if isTerminal(STDERR_FILENO) {
                 let bits = Int(generator.entropyBits(length: length).rounded(.down))
                 writeError(
                     "Stored '\(key)': \(length) characters from \(generator.alphabet.count) (\(charset)), "
                         + "\(bits) bits of entropy.\n")
             }
-            if clipboard.clip {
-                try copyToClipboard(secret, clearAfter: clipboard.seconds, naming: key)
-            } else if printSecret {
-                try writeOutput(secret + (isTerminal(STDOUT_FILENO) ? [UInt8(ascii: "\n")] : []))
-            }
+        }
+
+        private func exists(_ key: KeychainKey, in keychain: Keychain) -> CommandFailure {
+            CommandFailure(
+                kind: .exists,
+                message: "a secret named '\(key)' is already stored in service '\(keychain.service)'; it was kept. "
+                    + "Add --force to replace it, or choose another key")
         }
     }
 }

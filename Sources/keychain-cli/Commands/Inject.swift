@@ -22,12 +22,15 @@ extension KeychainCLI {
         @OptionGroup var globals: GlobalOptions
         @ParentCommand var root: KeychainCLI
 
-        @Option(name: [.customShort("i"), .long], help: ArgumentHelp("The template file.", valueName: "path"), completion: .file())
+        @Option(
+            name: [.customShort("i"), .long], help: ArgumentHelp("The template file.", valueName: "path"),
+            completion: .file())
         var input: String?
 
         @Option(
             name: [.customShort("o"), .long],
-            help: ArgumentHelp("The file to write (0600, replaced atomically).", valueName: "path"), completion: .file())
+            help: ArgumentHelp("The file to write (0600, replaced atomically).", valueName: "path"), completion: .file()
+        )
         var output: String?
 
         func run() throws {

@@ -15,7 +15,9 @@ extension KeychainCLI.Vault {
                 encrypted to it, and so does keychain-cli with --identity.
                 """)
 
-        @Option(name: [.customShort("o"), .long], help: ArgumentHelp("The identity file to write.", valueName: "path"), completion: .file())
+        @Option(
+            name: [.customShort("o"), .long], help: ArgumentHelp("The identity file to write.", valueName: "path"),
+            completion: .file())
         var output: String
 
         func run() throws {

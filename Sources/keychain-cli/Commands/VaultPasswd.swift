@@ -23,7 +23,8 @@ extension KeychainCLI.Vault {
 
         @Option(
             help: ArgumentHelp(
-                "Read the new passphrase from this file (one trailing newline is ignored).", valueName: "path"), completion: .file())
+                "Read the new passphrase from this file (one trailing newline is ignored).", valueName: "path"),
+            completion: .file())
         var newPassphraseFile: String?
 
         @Option(

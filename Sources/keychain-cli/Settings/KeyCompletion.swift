@@ -29,8 +29,42 @@ enum KeyCompletion {
         guard let keychain = try? settings.keychain(listing: .keysOnly), let items = try? keychain.items() else {
             return []
         }
-        // A key with a line break cannot be offered: completions are one to a line.
-        return items.map(\.key).filter { $0.hasPrefix(prefix) && !$0.contains("\n") }.sorted()
+        // A key with a line break (or a tab, fish's separator) cannot be offered: completions are
+        // one to a line. A key that starts with - only after --, where it cannot be an option.
+        let afterTerminator = words.prefix(index).contains("--")
+        let shell = getenv("SAP_SHELL").map { String(cString: $0) } ?? ""
+        return items.map(\.key)
+            .filter {
+                $0.hasPrefix(prefix) && !$0.contains("\n") && !$0.contains("\t")
+                    && (afterTerminator || !$0.hasPrefix("-"))
+            }
+            .sorted().map { escaped($0, for: shell) }
+    }
+
+    /// `key` as the shell's completion script must get it. bash's passes each line to
+    /// `compgen -W`, which expands it as shell words: a key named `$(rm -rf ~)` would run. So
+    /// every character but letters, digits and `_./:=@%+,-` is escaped with a backslash (what
+    /// bash inserts), and that again for compgen's expansion, which removes one level. zsh's
+    /// `_describe` takes `name:description`: a colon in the name is escaped.
+    static func escaped(_ key: String, for shell: String) -> String {
+        switch shell {
+        case "bash":
+            return backslashed(backslashed(key, keeping: "_./:=@%+,-"), keeping: "")
+        case "zsh":
+            return key.replacing("\\", with: "\\\\").replacing(":", with: "\\:")
+        default:
+            return key
+        }
+    }
+
+    private static func backslashed(_ text: String, keeping safe: String) -> String {
+        var result = ""
+        for character in text {
+            let plain = character.isASCII && (character.isLetter || character.isNumber || safe.contains(character))
+            if !plain && character.isASCII { result.append("\\") }
+            result.append(character)
+        }
+        return result
     }
 
     /// The global options among `words`, as `--name value` or `--name=value`; descriptors are
@@ -45,8 +79,47 @@ enum KeyCompletion {
                 continue
             }
             guard let value = parts.count == 2 ? parts[1] : remaining.next() else { break }
-            _ = option.assign(value, to: &settings)
+            _ = option.assign(shellWord(value), to: &settings)
         }
         return settings
+    }
+
+    /// A word as the shell would pass it, for the forms people type in an option's value:
+    /// quotes removed ('…', "…", backslashes), a leading ~ and $NAME or ${NAME} expanded.
+    /// Anything else (command substitution, globs) is left as typed.
+    static func shellWord(_ word: String) -> String {
+        let characters = Array(word)
+        var result = ""
+        var quote: Character? = nil
+        var index = 0
+        func environment(_ name: String) -> String { getenv(name).map { String(cString: $0) } ?? "" }
+        while index < characters.count {
+            let character = characters[index]
+            index += 1
+            switch (quote, character) {
+            case (nil, "'"), (nil, "\""): quote = character
+            case ("'", "'"), ("\"", "\""): quote = nil
+            case (nil, "\\"), ("\"", "\\"):
+                if index < characters.count {
+                    result.append(characters[index])
+                    index += 1
+                }
+            case (nil, "~") where index == 1: result += environment("HOME")
+            case (nil, "$"), ("\"", "$"):
+                let braced = index < characters.count && characters[index] == "{"
+                if braced { index += 1 }
+                let start = index
+                while index < characters.count,
+                    characters[index].isLetter || characters[index].isNumber
+                        || characters[index] == "_"
+                {
+                    index += 1
+                }
+                result += environment(String(characters[start..<index]))
+                if braced && index < characters.count && characters[index] == "}" { index += 1 }
+            default: result.append(character)
+            }
+        }
+        return result
     }
 }

@@ -75,12 +75,16 @@ func terminate(_ pid: pid_t, graceSeconds: Double) {
 /// `descriptors` as its standard input, output and error (nil: /dev/null); every other descriptor
 /// of ours is close-on-exec. SIGPIPE and the signals a terminal sends have their default action
 /// and none is blocked; `newSession` puts it in a session of its own, away from the terminal
-/// (no SIGHUP when it closes, no SIGINT from Ctrl-C). Returns nil when it cannot be started.
+/// (no SIGHUP when it closes, no SIGINT from Ctrl-C). `environment` (NAME=value) replaces this
+/// process's. Returns nil when it cannot be started.
 func spawnProcess(
-    _ arguments: [String], path: String? = nil, descriptors: [Int32?], newSession: Bool = false
+    _ arguments: [String], path: String? = nil, descriptors: [Int32?], newSession: Bool = false,
+    environment: [String]? = nil
 ) -> pid_t? {
     var argv = arguments.map { strdup($0) } + [nil]
     defer { for argument in argv { free(argument) } }
+    var variables = environment.map { $0.map { strdup($0) } + [nil] }
+    defer { for variable in variables ?? [] { free(variable) } }
     var actions = posix_spawn_file_actions_t()
     posix_spawn_file_actions_init(&actions)
     defer { posix_spawn_file_actions_destroy(&actions) }
@@ -104,10 +108,18 @@ func spawnProcess(
     let setsid: Int32 = newSession ? 0x80 : 0  // POSIX_SPAWN_SETSID (glibc 2.26), not imported
     posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK | setsid))
     var pid: pid_t = 0
-    let status =
-        path.map { posix_spawn(&pid, $0, &actions, &attributes, &argv, environ) }
-        ?? posix_spawnp(&pid, argv[0]!, &actions, &attributes, &argv, environ)
+    let status = withEnvironment(&variables) { environment in
+        path.map { posix_spawn(&pid, $0, &actions, &attributes, &argv, environment) }
+            ?? posix_spawnp(&pid, argv[0]!, &actions, &attributes, &argv, environment)
+    }
     return status == 0 ? pid : nil
+}
+
+private func withEnvironment(
+    _ variables: inout [UnsafeMutablePointer<CChar>?]?, _ body: (UnsafePointer<UnsafeMutablePointer<CChar>?>) -> Int32
+) -> Int32 {
+    guard variables != nil else { return body(environ) }
+    return variables!.withUnsafeBufferPointer { body($0.baseAddress!) }
 }
 
 /// A pipe whose two ends are close-on-exec (a child gets one only by ``spawnProcess``).

@@ -77,7 +77,7 @@ func copyToClipboard(_ secret: Data, clearAfter: Int, naming key: KeychainKey) t
     }
     let keeper = spawnProcess(
         ["keychain-cli", ClipboardKeeper.argument, tool.rawValue, String(clearAfter)], path: "/proc/self/exe",
-        descriptors: [input.read, status.write, nil], newSession: true)
+        descriptors: [input.read, status.write, nil], newSession: true, environment: clipboardEnvironment())
     close(input.read)
     close(status.write)
     defer { close(status.read) }
@@ -103,4 +103,14 @@ func copyToClipboard(_ secret: Data, clearAfter: Int, naming key: KeychainKey) t
     writeError(
         "Copied '\(escapedForDisplay(key.rawValue))' to the clipboard; it is cleared in \(clearAfter) s "
             + "unless something else is copied first.\n")
+}
+
+/// What the clearer and its tool need of the environment, and nothing more: a passphrase or
+/// token in $KEYCHAIN_PASSPHRASE or $BAO_TOKEN must not live on in them for the whole time.
+private func clipboardEnvironment() -> [String] {
+    let names = [
+        "PATH", "HOME", "DISPLAY", "XAUTHORITY", "WAYLAND_DISPLAY", "XDG_RUNTIME_DIR", "XDG_SESSION_TYPE", "LANG",
+        "LC_ALL", "LC_CTYPE",
+    ]
+    return names.compactMap { name in getenv(name).map { "\(name)=\(String(cString: $0))" } }
 }

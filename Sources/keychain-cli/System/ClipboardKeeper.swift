@@ -1,3 +1,4 @@
+import CLinux
 import Glibc
 import KeychainCore
 
@@ -8,10 +9,15 @@ import KeychainCore
 /// pipe), and keeps only the secret's SHA-256. After the given seconds:
 /// - when its tool still owns the clipboard, it ends the tool, which empties the clipboard;
 /// - when another program took the clipboard (a clipboard manager keeps copies that way), it
-///   empties the clipboard only if it still holds the secret and no later `--clip` has taken over.
+///   empties the clipboard only if it still holds the secret and no later `--clip` has taken over
+///   (each clearer tells the earlier ones, by SIGUSR1, once its own copy is in place).
+/// SIGTERM or SIGINT end it at once, and its tool with it (which empties the clipboard); the tool
+/// also gets SIGTERM if the clearer is killed outright (PR_SET_PDEATHSIG).
 enum ClipboardKeeper {
     /// Not a command: what `--clip` runs (Main dispatches on it before parsing).
     static let argument = "--internal-clipboard-keeper"
+    /// Not a command either: how the clearer starts its tool, tied to its own life.
+    static let toolArgument = "--internal-clipboard-tool"
 
     /// How long the tool gets to take the secret, and a read of the clipboard to answer.
     static let startSeconds = 5.0
@@ -21,12 +27,18 @@ enum ClipboardKeeper {
         guard arguments.count == 2, let tool = ClipboardTool(rawValue: arguments[0]),
             let seconds = Int(arguments[1]), seconds > 0
         else { return 64 }
+        // Whatever else the command inherited (a CI runner's pipe, a shell's descriptor) must
+        // not be held open for the whole time: whoever waits for its end would wait as long.
+        closefrom(3)
+        KeeperSignals.install()
         guard var secret = (try? readToEnd(STDIN_FILENO, limit: maximumSecretSize, operation: "")) ?? nil else {
             return report("the secret could not be read")
         }
         let fingerprint = secretFingerprint(secret)
         guard let input = makePipe(), let errors = makePipe(),
-            let copier = spawnProcess(tool.copyCommand, descriptors: [input.read, nil, errors.write])
+            let copier = spawnProcess(
+                ["keychain-cli", toolArgument, String(getpid())] + tool.copyCommand, path: "/proc/self/exe",
+                descriptors: [input.read, nil, errors.write])
         else {
             secret.withUnsafeMutableBufferPointer { $0.initialize(repeating: 0) }
             return report("\(tool.rawValue) could not be started")
@@ -40,26 +52,25 @@ enum ClipboardKeeper {
 
         // Until the clipboard gives the secret back, the tool fails, or time runs out.
         let started = monotonicSeconds()
-        var copierEnded = false
         while true {
             if exitStatusIfEnded(copier) != nil {
                 let message = drain(errors.read).text
                 return report(message.isEmpty ? "\(tool.rawValue) ended" : message)
             }
             if clipboardFingerprint(tool) == fingerprint { break }
-            guard monotonicSeconds() - started < startSeconds else {
+            guard monotonicSeconds() - started < startSeconds, KeeperSignals.stop == 0 else {
                 terminate(copier, graceSeconds: 1)
                 return report("timeout")
             }
             usleep(20_000)
         }
         _ = report("ok")
-        let generation = Generation()
-        generation?.claim()
+        supersedeEarlierKeepers()
 
         // Until the time is up: the tool's messages (one a paste, for xclip) are read and dropped.
+        var copierEnded = false
         let deadline = monotonicSeconds() + Double(seconds)
-        while case let left = deadline - monotonicSeconds(), left > 0 {
+        while case let left = deadline - monotonicSeconds(), left > 0, KeeperSignals.stop == 0 {
             if copierEnded {
                 usleep(UInt32(min(left, 1) * 1_000_000))
                 continue
@@ -72,12 +83,43 @@ enum ClipboardKeeper {
         }
         if !copierEnded, exitStatusIfEnded(copier) == nil {
             terminate(copier, graceSeconds: 1)
-        } else if generation?.isCurrent ?? true, clipboardFingerprint(tool) == fingerprint {
+        } else if KeeperSignals.superseded == 0, KeeperSignals.stop == 0, clipboardFingerprint(tool) == fingerprint {
             runQuietly(tool.clearCommand)
         }
-        _ = exitStatusIfEnded(copier)
-        generation?.release()
+        terminate(copier, graceSeconds: 1)  // reaped, ended or not: no zombie is left to init
         return 0
+    }
+
+    /// The clearer's tool, started through keychain-cli so that it gets SIGTERM when the clearer
+    /// ends, however it ends: `arguments` are the clearer's pid and the tool's command.
+    static func execTool(_ arguments: [String]) -> Int32 {
+        guard arguments.count > 1, let parent = pid_t(arguments[0]) else { return 64 }
+        _ = keychain_cli_set_parent_death_signal(SIGTERM)
+        guard getppid() == parent else { return 69 }  // the clearer is already gone
+        var argv = arguments.dropFirst().map { strdup($0) } + [nil]
+        execvp(argv[0]!, &argv)
+        let message = "cannot run \(arguments[1]): \(String(cString: strerror(errno)))\n"
+        writeError(message)
+        return 69
+    }
+
+    /// Tells every other clearer of this user that a later copy is in place (SIGUSR1), so that
+    /// none of them clears the clipboard by its content: a copy of the same secret is this one's.
+    private static func supersedeEarlierKeepers() {
+        guard let directory = opendir("/proc") else { return }
+        defer { closedir(directory) }
+        let me = getpid()
+        while let entry = readdir(directory) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) {
+                String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self)
+            }
+            guard let pid = pid_t(name), pid != me else { continue }
+            var status = stat()
+            guard stat("/proc/\(pid)", &status) == 0, status.st_uid == getuid(),
+                let command = processCommand(UInt32(pid)), command.arguments.dropFirst().first == argument
+            else { continue }
+            kill(pid, SIGUSR1)
+        }
     }
 
     /// One line to the command waiting on standard output, which is then closed.
@@ -147,30 +189,21 @@ enum ClipboardKeeper {
             usleep(10_000)
         }
     }
+}
 
-    /// Which clearer copied last, in $XDG_RUNTIME_DIR (private to the user): an earlier one
-    /// whose copy was replaced by a later one of the same secret leaves the clearing to it.
-    private struct Generation {
-        let path: String
-        let me = String(getpid())
+/// What the clearer's signal handlers saw: SIGTERM or SIGINT (stop now), SIGUSR1 (a later copy
+/// is in place). Plain flags: a handler may do no more than set them.
+enum KeeperSignals {
+    nonisolated(unsafe) static var stop: sig_atomic_t = 0
+    nonisolated(unsafe) static var superseded: sig_atomic_t = 0
 
-        init?() {
-            guard let directory = getenv("XDG_RUNTIME_DIR").map({ String(cString: $0) }), !directory.isEmpty
-            else { return nil }
-            path = directory + "/keychain-cli-clipboard"
-        }
-
-        func claim() {
-            try? writeFileAtomically(path, Array(me.utf8))
-        }
-
-        /// Removes the file when it still names this clearer: nothing is left behind.
-        func release() {
-            if isCurrent { unlink(path) }
-        }
-
-        var isCurrent: Bool {
-            ((try? readFileIfPresent(path, limit: 64)) ?? nil).map { String(decoding: $0, as: UTF8.self) == me } ?? true
-        }
+    static func install() {
+        var action = sigaction()
+        action.__sigaction_handler.sa_handler = { _ in KeeperSignals.stop = 1 }
+        sigaction(SIGTERM, &action, nil)
+        sigaction(SIGINT, &action, nil)
+        action.__sigaction_handler.sa_handler = { _ in KeeperSignals.superseded = 1 }
+        sigaction(SIGUSR1, &action, nil)
+        signal(SIGHUP, SIG_IGN)
     }
 }
