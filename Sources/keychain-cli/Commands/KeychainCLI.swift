@@ -50,7 +50,8 @@ struct KeychainCLI: ParsableCommand {
                   OpenBao unreachable, untrusted or sealed, its mount missing
                   or not KV version 2; --clip without a display or clipboard program
               70  internal error (a bug)
-              73  generate: a secret is already stored under KEY (kept; --force replaces it)
+              73  already there: generate found a secret under KEY and kept it
+                  (--force replaces it)
               74  I/O error: the vault or another file cannot be read or written
               75  timed out: the keyring, a prompt, the vault's lock or the OpenBao
                   server, after --timeout; the clipboard, after 5 seconds

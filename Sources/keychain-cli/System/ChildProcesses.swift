@@ -75,16 +75,16 @@ func terminate(_ pid: pid_t, graceSeconds: Double) {
 /// `descriptors` as its standard input, output and error (nil: /dev/null); every other descriptor
 /// of ours is close-on-exec. SIGPIPE and the signals a terminal sends have their default action
 /// and none is blocked; `newSession` puts it in a session of its own, away from the terminal
-/// (no SIGHUP when it closes, no SIGINT from Ctrl-C). `environment` (NAME=value) replaces this
+/// (no SIGHUP when it closes, no SIGINT from Ctrl-C). `variables` (NAME=value) replace this
 /// process's. Returns nil when it cannot be started.
 func spawnProcess(
     _ arguments: [String], path: String? = nil, descriptors: [Int32?], newSession: Bool = false,
-    environment: [String]? = nil
+    variables: [String]? = nil
 ) -> pid_t? {
     var argv = arguments.map { strdup($0) } + [nil]
     defer { for argument in argv { free(argument) } }
-    var variables = environment.map { $0.map { strdup($0) } + [nil] }
-    defer { for variable in variables ?? [] { free(variable) } }
+    var copies = variables.map { $0.map { strdup($0) } + [nil] }
+    defer { for copy in copies ?? [] { free(copy) } }
     var actions = posix_spawn_file_actions_t()
     posix_spawn_file_actions_init(&actions)
     defer { posix_spawn_file_actions_destroy(&actions) }
@@ -108,14 +108,14 @@ func spawnProcess(
     let setsid: Int32 = newSession ? 0x80 : 0  // POSIX_SPAWN_SETSID (glibc 2.26), not imported
     posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK | setsid))
     var pid: pid_t = 0
-    let status = withEnvironment(&variables) { environment in
-        path.map { posix_spawn(&pid, $0, &actions, &attributes, &argv, environment) }
-            ?? posix_spawnp(&pid, argv[0]!, &actions, &attributes, &argv, environment)
+    let status = withVariables(&copies) { envp in
+        path.map { posix_spawn(&pid, $0, &actions, &attributes, &argv, envp) }
+            ?? posix_spawnp(&pid, argv[0]!, &actions, &attributes, &argv, envp)
     }
     return status == 0 ? pid : nil
 }
 
-private func withEnvironment(
+private func withVariables(
     _ variables: inout [UnsafeMutablePointer<CChar>?]?, _ body: (UnsafePointer<UnsafeMutablePointer<CChar>?>) -> Int32
 ) -> Int32 {
     guard variables != nil else { return body(environ) }

@@ -77,7 +77,7 @@ func copyToClipboard(_ secret: Data, clearAfter: Int, naming key: KeychainKey) t
     }
     let keeper = spawnProcess(
         ["keychain-cli", ClipboardKeeper.argument, tool.rawValue, String(clearAfter)], path: "/proc/self/exe",
-        descriptors: [input.read, status.write, nil], newSession: true, environment: clipboardEnvironment())
+        descriptors: [input.read, status.write, nil], newSession: true, variables: clipboardVariables())
     close(input.read)
     close(status.write)
     defer { close(status.read) }
@@ -107,7 +107,7 @@ func copyToClipboard(_ secret: Data, clearAfter: Int, naming key: KeychainKey) t
 
 /// What the clearer and its tool need of the environment, and nothing more: a passphrase or
 /// token in $KEYCHAIN_PASSPHRASE or $BAO_TOKEN must not live on in them for the whole time.
-private func clipboardEnvironment() -> [String] {
+private func clipboardVariables() -> [String] {
     let names = [
         "PATH", "HOME", "DISPLAY", "XAUTHORITY", "WAYLAND_DISPLAY", "XDG_RUNTIME_DIR", "XDG_SESSION_TYPE", "LANG",
         "LC_ALL", "LC_CTYPE",
