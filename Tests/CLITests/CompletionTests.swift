@@ -93,8 +93,8 @@ struct CompletionTests {
     @Test func fileOptionsCompleteFileNames() throws {
         let scratch = try ScratchDirectory("completion")
         defer { scratch.remove() }
-        FileManager.default.createFile(atPath: scratch.path("team-vault.age"), contents: Data())
-        FileManager.default.createFile(atPath: scratch.path("team-id.txt"), contents: Data())
+        _ = FileManager.default.createFile(atPath: scratch.path("team-vault.age"), contents: Data())
+        _ = FileManager.default.createFile(atPath: scratch.path("team-id.txt"), contents: Data())
         let prefix = scratch.path("team-v")
         for words in [
             ["keychain-cli", "--vault", prefix], ["keychain-cli", "get", "k", "--vault", prefix],
