@@ -76,10 +76,11 @@ func terminate(_ pid: pid_t, graceSeconds: Double) {
 /// of ours is close-on-exec. SIGPIPE and the signals a terminal sends have their default action
 /// and none is blocked; `newSession` puts it in a session of its own, away from the terminal
 /// (no SIGHUP when it closes, no SIGINT from Ctrl-C). `variables` (NAME=value) replace this
-/// process's. Returns nil when it cannot be started.
+/// process's; `blocked` signals stay blocked until it unblocks them. Returns nil when it cannot be
+/// started.
 func spawnProcess(
     _ arguments: [String], path: String? = nil, descriptors: [Int32?], newSession: Bool = false,
-    variables: [String]? = nil
+    variables: [String]? = nil, blocked: [Int32] = []
 ) -> pid_t? {
     var argv = arguments.map { strdup($0) } + [nil]
     defer { for argument in argv { free(argument) } }
@@ -102,9 +103,10 @@ func spawnProcess(
     sigemptyset(&defaults)
     for signal in [SIGPIPE, SIGINT, SIGTERM, SIGHUP, SIGQUIT] { sigaddset(&defaults, signal) }
     posix_spawnattr_setsigdefault(&attributes, &defaults)
-    var unblocked = sigset_t()
-    sigemptyset(&unblocked)
-    posix_spawnattr_setsigmask(&attributes, &unblocked)
+    var mask = sigset_t()
+    sigemptyset(&mask)
+    for signal in blocked { sigaddset(&mask, signal) }
+    posix_spawnattr_setsigmask(&attributes, &mask)
     let setsid: Int32 = newSession ? 0x80 : 0  // POSIX_SPAWN_SETSID (glibc 2.26), not imported
     posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK | setsid))
     var pid: pid_t = 0

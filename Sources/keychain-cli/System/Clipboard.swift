@@ -77,7 +77,8 @@ func copyToClipboard(_ secret: Data, clearAfter: Int, naming key: KeychainKey) t
     }
     let keeper = spawnProcess(
         ["keychain-cli", ClipboardKeeper.argument, tool.rawValue, String(clearAfter)], path: "/proc/self/exe",
-        descriptors: [input.read, status.write, nil], newSession: true, variables: clipboardVariables())
+        descriptors: [input.read, status.write, nil], newSession: true, variables: clipboardVariables(),
+        blocked: [SIGUSR1])  // until its handler is in place: a later clearer may signal it at once
     close(input.read)
     close(status.write)
     defer { close(status.read) }

@@ -205,5 +205,9 @@ enum KeeperSignals {
         action.__sigaction_handler.sa_handler = { _ in KeeperSignals.superseded = 1 }
         sigaction(SIGUSR1, &action, nil)
         signal(SIGHUP, SIG_IGN)
+        var started = sigset_t()
+        sigemptyset(&started)
+        sigaddset(&started, SIGUSR1)
+        sigprocmask(SIG_UNBLOCK, &started, nil)  // blocked by the command that started this one
     }
 }
