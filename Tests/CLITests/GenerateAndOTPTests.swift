@@ -68,9 +68,11 @@ struct GenerateAndOTPTests {
         }
     }
 
-    /// Of writers racing to generate the same key, one adds it; the vault decides under its lock.
-    @Test func concurrentGeneratesOnTheVaultStoreOnce() throws {
-        try CLIBackend.vault.run {
+    /// Of writers racing to generate the same key, one adds it: the vault decides under its lock,
+    /// OpenBao by check-and-set.
+    @Test(arguments: [CLIBackend.vault, .openbao])
+    func concurrentGeneratesStoreOnce(on backend: CLIBackend) throws {
+        try backend.run {
             _ = try cli(["set", "warm"], input: "up")  // the vault exists before the race
             let environment = cliEnvironment()
             let results = try (0..<6).map { _ in

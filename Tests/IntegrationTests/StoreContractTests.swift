@@ -1,5 +1,6 @@
 import CLibSecret
 import Foundation
+import Synchronization
 import TestSupport
 import Testing
 
@@ -102,6 +103,31 @@ struct SecretServiceStoreTests {
         try store.setSecret(Data("2".utf8), service: service, key: key)
         #expect(try store.items(service: service).count == 1)
         #expect(try store.secret(service: service, key: key) == Data("2".utf8))
+    }
+
+    /// `generate`'s write: stores only where nothing is, and says which; on the vault and OpenBao
+    /// exactly one of several threads adding the same key at once succeeds.
+    @Test(arguments: StoreKind.allCases)
+    func addStoresOnlyWhereNothingIs(on kind: StoreKind) throws {
+        let store = try kind.makeStore()
+        let service = try ServiceName(uniqueService())
+        let key = try KeychainKey("added")
+        #expect(try store.addSecret(Data("first".utf8), service: service, key: key))
+        #expect(try !store.addSecret(Data("second".utf8), service: service, key: key))
+        #expect(try store.secret(service: service, key: key) == Data("first".utf8))
+        guard kind == .vault || kind == .openbao else { return }
+        var winners: [Int] = []
+        for round in 0..<12 {
+            let raced = try KeychainKey("raced-\(round)")
+            let count = Mutex(0)
+            DispatchQueue.concurrentPerform(iterations: 8) { index in
+                if (try? store.addSecret(Data("\(index)".utf8), service: service, key: raced)) == true {
+                    count.withLock { $0 += 1 }
+                }
+            }
+            winners.append(count.withLock { $0 })
+        }
+        #expect(winners == Array(repeating: 1, count: 12))
     }
 
     @Test(arguments: StoreKind.allCases)

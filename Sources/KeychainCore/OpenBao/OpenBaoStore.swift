@@ -182,10 +182,21 @@ public final class OpenBaoStore: SecretStore {
         try checkAndSet(service, changes)
     }
 
+    /// Adds the field only if the secret has none of that name, decided by check-and-set: of two
+    /// writers, one adds and the other is told no.
+    public func addSecret(_ secret: Data, service: ServiceName, key: KeychainKey) throws(KeychainError) -> Bool {
+        try Self.refuseReserved(key)
+        return try checkAndSet(service, [key.rawValue: KVValue.encode(secret)]) { $0[key.rawValue] == nil }
+    }
+
     /// Reads the service's secret, applies `changes` to its fields (`.null` removes one) and
     /// writes them back with check-and-set: on a version mismatch it starts again, within the
-    /// time limit.
-    func checkAndSet(_ service: ServiceName, _ changes: [String: JSONValue]) throws(KeychainError) {
+    /// time limit. Nothing is written, and false returned, when `proceed` refuses the fields read.
+    @discardableResult
+    func checkAndSet(
+        _ service: ServiceName, _ changes: [String: JSONValue],
+        proceed: ([String: JSONValue]) -> Bool = { _ in true }
+    ) throws(KeychainError) -> Bool {
         struct Write: Encodable {
             struct Options: Encodable { var cas: Int }
             var options: Options
@@ -195,13 +206,14 @@ public final class OpenBaoStore: SecretStore {
         let deadline = monotonicSeconds() + client.timeout
         while true {
             let current = try read(service, deadline: deadline)
+            guard proceed(current.fields) else { return false }
             var fields = current.fields
             for (key, value) in changes {
                 if value == .null { fields.removeValue(forKey: key) } else { fields[key] = value }
             }
             let body = Write(options: .init(cas: current.version), data: fields)
             let response = try client.send("PUT", path, json: body, deadline: deadline)
-            if (200..<300).contains(response.status) { return }
+            if (200..<300).contains(response.status) { return true }
             guard response.status == 400,
                 OpenBaoClient.errors(of: response).contains(where: { $0.contains("check-and-set") })
             else { throw refused("PUT", path, response) }

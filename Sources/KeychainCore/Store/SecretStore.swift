@@ -53,9 +53,10 @@ public protocol SecretStore: Sendable {
     func containsSecret(service: ServiceName, key: KeychainKey) throws(KeychainError) -> Bool
 
     /// Stores `secret` under `service` and `key` only if nothing is stored there: false, and
-    /// nothing written, when something is. The vault decides under its write lock, so that of
-    /// two writers only one adds; the default checks (``containsSecret(service:key:)``), then
-    /// stores, so that two writers at the same moment may both store (the last one wins).
+    /// nothing written, when something is. The vault decides under its write lock and OpenBao by
+    /// check-and-set, so that of two writers only one adds; the default (the Secret Service)
+    /// checks (``containsSecret(service:key:)``), then stores, so that two writers at the same
+    /// moment may both store (the last one wins).
     /// - Throws: ``KeychainError`` when the backend cannot answer.
     func addSecret(_ secret: Data, service: ServiceName, key: KeychainKey) throws(KeychainError) -> Bool
 
