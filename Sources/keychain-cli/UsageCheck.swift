@@ -71,7 +71,10 @@ enum UsageCheck {
     private static let setOptionNames: Swift.Set<String> =
         globalOptionsWithValues.union(["--from-env", "--from-file", "--raw", "--allow-empty", "-h", "--help", "set"])
     private static let knownOptionNames: Swift.Set<String> =
-        globalOptionsWithValues.union(["-n", "--newline", "--raw", "--json", "--ignore-missing", "-h", "--help"])
+        optionsWithValues.union(["-n", "--newline", "--raw", "--json", "--ignore-missing", "--clip", "-h", "--help"])
+
+    /// The options of get and delete that take a value: the global ones, and --clear-after.
+    private static let optionsWithValues = globalOptionsWithValues.union(["--clear-after"])
 
     /// Whether `arguments[index]` looks like a key that starts with - given before `--`: not an
     /// option, not `--option=value` of one, and not the value of an option (`--timeout -1`).
@@ -81,7 +84,7 @@ enum UsageCheck {
         if let equals = argument.firstIndex(of: "="), knownOptionNames.contains(String(argument[..<equals])) {
             return false
         }
-        return index == 0 || !globalOptionsWithValues.contains(arguments[index - 1])
+        return index == 0 || !optionsWithValues.contains(arguments[index - 1])
     }
 
     /// The words that are neither options nor the values of global options, up to `--`.

@@ -41,7 +41,8 @@ struct ClipboardTests {
         return environment
     }
 
-    /// What the clipboard of `session` holds, or nil when it is empty. xclip -o waits forever for
+    /// What the clipboard of `session` holds, or nil when it is empty (xclip empties it by owning
+    /// an empty text, xsel and wl-copy by owning nothing). xclip -o waits forever for
     /// an owner that ends while it answers (a clearer at work): such a read is tried again.
     static func clipboard(_ session: Session) throws -> String? {
         let command =
@@ -52,7 +53,7 @@ struct ClipboardTests {
                 let result = try runProcess(
                     command[0], Array(command.dropFirst()),
                     environment: try toolEnvironment(session == .xsel ? .xclip : session), timeout: 3)
-                return result.status == 0 ? result.stdoutText : nil
+                return result.status == 0 && !result.stdout.isEmpty ? result.stdoutText : nil
             } catch is ProcessTimedOut where attempt < 3 {
                 continue
             }
@@ -136,14 +137,50 @@ struct ClipboardTests {
         }
     }
 
+    /// What another program copied is left alone; the secret itself, copied again by another
+    /// program (a clipboard manager keeps copies that way), is cleared.
     @Test(arguments: [Session.xclip, .wayland])
-    func whatAnotherProgramCopiedIsLeftAlone(_ session: Session) throws {
+    func whatAnotherProgramCopiedIsLeftAloneAndTheSecretIsNot(_ session: Session) throws {
         try CLIBackend.vault.run {
             _ = try cli(["set", "k"], input: "mine")
             #expect(try run(["get", "k", "--clip", "--clear-after", "1"], on: session).status == 0)
             try Self.copy("theirs", session)
             sleep(2)
             #expect(try Self.clipboard(session) == "theirs")
+            #expect(try run(["get", "k", "--clip", "--clear-after", "1"], on: session).status == 0)
+            try Self.copy("mine", session)
+            #expect(try Self.clipboard(session) == "mine")
+            #expect(try Self.waitForClipboard(nil, session, seconds: 5), "a copy of the secret was left")
+        }
+    }
+
+    /// A display that stops answering: the command gives up with 75, even for a secret larger
+    /// than a pipe holds, and its clearer does not stay behind.
+    @Test func aDisplayThatStopsAnsweringTimesOut() throws {
+        try CLIBackend.vault.run {
+            let scratch = try ScratchDirectory("stalled")
+            defer { scratch.remove() }
+            let number = scratch.path("display")
+            let xvfb = Process()
+            xvfb.executableURL = URL(fileURLWithPath: "/bin/sh")
+            xvfb.arguments = ["-c", #"exec Xvfb -displayfd 3 -nolisten tcp -noreset 3>"$0""#, number]
+            xvfb.standardError = FileHandle(forWritingAtPath: "/dev/null")
+            try xvfb.run()
+            defer { kill(xvfb.processIdentifier, SIGKILL) }
+            var display = ""
+            for _ in 0..<300 where display.isEmpty {
+                display = ((try? String(contentsOfFile: number, encoding: .utf8)) ?? "").trimmingCharacters(
+                    in: .whitespacesAndNewlines)
+                usleep(20_000)
+            }
+            kill(xvfb.processIdentifier, SIGSTOP)
+            _ = try cli(["set", "big", "--raw"], stdin: Data(repeating: UInt8(ascii: "x"), count: 100_000))
+            let started = Date()
+            let result = try CLIBackend.$overrides.withValue(
+                CLIBackend.overrides.merging(["DISPLAY": ":" + display, "WAYLAND_DISPLAY": nil]) { $1 }
+            ) { try cli(["get", "big", "--clip"], timeout: 30) }
+            #expect(result.status == 75, "\(result.stderr)")
+            #expect(Date().timeIntervalSince(started) < 15)
         }
     }
 

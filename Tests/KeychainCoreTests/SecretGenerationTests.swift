@@ -128,6 +128,8 @@ struct OneTimePasswordTests {
         #expect(password.secondsLeft(at: 120) == 60 && password.secondsLeft(at: 179) == 1)
         let upper = try OneTimePassword(stored: Data("OTPAUTH://TOTP/x?SECRET=\(seed)%3D%3D".utf8), key: key)
         #expect(upper.seed == bare.seed)
+        let fragment = try OneTimePassword(stored: Data("otpauth://totp/x?secret=\(seed)#anything".utf8), key: key)
+        #expect(fragment.seed == bare.seed)
     }
 
     @Test(arguments: [

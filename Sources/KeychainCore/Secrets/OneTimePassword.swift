@@ -80,7 +80,8 @@ public struct OneTimePassword: Sendable, Equatable {
             guard !seed.isEmpty else { throw ParseError(reason: "is an empty TOTP seed") }
             return OneTimePassword(seed: seed)
         }
-        let rest = text.dropFirst("otpauth:".count)
+        // A fragment (#…) is not part of the parameters.
+        let rest = text.dropFirst("otpauth:".count).prefix { $0 != "#" }
         guard rest.hasPrefix("//") else { throw ParseError(reason: "is not an otpauth:// URI (no //)") }
         let afterScheme = rest.dropFirst(2)
         let type = afterScheme.prefix { $0 != "/" && $0 != "?" }.lowercased()

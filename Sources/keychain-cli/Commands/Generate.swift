@@ -25,7 +25,7 @@ extension KeychainCLI {
         @Argument(help: "The key to store the new secret under.", completion: .keyNames)
         var key: String
 
-        @Option(help: ArgumentHelp("How many characters (1 to 1048576).", valueName: "n"))
+        @Option(parsing: .unconditional, help: ArgumentHelp("How many characters (1 to 1048576).", valueName: "n"))
         var length = 32
 
         @Option(

@@ -26,7 +26,7 @@ extension KeychainCLI {
         var key: String
 
         @Option(
-            name: .customLong("at"),
+            name: .customLong("at"), parsing: .unconditional,
             help: ArgumentHelp("The code at this Unix time (seconds since 1970) instead of now.", valueName: "time"))
         var time: Int64?
 

@@ -12,6 +12,7 @@ struct ClipboardOptions: ParsableArguments {
     var clip = false
 
     @Option(
+        parsing: .unconditional,
         help: ArgumentHelp(
             "With --clip: clear the clipboard after this many seconds (1 to 86400). Default: 45.",
             valueName: "seconds"))

@@ -31,25 +31,27 @@ enum KeyCompletion {
         }
         // A key with a line break (or a tab, fish's separator) cannot be offered: completions are
         // one to a line. A key that starts with - only after --, where it cannot be an option.
+        // zsh inserts a `!` unquoted (history expansion is off where its completion runs), so
+        // that the line would fail: such a key is not offered there.
         let afterTerminator = words.prefix(index).contains("--")
         let shell = getenv("SAP_SHELL").map { String(cString: $0) } ?? ""
         return items.map(\.key)
             .filter {
                 $0.hasPrefix(prefix) && !$0.contains("\n") && !$0.contains("\t")
-                    && (afterTerminator || !$0.hasPrefix("-"))
+                    && (afterTerminator || !$0.hasPrefix("-")) && (shell != "zsh" || !$0.contains("!"))
             }
             .sorted().map { escaped($0, for: shell) }
     }
 
     /// `key` as the shell's completion script must get it. bash's passes each line to
     /// `compgen -W`, which expands it as shell words: a key named `$(rm -rf ~)` would run. So
-    /// every character but letters, digits and `_./:=@%+,-` is escaped with a backslash (what
-    /// bash inserts), and that again for compgen's expansion, which removes one level. zsh's
-    /// `_describe` takes `name:description`: a colon in the name is escaped.
+    /// every character but letters and digits is escaped with a backslash, which that expansion
+    /// removes; bash then quotes the literal key as it inserts it (`complete -o filenames`).
+    /// zsh's `_describe` takes `name:description`, so a colon is escaped.
     static func escaped(_ key: String, for shell: String) -> String {
         switch shell {
         case "bash":
-            return backslashed(backslashed(key, keeping: "_./:=@%+,-"), keeping: "")
+            return backslashed(key, keeping: "")
         case "zsh":
             return key.replacing("\\", with: "\\\\").replacing(":", with: "\\:")
         default:

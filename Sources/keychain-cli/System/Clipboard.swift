@@ -88,13 +88,29 @@ func copyToClipboard(_ secret: Data, clearAfter: Int, naming key: KeychainKey) t
     }
     _ = Array(secret).withUnsafeBufferPointer { writeAll(input.write, $0) }
     close(input.write)
-    // One line: "ok", or the tool's failure. The clearer gives up on the tool after 5 seconds.
-    let answer = (try? readToEnd(status.read, limit: 4096, operation: "")) ?? nil
-    let line = answer.map { String(decoding: $0, as: UTF8.self) } ?? ""
+    // One line: "ok", or the tool's failure. The clearer gives up on the tool after 5 seconds,
+    // and on a clipboard that does not answer after 2 more; this waits no longer than that.
+    var poller = pollfd(fd: status.read, events: Int16(POLLIN), revents: 0)
+    var answer: [UInt8] = []
+    let deadline = monotonicSeconds() + ClipboardKeeper.startSeconds + 3 * ClipboardKeeper.pasteSeconds
+    while case let left = deadline - monotonicSeconds(), left > 0, poll(&poller, 1, Int32(left * 1000) + 1) > 0 {
+        var chunk = [UInt8](repeating: 0, count: 512)
+        let count = read(status.read, &chunk, chunk.count)
+        if count < 0 && errno == EINTR { continue }
+        guard count > 0, answer.count < 4096 else { break }
+        answer += chunk[0..<count]
+    }
+    if !answer.contains(UInt8(ascii: "\n")), let keeper {
+        kill(keeper, SIGTERM)  // still at work: it ends its tool, which empties the clipboard
+        answer = Array("timeout\n".utf8)
+    }
+    let line = String(decoding: answer, as: UTF8.self)
     guard line == "ok\n" else {
         if line.hasPrefix("timeout") {
             throw CommandFailure(
-                kind: .timedOut, message: "\(tool.rawValue) did not take the secret within 5 seconds. Try again")
+                kind: .timedOut,
+                message: "\(tool.rawValue) did not take the secret within 5 seconds (a display that does not answer?). "
+                    + "Try again")
         }
         let reason = line.isEmpty ? "it ended without a word" : String(line.dropLast())
         throw CommandFailure.unavailable(

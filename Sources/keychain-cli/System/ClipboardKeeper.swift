@@ -45,19 +45,34 @@ enum ClipboardKeeper {
         }
         close(input.read)
         close(errors.write)
-        _ = secret.withUnsafeBufferPointer { writeAll(input.write, $0) }
+        // The time limit starts now: a display that stops answering must not hold the clearer, nor
+        // the command waiting for it, on a secret larger than the pipe holds.
+        let started = monotonicSeconds()
+        let written = write(secret, to: input.write, until: started + startSeconds)
         close(input.write)
         secret.withUnsafeMutableBufferPointer { $0.initialize(repeating: 0) }
         secret = []
+        guard written else {
+            terminate(copier, graceSeconds: 1)
+            return report("timeout")
+        }
 
-        // Until the clipboard gives the secret back, the tool fails, or time runs out.
-        let started = monotonicSeconds()
+        // Until the clipboard gives the secret back, the tool fails, or time runs out. The tool
+        // may have ended already because a clipboard manager took the clipboard, with the secret.
+        var copierEnded = false
         while true {
-            if exitStatusIfEnded(copier) != nil {
-                let message = drain(errors.read).text
-                return report(message.isEmpty ? "\(tool.rawValue) ended" : message)
+            let ended = exitStatusIfEnded(copier)
+            if clipboardFingerprint(tool) == fingerprint {
+                copierEnded = ended != nil
+                break
             }
-            if clipboardFingerprint(tool) == fingerprint { break }
+            if let status = ended {
+                let message = drain(errors.read).text.split(separator: "\n")
+                    .last { !$0.hasPrefix("Waiting for selection") && !$0.trimming().isEmpty }
+                return report(
+                    status != 0 && message != nil
+                        ? String(message!) : "\(tool.rawValue) lost the clipboard before it could be read back")
+            }
             guard monotonicSeconds() - started < startSeconds, KeeperSignals.stop == 0 else {
                 terminate(copier, graceSeconds: 1)
                 return report("timeout")
@@ -68,7 +83,6 @@ enum ClipboardKeeper {
         supersedeEarlierKeepers()
 
         // Until the time is up: the tool's messages (one a paste, for xclip) are read and dropped.
-        var copierEnded = false
         let deadline = monotonicSeconds() + Double(seconds)
         while case let left = deadline - monotonicSeconds(), left > 0, KeeperSignals.stop == 0 {
             if copierEnded {
@@ -83,7 +97,7 @@ enum ClipboardKeeper {
         }
         if !copierEnded, exitStatusIfEnded(copier) == nil {
             terminate(copier, graceSeconds: 1)
-        } else if KeeperSignals.superseded == 0, KeeperSignals.stop == 0, clipboardFingerprint(tool) == fingerprint {
+        } else if KeeperSignals.superseded == 0, clipboardFingerprint(tool) == fingerprint {
             runQuietly(tool.clearCommand)
         }
         terminate(copier, graceSeconds: 1)  // reaped, ended or not: no zombie is left to init
@@ -120,6 +134,25 @@ enum ClipboardKeeper {
             else { continue }
             kill(pid, SIGUSR1)
         }
+    }
+
+    /// Writes `bytes` to the pipe `fd` (made non-blocking) unless `deadline` passes first.
+    private static func write(_ bytes: [UInt8], to fd: Int32, until deadline: Double) -> Bool {
+        _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
+        var offset = 0
+        while offset < bytes.count {
+            let count = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress! + offset, bytes.count - offset) }
+            if count > 0 {
+                offset += count
+                continue
+            }
+            guard count < 0, errno == EAGAIN || errno == EINTR else { return false }
+            let left = deadline - monotonicSeconds()
+            var poller = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
+            guard left > 0, KeeperSignals.stop == 0 else { return false }
+            _ = poll(&poller, 1, Int32(left * 1000) + 1)
+        }
+        return true
     }
 
     /// One line to the command waiting on standard output, which is then closed.
