@@ -65,6 +65,13 @@ struct GenerateAndOTPTests {
                 #expect(result.status == 64, "\(arguments): \(result.stderr)")
             }
             #expect(try cli(["get", "k"]).status == 1)
+            // A negative number is a value out of range, not a missing value nor a dashed key.
+            for arguments in [["generate", "k", "--length", "-5"], ["otp", "k", "--at", "-1"]] {
+                let result = try cli(arguments)
+                #expect(result.status == 64 && !result.stderr.contains("Missing value"), "\(result.stderr)")
+            }
+            let clearAfter = try cli(["get", "k", "--clip", "--clear-after", "-3"])
+            #expect(clearAfter.stderr.contains("from 1 to 86400") && !clearAfter.stderr.contains("goes after --"))
         }
     }
 
