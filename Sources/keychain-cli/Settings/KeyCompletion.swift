@@ -51,7 +51,7 @@ enum KeyCompletion {
     static func escaped(_ key: String, for shell: String) -> String {
         switch shell {
         case "bash":
-            return backslashed(key, keeping: "")
+            return backslashed(key)
         case "zsh":
             return key.replacing("\\", with: "\\\\").replacing(":", with: "\\:")
         default:
@@ -59,11 +59,11 @@ enum KeyCompletion {
         }
     }
 
-    private static func backslashed(_ text: String, keeping safe: String) -> String {
+    /// `text` with a backslash before every ASCII character but letters and digits.
+    private static func backslashed(_ text: String) -> String {
         var result = ""
         for character in text {
-            let plain = character.isASCII && (character.isLetter || character.isNumber || safe.contains(character))
-            if !plain && character.isASCII { result.append("\\") }
+            if character.isASCII && !character.isLetter && !character.isNumber { result.append("\\") }
             result.append(character)
         }
         return result

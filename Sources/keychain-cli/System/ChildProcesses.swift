@@ -39,6 +39,16 @@ func spawn(_ command: [String]) throws -> pid_t {
     return pid
 }
 
+/// The path of the executable `name` in PATH, as execvp would find it.
+func executable(named name: String) -> String? {
+    let path = getenv("PATH").map { String(cString: $0) } ?? "/usr/bin:/bin"
+    for directory in path.split(separator: ":", omittingEmptySubsequences: false) {
+        let candidate = "\(directory.isEmpty ? "." : directory)/\(name)"
+        if access(candidate, X_OK) == 0 { return candidate }
+    }
+    return nil
+}
+
 /// The command's arguments byte for byte, as given after --, NULL-terminated, each to be freed:
 /// the parser's strings have any invalid UTF-8 replaced by U+FFFD.
 func commandArguments(_ command: [String]) -> [UnsafeMutablePointer<CChar>?] {

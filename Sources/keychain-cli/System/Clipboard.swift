@@ -40,8 +40,9 @@ enum ClipboardTool: String, CaseIterable {
     static func find() throws -> ClipboardTool {
         let wayland = getenv("WAYLAND_DISPLAY").map { $0.pointee != 0 } ?? false
         let x11 = getenv("DISPLAY").map { $0.pointee != 0 } ?? false
-        if wayland && isInPath("wl-copy") && isInPath("wl-paste") { return .wlClipboard }
-        if x11, let tool = [ClipboardTool.xclip, .xsel].first(where: { isInPath($0.rawValue) }) { return tool }
+        let installed = { (name: String) in executable(named: name) != nil }
+        if wayland && installed("wl-copy") && installed("wl-paste") { return .wlClipboard }
+        if x11, let tool = [ClipboardTool.xclip, .xsel].first(where: { installed($0.rawValue) }) { return tool }
         guard wayland || x11 else {
             throw CommandFailure.unavailable(
                 "--clip needs a graphical session, and neither WAYLAND_DISPLAY nor DISPLAY is set. "
@@ -53,10 +54,6 @@ enum ClipboardTool: String, CaseIterable {
                 : "--clip under X11 needs xclip or xsel. Install one: sudo apt install xclip")
     }
 
-    private static func isInPath(_ name: String) -> Bool {
-        let path = getenv("PATH").map { String(cString: $0) } ?? "/usr/bin:/bin"
-        return path.split(separator: ":").contains { access("\($0)/\(name)", X_OK) == 0 }
-    }
 }
 
 /// `--clip`: puts `secret` on the clipboard and returns once it is there. A clearer process,

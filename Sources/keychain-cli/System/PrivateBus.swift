@@ -108,13 +108,3 @@ struct PrivateBus {
 }
 
 private func errnoText() -> String { String(cString: strerror(errno)) }
-
-/// The path of the executable `name` in PATH, as execvp would find it.
-private func executable(named name: String) -> String? {
-    let path = getenv("PATH").map { String(cString: $0) } ?? "/usr/bin:/bin"
-    for directory in path.split(separator: ":", omittingEmptySubsequences: false) {
-        let candidate = "\(directory.isEmpty ? "." : directory)/\(name)"
-        if access(candidate, X_OK) == 0 { return candidate }
-    }
-    return nil
-}
