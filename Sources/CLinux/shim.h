@@ -3,11 +3,14 @@
 
 // Linux calls Swift cannot make directly: prctl and open with a mode are variadic, and O_TMPFILE
 // is a macro built from others, which Swift does not import.
+#include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <signal.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 // glibc defines O_TMPFILE only under _GNU_SOURCE, which the Swift module of glibc is not built
@@ -69,6 +72,74 @@ static inline int keychain_cli_spawn_bus(const char *path, char *const argv[], c
     }
     execve(path, argv, envp);
     _exit(127);
+}
+
+// Starts the guardian of `serve -- COMMAND`: a fork that runs no other program, holding only
+// `lifeline` (the read end of a pipe whose write end only serve holds) and the command's pidfd.
+// It waits until the lifeline reads end of file: serve has ended, even by SIGKILL (the kernel
+// closes its end). Unless serve wrote a byte first (it stopped everything itself), it sends the
+// command SIGTERM, SIGKILL `grace_ms` later if it is still there, then removes the private bus's
+// `socket` and `directory`: a command is never left running without its bus, and no directory
+// is left behind. With no pidfd (`command_pidfd` -1, a kernel before 5.3) it signals `command`.
+// Only system calls between fork and _exit. Returns the pid, or -1 with errno.
+static inline int keychain_cli_spawn_guardian(int lifeline, int command_pidfd, int command, const char *socket,
+                                              const char *directory, int grace_ms) {
+    pid_t pid = fork();
+    if (pid != 0) return pid;
+    struct sigaction ignore = {0};
+    ignore.sa_handler = SIG_IGN;
+    int ignored[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE, SIGTSTP, SIGTTIN, SIGTTOU};
+    for (unsigned i = 0; i < sizeof ignored / sizeof ignored[0]; i++) sigaction(ignored[i], &ignore, NULL);
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    int line = fcntl(lifeline, F_DUPFD, 10), handle = command_pidfd < 0 ? -1 : fcntl(command_pidfd, F_DUPFD, 10);
+    int null = open("/dev/null", O_RDWR);
+    if (line < 0 || null < 0) _exit(127);
+    dup2(null, 0);
+    dup2(null, 1);
+    dup2(null, 2);
+    dup2(line, 3);
+    if (handle >= 0) dup2(handle, 4);
+    int first_closed = handle >= 0 ? 5 : 4;
+#ifdef SYS_close_range
+    if (syscall(SYS_close_range, first_closed, ~0U, 0) != 0)
+#endif
+    {
+        for (int fd = first_closed; fd < 4096; fd++) close(fd);
+    }
+    char byte;
+    ssize_t count;
+    do count = read(3, &byte, 1);
+    while (count < 0 && errno == EINTR);
+    if (count == 1) _exit(0);
+#ifdef SYS_pidfd_send_signal
+    if (handle >= 0) {
+        syscall(SYS_pidfd_send_signal, 4, SIGTERM, NULL, 0);
+        struct pollfd gone = {4, POLLIN, 0};
+        if (poll(&gone, 1, grace_ms) == 0) syscall(SYS_pidfd_send_signal, 4, SIGKILL, NULL, 0);
+    } else
+#endif
+    {
+        kill(command, SIGTERM);
+        struct timespec tick = {0, 50000000};
+        for (int waited = 0; waited < grace_ms && kill(command, 0) == 0; waited += 50) nanosleep(&tick, NULL);
+        if (kill(command, 0) == 0) kill(command, SIGKILL);
+    }
+    unlink(socket);
+    rmdir(directory);
+    _exit(0);
+}
+
+// pidfd_open(pid, 0): a descriptor that names process `pid` for as long as it is held, even
+// after it ended (no other process can take its place); -1 with errno ENOSYS before Linux 5.3.
+static inline int keychain_cli_pidfd_open(int pid) {
+#ifdef SYS_pidfd_open
+    return (int)syscall(SYS_pidfd_open, pid, 0);
+#else
+    errno = ENOSYS;
+    return -1;
+#endif
 }
 
 // pipe2(O_CLOEXEC), declared by glibc only under _GNU_SOURCE: both ends close-on-exec from the

@@ -28,12 +28,16 @@ public struct VaultDocument: Codable, Sendable {
     public var items: [Item]
     /// The recipients a team vault is encrypted to; nil for a passphrase vault.
     public var recipients: [String]?
+    /// The label `serve` gives its collection, once a client set one (version 2 only).
+    public var collectionLabel: String?
 
-    public init(items: [Item], recipients: [String]? = nil) {
+    public init(items: [Item], recipients: [String]? = nil, collectionLabel: String? = nil) {
         self.format = Self.formats[0]
-        self.version = items.contains { $0.attributes != nil } ? Self.detailsVersion : Self.currentVersion
+        self.version =
+            items.contains { $0.attributes != nil } || collectionLabel != nil ? Self.detailsVersion : Self.currentVersion
         self.items = items
         self.recipients = recipients
+        self.collectionLabel = collectionLabel
     }
 
     /// One secret and its dates.

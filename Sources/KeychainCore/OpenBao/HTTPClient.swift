@@ -47,11 +47,14 @@ private struct CurlLibrary: @unchecked Sendable {
     }
 }
 
-/// A libcurl easy handle, kept for the store's lifetime so that successive requests reuse one
-/// connection (and one TLS session); requests on it run one at a time.
+/// libcurl easy handles, kept for the store's lifetime so that successive requests reuse their
+/// connection (and TLS session). A request takes a handle no other request is using, or a new
+/// one: a request never waits behind another thread's (serve's watcher polling a server that
+/// stalls must not hold up a client's write for its whole time limit).
 final class HTTPClient: Sendable {
-    private struct Handle: @unchecked Sendable { var pointer: UnsafeMutableRawPointer? }
-    private let handle = Locked(Handle(pointer: nil))
+    private struct Handle: @unchecked Sendable { var pointer: UnsafeMutableRawPointer }
+    /// The handles no request is using now.
+    private let idle = Locked<[Handle]>([])
     let tls: TLSSettings
     /// Never through a proxy: set for loopback addresses, which a proxy cannot reach.
     let bypassProxy: Bool
@@ -62,20 +65,20 @@ final class HTTPClient: Sendable {
     }
 
     deinit {
-        handle.withLock { handle in
-            if let pointer = handle.pointer, let library = curlLibrary { library.api.easy_cleanup(pointer) }
+        idle.withLock { handles in
+            if let library = curlLibrary { for handle in handles { library.api.easy_cleanup(handle.pointer) } }
         }
     }
 
     /// Performs `request`, giving up after `timeout` seconds.
     func perform(_ request: HTTPRequest, timeout: Double) throws(HTTPFailure) -> HTTPResponse {
         guard let library = curlLibrary else { throw .noLibrary }
-        return try handle.withLock { handle throws(HTTPFailure) -> HTTPResponse in
-            if handle.pointer == nil { handle.pointer = library.api.easy_init() }
-            guard let pointer = handle.pointer else { throw .other("libcurl could not start a transfer") }
-            return try Self.perform(
-                request, on: pointer, library: library, timeout: timeout, tls: tls, bypassProxy: bypassProxy)
+        guard let handle = idle.withLock({ $0.popLast() }) ?? library.api.easy_init().map(Handle.init) else {
+            throw .other("libcurl could not start a transfer")
         }
+        defer { idle.withLock { $0.append(handle) } }
+        return try Self.perform(
+            request, on: handle.pointer, library: library, timeout: timeout, tls: tls, bypassProxy: bypassProxy)
     }
 
     private static func perform(

@@ -181,7 +181,27 @@ func kvPath(_ name: String) throws(KeychainError) -> String {
             reason: "'\(escapedForDisplay(name))' has an empty, '.' or '..' path segment, which a KV path "
                 + "cannot hold")
     }
+    // OpenBao answers 400 to a path with any other character (Go's unicode.IsPrint, measured).
+    if let refused = name.unicodeScalars.first(where: { !isPrintableInPath($0) }) {
+        throw .invalidName(
+            kind: "service name for OpenBao",
+            reason: "'\(escapedForDisplay(name))' holds U+\(String(refused.value, radix: 16, uppercase: true)), a "
+                + "control, format, separator or unassigned character, which OpenBao refuses in a path")
+    }
     return segments.map { percentEncoded(String($0)) { !isUnreservedInURL($0) } }.joined(separator: "/")
+}
+
+/// A letter, mark, number, punctuation or symbol, or the ASCII space: what OpenBao takes in a path.
+private func isPrintableInPath(_ scalar: Unicode.Scalar) -> Bool {
+    switch scalar.properties.generalCategory {
+    case .uppercaseLetter, .lowercaseLetter, .titlecaseLetter, .modifierLetter, .otherLetter, .nonspacingMark,
+        .spacingMark, .enclosingMark, .decimalNumber, .letterNumber, .otherNumber, .connectorPunctuation,
+        .dashPunctuation, .openPunctuation, .closePunctuation, .initialPunctuation, .finalPunctuation,
+        .otherPunctuation, .mathSymbol, .currencySymbol, .modifierSymbol, .otherSymbol:
+        return true
+    default:
+        return scalar == " "
+    }
 }
 
 extension String {

@@ -33,26 +33,134 @@ extension OpenBaoStore: DetailedSecretStore {
             let secret = try read(service)
             // KV keeps one creation time per secret (service), the date its keys all show.
             let created = try creationDate(service)
-            for field in secret.fields.keys where !Self.isDetailsField(field) {
+            for (field, value) in secret.fields where !Self.isDetailsField(field) {
                 guard let key = try? KeychainKey(field) else { continue }
                 items.append(
                     DetailedItem(
                         address: SecretAddress(service: service, key: key), details: secret.details(of: field),
-                        created: created, modified: secret.modified))
+                        created: created, modified: secret.modified, revision: Self.revision(of: value)))
             }
         }
         return items
     }
 
+    @discardableResult
     public func setSecret(_ secret: Data, details: ItemDetails, service: ServiceName, key: KeychainKey)
-        throws(KeychainError)
+        throws(KeychainError) -> DetailedItem
     {
         try Self.refuseReserved(key)
-        let object: JSONValue = .object([
+        let changes = Self.fields(key.rawValue, ItemContents(secret: secret, details: details))
+        let version = try write(service, changes)
+        return Self.written(SecretAddress(service: service, key: key), changes, version, created: nil)
+    }
+
+    /// Decided by check-and-set on the service's secret as the server holds it.
+    public func addItem(_ secret: Data, details: ItemDetails, at address: SecretAddress) throws(KeychainError)
+        -> DetailedItem?
+    {
+        try Self.refuseReserved(address.key)
+        let key = address.key.rawValue
+        let changes = Self.fields(key, ItemContents(secret: secret, details: details))
+        guard let version = try checkAndSet(address.service, { $0[key] == nil ? changes : nil }) else { return nil }
+        return Self.written(address, changes, version, created: version.created)
+    }
+
+    /// Within a service, one check-and-set; between two, the destination is added first and the
+    /// item removed after, unless another writer changed it meanwhile; a removal that fails
+    /// undoes the addition, so that a failed update changes nothing.
+    public func updateItem(
+        at address: SecretAddress, movingTo destination: SecretAddress?, _ change: (ItemContents) -> ItemContents
+    ) throws(KeychainError) -> ItemUpdate {
+        let target = destination ?? address
+        try Self.refuseReserved(target.key)
+        let (key, newKey) = (address.key.rawValue, target.key.rawValue)
+        guard target.service != address.service else {
+            var outcome = ItemUpdate.missing
+            var written: [String: JSONValue] = [:]
+            let version = try checkAndSet(address.service) { fields in
+                guard let value = fields[key] else {
+                    outcome = .missing
+                    return nil
+                }
+                guard newKey == key || fields[newKey] == nil else {
+                    outcome = .destinationTaken
+                    return nil
+                }
+                let contents = ItemContents(secret: KVValue.decode(value), details: KVSecret(fields: fields).details(of: key))
+                written = Self.fields(newKey, change(contents))
+                return newKey == key ? written : written.merging(Self.removal(key)) { new, _ in new }
+            }
+            guard let version else { return outcome }
+            return .updated(Self.written(target, written, version, created: nil))
+        }
+        let source = try read(address.service)
+        guard let value = source.fields[key] else { return .missing }
+        let detailsValue = source.fields[Self.detailsField(key)]
+        let written = Self.fields(
+            newKey, change(ItemContents(secret: KVValue.decode(value), details: source.details(of: key))))
+        guard let version = try checkAndSet(target.service, { $0[newKey] == nil ? written : nil }) else {
+            return .destinationTaken
+        }
+        do {
+            // Removed only as it was read: a value another writer stored since stays theirs.
+            try checkAndSet(address.service) { fields in
+                fields[key] == value && fields[Self.detailsField(key)] == detailsValue ? Self.removal(key) : nil
+            }
+        } catch {
+            _ = try? checkAndSet(target.service) { fields in
+                fields[newKey] == written[newKey] ? Self.removal(newKey) : nil
+            }
+            throw error
+        }
+        return .updated(Self.written(target, written, version, created: nil))
+    }
+
+    /// The collection's label is kept as the details of no key (a field no item has, hidden as
+    /// every details field is) in the secret of the service `secret-service`.
+    static let labelService = "secret-service"
+
+    public func collectionLabel() throws(KeychainError) -> String? {
+        guard case .object(let object) = try read(try ServiceName(Self.labelService)).fields[Self.detailsPrefix],
+            case .string(let label) = object["label"]
+        else { return nil }
+        return label
+    }
+
+    public func setCollectionLabel(_ label: String) throws(KeychainError) {
+        try write(try ServiceName(Self.labelService), [Self.detailsPrefix: .object(["label": .string(label)])])
+    }
+
+    /// The fields that hold `contents` under `key`: the secret, and its details (removed when nil).
+    static func fields(_ key: String, _ contents: ItemContents) -> [String: JSONValue] {
+        [key: KVValue.encode(contents.secret), detailsField(key): contents.details.map(detailsObject) ?? .null]
+    }
+
+    /// The changes that remove `key` and its details.
+    static func removal(_ key: String) -> [String: JSONValue] { [key: .null, detailsField(key): .null] }
+
+    static func detailsObject(_ details: ItemDetails) -> JSONValue {
+        .object([
             "attributes": .object(details.attributes.mapValues { .string($0) }), "label": .string(details.label),
             "contentType": .string(details.contentType),
         ])
-        try write(service, [key.rawValue: KVValue.encode(secret), Self.detailsField(key.rawValue): object])
+    }
+
+    /// The item a write of `fields` made, as ``detailedItems()`` will list it.
+    static func written(_ address: SecretAddress, _ fields: [String: JSONValue], _ version: KVVersion, created: Date?)
+        -> DetailedItem
+    {
+        let key = address.key.rawValue
+        return DetailedItem(
+            address: address, details: KVSecret(fields: fields).details(of: key), created: created,
+            modified: version.created, revision: fields[key].map(revision(of:)) ?? 0)
+    }
+
+    /// A digest of the secret a field holds (every byte of it), which storing the same value
+    /// again keeps: OpenBao dates versions of the whole service, not its fields.
+    static func revision(of value: JSONValue) -> Int {
+        var hasher = Hasher()
+        KVValue.decode(value).withUnsafeBytes { hasher.combine(bytes: $0) }
+        return hasher.finalize()
     }
 }
 

@@ -161,12 +161,14 @@ public final class OpenBaoStore: SecretStore {
     /// which the server applies atomically and which sends only the changed fields; for a secret
     /// that does not exist yet (or whose current version is deleted), or a policy without the
     /// `patch` capability, a check-and-set write of the whole secret.
-    func write(_ service: ServiceName, _ changes: [String: JSONValue]) throws(KeychainError) {
+    /// - Returns: the version written.
+    @discardableResult
+    func write(_ service: ServiceName, _ changes: [String: JSONValue]) throws(KeychainError) -> KVVersion {
         struct Patch: Encodable { var data: [String: JSONValue] }
         let path = try dataPath(service)
         do throws(KeychainError) {
             let response = try client.send("PATCH", path, json: Patch(data: changes))
-            if (200..<300).contains(response.status) { return }
+            if (200..<300).contains(response.status) { return KVVersion(response) }
             // 404: no secret yet; 405: no PATCH (an old server, or KV version 1, which the read
             // below refuses); 400 "check-and-set parameter required": a mount or secret with
             // cas_required, which the write below satisfies.
@@ -179,24 +181,26 @@ public final class OpenBaoStore: SecretStore {
         } catch .serverDenied {
             // No `patch` capability: read, merge and write back with check-and-set below.
         }
-        try checkAndSet(service, changes)
+        // `change` always answers, so a version is always written.
+        return try checkAndSet(service) { _ in changes } ?? KVVersion(number: 0, created: nil)
     }
 
     /// Adds the field only if the secret has none of that name, decided by check-and-set: of two
     /// writers, one adds and the other is told no.
     public func addSecret(_ secret: Data, service: ServiceName, key: KeychainKey) throws(KeychainError) -> Bool {
         try Self.refuseReserved(key)
-        return try checkAndSet(service, [key.rawValue: KVValue.encode(secret)]) { $0[key.rawValue] == nil }
+        return try checkAndSet(service) { $0[key.rawValue] == nil ? [key.rawValue: KVValue.encode(secret)] : nil }
+            != nil
     }
 
-    /// Reads the service's secret, applies `changes` to its fields (`.null` removes one) and
-    /// writes them back with check-and-set: on a version mismatch it starts again, within the
-    /// time limit. Nothing is written, and false returned, when `proceed` refuses the fields read.
+    /// Reads the service's secret, lets `change` turn its fields into the changes to make
+    /// (`.null` removes a field; nil: write nothing) and writes them back with check-and-set: on
+    /// a version mismatch it reads and asks `change` again, within the time limit.
+    /// - Returns: the version written; nil, and nothing written, when `change` gave nil.
     @discardableResult
-    func checkAndSet(
-        _ service: ServiceName, _ changes: [String: JSONValue],
-        proceed: ([String: JSONValue]) -> Bool = { _ in true }
-    ) throws(KeychainError) -> Bool {
+    func checkAndSet(_ service: ServiceName, _ change: ([String: JSONValue]) -> [String: JSONValue]?)
+        throws(KeychainError) -> KVVersion?
+    {
         struct Write: Encodable {
             struct Options: Encodable { var cas: Int }
             var options: Options
@@ -206,14 +210,14 @@ public final class OpenBaoStore: SecretStore {
         let deadline = monotonicSeconds() + client.timeout
         while true {
             let current = try read(service, deadline: deadline)
-            guard proceed(current.fields) else { return false }
+            guard let changes = change(current.fields) else { return nil }
             var fields = current.fields
             for (key, value) in changes {
                 if value == .null { fields.removeValue(forKey: key) } else { fields[key] = value }
             }
             let body = Write(options: .init(cas: current.version), data: fields)
             let response = try client.send("PUT", path, json: body, deadline: deadline)
-            if (200..<300).contains(response.status) { return true }
+            if (200..<300).contains(response.status) { return KVVersion(response) }
             guard response.status == 400,
                 OpenBaoClient.errors(of: response).contains(where: { $0.contains("check-and-set") })
             else { throw refused("PUT", path, response) }
@@ -279,36 +283,4 @@ public final class OpenBaoStore: SecretStore {
                 + "\(OpenBaoClient.errorSuffix(response)). Check that '\(configuration.mount)' is a KV "
                 + "version 2 mount (bao secrets list -detailed)")
     }
-}
-
-/// An RFC 3339 time as OpenBao writes it (`2026-11-23T01:31:50.923635107Z`), in UTC.
-func parseRFC3339(_ text: String) -> Date? {
-    let scalars = Array(text.utf8)
-    guard scalars.count >= 20, scalars[4] == UInt8(ascii: "-"), scalars[10] == UInt8(ascii: "T") else { return nil }
-    func number(_ range: Range<Int>) -> Int? { Int(String(decoding: scalars[range], as: UTF8.self)) }
-    guard let year = number(0..<4), let month = number(5..<7), let day = number(8..<10),
-        let hour = number(11..<13), let minute = number(14..<16), let second = number(17..<19),
-        (1...12).contains(month)
-    else { return nil }
-    var fraction = 0.0
-    var index = 19
-    if scalars[index] == UInt8(ascii: ".") {
-        var scale = 0.1
-        index += 1
-        while index < scalars.count, (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(scalars[index]) {
-            fraction += Double(scalars[index] - UInt8(ascii: "0")) * scale
-            scale /= 10
-            index += 1
-        }
-    }
-    guard index < scalars.count, scalars[index] == UInt8(ascii: "Z") else { return nil }
-    // Days from 1970-01-01 to the civil date (Howard Hinnant's algorithm).
-    let y = month <= 2 ? year - 1 : year
-    let era = (y >= 0 ? y : y - 399) / 400
-    let yearOfEra = y - era * 400
-    let dayOfYear = (153 * (month + (month > 2 ? -3 : 9)) + 2) / 5 + day - 1
-    let dayOfEra = yearOfEra * 365 + yearOfEra / 4 - yearOfEra / 100 + dayOfYear
-    let days = era * 146_097 + dayOfEra - 719_468
-    let seconds = Double(days * 86_400 + hour * 3_600 + minute * 60 + second) + fraction
-    return Date(timeIntervalSince1970: seconds)
 }

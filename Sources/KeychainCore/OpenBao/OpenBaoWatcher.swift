@@ -1,7 +1,10 @@
+import FoundationEssentials
+
 // How an OpenBao KV mount is watched: OpenBao sends no events a token of a KV reader may
 // subscribe to, so the watcher polls. Each look is one GET of the service's secret (every
 // secret's under the mount, after listing them, for all services), and reports the fields whose
-// value differs from the last look: a new version that leaves a field as it was reports nothing.
+// value (or details, which serve keeps beside it) differs from the last look: a new version that
+// leaves a field as it was reports nothing.
 extension OpenBaoStore {
     /// Polls every `interval` seconds (at least 0.1).
     public func watch(
@@ -23,9 +26,11 @@ extension OpenBaoStore {
                     items = known.items
                 } else {
                     var fresh: [ItemID: ItemState] = [:]
-                    for (key, value) in secret.fields {
+                    // An item's details (serve's) are part of it, not an item of their own.
+                    for (key, value) in secret.fields where !Self.isDetailsField(key) {
+                        let details = secret.fields[Self.detailsField(key)].map { Data($0.jsonText.utf8) } ?? Data()
                         fresh[ItemID(service: name.rawValue, key: key)] = ItemState(
-                            fingerprint: .digest(KVValue.decode(value)), application: nil)
+                            fingerprint: .digest(KVValue.decode(value) + details), application: nil)
                     }
                     items = fresh
                     seen.withLock { $0[name] = (secret.version, secret.fields.isEmpty, fresh) }

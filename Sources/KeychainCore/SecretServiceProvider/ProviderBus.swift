@@ -91,53 +91,133 @@ enum ProviderInterface {
     }
 }
 
+/// One part of the object tree on the bus: a root object and its numbered children (a
+/// collection and its items, the sessions), registered with GDBus once for the whole run, with
+/// the provider answering for whichever objects exist at the moment of each call.
+///
+/// Why not one registration per object: GLib 2.74 calls a queued `Properties.Set` through the
+/// interface table of the object it was sent to without checking that the object is still
+/// registered (its `Get` and method calls check); a client that sent `Item.Delete` and then two
+/// `Properties.Set` without waiting made serve call a freed table (a SIGSEGV). A subtree's table
+/// is never freed while serving, and calls to its objects all go through the provider's one
+/// method handler (properties included), in the order they came.
+final class ProviderSubtree {
+    enum Kind {
+        /// /org/freedesktop/secrets: the Service and the ObjectManager.
+        case service
+        /// A collection (its own path or an alias's) and its items.
+        case collection(ServedCollection)
+        /// The sessions, under /org/freedesktop/secrets/session.
+        case sessions
+    }
+
+    let root: String
+    let kind: Kind
+    unowned let provider: SecretServiceProvider
+
+    init(root: String, kind: Kind, provider: SecretServiceProvider) {
+        self.root = root
+        self.kind = kind
+        self.provider = provider
+    }
+
+    /// The interfaces of the root (`node` nil) or of the child `node`: every number is a child,
+    /// so that a call to an item that no longer exists is answered in turn, by the provider.
+    func interfaces(_ node: String?) -> [String] {
+        switch (kind, node.map(isNumber)) {
+        case (.service, nil): [ProviderInterface.service, ProviderInterface.objectManager]
+        case (.collection, nil): [ProviderInterface.collection]
+        case (.collection, true): [ProviderInterface.item]
+        case (.sessions, true): [ProviderInterface.session]
+        default: []
+        }
+    }
+
+    /// The children that exist now, for introspection.
+    func children() -> [String] {
+        switch kind {
+        case .service: []
+        case .collection(let collection): collection.index.items.keys.sorted().map(String.init)
+        case .sessions: provider.sessions.keys.sorted().map { String($0.dropFirst(ProviderInterface.sessionPrefix.count)) }
+        }
+    }
+
+    private func isNumber(_ node: String) -> Bool { Int(node).map { $0 > 0 && String($0) == node } ?? false }
+}
+
 extension SecretServiceProvider {
-    /// Puts `interface` on the object at `path`; its calls reach ``handle(_:)``.
-    func register(_ path: String, _ interface: String) throws(KeychainError) {
-        var vtable = GDBusInterfaceVTable(
-            method_call: providerMethodCall, get_property: providerGetProperty, set_property: providerSetProperty,
+    /// Puts the objects under `root` on the bus for the whole run.
+    func register(_ root: String, _ kind: ProviderSubtree.Kind) throws(KeychainError) {
+        let subtree = ProviderSubtree(root: root, kind: kind, provider: self)
+        var vtable = GDBusSubtreeVTable(
+            enumerate: providerEnumerate, introspect: providerIntrospect, dispatch: providerDispatch,
             padding: (nil, nil, nil, nil, nil, nil, nil, nil))
         var error: UnsafeMutablePointer<GError>?
-        let id = g_dbus_connection_register_object(
-            connection, path, ProviderInterface.info(interface), &vtable, Unmanaged.passUnretained(self).toOpaque(),
-            nil, &error)
+        let id = g_dbus_connection_register_subtree(
+            connection, root, &vtable, G_DBUS_SUBTREE_FLAGS_DISPATCH_TO_UNENUMERATED_NODES,
+            Unmanaged.passUnretained(subtree).toOpaque(), nil, &error)
         guard id != 0 else {
             defer { g_error_free(error) }
-            throw .backendFailure(detail: "cannot put \(path) on the bus: \(String(cString: error!.pointee.message))")
+            throw .backendFailure(detail: "cannot put \(root) on the bus: \(String(cString: error!.pointee.message))")
         }
-        registrations[path, default: []].append(id)
+        subtrees.append(subtree)
     }
 
-    /// Takes the object at `path` off the bus, with every interface it has.
-    func unregister(_ path: String) {
-        for id in registrations.removeValue(forKey: path) ?? [] { g_dbus_connection_unregister_object(connection, id) }
-    }
-
-    /// Sends `signal` of `interface` from `path` with one object path argument.
+    /// Sends `signal` of `interface` from `path`.
     func emit(_ interface: String, _ signal: String, from path: String, _ argument: OpaquePointer) {
         g_dbus_connection_emit_signal(connection, nil, path, interface, signal, argument, nil)
     }
 
-    /// Tells clients that caches properties (libsecret's proxies) that `names` of `interface` at
-    /// the paths changed.
-    func propertiesChanged(_ interface: String, _ names: [String], at paths: [String]) {
-        for path in paths {
-            let values = names.compactMap { name in property(interface, name, at: path).map { (name, $0) } }
-            let arguments = Variant.tuple([
-                Variant.string(interface), Variant.propertyMap(values),
-                g_variant_new_strv(nil, 0)!,
-            ])
-            emit("org.freedesktop.DBus.Properties", "PropertiesChanged", from: path, arguments)
-        }
+    /// Tells clients that cache properties (libsecret's proxies) that `names` of `interface` at
+    /// `path` changed.
+    func propertiesChanged(_ interface: String, _ names: [String], at path: String) {
+        let values = names.compactMap { name in (try? property(interface, name, at: path)).map { (name, $0) } }
+        let arguments = Variant.tuple([
+            Variant.string(interface), Variant.propertyMap(values), g_variant_new_strv(nil, 0)!,
+        ])
+        emit("org.freedesktop.DBus.Properties", "PropertiesChanged", from: path, arguments)
     }
 }
 
-/// The provider behind a callback's user data.
-private func provider(_ data: gpointer?) -> SecretServiceProvider {
-    Unmanaged<SecretServiceProvider>.fromOpaque(data!).takeUnretainedValue()
+/// The one table every object's calls go through (properties included: no getter or setter, so
+/// GDBus hands `org.freedesktop.DBus.Properties` calls to the method handler); it lives as long
+/// as the process.
+private nonisolated(unsafe) let interfaceVTable: UnsafeMutablePointer<GDBusInterfaceVTable> = {
+    let table = UnsafeMutablePointer<GDBusInterfaceVTable>.allocate(capacity: 1)
+    table.initialize(
+        to: GDBusInterfaceVTable(
+            method_call: providerMethodCall, get_property: nil, set_property: nil,
+            padding: (nil, nil, nil, nil, nil, nil, nil, nil)))
+    return table
+}()
+
+private func subtree(_ data: gpointer?) -> ProviderSubtree {
+    Unmanaged<ProviderSubtree>.fromOpaque(data!).takeUnretainedValue()
 }
 
 private func text(_ pointer: UnsafePointer<gchar>?) -> String { pointer.map { String(cString: $0) } ?? "" }
+
+private let providerEnumerate: GDBusSubtreeEnumerateFunc = { _, _, _, data in
+    let names = subtree(data).children()
+    let array = g_malloc0_n(gsize(names.count + 1), gsize(MemoryLayout<UnsafeMutablePointer<gchar>?>.stride))!
+        .bindMemory(to: UnsafeMutablePointer<gchar>?.self, capacity: names.count + 1)
+    for (index, name) in names.enumerated() { array[index] = g_strdup(name) }
+    return array
+}
+
+private let providerIntrospect: GDBusSubtreeIntrospectFunc = { _, _, _, node, data in
+    let names = subtree(data).interfaces(node.map { String(cString: $0) })
+    guard !names.isEmpty else { return nil }
+    let array = g_malloc0_n(gsize(names.count + 1), gsize(MemoryLayout<UnsafeMutablePointer<GDBusInterfaceInfo>?>.stride))!
+        .bindMemory(to: UnsafeMutablePointer<GDBusInterfaceInfo>?.self, capacity: names.count + 1)
+    for (index, name) in names.enumerated() { array[index] = g_dbus_interface_info_ref(ProviderInterface.info(name)) }
+    return array
+}
+
+private let providerDispatch: GDBusSubtreeDispatchFunc = { _, _, _, _, _, userData, data in
+    userData?.pointee = Unmanaged.passUnretained(subtree(data).provider).toOpaque()
+    return UnsafePointer(interfaceVTable)
+}
 
 private let providerMethodCall: GDBusInterfaceMethodCallFunc = {
     _, sender, path, interface, method, parameters, invocation, data in
@@ -145,24 +225,10 @@ private let providerMethodCall: GDBusInterfaceMethodCallFunc = {
         sender: text(sender), path: text(path), interface: text(interface), method: text(method),
         parameters: parameters!)
     do throws(ProviderError) {
-        let reply = try provider(data).handle(call)
+        let reply = try Unmanaged<SecretServiceProvider>.fromOpaque(data!).takeUnretainedValue().handle(call)
         g_dbus_method_invocation_return_value(invocation, reply)
     } catch {
         g_dbus_method_invocation_return_dbus_error(invocation, error.name, error.message)
-    }
-}
-
-private let providerGetProperty: GDBusInterfaceGetPropertyFunc = { _, _, path, interface, name, _, data in
-    provider(data).property(text(interface), text(name), at: text(path))
-}
-
-private let providerSetProperty: GDBusInterfaceSetPropertyFunc = { _, _, path, interface, name, value, failure, data in
-    do throws(ProviderError) {
-        try provider(data).setProperty(text(interface), text(name), to: value!, at: text(path))
-        return 1
-    } catch {
-        g_set_error_literal(failure, ProviderError.domain, error.code, error.message)
-        return 0
     }
 }
 

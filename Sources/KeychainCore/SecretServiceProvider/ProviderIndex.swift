@@ -1,25 +1,26 @@
 import FoundationEssentials
 
-/// One item as the provider serves it: where the backend keeps it, and what clients see.
+/// One item as the provider serves it: where its collection's store keeps it, and what clients see.
 struct ServedItem: Equatable {
     let number: Int
     var address: SecretAddress
     var details: ItemDetails
     var created: UInt64
     var modified: UInt64
+    /// The store's ``DetailedItem/revision`` when the index last saw the item.
+    var revision: Int
 }
 
-/// The items the provider serves, numbered for their object paths, found by attributes in memory:
-/// what answers searches and properties without asking the backend.
+/// The items of one collection, numbered for their object paths, found by attributes in memory:
+/// what answers searches and properties without asking the backend. It is a view: every write
+/// decides what it overwrites on what the store holds then (``DetailedSecretStore``).
 ///
-/// Where an item lives in the backend follows from its attributes: one with a `service` and a
-/// `username` (keychain-cli's and python keyring's schema) is the backend's item (service,
+/// Where an item lives in the store follows from its attributes: one with a `service` and a
+/// `username` (keychain-cli's and python keyring's schema) is the store's item (service,
 /// username), so that `keychain-cli -s S get U` reads it; any other (git's, docker's, a second item
 /// with the same service and username) is kept under the service ``otherItemsService`` with a
 /// random key.
 struct ProviderIndex {
-    static let collectionPath = "/org/freedesktop/secrets/collection/login"
-    static let aliasPath = "/org/freedesktop/secrets/aliases/default"
     /// The service of the items whose attributes name no service and username of their own.
     static let otherItemsService = "secret-service"
 
@@ -27,23 +28,13 @@ struct ProviderIndex {
     private var numbers: [SecretAddress: Int] = [:]
     private var lastNumber = 0
 
-    static func path(of number: Int) -> String { "\(collectionPath)/\(number)" }
-
-    /// The item at `path`, under the collection or its alias.
-    func item(at path: String) -> ServedItem? {
-        for prefix in [Self.collectionPath, Self.aliasPath] where path.hasPrefix(prefix + "/") {
-            return Int(path.dropFirst(prefix.count + 1)).flatMap { items[$0] }
-        }
-        return nil
-    }
-
     /// The items whose attributes include every one of `attributes`, oldest first.
     func search(_ attributes: [String: String]) -> [ServedItem] {
         items.values.filter { item in attributes.allSatisfy { item.details.attributes[$0.key] == $0.value } }
             .sorted { $0.number < $1.number }
     }
 
-    /// The backend's item an item with `attributes` is: (service, username), when both are there.
+    /// The store's item an item with `attributes` is: (service, username), when both are there.
     static func nativeAddress(_ attributes: [String: String]) -> SecretAddress? {
         guard let service = attributes["service"].flatMap({ try? ServiceName($0) }),
             let key = attributes["username"].flatMap({ try? KeychainKey($0) })
@@ -51,18 +42,19 @@ struct ProviderIndex {
         return SecretAddress(service: service, key: key)
     }
 
-    /// The item kept at `address`, if any.
+    /// The item kept at `address`, as far as the index knows.
     func holder(of address: SecretAddress) -> ServedItem? { numbers[address].flatMap { items[$0] } }
 
-    /// Where an item with `attributes` is kept (`item`: the item itself, when it exists): its
-    /// native address when no other item holds it; else where it is now, under
-    /// ``otherItemsService``; else a new random key there.
-    func placement(for attributes: [String: String], of item: ServedItem? = nil) -> SecretAddress {
+    /// Where an item with `attributes` would rather be kept (`item`: the item itself, when it
+    /// exists): its native address unless another item holds it, as far as the index knows;
+    /// else where it is now, when that is under ``otherItemsService``; nil: under a new random key
+    /// there.
+    func preferredAddress(for attributes: [String: String], of item: ServedItem? = nil) -> SecretAddress? {
         if let native = Self.nativeAddress(attributes), holder(of: native).map({ $0.number == item?.number }) ?? true {
             return native
         }
         if let item, item.address.service.rawValue == Self.otherItemsService { return item.address }
-        return otherAddress()
+        return nil
     }
 
     /// A new random key under ``otherItemsService``.
@@ -76,17 +68,27 @@ struct ProviderIndex {
         }
     }
 
-    /// Adds or replaces the item at `address`, numbering a new one (or giving it `number`);
-    /// returns its number.
+    /// Puts what the store holds, `entry`, in the index as item `number` (a new number when nil),
+    /// keeping the item's creation time when the store did not give one. An item the index held at
+    /// the same address is dropped: the store no longer has it, `entry` took its place.
+    /// - Returns: the item's number, and the number of the item dropped.
     @discardableResult
-    mutating func put(
-        address: SecretAddress, details: ItemDetails, created: UInt64, modified: UInt64, number given: Int? = nil
-    ) -> Int {
-        let number = given ?? numbers[address] ?? nextNumber()
-        numbers[address] = number
+    mutating func put(_ entry: DetailedItem, as given: Int? = nil) -> (number: Int, displaced: Int?) {
+        let old = given.flatMap { items[$0] }
+        if let old { numbers[old.address] = nil }
+        var displaced: Int?
+        if let holder = numbers[entry.address], holder != given {
+            displaced = holder
+            items[holder] = nil
+        }
+        let number = given ?? nextNumber()
+        numbers[entry.address] = number
+        let now = Date()
         items[number] = ServedItem(
-            number: number, address: address, details: details, created: created, modified: modified)
-        return number
+            number: number, address: entry.address, details: entry.details ?? Self.bareDetails(entry.address),
+            created: entry.created.map(unixSeconds) ?? old?.created ?? unixSeconds(now),
+            modified: unixSeconds(entry.modified ?? now), revision: entry.revision)
+        return (number, displaced)
     }
 
     mutating func remove(_ number: Int) {
@@ -94,23 +96,25 @@ struct ProviderIndex {
         numbers[item.address] = nil
     }
 
-    /// Makes the index what the backend holds, keeping the numbers of the items still there.
+    /// Makes the index what the store holds, keeping the numbers of the items still there; an
+    /// item whose details and revision are as the index has them is unchanged (OpenBao dates a
+    /// write of one key on every key of its service).
     /// - Returns: the numbers of the items added, changed and removed.
     mutating func replace(with listing: [DetailedItem]) -> (added: [Int], changed: [Int], removed: [Int]) {
         var added: [Int] = []
         var changed: [Int] = []
         var seen: Set<Int> = []
         for entry in listing {
-            let details = entry.details ?? Self.bareDetails(entry.address)
-            let created = unixSeconds(entry.created)
-            let modified = unixSeconds(entry.modified ?? entry.created)
-            let old = numbers[entry.address].flatMap { items[$0] }
-            let number = put(address: entry.address, details: details, created: created, modified: modified)
-            seen.insert(number)
-            if old == nil {
+            if let old = holder(of: entry.address) {
+                seen.insert(old.number)
+                guard (entry.details ?? Self.bareDetails(entry.address)) != old.details || entry.revision != old.revision
+                else { continue }
+                put(entry, as: old.number)
+                changed.append(old.number)
+            } else {
+                let number = put(entry).number
+                seen.insert(number)
                 added.append(number)
-            } else if old != items[number] {
-                changed.append(number)
             }
         }
         let removed = items.keys.filter { !seen.contains($0) }
@@ -133,6 +137,39 @@ struct ProviderIndex {
         lastNumber += 1
         return lastNumber
     }
+}
+
+/// A collection serve serves: `login`, every item of the backend; or `session`, whose items are
+/// kept in memory only and are gone when serve stops, as the specification describes (and
+/// gnome-keyring has).
+final class ServedCollection {
+    static let prefix = "/org/freedesktop/secrets/collection/"
+    /// Where clients that use the `default` alias's path directly (python SecretStorage) find it.
+    static let defaultAliasPath = "/org/freedesktop/secrets/aliases/default"
+
+    let name: String
+    let path: String
+    let store: any DetailedSecretStore
+    var index = ProviderIndex()
+    var locked = false
+    var label: String
+    let created: UInt64
+
+    /// - Parameter label: its label until its store holds one.
+    init(name: String, store: any DetailedSecretStore, label: String, created: UInt64) {
+        self.name = name
+        self.path = Self.prefix + name
+        self.store = store
+        self.label = label
+        self.created = created
+    }
+
+    func path(of number: Int) -> String { "\(path)/\(number)" }
+
+    /// Its items' paths, oldest first.
+    var itemPaths: [String] { index.items.keys.sorted().map(path(of:)) }
+
+    var modified: UInt64 { index.items.values.map(\.modified).max() ?? created }
 }
 
 /// Seconds since 1970, as the Secret Service's Created and Modified properties give them.

@@ -1,52 +1,66 @@
 import CLibSecret
 import FoundationEssentials
 
-// The Collection and Item interfaces: every write goes to the backend before the reply.
+// The Collection and Item interfaces. Every write goes to the collection's store before the
+// reply, and decides what it overwrites on what the store holds then (addItem, updateItem):
+// the index is only a view, which another process's write may have outdated.
 extension SecretServiceProvider {
-    func handleItemCall(_ call: ProviderCall) throws(ProviderError) -> OpaquePointer {
-        switch (call.interface, call.method) {
-        case (ProviderInterface.collection, "SearchItems"):
-            let found = index.search(attributesArgument(call, 0)).map { ProviderIndex.path(of: $0.number) }
+    func handleCollectionCall(_ call: ProviderCall) throws(ProviderError) -> OpaquePointer {
+        guard let collection = collection(at: call.path) else { throw .unknownObject(call.path) }
+        switch call.method {
+        case "SearchItems":
+            let found = collection.index.search(attributesArgument(call, 0)).map { collection.path(of: $0.number) }
             return Variant.tuple([Variant.objectPaths(found)])
-        case (ProviderInterface.collection, "CreateItem"): return try createItem(call)
-        case (ProviderInterface.collection, "Delete"):
-            throw .notSupported("keychain-cli serve keeps one collection; delete its items instead")
-        case (ProviderInterface.item, "GetSecret"):
-            let item = try servedItem(call.path)
+        case "CreateItem": return try createItem(call, in: collection)
+        case "Delete":
+            throw .notSupported("keychain-cli serve's collections cannot be deleted: delete their items instead")
+        default:
+            throw .notSupported("\(call.interface).\(call.method) is not supported")
+        }
+    }
+
+    func handleItemCall(_ call: ProviderCall) throws(ProviderError) -> OpaquePointer {
+        guard let (collection, item) = item(at: call.path) else { throw .unknownObject(call.path) }
+        switch call.method {
+        case "GetSecret":
             let session = try session(call.string(0), for: call)
-            guard !locked else { throw .isLocked("the collection is locked: call Unlock first") }
+            try requireUnlocked(collection)
             guard
                 let secret = try backend({ () throws(KeychainError) in
-                    try store.secret(service: item.address.service, key: item.address.key)
+                    try collection.store.secret(service: item.address.service, key: item.address.key)
                 })
-            else { throw .noSuchObject("\(call.path) was deleted by another program") }
+            else {
+                forget(item, in: collection)
+                throw .unknownObject(call.path)
+            }
             return Variant.tuple([try session.encode(secret, contentType: item.details.contentType)])
-        case (ProviderInterface.item, "SetSecret"):
-            var item = try servedItem(call.path)
+        case "SetSecret":
             let argument = call.argument(0)
             defer { g_variant_unref(argument) }
             let session = try session(variantString(argument, child: 0), for: call)
-            guard !locked else { throw .isLocked("the collection is locked: call Unlock first") }
+            try requireUnlocked(collection)
             let (secret, contentType) = try session.decode(argument)
-            item.details.contentType = contentType
-            try store(item, secret: secret)
-            return Variant.tuple([])
-        case (ProviderInterface.item, "Delete"):
-            let item = try servedItem(call.path)
-            guard !locked else { throw .isLocked("the collection is locked: call Unlock first") }
-            _ = try backend { () throws(KeychainError) in
-                try store.deleteSecret(service: item.address.service, key: item.address.key)
+            try rewrite(item, in: collection, path: call.path) { current in
+                var details = current.details ?? item.details
+                details.contentType = contentType
+                return ItemContents(secret: secret, details: details)
             }
-            index.remove(item.number)
-            unregister(ProviderIndex.path(of: item.number))
-            announce(deleted: [item.number])
+            return Variant.tuple([])
+        case "Delete":
+            try requireUnlocked(collection)
+            _ = try backend { () throws(KeychainError) in
+                try collection.store.deleteSecret(service: item.address.service, key: item.address.key)
+            }
+            forget(item, in: collection)
             return Variant.tuple([Variant.objectPath("/")])
         default:
             throw .notSupported("\(call.interface).\(call.method) is not supported")
         }
     }
 
-    private func createItem(_ call: ProviderCall) throws(ProviderError) -> OpaquePointer {
+    private func createItem(_ call: ProviderCall, in collection: ServedCollection) throws(ProviderError)
+        -> OpaquePointer
+    {
         let propertiesArgument = call.argument(0)
         let properties = Variant.properties(propertiesArgument)
         g_variant_unref(propertiesArgument)
@@ -58,100 +72,160 @@ extension SecretServiceProvider {
         g_variant_unref(replaceArgument)
 
         let session = try session(variantString(secretArgument, child: 0), for: call)
-        guard !locked else { throw .isLocked("the collection is locked: call Unlock first") }
-        var attributes: [String: String] = [:]
-        if let value = properties["org.freedesktop.Secret.Item.Attributes"] {
-            guard Variant.has(value, type: keychain_cli_type_string_map()) else {
-                throw .invalidArguments("org.freedesktop.Secret.Item.Attributes must be a{ss}")
-            }
-            attributes = Variant.strings(value)
-        }
-        var label = ""
-        if let value = properties["org.freedesktop.Secret.Item.Label"] {
-            guard Variant.has(value, type: keychain_cli_type_string()) else {
-                throw .invalidArguments("org.freedesktop.Secret.Item.Label must be a string")
-            }
-            label = Variant.text(value)
+        try requireUnlocked(collection)
+        var attributes = try Self.value(properties, "Attributes", "a{ss}", Variant.strings) ?? [:]
+        let label = try Self.value(properties, "Label", "s", Variant.text) ?? ""
+        // The item's type is its xdg:schema attribute, as gnome-keyring keeps it.
+        if let type = try Self.value(properties, "Type", "s", Variant.text),
+            attributes["xdg:schema"] == nil
+        {
+            attributes["xdg:schema"] = type
         }
         let (secret, contentType) = try session.decode(secretArgument)
         let details = ItemDetails(attributes: attributes, label: label, contentType: contentType)
-        let now = UInt64(Date().timeIntervalSince1970)
-        // Replacing: the item with exactly these attributes, else the item that is the backend's
-        // item (service, username) these attributes name (one written by `set`, say): the backend
+        try requireAnnounceable(details, in: collection)
+        // Replacing: the item with exactly these attributes, else the item that is the store's
+        // item (service, username) these attributes name (one written by `set`, say): the store
         // has one item there, so a replacing write changes it rather than hide it behind another.
-        let replaced =
-            index.search(attributes).first { $0.details.attributes == attributes }
-            ?? ProviderIndex.nativeAddress(attributes).flatMap { index.holder(of: $0) }
-        if replace, var item = replaced {
-            item.details = details
-            try store(item, secret: secret)
-            return Variant.tuple([Variant.objectPath(ProviderIndex.path(of: item.number)), Variant.objectPath("/")])
-        }
-        let address = try write(secret, details, at: index.placement(for: attributes))
-        let number = index.put(address: address, details: details, created: now, modified: now)
-        do {
-            try register(ProviderIndex.path(of: number), ProviderInterface.item)
-        } catch {
-            throw .failed(error.description)
-        }
-        announce(created: [number])
-        return Variant.tuple([Variant.objectPath(ProviderIndex.path(of: number)), Variant.objectPath("/")])
-    }
-
-    /// Writes `item` with `secret` (nil: its current secret) to the backend, moving it when its
-    /// new attributes name another service and username, and tells clients it changed.
-    func store(_ item: ServedItem, secret given: Data? = nil) throws(ProviderError) {
-        let secret: Data
-        if let given {
-            secret = given
-        } else {
-            guard
-                let current = try backend({ () throws(KeychainError) in
-                    try store.secret(service: item.address.service, key: item.address.key)
-                })
-            else { throw .noSuchObject("the item was deleted by another program") }
-            secret = current
-        }
-        // New attributes may name another backend item: the item moves there (written first,
-        // then removed from where it was).
-        let address = try write(secret, item.details, at: index.placement(for: item.details.attributes, of: item))
-        if address != item.address {
-            _ = try backend { () throws(KeychainError) in
-                try store.deleteSecret(service: item.address.service, key: item.address.key)
+        if replace,
+            let existing = collection.index.search(attributes).first(where: { $0.details.attributes == attributes })
+                ?? ProviderIndex.nativeAddress(attributes).flatMap({ collection.index.holder(of: $0) })
+        {
+            let update = try backend { () throws(KeychainError) in
+                try collection.store.updateItem(at: existing.address, movingTo: nil) { _ in
+                    ItemContents(secret: secret, details: details)
+                }
             }
+            if case .updated(let stored) = update {
+                updated(existing, stored, in: collection)
+                return Variant.tuple([Variant.objectPath(collection.path(of: existing.number)), Variant.objectPath("/")])
+            }
+            forget(existing, in: collection)
         }
-        index.remove(item.number)
-        index.put(
-            address: address, details: item.details, created: item.created,
-            modified: UInt64(Date().timeIntervalSince1970), number: item.number)
-        announce(changed: [item.number])
-        propertiesChanged(
-            ProviderInterface.item, ["Attributes", "Label", "Modified"], at: [ProviderIndex.path(of: item.number)])
+        let number = try add(secret, details, to: collection, replacing: replace)
+        return Variant.tuple([Variant.objectPath(collection.path(of: number)), Variant.objectPath("/")])
     }
 
-    /// Stores `secret` and `details` at `address`, or, when the backend cannot hold that name (a
-    /// service OpenBao cannot make a path of, a reserved key), under a new key of
-    /// ``ProviderIndex/otherItemsService``; returns where it went.
-    func write(_ secret: Data, _ details: ItemDetails, at address: SecretAddress) throws(ProviderError)
-        -> SecretAddress
+    /// Stores a new item where its attributes say if nothing is stored there now (or, `replacing`,
+    /// over what is), else under a new random key of ``ProviderIndex/otherItemsService``.
+    private func add(_ secret: Data, _ details: ItemDetails, to collection: ServedCollection, replacing: Bool)
+        throws(ProviderError) -> Int
     {
-        var address = address
-        do {
-            try store.setSecret(secret, details: details, service: address.service, key: address.key)
-        } catch .invalidName where address.service.rawValue != ProviderIndex.otherItemsService {
-            address = index.otherAddress()
-            try backend { () throws(KeychainError) in
-                try store.setSecret(secret, details: details, service: address.service, key: address.key)
+        if let native = ProviderIndex.nativeAddress(details.attributes) {
+            do {
+                if let stored = try collection.store.addItem(secret, details: details, at: native) {
+                    return adopt(stored, in: collection)
+                }
+                if replacing {
+                    return adopt(
+                        try collection.store.setSecret(
+                            secret, details: details, service: native.service, key: native.key), in: collection)
+                }
+            } catch .invalidName {
+                // A name the backend cannot hold (a URL as an OpenBao service): kept under secret-service.
+            } catch {
+                throw .failed(error.description)
             }
-        } catch {
-            throw .failed(error.description)
         }
-        return address
+        while true {
+            let address = collection.index.otherAddress()
+            if let stored = try backend({ () throws(KeychainError) in
+                try collection.store.addItem(secret, details: details, at: address)
+            }) {
+                return adopt(stored, in: collection)
+            }
+        }
     }
 
-    func servedItem(_ path: String) throws(ProviderError) -> ServedItem {
-        guard let item = index.item(at: path) else { throw .noSuchObject("no item \(path)") }
-        return item
+    /// Gives `item` the `details` a client set (its label or attributes): it moves to the store's
+    /// item its new attributes name if nothing is stored there now, else stays under (or goes to)
+    /// ``ProviderIndex/otherItemsService``. Its secret and content type are the store's, as they are
+    /// at the moment of the write.
+    func change(_ item: ServedItem, in collection: ServedCollection, to details: ItemDetails, path: String)
+        throws(ProviderError)
+    {
+        try requireAnnounceable(details, in: collection)
+        let index = collection.index
+        var destination = index.preferredAddress(for: details.attributes, of: item) ?? index.otherAddress()
+        let fallback = item.address.service.rawValue == ProviderIndex.otherItemsService ? item.address : nil
+        while true {
+            let update: ItemUpdate
+            do {
+                update = try collection.store.updateItem(
+                    at: item.address, movingTo: destination == item.address ? nil : destination
+                ) { current in
+                    var new = details
+                    new.contentType = current.details?.contentType ?? item.details.contentType
+                    return ItemContents(secret: current.secret, details: new)
+                }
+            } catch .invalidName where destination.service.rawValue != ProviderIndex.otherItemsService {
+                destination = fallback ?? index.otherAddress()
+                continue
+            } catch {
+                throw .failed(error.description)
+            }
+            switch update {
+            case .updated(let stored): return updated(item, stored, in: collection)
+            case .missing:
+                forget(item, in: collection)
+                throw .unknownObject(path)
+            case .destinationTaken:
+                // Another writer stored an item there since the index last looked.
+                destination = fallback ?? index.otherAddress()
+            }
+        }
+    }
+
+    /// Rewrites `item` in place from what the store holds now.
+    private func rewrite(
+        _ item: ServedItem, in collection: ServedCollection, path: String,
+        _ change: (ItemContents) -> ItemContents
+    ) throws(ProviderError) {
+        let update = try backend { () throws(KeychainError) in
+            try collection.store.updateItem(at: item.address, movingTo: nil, change)
+        }
+        guard case .updated(let stored) = update else {
+            forget(item, in: collection)
+            throw .unknownObject(path)
+        }
+        updated(item, stored, in: collection)
+    }
+
+    /// Puts a new item the store answered in the index and announces it.
+    private func adopt(_ stored: DetailedItem, in collection: ServedCollection) -> Int {
+        let (number, displaced) = collection.index.put(stored)
+        announce(collection, created: [number], deleted: displaced.map { [$0] } ?? [])
+        return number
+    }
+
+    /// Puts what the store answered for `item` in the index and announces the change.
+    private func updated(_ item: ServedItem, _ stored: DetailedItem, in collection: ServedCollection) {
+        let displaced = collection.index.put(stored, as: item.number).displaced
+        announce(collection, changed: [item.number], deleted: displaced.map { [$0] } ?? [])
+        propertiesChanged(ProviderInterface.item, ["Attributes", "Label", "Modified"], at: collection.path(of: item.number))
+    }
+
+    /// Drops an item the store no longer has (deleted by a client, or by another program).
+    private func forget(_ item: ServedItem, in collection: ServedCollection) {
+        guard collection.index.items[item.number] != nil else { return }
+        collection.index.remove(item.number)
+        announce(collection, deleted: [item.number])
+    }
+
+    func requireUnlocked(_ collection: ServedCollection) throws(ProviderError) {
+        guard !collection.locked else { throw .isLocked("the collection is locked: call Unlock first") }
+    }
+
+    /// The property `name` of CreateItem's properties (`org.freedesktop.Secret.Item.NAME`), of
+    /// type `signature`, read by `read`; nil when not given.
+    private static func value<Value>(
+        _ properties: [String: OpaquePointer], _ name: String, _ signature: String, _ read: (OpaquePointer) -> Value
+    ) throws(ProviderError) -> Value? {
+        guard let value = properties["org.freedesktop.Secret.Item.\(name)"] else { return nil }
+        guard String(cString: g_variant_get_type_string(value)) == signature else {
+            throw .invalidArguments("org.freedesktop.Secret.Item.\(name) must be of type \(signature)")
+        }
+        return read(value)
     }
 
     /// Runs a backend operation, its failure answered as org.freedesktop.DBus.Error.Failed with
@@ -162,53 +236,5 @@ extension SecretServiceProvider {
         } catch {
             throw .failed(error.description)
         }
-    }
-
-    // MARK: Properties
-
-    func property(_ interface: String, _ name: String, at path: String) -> OpaquePointer? {
-        switch (interface, name) {
-        case (ProviderInterface.service, "Collections"): return Variant.objectPaths([ProviderIndex.collectionPath])
-        case (ProviderInterface.collection, "Items"):
-            return Variant.objectPaths(index.items.keys.sorted().map(ProviderIndex.path(of:)))
-        case (ProviderInterface.collection, "Label"): return Variant.string(collectionLabel)
-        case (ProviderInterface.collection, "Locked"):
-            return Variant.boolean(locked)
-        case (ProviderInterface.collection, "Created"): return Variant.uint64(started)
-        case (ProviderInterface.collection, "Modified"):
-            return Variant.uint64(index.items.values.map(\.modified).max() ?? started)
-        default: break
-        }
-        guard interface == ProviderInterface.item, let item = index.item(at: path) else { return nil }
-        return itemProperty(name, of: item)
-    }
-
-    func itemProperty(_ name: String, of item: ServedItem) -> OpaquePointer? {
-        switch name {
-        case "Locked": return Variant.boolean(locked)
-        case "Attributes": return Variant.stringMap(item.details.attributes)
-        case "Label": return Variant.string(item.details.label)
-        case "Type": return Variant.string(item.details.attributes["xdg:schema"] ?? "")
-        case "Created": return Variant.uint64(item.created)
-        case "Modified": return Variant.uint64(item.modified)
-        default: return nil
-        }
-    }
-
-    func setProperty(_ interface: String, _ name: String, to value: OpaquePointer, at path: String)
-        throws(ProviderError)
-    {
-        if interface == ProviderInterface.collection && name == "Label" {
-            collectionLabel = Variant.text(value)
-            return propertiesChanged(interface, ["Label"], at: [ProviderIndex.collectionPath, ProviderIndex.aliasPath])
-        }
-        var item = try servedItem(path)
-        guard !locked else { throw .isLocked("the collection is locked: call Unlock first") }
-        switch name {
-        case "Label": item.details.label = Variant.text(value)
-        case "Attributes": item.details.attributes = Variant.strings(value)
-        default: throw .notSupported("\(name) cannot be set")
-        }
-        try store(item)
     }
 }

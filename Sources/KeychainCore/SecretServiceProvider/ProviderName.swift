@@ -74,7 +74,6 @@ extension SecretServiceProvider {
 
     func closeSession(_ path: String) {
         guard sessions.removeValue(forKey: path) != nil else { return }
-        unregister(path)
         objectsRemoved([path], ProviderInterface.session)
     }
 }

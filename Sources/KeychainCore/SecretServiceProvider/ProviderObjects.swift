@@ -1,30 +1,23 @@
 import CLibSecret
 
 // D-Bus's standard ObjectManager on /org/freedesktop/secrets: every object under it (the
-// collection, its alias, the items, the sessions) with its properties in one reply, and
+// collections, the default alias, the items, the sessions) with its properties in one reply, and
 // InterfacesAdded/InterfacesRemoved as objects come and go. keychain-cli's own Secret Service
 // backend lists a large collection with it: one call where other providers take four
 // Properties.Get calls per item.
 extension SecretServiceProvider {
-    /// The properties each interface has, in the order of the introspection data.
-    static func propertyNames(_ interface: String) -> [String] {
-        switch interface {
-        case ProviderInterface.collection: ["Items", "Label", "Locked", "Created", "Modified"]
-        case ProviderInterface.item: ["Locked", "Attributes", "Label", "Type", "Created", "Modified"]
-        default: []
-        }
-    }
-
     /// The reply to GetManagedObjects, `(a{oa{sa{sv}}})`, unless it would be larger than a bus
     /// takes (then the client asks each object, as it does of other providers).
     func managedObjects() throws(ProviderError) -> OpaquePointer {
-        var objects = [ProviderIndex.collectionPath, ProviderIndex.aliasPath].map {
+        var objects = (collections.map(\.path) + [ServedCollection.defaultAliasPath]).map {
             managedObject($0, ProviderInterface.collection)
         }
-        objects += index.items.keys.sorted().map { managedObject(ProviderIndex.path(of: $0), ProviderInterface.item) }
+        for collection in collections {
+            objects += collection.itemPaths.map { managedObject($0, ProviderInterface.item) }
+        }
         objects += sessions.keys.sorted().map { managedObject($0, ProviderInterface.session) }
         let reply = Variant.tuple([Variant.array(of: keychain_cli_type_managed_object(), objects)])
-        guard g_variant_get_size(reply) <= Self.largestReply else {
+        guard Variant.fitsInMessage(reply) else {
             g_variant_unref(g_variant_ref_sink(reply))
             throw .failed("the objects are more than one reply can carry: read their properties one by one")
         }
@@ -52,6 +45,23 @@ extension SecretServiceProvider {
         }
     }
 
+    /// Refuses an item whose label and attributes are more than one message can carry: serve
+    /// could not announce it (InterfacesAdded), nor answer its properties, and the bus drops a
+    /// connection that sends a message over its limits.
+    func requireAnnounceable(_ details: ItemDetails, in collection: ServedCollection) throws(ProviderError) {
+        let item = ServedItem(
+            number: Int.max, address: ProviderIndex().otherAddress(), details: details, created: 0, modified: 0,
+            revision: 0)
+        let announcement = Variant.tuple([
+            Variant.objectPath(collection.path(of: item.number)),
+            Self.interfaceEntry(ProviderInterface.item, Self.itemProperties(item, in: collection)),
+        ])
+        defer { g_variant_unref(g_variant_ref_sink(announcement)) }
+        guard Variant.fitsInMessage(announcement) else {
+            throw .invalidArguments("the item's label and attributes are more than one D-Bus message can carry")
+        }
+    }
+
     /// One object's entry, already serialized: a tree of GVariants costs far more memory than
     /// its bytes (the reply for 10,000 items doubled serve's peak memory), and GLib frees the
     /// tree once the value is serialized.
@@ -63,16 +73,24 @@ extension SecretServiceProvider {
 
     /// `a{sa{sv}}`: `interface` with its properties at `path`.
     private func interfaces(_ interface: String, at path: String) -> OpaquePointer {
-        let values: [(String, OpaquePointer)]
-        if interface == ProviderInterface.item, let item = index.item(at: path) {
-            values = Self.propertyNames(interface).compactMap { name in itemProperty(name, of: item).map { (name, $0) }
-            }
-        } else {
-            values = Self.propertyNames(interface).compactMap { name in
-                property(interface, name, at: path).map { (name, $0) }
-            }
+        if interface == ProviderInterface.item, let (collection, item) = item(at: path) {
+            return Self.interfaceEntry(interface, Self.itemProperties(item, in: collection))
         }
-        return Variant.array(
+        let values = Self.propertyNames(interface).compactMap { name in
+            (try? property(interface, name, at: path)).map { (name, $0) }
+        }
+        return Self.interfaceEntry(interface, values)
+    }
+
+    private static func itemProperties(_ item: ServedItem, in collection: ServedCollection) -> [(String, OpaquePointer)]
+    {
+        propertyNames(ProviderInterface.item).compactMap { name in
+            itemProperty(name, of: item, in: collection).map { (name, $0) }
+        }
+    }
+
+    private static func interfaceEntry(_ interface: String, _ values: [(String, OpaquePointer)]) -> OpaquePointer {
+        Variant.array(
             of: keychain_cli_type_interface_entry(),
             [g_variant_new_dict_entry(Variant.string(interface), Variant.propertyMap(values))!])
     }

@@ -21,6 +21,10 @@ struct ProviderSession {
     {
         switch algorithm {
         case plain:
+            // Its input is a string (empty, says the specification; gnome-keyring takes any).
+            guard Variant.has(input, type: keychain_cli_type_string()) else {
+                throw .invalidArguments("the input of \(algorithm) is a string")
+            }
             return (ProviderSession(path: path, owner: owner, encryption: nil), Variant.string(""))
         case SecretSession.algorithm:
             guard Variant.has(input, type: keychain_cli_type_bytestring()) else {
@@ -76,7 +80,9 @@ struct ProviderSession {
 enum ProviderError: Error {
     case invalidArguments(String)
     case notSupported(String)
-    case noSuchObject(String)
+    /// No object at this path (now): answered as GDBus answers for a path with no object, and as
+    /// gnome-keyring answers for an item it deleted.
+    case unknownObject(String)
     case noSession(String)
     case isLocked(String)
     case failed(String)
@@ -85,39 +91,18 @@ enum ProviderError: Error {
         switch self {
         case .invalidArguments: "org.freedesktop.DBus.Error.InvalidArgs"
         case .notSupported: "org.freedesktop.DBus.Error.NotSupported"
-        case .noSuchObject: "org.freedesktop.Secret.Error.NoSuchObject"
+        case .unknownObject: "org.freedesktop.DBus.Error.UnknownMethod"
         case .noSession: "org.freedesktop.Secret.Error.NoSession"
         case .isLocked: "org.freedesktop.Secret.Error.IsLocked"
         case .failed: "org.freedesktop.DBus.Error.Failed"
         }
     }
 
-    /// A GError domain whose codes GDBus sends as these errors' names (a property's setter can
-    /// only fail with a GError).
-    static let domain: GQuark = {
-        let quark = g_quark_from_static_string("keychain-cli-provider-error")
-        let all: [ProviderError] = [
-            .invalidArguments(""), .notSupported(""), .noSuchObject(""), .noSession(""), .isLocked(""), .failed(""),
-        ]
-        for error in all { g_dbus_error_register_error(quark, error.code, error.name) }
-        return quark
-    }()
-
-    var code: Int32 {
-        switch self {
-        case .invalidArguments: 1
-        case .notSupported: 2
-        case .noSuchObject: 3
-        case .noSession: 4
-        case .isLocked: 5
-        case .failed: 6
-        }
-    }
-
     var message: String {
         switch self {
-        case .invalidArguments(let text), .notSupported(let text), .noSuchObject(let text), .noSession(let text),
-            .isLocked(let text), .failed(let text):
+        case .unknownObject(let path): "Object does not exist at path “\(path)”"
+        case .invalidArguments(let text), .notSupported(let text), .noSession(let text), .isLocked(let text),
+            .failed(let text):
             text
         }
     }

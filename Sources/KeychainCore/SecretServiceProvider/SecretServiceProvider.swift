@@ -34,31 +34,29 @@ public final class SecretServiceProvider: @unchecked Sendable {
     }
 
     static let name = "org.freedesktop.secrets"
-    /// The most secret bytes one GetSecrets reply carries (a session bus takes messages of 128 MiB
-    /// by default).
-    static let largestReply = 64 << 20
 
-    let store: any DetailedSecretStore
-    var index = ProviderIndex()
+    /// Every item of the backend.
+    let login: ServedCollection
+    /// Items kept in memory only, gone when serve stops (the specification's `session` alias).
+    let sessionItems: ServedCollection
+    var collections: [ServedCollection] { [login, sessionItems] }
     var sessions: [String: ProviderSession] = [:]
     var lastSession = 0
-    var locked = false
-    var collectionLabel = "Login"
-    let started = UInt64(Date().timeIntervalSince1970)
     var connection: OpaquePointer?
-    var registrations: [String: [guint]] = [:]
+    /// The parts of the object tree registered on the bus (GDBus holds them unretained).
+    var subtrees: [ProviderSubtree] = []
     var loop: OpaquePointer?
     var exit: Exit?
     var child: pid_t?
     var watch: StoreWatch?
     let reloadPending = Locked(false)
     let watchFailure = Locked<KeychainError?>(nil)
-    /// The items whose secret the backend's watcher saw change since the last reload: a secret
-    /// written again within the same second changes nothing the index holds.
-    let changedSecrets = Locked<Set<SecretAddress>>([])
 
     public init(store: any DetailedSecretStore) {
-        self.store = store
+        let now = UInt64(Date().timeIntervalSince1970)
+        login = ServedCollection(name: "login", store: store, label: "Login", created: now)
+        sessionItems = ServedCollection(
+            name: "session", store: InMemorySecretStore(), label: "Session", created: now)
     }
 
     /// Reads the backend's items (a vault asks its passphrase now), connects to the bus at
@@ -88,24 +86,18 @@ public final class SecretServiceProvider: @unchecked Sendable {
         if !replace, let owner = ownerDescription() {
             throw .nameTaken(name: Self.name, owner: owner, conflict: .owned)
         }
-        try store.prepareForWrites()
-        _ = index.replace(with: try store.detailedItems())
-        try register(ProviderInterface.servicePath, ProviderInterface.service)
-        try register(ProviderInterface.servicePath, ProviderInterface.objectManager)
-        try register(ProviderIndex.collectionPath, ProviderInterface.collection)
-        try register(ProviderIndex.aliasPath, ProviderInterface.collection)
-        for number in index.items.keys { try register(ProviderIndex.path(of: number), ProviderInterface.item) }
+        try login.store.prepareForWrites()
+        _ = login.index.replace(with: try login.store.detailedItems())
+        login.label = try login.store.collectionLabel() ?? login.label
+        try register(ProviderInterface.servicePath, .service)
+        for collection in collections { try register(collection.path, .collection(collection)) }
+        try register(ServedCollection.defaultAliasPath, .collection(login))
+        try register(String(ProviderInterface.sessionPrefix.dropLast()), .sessions)
         subscribeToNameChanges()
         try requestName(replace: replace)
-        watch = try? store.watch(service: nil, interval: 2) { [self] event in
-            switch event {
-            case .failure(let failure): watchFailure.withLock { $0 = failure }
-            case .change(let change) where change.kind == .changed:
-                if let service = try? ServiceName(change.service), let key = try? KeychainKey(change.key) {
-                    _ = changedSecrets.withLock { $0.insert(SecretAddress(service: service, key: key)) }
-                }
-            case .change: break
-            }
+        // Any change another process makes: the index is made what the backend holds then.
+        watch = try? login.store.watch(service: nil, interval: 2) { [self] event in
+            if case .failure(let failure) = event { watchFailure.withLock { $0 = failure } }
             let wake = reloadPending.withLock { pending in
                 defer { pending = true }
                 return !pending
@@ -150,42 +142,31 @@ public final class SecretServiceProvider: @unchecked Sendable {
         g_main_loop_quit(loop)
     }
 
-    /// Makes the index what the backend holds now and tells clients what changed: after another
-    /// process wrote the backend.
+    /// Makes the login collection's index what the backend holds now and tells clients what
+    /// changed, after another process wrote the backend. serve's own writes put what the backend
+    /// answered in the index, so they find nothing to announce again here.
     func reload() {
         reloadPending.withLock { $0 = false }
         if let failure = watchFailure.withLock({ $0 }) { return finish(.backendFailed(failure)) }
-        guard let listing = try? store.detailedItems() else { return }
-        let (added, listedChanges, removed) = index.replace(with: listing)
-        var changed = listedChanges
-        let rewritten = changedSecrets.withLock { addresses in
-            defer { addresses.removeAll() }
-            return addresses
-        }
-        for number in rewritten.compactMap({ index.holder(of: $0)?.number }) where !added.contains(number) {
-            if !changed.contains(number) { changed.append(number) }
-        }
-        for number in added { try? register(ProviderIndex.path(of: number), ProviderInterface.item) }
-        for number in removed { unregister(ProviderIndex.path(of: number)) }
-        announce(created: added, changed: changed, deleted: removed)
+        guard let listing = try? login.store.detailedItems() else { return }
+        let (added, changed, removed) = login.index.replace(with: listing)
+        announce(login, created: added, changed: changed, deleted: removed)
     }
 
-    /// Sends the collection's signals for items created, changed and deleted.
-    func announce(created: [Int] = [], changed: [Int] = [], deleted: [Int] = []) {
+    /// Sends the signals for items created, changed and deleted in `collection`: each once, from
+    /// the collection's path, as gnome-keyring sends them.
+    func announce(_ collection: ServedCollection, created: [Int] = [], changed: [Int] = [], deleted: [Int] = []) {
         for (signal, numbers) in [("ItemCreated", created), ("ItemChanged", changed), ("ItemDeleted", deleted)] {
             for number in numbers {
-                for collection in [ProviderIndex.collectionPath, ProviderIndex.aliasPath] {
-                    emit(
-                        ProviderInterface.collection, signal, from: collection,
-                        Variant.tuple([Variant.objectPath(ProviderIndex.path(of: number))]))
-                }
+                emit(
+                    ProviderInterface.collection, signal, from: collection.path,
+                    Variant.tuple([Variant.objectPath(collection.path(of: number))]))
             }
         }
-        objectsAdded(created.map(ProviderIndex.path(of:)), ProviderInterface.item)
-        objectsRemoved(deleted.map(ProviderIndex.path(of:)), ProviderInterface.item)
+        objectsAdded(created.map(collection.path(of:)), ProviderInterface.item)
+        objectsRemoved(deleted.map(collection.path(of:)), ProviderInterface.item)
         if !created.isEmpty || !deleted.isEmpty {
-            propertiesChanged(
-                ProviderInterface.collection, ["Items"], at: [ProviderIndex.collectionPath, ProviderIndex.aliasPath])
+            propertiesChanged(ProviderInterface.collection, ["Items"], at: collection.path)
         }
     }
 }

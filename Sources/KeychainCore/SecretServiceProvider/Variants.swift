@@ -87,4 +87,95 @@ enum Variant {
     static func has(_ value: OpaquePointer, type signature: OpaquePointer) -> Bool {
         g_variant_is_of_type(value, signature) != 0
     }
+
+    // MARK: D-Bus's limits
+
+    /// The largest array, and the largest message, D-Bus allows: dbus-daemon drops the
+    /// connection of a process that sends more.
+    static let largestArray = 1 << 26
+    static let largestMessage = 1 << 27
+
+    /// Whether `body`, sent as a message's body, keeps within D-Bus's limits: no array of more than
+    /// 64 MiB, and the whole message (with room for its header) within 128 MiB. Counted as D-Bus
+    /// encodes it, with its padding and lengths, not as GVariant does.
+    static func fitsInMessage(_ body: OpaquePointer) -> Bool {
+        var size = WireSize()
+        size.add(body)
+        return size.fits && size.offset <= largestMessage - (64 << 10)
+    }
+}
+
+/// The bytes a value takes in a D-Bus message, counted as the specification encodes it.
+private struct WireSize {
+    var offset = 0
+    /// False once an array is over ``Variant/largestArray``.
+    var fits = true
+
+    mutating func add(_ value: OpaquePointer) {
+        let type = String(cString: g_variant_get_type_string(value))
+        let code = type.utf8.first!
+        if let fixed = Self.fixedSize(code) {
+            align(fixed)
+            offset += fixed
+            return
+        }
+        switch code {
+        case UInt8(ascii: "s"), UInt8(ascii: "o"):
+            align(4)
+            offset += 4 + Int(g_variant_get_size(value))  // the length, the text, its NUL
+        case UInt8(ascii: "g"):
+            offset += 1 + Int(g_variant_get_size(value))
+        case UInt8(ascii: "v"):
+            let inner = g_variant_get_variant(value)!
+            defer { g_variant_unref(inner) }
+            offset += 2 + Int(strlen(g_variant_get_type_string(inner)))
+            add(inner)
+        case UInt8(ascii: "a"):
+            align(4)
+            offset += 4
+            let element = type.utf8.dropFirst().first!
+            align(Self.alignment(element))
+            let start = offset
+            let count = Int(g_variant_n_children(value))
+            if let fixed = Self.fixedSize(element) {
+                offset += count * fixed
+            } else {
+                for index in 0..<count {
+                    let child = g_variant_get_child_value(value, gsize(index))!
+                    add(child)
+                    g_variant_unref(child)
+                }
+            }
+            if offset - start > Variant.largestArray { fits = false }
+        default:  // a struct or dict entry
+            align(8)
+            for index in 0..<Int(g_variant_n_children(value)) {
+                let child = g_variant_get_child_value(value, gsize(index))!
+                add(child)
+                g_variant_unref(child)
+            }
+        }
+    }
+
+    private mutating func align(_ boundary: Int) { offset = (offset + boundary - 1) / boundary * boundary }
+
+    /// The size of a fixed-size basic type, which is also its alignment.
+    private static func fixedSize(_ code: UInt8) -> Int? {
+        switch code {
+        case UInt8(ascii: "y"): 1
+        case UInt8(ascii: "n"), UInt8(ascii: "q"): 2
+        case UInt8(ascii: "b"), UInt8(ascii: "i"), UInt8(ascii: "u"), UInt8(ascii: "h"): 4
+        case UInt8(ascii: "x"), UInt8(ascii: "t"), UInt8(ascii: "d"): 8
+        default: nil
+        }
+    }
+
+    private static func alignment(_ code: UInt8) -> Int {
+        if let fixed = fixedSize(code) { return fixed }
+        switch code {
+        case UInt8(ascii: "s"), UInt8(ascii: "o"), UInt8(ascii: "a"): return 4
+        case UInt8(ascii: "("), UInt8(ascii: "{"): return 8
+        default: return 1  // v, g
+        }
+    }
 }

@@ -24,18 +24,53 @@ public struct DetailedItem: Hashable, Sendable {
     public var details: ItemDetails?
     public var created: Date?
     public var modified: Date?
+    /// Differs whenever the item's secret is stored again: the time of the write where the
+    /// backend keeps one per item (the vault), a digest of the value where it keeps one per
+    /// service (OpenBao, where storing the same value again keeps it). A reader compares it to
+    /// tell a rewrite within the same second from no change.
+    public var revision: Int
 
-    public init(address: SecretAddress, details: ItemDetails?, created: Date?, modified: Date?) {
+    public init(address: SecretAddress, details: ItemDetails?, created: Date?, modified: Date?, revision: Int = 0) {
         self.address = address
         self.details = details
         self.created = created
         self.modified = modified
+        self.revision = revision
     }
 }
 
+/// An item's secret and details, as ``DetailedSecretStore/updateItem(at:movingTo:_:)`` reads and
+/// rewrites them.
+public struct ItemContents: Sendable {
+    public var secret: Data
+    /// nil for an item written without details (by `set`); nil written removes them.
+    public var details: ItemDetails?
+
+    public init(secret: Data, details: ItemDetails?) {
+        self.secret = secret
+        self.details = details
+    }
+}
+
+/// What ``DetailedSecretStore/updateItem(at:movingTo:_:)`` did.
+public enum ItemUpdate: Hashable, Sendable {
+    /// The item was rewritten (and moved, when asked): the item as the backend holds it now.
+    case updated(DetailedItem)
+    /// Nothing is stored at the address: nothing was written.
+    case missing
+    /// Something is stored at the destination: nothing was written.
+    case destinationTaken
+}
+
 /// A store that keeps ``ItemDetails`` with its items: what `serve` can serve from (the vault,
-/// a team vault, OpenBao). Writing a secret with ``SecretStore/setSecret(_:service:key:)`` keeps
-/// the item's details; deleting the item deletes them.
+/// a team vault, OpenBao, and the memory of its `session` collection). Writing a secret with
+/// ``SecretStore/setSecret(_:service:key:)`` keeps the item's details; deleting the item deletes
+/// them.
+///
+/// A long-running writer such as `serve` keeps a view of the items, which other processes may
+/// have outdated by the time it writes: ``addItem(_:details:at:)`` and
+/// ``updateItem(at:movingTo:_:)`` decide what they overwrite on what the backend holds at the
+/// moment of the write (under the vault's lock, by OpenBao's check-and-set), never on that view.
 public protocol DetailedSecretStore: SecretStore {
     /// Every item with its details and dates, in no particular order; never reads secrets where
     /// the backend can avoid it.
@@ -44,9 +79,37 @@ public protocol DetailedSecretStore: SecretStore {
 
     /// Stores `secret` and `details` under `service` and `key` in one write, replacing any item
     /// there.
+    /// - Returns: the item as stored.
     /// - Throws: ``KeychainError`` when the backend cannot store it; the old item is then kept.
+    @discardableResult
     func setSecret(_ secret: Data, details: ItemDetails, service: ServiceName, key: KeychainKey)
-        throws(KeychainError)
+        throws(KeychainError) -> DetailedItem
+
+    /// Stores `secret` and `details` at `address` only if nothing is stored there now.
+    /// - Returns: the item as stored; nil, and nothing written, when something is there.
+    /// - Throws: ``KeychainError`` when the backend cannot answer or store it.
+    func addItem(_ secret: Data, details: ItemDetails, at address: SecretAddress) throws(KeychainError)
+        -> DetailedItem?
+
+    /// Rewrites the item at `address` from what the backend holds now: `change` gets its secret
+    /// and details and returns the new ones (it may be called more than once, and must only
+    /// compute). With a `destination`, the item moves there, if nothing is stored there now:
+    /// the vault moves it in one write; OpenBao in one check-and-set within a service, else
+    /// writes the destination first and removes the item after (leaving it where it is if
+    /// another writer changed it meanwhile), undoing the first write when the second fails.
+    /// - Throws: ``KeychainError`` when the backend cannot answer or store it; nothing is then
+    ///   changed.
+    func updateItem(
+        at address: SecretAddress, movingTo destination: SecretAddress?, _ change: (ItemContents) -> ItemContents
+    ) throws(KeychainError) -> ItemUpdate
+
+    /// The label `serve` gives its collection, kept with the items; nil when none was set.
+    /// - Throws: ``KeychainError`` when the backend cannot answer.
+    func collectionLabel() throws(KeychainError) -> String?
+
+    /// Keeps `label` as the collection's label.
+    /// - Throws: ``KeychainError`` when the backend cannot store it.
+    func setCollectionLabel(_ label: String) throws(KeychainError)
 
     /// Gets now whatever later writes will need from the user (a new vault's passphrase), for a
     /// long-running writer that cannot ask later; the default needs nothing.

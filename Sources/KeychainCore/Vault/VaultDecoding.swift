@@ -2,7 +2,9 @@ import FoundationEssentials
 
 // How VaultStore turns its entries into the plaintext document and back.
 extension VaultStore {
-    func decode(_ plaintext: [UInt8]) throws(KeychainError) -> (Entries, recipients: [VaultRecipient]?) {
+    func decode(_ plaintext: [UInt8]) throws(KeychainError)
+        -> (Entries, recipients: [VaultRecipient]?, collectionLabel: String?)
+    {
         let document: VaultDocument
         do {
             document = try JSONDecoder.vault.decode(VaultDocument.self, from: Data(plaintext))
@@ -40,10 +42,10 @@ extension VaultStore {
             entries[service, default: [:]][key] = Entry(
                 secret: secret, created: item.created, modified: item.modified, details: item.details)
         }
-        return (entries, recipients)
+        return (entries, recipients, document.collectionLabel)
     }
 
-    func encode(_ entries: Entries, recipients: [VaultRecipient]?) throws -> [UInt8] {
+    func encode(_ entries: Entries, recipients: [VaultRecipient]?, collectionLabel: String?) throws -> [UInt8] {
         var items: [VaultDocument.Item] = []
         for (service, keys) in entries.sorted(by: { $0.key < $1.key }) {
             for (key, entry) in keys.sorted(by: { $0.key < $1.key }) {
@@ -56,7 +58,8 @@ extension VaultStore {
         }
         return Array(
             try JSONEncoder.sortedKeys(pretty: true).encode(
-                VaultDocument(items: items, recipients: recipients?.map(\.description)))) + [
+                VaultDocument(
+                    items: items, recipients: recipients?.map(\.description), collectionLabel: collectionLabel))) + [
                 UInt8(ascii: "\n")
             ]
     }

@@ -55,6 +55,8 @@ public final class VaultStore: SecretStore {
         var entries: Entries = [:]
         /// The recipients the document lists (a team vault), nil for a passphrase vault.
         var recipients: [VaultRecipient]?
+        /// The label `serve` gives its collection, once set.
+        var collectionLabel: String?
         /// The passphrase that no longer opened the vault once another process re-keyed it: the
         /// source is asked again (``PassphrasePurpose/reopen``), and the same answer costs no scrypt.
         var stalePassphrase: [UInt8]?
@@ -112,7 +114,7 @@ public final class VaultStore: SecretStore {
 
     /// Stores every secret with one write of the vault: all of them or, on failure, none.
     public func setSecrets(_ secrets: [SecretToStore], progress: (Int) -> Void) throws(KeychainError) {
-        let now = Date()
+        let now = Self.now()
         try modify { entries in
             for item in secrets {
                 let old = entries[item.service]?[item.key]
@@ -153,6 +155,10 @@ public final class VaultStore: SecretStore {
             return (count, count > 0)
         }
     }
+
+    /// The time a write stamps on its items, in whole seconds as the document keeps them: what
+    /// this process holds after a write is what every reader of the file gets.
+    static func now() -> Date { Date(timeIntervalSince1970: Date().timeIntervalSince1970.rounded(.down)) }
 
     // MARK: Reading and writing the file
 
@@ -226,6 +232,7 @@ public final class VaultStore: SecretStore {
             state.file = nil
             state.entries = [:]
             state.recipients = nil
+            state.collectionLabel = nil
             return [:]
         }
         if file == state.file {
@@ -264,7 +271,7 @@ public final class VaultStore: SecretStore {
         } catch {
             throw KeychainError.vaultCorrupt(path: path, reason: "\(error)")
         }
-        (state.entries, state.recipients) = try decode(plaintext)
+        (state.entries, state.recipients, state.collectionLabel) = try decode(plaintext)
         state.file = file
         state.stamp = stamp
         return state.entries
@@ -279,7 +286,8 @@ public final class VaultStore: SecretStore {
         } else {
             header = try AgeFile.makeHeader(passphrase: passphrase(.create, state: &state), workFactor: workFactor)
         }
-        let file = try AgeFile.encrypt(encode(entries, recipients: state.recipients), header: header)
+        let file = try AgeFile.encrypt(
+            encode(entries, recipients: state.recipients, collectionLabel: state.collectionLabel), header: header)
         try writeFileAtomically(path, file)
         state.header = header
         state.file = file

@@ -55,12 +55,13 @@ extension KeychainCLI {
                 try finish(provider.run())
                 return
             }
-            let bus = try PrivateBus.start()
+            var bus = try PrivateBus.start()
             defer { bus.stop() }
             try provider.start(busAddress: bus.address, replace: false)
             settings.withholdSecretsFromCommands()
             setenv("DBUS_SESSION_BUS_ADDRESS", bus.address, 1)
             let child = try spawn(command)
+            bus.guardCommand(child)
             let exit = provider.run(watching: child)
             // A command serve can no longer serve (bus closed, name taken over, backend
             // unreadable) is ended rather than left running without its Secret Service.

@@ -5,11 +5,14 @@ import KeychainCore
 
 /// A D-Bus session bus of our own (`serve -- COMMAND`): a dbus-daemon listening on a socket in a
 /// new private directory, with no service files, so that nothing but us can become the Secret
-/// Service on it. Stopped and its directory removed by ``stop()``.
+/// Service on it. Stopped and its directory removed by ``stop()``, or, when serve is killed
+/// before it can, by the guardian of the command that uses it (``guardCommand(_:)``).
 struct PrivateBus {
     let address: String
     let daemon: pid_t
     let directory: String
+    /// The guardian process and the write end of its lifeline.
+    private var guardian: (pid: pid_t, lifeline: Int32)?
 
     static func start() throws -> PrivateBus {
         var template = Array("\(temporaryDirectory())/keychain-cli-bus.XXXXXX".utf8CString)
@@ -76,7 +79,8 @@ struct PrivateBus {
         var line: [UInt8] = []
         var byte: UInt8 = 0
         while read(pipeEnds[0], &byte, 1) == 1, byte != UInt8(ascii: "\n") { line.append(byte) }
-        let bus = PrivateBus(address: String(decoding: line, as: UTF8.self), daemon: pid, directory: directory)
+        let bus = PrivateBus(
+            address: String(decoding: line, as: UTF8.self), daemon: pid, directory: directory, guardian: nil)
         guard !line.isEmpty else {
             bus.stop()
             throw KeychainError.noSessionBus(detail: "dbus-daemon did not start a private bus")
@@ -86,11 +90,34 @@ struct PrivateBus {
         return bus
     }
 
-    /// Stops the daemon and removes its directory.
+    /// Starts a process that, if serve ends without ``stop()`` (SIGKILL), ends `command` as serve
+    /// would (SIGTERM, SIGKILL 5 s later) and removes the bus's directory (the daemon itself dies
+    /// with serve). Without it the command would run on with no bus, and the directory stay.
+    mutating func guardCommand(_ command: pid_t) {
+        guard let (read, write) = makePipe() else { return }
+        let handle = keychain_cli_pidfd_open(command)
+        let pid = keychain_cli_spawn_guardian(read, handle, command, "\(directory)/bus", directory, 5000)
+        close(read)
+        if handle >= 0 { close(handle) }
+        guard pid > 0 else {
+            close(write)
+            return
+        }
+        guardian = (pid, write)
+    }
+
+    /// Stops the daemon and removes its directory, then lets the guardian go.
     func stop() {
         // A second for it to go, then SIGKILL: nothing of ours is in it to lose.
         terminate(daemon, graceSeconds: 1)
         PrivateBus.remove(directory)
+        if let (pid, lifeline) = guardian {
+            var done = UInt8(ascii: "x")
+            _ = Glibc.write(lifeline, &done, 1)
+            close(lifeline)
+            var status: Int32 = 0
+            while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
+        }
     }
 
     private static func remove(_ directory: String) {
