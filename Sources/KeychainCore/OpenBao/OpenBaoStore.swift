@@ -194,8 +194,11 @@ public final class OpenBaoStore: SecretStore {
     }
 
     /// Reads the service's secret, lets `change` turn its fields into the changes to make
-    /// (`.null` removes a field; nil: write nothing) and writes them back with check-and-set: on
-    /// a version mismatch it reads and asks `change` again, within the time limit.
+    /// (`.null` removes a field; nil: write nothing) and writes them with check-and-set on the
+    /// version read: a merge PATCH of the changes alone, or, for a secret with no current version
+    /// or a policy without `patch`, the whole secret (OpenBao takes at most 1,000 JSON strings in a
+    /// request: a PUT of a large secret fails where a PATCH of one field does not). On a version
+    /// mismatch it reads and asks `change` again, within the time limit.
     /// - Returns: the version written; nil, and nothing written, when `change` gave nil.
     @discardableResult
     func checkAndSet(_ service: ServiceName, _ change: ([String: JSONValue]) -> [String: JSONValue]?)
@@ -208,19 +211,38 @@ public final class OpenBaoStore: SecretStore {
         }
         let path = try dataPath(service)
         let deadline = monotonicSeconds() + client.timeout
+        var patches = true
         while true {
             let current = try read(service, deadline: deadline)
             guard let changes = change(current.fields) else { return nil }
-            var fields = current.fields
-            for (key, value) in changes {
-                if value == .null { fields.removeValue(forKey: key) } else { fields[key] = value }
+            var patched: HTTPResponse?
+            if patches && !current.fields.isEmpty {
+                do throws(KeychainError) {
+                    let answer = try client.send(
+                        "PATCH", path, json: Write(options: .init(cas: current.version), data: changes),
+                        deadline: deadline)
+                    // 404, 405: no current version to patch, or no PATCH: the whole secret below.
+                    if answer.status != 404 && answer.status != 405 { patched = answer }
+                } catch .serverDenied {
+                    patches = false  // no `patch` capability
+                }
             }
-            let body = Write(options: .init(cas: current.version), data: fields)
-            let response = try client.send("PUT", path, json: body, deadline: deadline)
+            let (method, response): (String, HTTPResponse)
+            if let patched {
+                (method, response) = ("PATCH", patched)
+            } else {
+                var fields = current.fields
+                for (key, value) in changes {
+                    if value == .null { fields.removeValue(forKey: key) } else { fields[key] = value }
+                }
+                method = "PUT"
+                response = try client.send(
+                    "PUT", path, json: Write(options: .init(cas: current.version), data: fields), deadline: deadline)
+            }
             if (200..<300).contains(response.status) { return KVVersion(response) }
             guard response.status == 400,
                 OpenBaoClient.errors(of: response).contains(where: { $0.contains("check-and-set") })
-            else { throw refused("PUT", path, response) }
+            else { throw refused(method, path, response) }
             // Another writer stored a version in between: read it and apply the change again.
             guard monotonicSeconds() < deadline else {
                 throw .serverTimedOut(

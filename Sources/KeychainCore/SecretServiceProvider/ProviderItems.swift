@@ -168,7 +168,7 @@ extension SecretServiceProvider {
             case .updated(let stored): return updated(item, stored, in: collection)
             case .missing:
                 forget(item, in: collection)
-                throw .unknownObject(path)
+                throw .noSuchObject("no item \(path)")
             case .destinationTaken:
                 // Another writer stored an item there since the index last looked.
                 destination = fallback ?? index.otherAddress()

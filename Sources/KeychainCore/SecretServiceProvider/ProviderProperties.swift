@@ -93,7 +93,7 @@ extension SecretServiceProvider {
             collection.label = label
             return propertiesChanged(interface, ["Label"], at: collection.path)
         }
-        guard let (collection, item) = item(at: path) else { throw .unknownObject(path) }
+        guard let (collection, item) = item(at: path) else { throw .noSuchObject("no item \(path)") }
         try requireUnlocked(collection)
         var details = item.details
         switch name {

@@ -83,6 +83,9 @@ enum ProviderError: Error {
     /// No object at this path (now): answered as GDBus answers for a path with no object, and as
     /// gnome-keyring answers for an item it deleted.
     case unknownObject(String)
+    /// The specification's error for a missing item or collection: what gnome-keyring answers
+    /// to a Properties.Set on an item it deleted.
+    case noSuchObject(String)
     case noSession(String)
     case isLocked(String)
     case failed(String)
@@ -92,6 +95,7 @@ enum ProviderError: Error {
         case .invalidArguments: "org.freedesktop.DBus.Error.InvalidArgs"
         case .notSupported: "org.freedesktop.DBus.Error.NotSupported"
         case .unknownObject: "org.freedesktop.DBus.Error.UnknownMethod"
+        case .noSuchObject: "org.freedesktop.Secret.Error.NoSuchObject"
         case .noSession: "org.freedesktop.Secret.Error.NoSession"
         case .isLocked: "org.freedesktop.Secret.Error.IsLocked"
         case .failed: "org.freedesktop.DBus.Error.Failed"
@@ -101,8 +105,8 @@ enum ProviderError: Error {
     var message: String {
         switch self {
         case .unknownObject(let path): "Object does not exist at path “\(path)”"
-        case .invalidArguments(let text), .notSupported(let text), .noSession(let text), .isLocked(let text),
-            .failed(let text):
+        case .invalidArguments(let text), .notSupported(let text), .noSuchObject(let text), .noSession(let text),
+            .isLocked(let text), .failed(let text):
             text
         }
     }
