@@ -112,7 +112,8 @@ struct ServeSpecTests {
     @Test(arguments: ServedBackend.allCases)
     func theCollectionsLabelOutlivesServe(backend: ServedBackend) throws {
         try backend.run { _ in
-            let label = "python3 -c 'import secretstorage; c = secretstorage.get_default_collection(secretstorage.dbus_init())"
+            let label =
+                "python3 -c 'import secretstorage; c = secretstorage.get_default_collection(secretstorage.dbus_init())"
             #expect(try served("\(label); c.set_label(\"Renamed\")'").status == 0)
             let later = try served("\(label); print(c.get_label())'")
             #expect(later.stdoutText == "Renamed\n", "\(later.stderr)")

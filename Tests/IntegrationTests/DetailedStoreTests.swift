@@ -18,7 +18,8 @@ struct DetailedStoreTests {
     }
 
     private func details(_ label: String) -> ItemDetails {
-        ItemDetails(attributes: ["service": "s", "username": "u", "label": label], label: label, contentType: "text/plain")
+        ItemDetails(
+            attributes: ["service": "s", "username": "u", "label": label], label: label, contentType: "text/plain")
     }
 
     /// Of 8 threads adding at one address, exactly one adds; the store holds its secret and details,
@@ -48,7 +49,8 @@ struct DetailedStoreTests {
         let store = try detailedStore(kind)
         let service = try ServiceName(uniqueService())
         let (a, b, c) = try (
-            SecretAddress(service: service, key: KeychainKey("a")), SecretAddress(service: service, key: KeychainKey("b")),
+            SecretAddress(service: service, key: KeychainKey("a")),
+            SecretAddress(service: service, key: KeychainKey("b")),
             SecretAddress(service: try ServiceName(uniqueService()), key: KeychainKey("c"))
         )
         try store.setSecret(Data("from set".utf8), service: a.service, key: a.key)

@@ -34,7 +34,8 @@ public struct VaultDocument: Codable, Sendable {
     public init(items: [Item], recipients: [String]? = nil, collectionLabel: String? = nil) {
         self.format = Self.formats[0]
         self.version =
-            items.contains { $0.attributes != nil } || collectionLabel != nil ? Self.detailsVersion : Self.currentVersion
+            items.contains { $0.attributes != nil } || collectionLabel != nil
+            ? Self.detailsVersion : Self.currentVersion
         self.items = items
         self.recipients = recipients
         self.collectionLabel = collectionLabel

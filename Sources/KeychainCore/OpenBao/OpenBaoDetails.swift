@@ -86,7 +86,8 @@ extension OpenBaoStore: DetailedSecretStore {
                     outcome = .destinationTaken
                     return nil
                 }
-                let contents = ItemContents(secret: KVValue.decode(value), details: KVSecret(fields: fields).details(of: key))
+                let contents = ItemContents(
+                    secret: KVValue.decode(value), details: KVSecret(fields: fields).details(of: key))
                 written = Self.fields(newKey, change(contents))
                 return newKey == key ? written : written.merging(Self.removal(key)) { new, _ in new }
             }

@@ -111,12 +111,10 @@ final class ProviderSubtree {
         case sessions
     }
 
-    let root: String
     let kind: Kind
     unowned let provider: SecretServiceProvider
 
-    init(root: String, kind: Kind, provider: SecretServiceProvider) {
-        self.root = root
+    init(kind: Kind, provider: SecretServiceProvider) {
         self.kind = kind
         self.provider = provider
     }
@@ -138,7 +136,8 @@ final class ProviderSubtree {
         switch kind {
         case .service: []
         case .collection(let collection): collection.index.items.keys.sorted().map(String.init)
-        case .sessions: provider.sessions.keys.sorted().map { String($0.dropFirst(ProviderInterface.sessionPrefix.count)) }
+        case .sessions:
+            provider.sessions.keys.sorted().map { String($0.dropFirst(ProviderInterface.sessionPrefix.count)) }
         }
     }
 
@@ -148,7 +147,7 @@ final class ProviderSubtree {
 extension SecretServiceProvider {
     /// Puts the objects under `root` on the bus for the whole run.
     func register(_ root: String, _ kind: ProviderSubtree.Kind) throws(KeychainError) {
-        let subtree = ProviderSubtree(root: root, kind: kind, provider: self)
+        let subtree = ProviderSubtree(kind: kind, provider: self)
         var vtable = GDBusSubtreeVTable(
             enumerate: providerEnumerate, introspect: providerIntrospect, dispatch: providerDispatch,
             padding: (nil, nil, nil, nil, nil, nil, nil, nil))
@@ -208,7 +207,8 @@ private let providerEnumerate: GDBusSubtreeEnumerateFunc = { _, _, _, data in
 private let providerIntrospect: GDBusSubtreeIntrospectFunc = { _, _, _, node, data in
     let names = subtree(data).interfaces(node.map { String(cString: $0) })
     guard !names.isEmpty else { return nil }
-    let array = g_malloc0_n(gsize(names.count + 1), gsize(MemoryLayout<UnsafeMutablePointer<GDBusInterfaceInfo>?>.stride))!
+    let array = g_malloc0_n(
+        gsize(names.count + 1), gsize(MemoryLayout<UnsafeMutablePointer<GDBusInterfaceInfo>?>.stride))!
         .bindMemory(to: UnsafeMutablePointer<GDBusInterfaceInfo>?.self, capacity: names.count + 1)
     for (index, name) in names.enumerated() { array[index] = g_dbus_interface_info_ref(ProviderInterface.info(name)) }
     return array

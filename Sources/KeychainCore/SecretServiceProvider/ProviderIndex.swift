@@ -107,7 +107,8 @@ struct ProviderIndex {
         for entry in listing {
             if let old = holder(of: entry.address) {
                 seen.insert(old.number)
-                guard (entry.details ?? Self.bareDetails(entry.address)) != old.details || entry.revision != old.revision
+                guard
+                    (entry.details ?? Self.bareDetails(entry.address)) != old.details || entry.revision != old.revision
                 else { continue }
                 put(entry, as: old.number)
                 changed.append(old.number)

@@ -98,7 +98,9 @@ extension SecretServiceProvider {
             }
             if case .updated(let stored) = update {
                 updated(existing, stored, in: collection)
-                return Variant.tuple([Variant.objectPath(collection.path(of: existing.number)), Variant.objectPath("/")])
+                return Variant.tuple([
+                    Variant.objectPath(collection.path(of: existing.number)), Variant.objectPath("/"),
+                ])
             }
             forget(existing, in: collection)
         }
@@ -202,7 +204,8 @@ extension SecretServiceProvider {
     private func updated(_ item: ServedItem, _ stored: DetailedItem, in collection: ServedCollection) {
         let displaced = collection.index.put(stored, as: item.number).displaced
         announce(collection, changed: [item.number], deleted: displaced.map { [$0] } ?? [])
-        propertiesChanged(ProviderInterface.item, ["Attributes", "Label", "Modified"], at: collection.path(of: item.number))
+        propertiesChanged(
+            ProviderInterface.item, ["Attributes", "Label", "Modified"], at: collection.path(of: item.number))
     }
 
     /// Drops an item the store no longer has (deleted by a client, or by another program).

@@ -6,11 +6,14 @@ import Glibc
 /// `keychain-cli serve` runs, so that libsecret, python keyring, go-keyring and every other client
 /// keep their secrets in the vault, a team vault or OpenBao.
 ///
-/// It serves one collection, `login`, which is also the alias `default`, holding every item of
-/// the backend. Every write is stored in the backend before the client gets its reply, and items
-/// other processes write meanwhile appear as the backend's watcher reports them. Secrets are read
-/// from the backend when asked for (the provider keeps no copy); the items' attributes, labels
-/// and dates are kept in memory to answer searches and properties.
+/// It serves the collection `login`, also the alias `default`, holding every item of the
+/// backend, and the collection `session`, whose items only its memory holds. Every write is
+/// stored in the backend before the client gets its reply, deciding what it overwrites on what
+/// the backend holds then (``DetailedSecretStore/addItem(_:details:at:)``,
+/// ``DetailedSecretStore/updateItem(at:movingTo:_:)``), and items other processes write
+/// meanwhile appear as the backend's watcher reports them. Secrets are read from the backend when
+/// asked for (the provider keeps no copy); the items' attributes, labels and dates are kept in
+/// memory to answer searches and properties: a view, never what decides a write.
 ///
 /// GDBus runs it: everything happens on the thread that calls ``run(watching:)``, one call at a
 /// time, which is what keeps the backend's writes in the order clients made them.
@@ -88,7 +91,8 @@ public final class SecretServiceProvider: @unchecked Sendable {
         }
         try login.store.prepareForWrites()
         _ = login.index.replace(with: try login.store.detailedItems())
-        login.label = try login.store.collectionLabel() ?? login.label
+        // A token that may not read the secret-service secret still serves the rest.
+        login.label = (try? login.store.collectionLabel()).flatMap { $0 } ?? login.label
         try register(ProviderInterface.servicePath, .service)
         for collection in collections { try register(collection.path, .collection(collection)) }
         try register(ServedCollection.defaultAliasPath, .collection(login))

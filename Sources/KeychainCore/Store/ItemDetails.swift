@@ -24,10 +24,10 @@ public struct DetailedItem: Hashable, Sendable {
     public var details: ItemDetails?
     public var created: Date?
     public var modified: Date?
-    /// Differs whenever the item's secret is stored again: the time of the write where the
-    /// backend keeps one per item (the vault), a digest of the value where it keeps one per
-    /// service (OpenBao, where storing the same value again keeps it). A reader compares it to
-    /// tell a rewrite within the same second from no change.
+    /// Differs when the item's secret is stored again: a digest of the secret and the time of
+    /// the write where the backend keeps one per item (the vault, in whole seconds), of the secret
+    /// alone where it keeps one per service (OpenBao); storing the same secret again within the
+    /// same second may keep it. A reader compares it to tell a rewrite from no change.
     public var revision: Int
 
     public init(address: SecretAddress, details: ItemDetails?, created: Date?, modified: Date?, revision: Int = 0) {

@@ -40,7 +40,9 @@ extension VaultStore: DetailedSecretStore {
 
     /// Decided under the write lock: of two writers, one adds and the other is told no.
     public func addSecret(_ secret: Data, service: ServiceName, key: KeychainKey) throws(KeychainError) -> Bool {
-        try add(Entry(secret: secret, created: nil, modified: nil, details: nil), at: SecretAddress(service: service, key: key))
+        try add(
+            Entry(secret: secret, created: nil, modified: nil, details: nil),
+            at: SecretAddress(service: service, key: key))
             != nil
     }
 
@@ -90,17 +92,19 @@ extension VaultStore: DetailedSecretStore {
 
     /// Written in the vault's document (which becomes version 2), under the write lock.
     public func setCollectionLabel(_ label: String) throws(KeychainError) {
-        try underWriteLock(withoutDirectory: { nil }) { state, file in
-            let entries = try load(&state)
-            let previous = state.collectionLabel
-            state.collectionLabel = label
-            do {
-                try write(entries, to: file, state: &state)
-            } catch {
-                state.collectionLabel = previous
-                throw error
-            }
-        }
+        try underWriteLock(
+            withoutDirectory: { nil },
+            { state, file in
+                let entries = try load(&state)
+                let previous = state.collectionLabel
+                state.collectionLabel = label
+                do {
+                    try write(entries, to: file, state: &state)
+                } catch {
+                    state.collectionLabel = previous
+                    throw error
+                }
+            })
     }
 
     static func remove(_ address: SecretAddress, from entries: inout Entries) {
