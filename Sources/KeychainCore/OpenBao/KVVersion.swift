@@ -2,6 +2,16 @@ import FoundationEssentials
 
 // The versions and dates of KV version 2 secrets, as OpenBao answers them.
 extension OpenBaoStore {
+    /// A version's metadata as OpenBao answers it: `{"version": N, "created_time": "…"}`.
+    struct VersionMetadata: Decodable {
+        var version: Int?
+        var createdTime: String?
+        enum CodingKeys: String, CodingKey {
+            case version
+            case createdTime = "created_time"
+        }
+    }
+
     /// A version a write made: its number and when it was written, as the server answered.
     struct KVVersion {
         var number: Int
@@ -14,17 +24,7 @@ extension OpenBaoStore {
 
         /// From the answer to a write: `{"data": {"version": N, "created_time": "…"}}`.
         init(_ response: HTTPResponse) {
-            struct Answer: Decodable {
-                struct Version: Decodable {
-                    var version: Int?
-                    var createdTime: String?
-                    enum CodingKeys: String, CodingKey {
-                        case version
-                        case createdTime = "created_time"
-                    }
-                }
-                var data: Version?
-            }
+            struct Answer: Decodable { var data: VersionMetadata? }
             let answer = try? JSONDecoder().decode(Answer.self, from: Data(response.body))
             self.init(number: answer?.data?.version ?? 0, created: answer?.data?.createdTime.flatMap(parseRFC3339))
         }

@@ -123,16 +123,8 @@ public final class OpenBaoStore: SecretStore {
     func read(_ service: ServiceName, deadline: Double? = nil) throws(KeychainError) -> KVSecret {
         struct Answer: Decodable {
             struct Version: Decodable {
-                struct Metadata: Decodable {
-                    var version: Int?
-                    var createdTime: String?
-                    enum CodingKeys: String, CodingKey {
-                        case version
-                        case createdTime = "created_time"
-                    }
-                }
                 var data: [String: JSONValue]?
-                var metadata: Metadata?
+                var metadata: VersionMetadata?
             }
             var data: Version?
         }
