@@ -26,13 +26,15 @@ struct ServeRaceTests {
 
     /// Three clients send random sequences of calls (creates, deletes, attribute and label changes,
     /// secrets, searches, locks, sessions, on shared items, the session collection included)
-    /// without waiting for the replies, while keychain-cli writes the same vault, for a minute:
-    /// every call gets one reply with an error the specification names, serve is alive after,
-    /// and the login collection serves exactly the secrets the vault holds. Before the fix a
-    /// Properties.Set queued behind an item's Delete killed serve (SIGSEGV) within seconds.
-    @Test func aFuzzingClientNeitherKillsServeNorLeavesItInconsistent() throws {
+    /// without waiting for the replies, while keychain-cli writes the same backend, for a minute:
+    /// every call gets one reply, in the order of the calls, with an error the specification
+    /// names; serve is alive after, and the login collection serves exactly the secrets the
+    /// backend holds. Before the fix a Properties.Set queued behind an item's Delete killed serve
+    /// (SIGSEGV) within seconds.
+    @Test(arguments: [ServedBackend.vault, .openbao])
+    func aFuzzingClientNeitherKillsServeNorLeavesItInconsistent(backend: ServedBackend) throws {
         let seed = Int.random(in: 1...1_000_000)
-        try ServedBackend.vault.run { storage in
+        try backend.run { storage in
             let result = try served(
                 "python3 \"$CLIENTS/fuzz.py\" 3 60 \(seed)",
                 extra: storage.secretsForCommands.merging(["CLIENTS": clientScripts]) { a, _ in a }, timeout: 300)

@@ -1,7 +1,7 @@
 """Sends random sequences of Secret Service calls to serve from several clients at once, each
 batch sent without waiting for a reply (pipelined), on items the clients share, while
-keychain-cli writes the same backend; then checks that serve is alive and that what it serves is
-what the backend holds.
+keychain-cli writes the same backend; checks that each call gets one reply, in the order of the
+calls, then that serve is alive and that what it serves is what the backend holds.
 
     python3 fuzz.py CLIENTS DURATION SEED   (run as serve's command; keychain-cli in PATH, $PW)
 
@@ -109,6 +109,9 @@ def run_worker(number, duration, seed):
                 sessions.append(reply.body[1])
         if len(set(answered)) != len(sent):
             print(json.dumps({"defect": "a call was answered twice or not at all"}))
+            return
+        if answered != sorted(answered):
+            print(json.dumps({"defect": f"replies out of the order of the calls: {answered}"}))
             return
         calls += len(sent)
     print(json.dumps({"calls": calls, "errors": errors}))
