@@ -74,16 +74,17 @@ static inline int keychain_cli_spawn_bus(const char *path, char *const argv[], c
     _exit(127);
 }
 
-// Starts the guardian of `serve -- COMMAND`: a fork that runs no other program, holding only
-// `lifeline` (the read end of a pipe whose write end only serve holds) and the command's pidfd.
-// It waits until the lifeline reads end of file: serve has ended, even by SIGKILL (the kernel
-// closes its end). Unless serve wrote a byte first (it stopped everything itself), it sends the
-// command SIGTERM, SIGKILL `grace_ms` later if it is still there, then removes the private bus's
-// `socket` and `directory`: a command is never left running without its bus, and no directory
-// is left behind. With no pidfd (`command_pidfd` -1, a kernel before 5.3) it signals `command`.
-// Only system calls between fork and _exit. Returns the pid, or -1 with errno.
-static inline int keychain_cli_spawn_guardian(int lifeline, int command_pidfd, int command, const char *socket,
-                                              const char *directory, int grace_ms) {
+// Starts the guardian of `serve -- COMMAND`'s private bus: a fork that runs no other program and
+// holds only `lifeline`, the read end of a pipe whose write end only serve holds. serve writes 'p'
+// and the command's pid (an int) once the command runs, and 'x' when it has stopped everything
+// itself. End of file without 'x' means serve ended otherwise, even by SIGKILL (the kernel closes
+// its end): the guardian then sends the command SIGTERM, SIGKILL `grace_ms` later if it is still
+// there (through a pidfd opened when told the pid: no other process can take its place), and
+// removes the bus's `socket` and `directory`. A command is never left running without its bus,
+// and no directory is left behind. Only system calls between fork and _exit. Returns the pid, or
+// -1 with errno.
+static inline int keychain_cli_spawn_guardian(int lifeline, const char *socket, const char *directory,
+                                              int grace_ms) {
     pid_t pid = fork();
     if (pid != 0) return pid;
     struct sigaction ignore = {0};
@@ -93,34 +94,49 @@ static inline int keychain_cli_spawn_guardian(int lifeline, int command_pidfd, i
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);
-    int line = fcntl(lifeline, F_DUPFD, 10), handle = command_pidfd < 0 ? -1 : fcntl(command_pidfd, F_DUPFD, 10);
+    int line = fcntl(lifeline, F_DUPFD, 10);
     int null = open("/dev/null", O_RDWR);
     if (line < 0 || null < 0) _exit(127);
     dup2(null, 0);
     dup2(null, 1);
     dup2(null, 2);
     dup2(line, 3);
-    if (handle >= 0) dup2(handle, 4);
-    int first_closed = handle >= 0 ? 5 : 4;
 #ifdef SYS_close_range
-    if (syscall(SYS_close_range, first_closed, ~0U, 0) != 0)
+    if (syscall(SYS_close_range, 4, ~0U, 0) != 0)
 #endif
     {
-        for (int fd = first_closed; fd < 4096; fd++) close(fd);
+        for (int fd = 4; fd < 4096; fd++) close(fd);
     }
-    char byte;
-    ssize_t count;
-    do count = read(3, &byte, 1);
-    while (count < 0 && errno == EINTR);
-    if (count == 1) _exit(0);
-#ifdef SYS_pidfd_send_signal
-    if (handle >= 0) {
-        syscall(SYS_pidfd_send_signal, 4, SIGTERM, NULL, 0);
-        struct pollfd gone = {4, POLLIN, 0};
-        if (poll(&gone, 1, grace_ms) == 0) syscall(SYS_pidfd_send_signal, 4, SIGKILL, NULL, 0);
-    } else
+    int command = 0, handle = -1;
+    for (;;) {
+        char kind;
+        ssize_t count;
+        do count = read(3, &kind, 1);
+        while (count < 0 && errno == EINTR);
+        if (count == 1 && kind == 'x') _exit(0);
+        if (count != 1 || kind != 'p') break;
+        int given;
+        char *into = (char *)&given;
+        size_t got = 0;
+        while (got < sizeof given) {
+            count = read(3, into + got, sizeof given - got);
+            if (count < 0 && errno == EINTR) continue;
+            if (count <= 0) break;
+            got += (size_t)count;
+        }
+        if (got < sizeof given) break;
+        command = given;
+#ifdef SYS_pidfd_open
+        handle = (int)syscall(SYS_pidfd_open, command, 0);
 #endif
-    {
+    }
+    if (handle >= 0) {
+#ifdef SYS_pidfd_send_signal
+        syscall(SYS_pidfd_send_signal, handle, SIGTERM, NULL, 0);
+        struct pollfd gone = {handle, POLLIN, 0};
+        if (poll(&gone, 1, grace_ms) == 0) syscall(SYS_pidfd_send_signal, handle, SIGKILL, NULL, 0);
+#endif
+    } else if (command > 0) {
         kill(command, SIGTERM);
         struct timespec tick = {0, 50000000};
         for (int waited = 0; waited < grace_ms && kill(command, 0) == 0; waited += 50) nanosleep(&tick, NULL);
@@ -129,17 +145,6 @@ static inline int keychain_cli_spawn_guardian(int lifeline, int command_pidfd, i
     unlink(socket);
     rmdir(directory);
     _exit(0);
-}
-
-// pidfd_open(pid, 0): a descriptor that names process `pid` for as long as it is held, even
-// after it ended (no other process can take its place); -1 with errno ENOSYS before Linux 5.3.
-static inline int keychain_cli_pidfd_open(int pid) {
-#ifdef SYS_pidfd_open
-    return (int)syscall(SYS_pidfd_open, pid, 0);
-#else
-    errno = ENOSYS;
-    return -1;
-#endif
 }
 
 // pipe2(O_CLOEXEC), declared by glibc only under _GNU_SOURCE: both ends close-on-exec from the

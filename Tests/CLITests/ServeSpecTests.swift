@@ -8,26 +8,40 @@ import Testing
 @Suite("serve: answers, limits and failures as gnome-keyring has them")
 struct ServeSpecTests {
     /// The same questions to gnome-keyring and to serve get the same answers (Tests/clients/
-    /// answers.py): a plain session's input, the aliases (`session` included) and collections,
-    /// an item's Type, the session collection, and an item deleted while a Properties.Set and
-    /// other calls to it wait in the queue (which killed serve), answered in order.
+    /// answers.py): a plain session's input, the aliases (`session` included, and their own
+    /// paths, which secret-tool's --collection uses) and collections, an item's Type, unknown
+    /// CreateItem properties, the session collection. An item deleted while a Properties.Set and
+    /// other calls to it wait in the queue (which killed serve, and kills gnome-keyring 42.1
+    /// about one time in two) is answered in order, with what gnome-keyring answers when it lives.
     @Test func answersAsGnomeKeyringDoes() throws {
         let keyring = try KeyringSession.start()
         defer { keyring.stop() }
         var environment = keyring.environment
         environment["PYTHONPATH"] = clientScripts
         let theirs = try runProcess(
-            "/usr/bin/python3", ["\(clientScripts)/answers.py"], environment: environment, timeout: 60)
+            "/usr/bin/python3", ["\(clientScripts)/answers.py", "--no-pipelining"], environment: environment,
+            timeout: 60)
         #expect(theirs.status == 0, "\(theirs.stderr)")
         try CLIBackend.withVault { _ in
             let ours = try served("python3 \"$PYTHONPATH/answers.py\"")
             #expect(ours.status == 0, "\(ours.stderr)")
-            #expect(ours.stdoutText == theirs.stdoutText)
+            let pipelined = """
+                pipelined after Delete, in order: True
+                pipelined after Delete, answers: [None, 'org.freedesktop.Secret.Error.NoSuchObject', \
+                'org.freedesktop.Secret.Error.NoSuchObject', 'org.freedesktop.DBus.Error.UnknownMethod', \
+                'org.freedesktop.DBus.Error.UnknownMethod', 'org.freedesktop.DBus.Error.UnknownMethod', \
+                'org.freedesktop.DBus.Error.UnknownMethod']
+                an item that never existed: org.freedesktop.DBus.Error.UnknownMethod
+
+                """
+            #expect(ours.stdoutText == theirs.stdoutText + pipelined)
         }
         for line in [
             "plain session, bytes input: org.freedesktop.DBus.Error.InvalidArgs",
-            "ReadAlias session: /org/freedesktop/secrets/collection/session", "pipelined after Delete, in order: True",
-            "Type given, no xdg:schema: org.example.T org.example.T",
+            "ReadAlias session: /org/freedesktop/secrets/collection/session",
+            "CreateItem on aliases/session: /org/freedesktop/secrets/collection/session",
+            "Type given, no xdg:schema: org.example.T org.example.T", "set Type: None org.example.U",
+            "an unknown property: org.freedesktop.DBus.Error.InvalidArgs",
         ] {
             #expect(theirs.stdoutText.contains(line + "\n"), "gnome-keyring no longer answers \(line)")
         }

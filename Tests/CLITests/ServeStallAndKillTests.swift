@@ -14,23 +14,8 @@ struct ServeStallAndKillTests {
         try server.enableKV(mount)
         let directory = try ScratchDirectory("stall")
         defer { directory.remove() }
-        let upstream = try #require(URLComponents(string: server.address)?.port)
-        // Started by a shell that leaves it running: a Process of Foundation's would wait, at its
-        // end, for every process that inherited its descriptors (serve's, here).
-        let started = try runProcess(
-            "/bin/sh",
-            [
-                "-c", "python3 \"$0\" \"$1\" \"$2\" \"$3\" </dev/null >/dev/null 2>&1 & echo $!",
-                "\(clientScripts)/stall_proxy.py", directory.path("port"), String(upstream), directory.path("stall"),
-            ], environment: ["PATH": "/usr/bin:/bin"])
-        let proxy = try #require(Int32(started.stdoutText.trimmingCharacters(in: .whitespacesAndNewlines)))
-        defer { kill(proxy, SIGKILL) }
-        var port: String?
-        for _ in 0..<100 where port == nil {
-            port = try? String(contentsOfFile: directory.path("port"), encoding: .utf8)
-            if port == nil { usleep(50_000) }
-        }
-        let address = "http://127.0.0.1:\(try #require(port))"
+        let proxy = try StallProxy(server: server, directory: directory)
+        defer { proxy.stop() }
         try CLIBackend.$overrides.withValue(CLIBackend.openBaoEnvironment(server, mount: mount)) {
             let result = try served(
                 """
@@ -41,7 +26,7 @@ struct ServeStallAndKillTests {
                     c.create({"service": "st", "username": "u"}, "v", replace=True); print("created")
                 except Exception as error:
                     print(repr(error))'
-                """, extra: ["BAO_ADDR": address, "KEYCHAIN_TIMEOUT": "30", "STALL": directory.path("stall")],
+                """, extra: ["BAO_ADDR": proxy.address, "KEYCHAIN_TIMEOUT": "30", "STALL": directory.path("stall")],
                 timeout: 120)
             #expect(result.stdoutText == "created\n", "\(result.stderr)")
         }
@@ -77,6 +62,65 @@ struct ServeStallAndKillTests {
                 "/bin/sh", ["-c", "cd \"\(directory.url.path)\" || exit 99\n\(script)"], environment: environment,
                 timeout: 60)
             #expect(result.stdoutText == "command ended\ndirectory removed\n", "\(result.stderr)")
+        }
+    }
+
+    /// SIGTERM right as the command starts (its first act, here) is passed on to the command,
+    /// which ignores it and uses its bus: serve ends with the command's status. Before, serve's
+    /// handlers came after the command started, and the signal ended serve itself (6 of 20).
+    @Test func aSignalAsTheCommandStartsIsPassedOn() throws {
+        try CLIBackend.withVault { _ in
+            var environment = cliEnvironment()
+            environment["K"] = keychainCLIPath
+            let result = try runProcess(
+                "/bin/sh",
+                [
+                    "-c",
+                    """
+                    for i in $(seq 10); do
+                        "$K" serve -- sh -c 'trap "" TERM; kill -TERM $PPID; sleep 0.2
+                            printf x | secret-tool store --label=t service s username u || exit 9; exit 5'
+                        echo $?
+                    done | sort | uniq -c | sed 's/^ *//'
+                    """,
+                ], environment: environment, timeout: 120)
+            #expect(result.stdoutText == "10 5\n", "\(result.stderr)")
+        }
+    }
+
+    /// A signal while serve opens the vault (its scrypt) or just after leaves no private bus
+    /// directory behind, SIGKILL included: the directory is made once the vault is open, and a
+    /// guardian removes it from then on. Before, every signal in the opening left one.
+    @Test(arguments: ["TERM", "KILL"])
+    func aSignalDuringTheStartLeavesNothingBehind(signal: String) throws {
+        try CLIBackend.withVault { _ in
+            let slow = try cli(["-s", "s", "set", "k"], stdin: Data("v".utf8), extra: ["KEYCHAIN_VAULT_WORK_FACTOR": "16"])
+            #expect(slow.status == 0)
+            let runtime = try ScratchDirectory("runtime")
+            defer { runtime.remove() }
+            var environment = cliEnvironment()
+            environment["XDG_RUNTIME_DIR"] = runtime.url.path
+            environment["K"] = keychainCLIPath
+            // A command SIGTERM ends, whatever the test runner blocked.
+            environment["COMMAND"] = """
+                import signal, time
+                signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
+                time.sleep(30)
+                """
+            let result = try runProcess(
+                "/bin/sh",
+                [
+                    "-c",
+                    """
+                    for delay in 0.1 0.3 0.6 1 1.5 2; do
+                        "$K" serve -- python3 -c "$COMMAND" "$XDG_RUNTIME_DIR" &
+                        serve=$!
+                        sleep $delay; kill -\(signal) $serve; wait $serve
+                    done 2>/dev/null
+                    sleep 1; ls -A "$XDG_RUNTIME_DIR"; pgrep -f "$XDG_RUNTIME_DIR" || true
+                    """,
+                ], environment: environment, timeout: 120)
+            #expect(result.stdoutText == "", "left behind: \(result.stdoutText) \(result.stderr)")
         }
     }
 }

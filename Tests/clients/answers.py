@@ -1,8 +1,14 @@
 """Asks a Secret Service provider what serve must answer as gnome-keyring does, one line per
 question: the same script runs against gnome-keyring and serve, and the lines must agree.
 
-    python3 answers.py        (with DBUS_SESSION_BUS_ADDRESS the provider's bus)
+    python3 answers.py [--no-pipelining]   (with DBUS_SESSION_BUS_ADDRESS the provider's bus)
+
+--no-pipelining leaves out the Delete with calls queued behind it, which kills gnome-keyring 42.1
+itself about one time in two (GLib 2.74 calls a freed table, as it did in serve): its answers to
+it when it lives are in the test that runs this script.
 """
+
+import sys
 
 from ssclient import (I_COLLECTION, I_ITEM, I_PROPERTIES, I_SERVICE, LOGIN, SERVICE, SESSION_COLLECTION, Client)
 
@@ -25,6 +31,23 @@ kept = client.create({"answers": "session"}, "in memory", collection=SESSION_COL
 print("session item:", kept.startswith(SESSION_COLLECTION + "/"),
       client.search({"answers": "session"}) == [kept], client.secret(kept),
       call(LOGIN, I_COLLECTION, "SearchItems", "a{ss}", ({"answers": "session"},))[0])
+
+# The aliases' own paths, as libsecret makes them of an alias (secret-tool store --collection=NAME).
+for alias in ("session", "login", "default"):
+    made = client.create({"answers": "alias-" + alias}, alias, collection=SERVICE + "/aliases/" + alias)
+    print(f"CreateItem on aliases/{alias}:", made.rsplit("/", 1)[0])
+    call(made, I_ITEM, "Delete")
+
+# An item's Type, a property CreateItem does not know.
+print("set Type:", error(typed, I_PROPERTIES, "Set", "ssv", (I_ITEM, "Type", ("s", "org.example.U"))),
+      client.get_property(typed, I_ITEM, "Attributes").get("xdg:schema"))
+print("an unknown property:", error(LOGIN, I_COLLECTION, "CreateItem", "a{sv}(oayays)b",
+                                    ({"foo.bar": ("s", "x")}, (client.session, b"", b"s", "text/plain"), False)))
+
+if "--no-pipelining" in sys.argv:
+    for item in (typed, kept):
+        call(item, I_ITEM, "Delete")
+    sys.exit(0)
 
 # Delete, then two Properties.Set and the other calls on it, sent without waiting.
 gone = client.create({"answers": "deleted"}, "d")

@@ -27,10 +27,13 @@ extension OpenBaoStore: DetailedSecretStore {
         return secrets
     }
 
+    /// The items of every secret of the mount the token may read: a secret its policy denies, or
+    /// whose answer does not decode, is left out rather than failing the whole listing (serve on
+    /// a mount shared with other teams).
     public func detailedItems() throws(KeychainError) -> [DetailedItem] {
         var items: [DetailedItem] = []
         for service in try secretPaths() {
-            let secret = try read(service)
+            guard let secret = try readableSecret(service) else { continue }
             // KV keeps one creation time per secret (service), the date its keys all show.
             let created = try creationDate(service)
             for (field, value) in secret.fields where !Self.isDetailsField(field) {
@@ -69,7 +72,7 @@ extension OpenBaoStore: DetailedSecretStore {
     /// item removed after, unless another writer changed it meanwhile; a removal that fails
     /// undoes the addition, so that a failed update changes nothing.
     public func updateItem(
-        at address: SecretAddress, movingTo destination: SecretAddress?, _ change: (ItemContents) -> ItemContents
+        at address: SecretAddress, movingTo destination: SecretAddress?, _ change: (ItemContents) -> ItemContents?
     ) throws(KeychainError) -> ItemUpdate {
         let target = destination ?? address
         try Self.refuseReserved(target.key)
@@ -88,7 +91,11 @@ extension OpenBaoStore: DetailedSecretStore {
                 }
                 let contents = ItemContents(
                     secret: KVValue.decode(value), details: KVSecret(fields: fields).details(of: key))
-                written = Self.fields(newKey, change(contents))
+                guard let new = change(contents) else {
+                    outcome = .missing
+                    return nil
+                }
+                written = Self.fields(newKey, new)
                 return newKey == key ? written : written.merging(Self.removal(key)) { new, _ in new }
             }
             guard let version else { return outcome }
@@ -97,8 +104,10 @@ extension OpenBaoStore: DetailedSecretStore {
         let source = try read(address.service)
         guard let value = source.fields[key] else { return .missing }
         let detailsValue = source.fields[Self.detailsField(key)]
-        let written = Self.fields(
-            newKey, change(ItemContents(secret: KVValue.decode(value), details: source.details(of: key))))
+        guard let new = change(ItemContents(secret: KVValue.decode(value), details: source.details(of: key))) else {
+            return .missing
+        }
+        let written = Self.fields(newKey, new)
         guard let version = try checkAndSet(target.service, { $0[newKey] == nil ? written : nil }) else {
             return .destinationTaken
         }
@@ -116,6 +125,15 @@ extension OpenBaoStore: DetailedSecretStore {
         return .updated(Self.written(target, written, version, created: nil))
     }
 
+    /// The service's secret, or nil when the token may not read it or its answer does not decode.
+    func readableSecret(_ service: ServiceName) throws(KeychainError) -> KVSecret? {
+        do {
+            return try read(service)
+        } catch .serverDenied, .invalidData {
+            return nil
+        }
+    }
+
     /// The collection's label is kept as the details of no key (a field no item has, hidden as
     /// every details field is) in the secret of the service `secret-service`.
     static let labelService = "secret-service"
@@ -129,6 +147,16 @@ extension OpenBaoStore: DetailedSecretStore {
 
     public func setCollectionLabel(_ label: String) throws(KeychainError) {
         try write(try ServiceName(Self.labelService), [Self.detailsPrefix: .object(["label": .string(label)])])
+    }
+
+    /// Decided by check-and-set on the service's secret as the server holds it.
+    public func deleteItem(at address: SecretAddress, if matches: (ItemDetails?) -> Bool) throws(KeychainError)
+        -> Bool
+    {
+        let key = address.key.rawValue
+        return try checkAndSet(address.service) { fields in
+            fields[key] != nil && matches(KVSecret(fields: fields).details(of: key)) ? Self.removal(key) : nil
+        } != nil
     }
 
     /// The fields that hold `contents` under `key`: the secret, and its details (removed when nil).

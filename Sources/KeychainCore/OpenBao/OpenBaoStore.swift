@@ -136,7 +136,18 @@ public final class OpenBaoStore: SecretStore {
             try requireKVVersion2()
         }
         // A deleted or destroyed current version answers 404 with its metadata: writes must name it.
-        let answer = try? JSONDecoder().decode(Answer.self, from: Data(response.body))
+        let answer: Answer?
+        do {
+            answer = try JSONDecoder().decode(Answer.self, from: Data(response.body))
+        } catch {
+            guard response.status != 200 else {
+                throw .invalidData(
+                    key: service.rawValue,
+                    reason: "cannot be read: OpenBao's answer for \(path) does not decode as JSON (a value another "
+                        + "tool nested more than 500 levels deep does not)")
+            }
+            answer = nil
+        }
         if response.status == 200 && answer?.data?.metadata?.version == nil {
             throw .serverUnavailable(
                 detail: "OpenBao's answer for \(path) is not a KV version 2 secret. Check that "

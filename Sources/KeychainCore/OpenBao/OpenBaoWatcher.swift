@@ -18,7 +18,10 @@ extension OpenBaoStore {
             if let service { services = [service] } else { services = try self.secretPaths() }
             var snapshot: [ItemID: ItemState] = [:]
             for name in services {
-                let secret = try self.read(name)
+                // Every service: those the token may read (see detailedItems()).
+                guard let secret = service == nil ? try self.readableSecret(name) : try self.read(name) else {
+                    continue
+                }
                 let items: [ItemID: ItemState]
                 if let known = seen.withLock({ $0[name] }), known.version == secret.version,
                     known.deleted == secret.fields.isEmpty

@@ -9,6 +9,13 @@ struct ServedItem: Equatable {
     var modified: UInt64
     /// The store's ``DetailedItem/revision`` when the index last saw the item.
     var revision: Int
+    /// Whether the store keeps details for it (serve wrote it): an item at its address without
+    /// details is then another item, which another program stored after deleting this one (`set`
+    /// of an existing item keeps its details).
+    var storedDetails: Bool
+
+    /// Whether `details`, what the store holds at the item's address now, can be this item's.
+    func isStored(with details: ItemDetails?) -> Bool { details != nil || !storedDetails }
 }
 
 /// The items of one collection, numbered for their object paths, found by attributes in memory:
@@ -87,7 +94,7 @@ struct ProviderIndex {
         items[number] = ServedItem(
             number: number, address: entry.address, details: entry.details ?? Self.bareDetails(entry.address),
             created: entry.created.map(unixSeconds) ?? old?.created ?? unixSeconds(now),
-            modified: unixSeconds(entry.modified ?? now), revision: entry.revision)
+            modified: unixSeconds(entry.modified ?? now), revision: entry.revision, storedDetails: entry.details != nil)
         return (number, displaced)
     }
 
@@ -103,24 +110,31 @@ struct ProviderIndex {
     mutating func replace(with listing: [DetailedItem]) -> (added: [Int], changed: [Int], removed: [Int]) {
         var added: [Int] = []
         var changed: [Int] = []
+        var gone: [Int] = []
         var seen: Set<Int> = []
         for entry in listing {
             if let old = holder(of: entry.address) {
-                seen.insert(old.number)
-                guard
-                    (entry.details ?? Self.bareDetails(entry.address)) != old.details || entry.revision != old.revision
-                else { continue }
-                put(entry, as: old.number)
-                changed.append(old.number)
-            } else {
-                let number = put(entry).number
-                seen.insert(number)
-                added.append(number)
+                if old.isStored(with: entry.details) {
+                    seen.insert(old.number)
+                    guard
+                        (entry.details ?? Self.bareDetails(entry.address)) != old.details
+                            || entry.revision != old.revision
+                    else { continue }
+                    put(entry, as: old.number)
+                    changed.append(old.number)
+                    continue
+                }
+                // Another program deleted it and stored a new item there.
+                remove(old.number)
+                gone.append(old.number)
             }
+            let number = put(entry).number
+            seen.insert(number)
+            added.append(number)
         }
         let removed = items.keys.filter { !seen.contains($0) }
         for number in removed { remove(number) }
-        return (added.sorted(), changed.sorted(), removed.sorted())
+        return (added.sorted(), changed.sorted(), (removed + gone).sorted())
     }
 
     /// What an item written without details (by `keychain-cli set`) shows: the attributes, label
@@ -145,8 +159,12 @@ struct ProviderIndex {
 /// gnome-keyring has).
 final class ServedCollection {
     static let prefix = "/org/freedesktop/secrets/collection/"
-    /// Where clients that use the `default` alias's path directly (python SecretStorage) find it.
-    static let defaultAliasPath = "/org/freedesktop/secrets/aliases/default"
+    /// Where clients that use an alias's path directly find a collection (libsecret turns an
+    /// alias NAME into /org/freedesktop/secrets/aliases/NAME; python SecretStorage uses `default`'s).
+    static let aliasPrefix = "/org/freedesktop/secrets/aliases/"
+    static let defaultAliasPath = aliasPrefix + "default"
+    /// The aliases: `default` and `login` name the login collection, `session` the session one.
+    static let aliases = ["default", "login", "session"]
 
     let name: String
     let path: String

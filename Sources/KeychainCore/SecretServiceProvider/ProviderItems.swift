@@ -41,6 +41,7 @@ extension SecretServiceProvider {
             try requireUnlocked(collection)
             let (secret, contentType) = try session.decode(argument)
             try rewrite(item, in: collection, path: call.path) { current in
+                guard item.isStored(with: current.details) else { return nil }
                 var details = current.details ?? item.details
                 details.contentType = contentType
                 return ItemContents(secret: secret, details: details)
@@ -48,10 +49,12 @@ extension SecretServiceProvider {
             return Variant.tuple([])
         case "Delete":
             try requireUnlocked(collection)
-            _ = try backend { () throws(KeychainError) in
-                try collection.store.deleteSecret(service: item.address.service, key: item.address.key)
+            // Only this item: not one another program stored there after deleting it.
+            let deleted = try backend { () throws(KeychainError) in
+                try collection.store.deleteItem(at: item.address) { item.isStored(with: $0) }
             }
             forget(item, in: collection)
+            guard deleted else { throw .unknownObject(call.path) }
             return Variant.tuple([Variant.objectPath("/")])
         default:
             throw .notSupported("\(call.interface).\(call.method) is not supported")
@@ -73,6 +76,10 @@ extension SecretServiceProvider {
 
         let session = try session(variantString(secretArgument, child: 0), for: call)
         try requireUnlocked(collection)
+        // gnome-keyring refuses the properties it does not know, and so does serve.
+        if let unknown = properties.keys.sorted().first(where: { !Self.creatable.contains($0) }) {
+            throw .invalidArguments("CreateItem does not take the property \(unknown)")
+        }
         var attributes = try Self.value(properties, "Attributes", "a{ss}", Variant.strings) ?? [:]
         let label = try Self.value(properties, "Label", "s", Variant.text) ?? ""
         // The item's type is its xdg:schema attribute, as gnome-keyring keeps it.
@@ -92,8 +99,8 @@ extension SecretServiceProvider {
                 ?? ProviderIndex.nativeAddress(attributes).flatMap({ collection.index.holder(of: $0) })
         {
             let update = try backend { () throws(KeychainError) in
-                try collection.store.updateItem(at: existing.address, movingTo: nil) { _ in
-                    ItemContents(secret: secret, details: details)
+                try collection.store.updateItem(at: existing.address, movingTo: nil) { current in
+                    existing.isStored(with: current.details) ? ItemContents(secret: secret, details: details) : nil
                 }
             }
             if case .updated(let stored) = update {
@@ -156,6 +163,7 @@ extension SecretServiceProvider {
                 update = try collection.store.updateItem(
                     at: item.address, movingTo: destination == item.address ? nil : destination
                 ) { current in
+                    guard item.isStored(with: current.details) else { return nil }
                     var new = details
                     new.contentType = current.details?.contentType ?? item.details.contentType
                     return ItemContents(secret: current.secret, details: new)
@@ -181,7 +189,7 @@ extension SecretServiceProvider {
     /// Rewrites `item` in place from what the store holds now.
     private func rewrite(
         _ item: ServedItem, in collection: ServedCollection, path: String,
-        _ change: (ItemContents) -> ItemContents
+        _ change: (ItemContents) -> ItemContents?
     ) throws(ProviderError) {
         let update = try backend { () throws(KeychainError) in
             try collection.store.updateItem(at: item.address, movingTo: nil, change)
@@ -218,6 +226,10 @@ extension SecretServiceProvider {
     func requireUnlocked(_ collection: ServedCollection) throws(ProviderError) {
         guard !collection.locked else { throw .isLocked("the collection is locked: call Unlock first") }
     }
+
+    /// The properties CreateItem takes (an item's `Locked` is its collection's: ignored).
+    private static let creatable = Set(
+        ["Attributes", "Label", "Type", "Locked"].map { "org.freedesktop.Secret.Item.\($0)" })
 
     /// The property `name` of CreateItem's properties (`org.freedesktop.Secret.Item.NAME`), of
     /// type `signature`, read by `read`; nil when not given.

@@ -51,7 +51,7 @@ extension SecretServiceProvider {
     func requireAnnounceable(_ details: ItemDetails, in collection: ServedCollection) throws(ProviderError) {
         let item = ServedItem(
             number: Int.max, address: ProviderIndex().otherAddress(), details: details, created: 0, modified: 0,
-            revision: 0)
+            revision: 0, storedDetails: true)
         let announcement = Variant.tuple([
             Variant.objectPath(collection.path(of: item.number)),
             Self.interfaceEntry(ProviderInterface.item, Self.itemProperties(item, in: collection)),

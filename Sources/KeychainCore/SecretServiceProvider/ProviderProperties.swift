@@ -82,12 +82,14 @@ extension SecretServiceProvider {
 
     /// Sets a writable property (GDBus has checked that it is one, and the value's type): a
     /// collection's label (kept in its store, so that the login collection's outlives serve), an
-    /// item's label or attributes.
+    /// item's label, attributes or type (its xdg:schema attribute, which gnome-keyring lets clients
+    /// set though the specification has no Type).
     private func setProperty(_ interface: String, _ name: String, to value: OpaquePointer, at path: String)
         throws(ProviderError)
     {
         if interface == ProviderInterface.collection {
             guard let collection = collection(at: path) else { throw .unknownObject(path) }
+            try requireUnlocked(collection)
             let label = Variant.text(value)
             try backend { () throws(KeychainError) in try collection.store.setCollectionLabel(label) }
             collection.label = label
@@ -99,6 +101,7 @@ extension SecretServiceProvider {
         switch name {
         case "Label": details.label = Variant.text(value)
         case "Attributes": details.attributes = Variant.strings(value)
+        case "Type": details.attributes["xdg:schema"] = Variant.text(value)  // as gnome-keyring
         default: throw .notSupported("\(name) cannot be set")
         }
         try change(item, in: collection, to: details, path: path)

@@ -60,7 +60,10 @@ extension SecretServiceProvider {
 
     /// The collection at `path`, its own or an alias's.
     func collection(at path: String) -> ServedCollection? {
-        path == ServedCollection.defaultAliasPath ? login : collections.first { $0.path == path }
+        if path.hasPrefix(ServedCollection.aliasPrefix) {
+            return aliased(String(path.dropFirst(ServedCollection.aliasPrefix.count)))
+        }
+        return collections.first { $0.path == path }
     }
 
     /// The item at `path` (under its collection's path or an alias's) and its collection.

@@ -61,6 +61,9 @@ struct ProviderSession {
         let value = variantBytes(secret, child: 2)
         let contentType = variantString(secret, child: 3)
         var plaintext = Data(value)
+        guard encryption != nil || parameters.isEmpty else {
+            throw .invalidArguments("a secret of a plain session has no parameters")
+        }
         if let encryption {
             do {
                 plaintext = try encryption.decrypt(parameters: parameters, value: value)

@@ -45,6 +45,8 @@ public final class SecretServiceProvider: @unchecked Sendable {
     var collections: [ServedCollection] { [login, sessionItems] }
     var sessions: [String: ProviderSession] = [:]
     var lastSession = 0
+    var opened = false
+    var handlingSignals = false
     var connection: OpaquePointer?
     /// The parts of the object tree registered on the bus (GDBus holds them unretained).
     var subtrees: [ProviderSubtree] = []
@@ -89,17 +91,21 @@ public final class SecretServiceProvider: @unchecked Sendable {
         if !replace, let owner = ownerDescription() {
             throw .nameTaken(name: Self.name, owner: owner, conflict: .owned)
         }
-        try login.store.prepareForWrites()
-        _ = login.index.replace(with: try login.store.detailedItems())
-        // A token that may not read the secret-service secret still serves the rest.
-        login.label = (try? login.store.collectionLabel()).flatMap { $0 } ?? login.label
+        try open()
         try register(ProviderInterface.servicePath, .service)
         for collection in collections { try register(collection.path, .collection(collection)) }
-        try register(ServedCollection.defaultAliasPath, .collection(login))
+        for alias in ServedCollection.aliases {
+            try register(ServedCollection.aliasPrefix + alias, .collection(aliased(alias)!))
+        }
         try register(String(ProviderInterface.sessionPrefix.dropLast()), .sessions)
         subscribeToNameChanges()
         try requestName(replace: replace)
-        // Any change another process makes: the index is made what the backend holds then.
+        startWatching()
+    }
+
+    /// Watches the backend: any change another process makes, the index is made what the backend
+    /// holds then (``reload()``).
+    func startWatching() {
         watch = try? login.store.watch(service: nil, interval: 2) { [self] event in
             if case .failure(let failure) = event { watchFailure.withLock { $0 = failure } }
             let wake = reloadPending.withLock { pending in
@@ -110,26 +116,70 @@ public final class SecretServiceProvider: @unchecked Sendable {
         }
     }
 
+    /// Whether serve goes on after its watcher failed with `failure`: an OpenBao server that
+    /// stopped answering, is sealed or has no leader comes back (the calls that need it fail
+    /// meanwhile); a vault re-keyed, damaged or removed, or a token no longer valid, does not.
+    static func outlives(_ failure: KeychainError) -> Bool {
+        switch failure {
+        case .serverUnavailable, .serverTimedOut: true
+        default: false
+        }
+    }
+
+    /// Watches again after a failure serve outlives, and catches up with what changed meanwhile;
+    /// tries again in 2 s while the backend cannot be watched.
+    func watchAgain() {
+        startWatching()
+        if watch == nil { return retryWatching() }
+        reload()
+    }
+
+    func retryWatching() {
+        g_timeout_add_seconds(2, providerWatchAgain, Unmanaged.passUnretained(self).toOpaque())
+    }
+
+    /// Opens the backend and reads its items (a vault asks its passphrase now, and pays its
+    /// scrypt); ``start(busAddress:replace:)`` does it first thing after the name check, unless
+    /// done before (`serve -- COMMAND` opens the backend before it makes its private bus, so
+    /// that a signal during the opening leaves nothing behind).
+    public func open() throws(KeychainError) {
+        guard !opened else { return }
+        try login.store.prepareForWrites()
+        _ = login.index.replace(with: try login.store.detailedItems())
+        // A token that may not read the secret-service secret still serves the rest.
+        login.label = (try? login.store.collectionLabel()).flatMap { $0 } ?? login.label
+        opened = true
+    }
+
     /// Serves until SIGTERM, SIGINT or SIGHUP, until `child` exits, or until the name is lost.
     /// With a `child`, those signals are passed on to it instead, and serving goes on until it
     /// exits (so that it is never left running without its bus).
     public func run(watching child: pid_t? = nil) -> Exit {
         loop = g_main_loop_new(nil, 0)
         self.child = child
-        let me = Unmanaged.passUnretained(self).toOpaque()
+        handleStoppingSignals()
         // A caller may have blocked them (a test runner's thread does): serve must still stop.
         var stopping = sigset_t()
         sigemptyset(&stopping)
-        for (signal, handler) in [(SIGTERM, providerSIGTERM), (SIGINT, providerSIGINT), (SIGHUP, providerSIGHUP)] {
-            g_unix_signal_add(signal, handler, me)
-            sigaddset(&stopping, signal)
-        }
+        for signal in [SIGTERM, SIGINT, SIGHUP] { sigaddset(&stopping, signal) }
         pthread_sigmask(SIG_UNBLOCK, &stopping, nil)
-        if let child { g_child_watch_add(child, providerChildExited, me) }
+        if let child { g_child_watch_add(child, providerChildExited, Unmanaged.passUnretained(self).toOpaque()) }
         g_main_loop_run(loop)
         watch?.cancel()
         if let connection { g_dbus_connection_close_sync(connection, nil, nil) }
         return exit ?? .stopped
+    }
+
+    /// From now on SIGTERM, SIGINT and SIGHUP are handled by ``run(watching:)``'s loop (they wait
+    /// for it when they come before), whichever thread the kernel gives them to, instead of ending
+    /// the process. Called again, it does nothing.
+    public func handleStoppingSignals() {
+        guard !handlingSignals else { return }
+        handlingSignals = true
+        let me = Unmanaged.passUnretained(self).toOpaque()
+        for (signal, handler) in [(SIGTERM, providerSIGTERM), (SIGINT, providerSIGINT), (SIGHUP, providerSIGHUP)] {
+            g_unix_signal_add(signal, handler, me)
+        }
     }
 
     /// SIGTERM, SIGINT or SIGHUP: passed on to the child, else the end.
@@ -151,7 +201,15 @@ public final class SecretServiceProvider: @unchecked Sendable {
     /// answered in the index, so they find nothing to announce again here.
     func reload() {
         reloadPending.withLock { $0 = false }
-        if let failure = watchFailure.withLock({ $0 }) { return finish(.backendFailed(failure)) }
+        if let failure = watchFailure.withLock({ failure in
+            defer { failure = nil }
+            return failure
+        }) {
+            guard Self.outlives(failure) else { return finish(.backendFailed(failure)) }
+            watch?.cancel()
+            watch = nil
+            return retryWatching()
+        }
         guard let listing = try? login.store.detailedItems() else { return }
         let (added, changed, removed) = login.index.replace(with: listing)
         announce(login, created: added, changed: changed, deleted: removed)
@@ -177,6 +235,11 @@ public final class SecretServiceProvider: @unchecked Sendable {
 
 private let providerReload: GSourceFunc = { data in
     Unmanaged<SecretServiceProvider>.fromOpaque(data!).takeUnretainedValue().reload()
+    return 0
+}
+
+private let providerWatchAgain: GSourceFunc = { data in
+    Unmanaged<SecretServiceProvider>.fromOpaque(data!).takeUnretainedValue().watchAgain()
     return 0
 }
 

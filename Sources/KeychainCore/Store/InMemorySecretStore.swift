@@ -169,13 +169,13 @@ extension InMemorySecretStore: DetailedSecretStore {
     }
 
     public func updateItem(
-        at address: SecretAddress, movingTo destination: SecretAddress?, _ change: (ItemContents) -> ItemContents
+        at address: SecretAddress, movingTo destination: SecretAddress?, _ change: (ItemContents) -> ItemContents?
     ) throws(KeychainError) -> ItemUpdate {
         let target = destination ?? address
         let update: ItemUpdate = state.withLock { entries in
             guard let old = entries[address.service]?[address.key] else { return .missing }
             if target != address && entries[target.service]?[target.key] != nil { return .destinationTaken }
-            let new = change(ItemContents(secret: old.secret, details: old.details))
+            guard let new = change(ItemContents(secret: old.secret, details: old.details)) else { return .missing }
             if target != address {
                 entries[address.service]?[address.key] = nil
                 if entries[address.service]?.isEmpty == true { entries[address.service] = nil }
@@ -196,6 +196,24 @@ extension InMemorySecretStore: DetailedSecretStore {
             announce(changes)
         }
         return update
+    }
+
+    public func deleteItem(at address: SecretAddress, if matches: (ItemDetails?) -> Bool) throws(KeychainError)
+        -> Bool
+    {
+        let deleted: Entry? = state.withLock { entries in
+            guard let entry = entries[address.service]?[address.key], matches(entry.details) else { return nil }
+            entries[address.service]?[address.key] = nil
+            if entries[address.service]?.isEmpty == true { entries[address.service] = nil }
+            return entry
+        }
+        guard let deleted else { return false }
+        announce([
+            StoreChange(
+                kind: .deleted, service: address.service.rawValue, key: address.key.rawValue,
+                application: deleted.info.application)
+        ])
+        return true
     }
 
     public func collectionLabel() throws(KeychainError) -> String? { label.withLock { $0 } }

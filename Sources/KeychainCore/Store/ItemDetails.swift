@@ -92,16 +92,24 @@ public protocol DetailedSecretStore: SecretStore {
         -> DetailedItem?
 
     /// Rewrites the item at `address` from what the backend holds now: `change` gets its secret
-    /// and details and returns the new ones (it may be called more than once, and must only
-    /// compute). With a `destination`, the item moves there, if nothing is stored there now:
-    /// the vault moves it in one write; OpenBao in one check-and-set within a service, else
-    /// writes the destination first and removes the item after (leaving it where it is if
-    /// another writer changed it meanwhile), undoing the first write when the second fails.
+    /// and details and returns the new ones, or nil when what is there is not the item the
+    /// caller means (then nothing is written, and the answer is ``ItemUpdate/missing``); it may
+    /// be called more than once, and must only compute. With a `destination`, the item moves
+    /// there, if nothing is stored there now: the vault moves it in one write; OpenBao in one
+    /// check-and-set within a service, else writes the destination first and removes the item
+    /// after (leaving it where it is if another writer changed it meanwhile), undoing the first
+    /// write when the second fails.
     /// - Throws: ``KeychainError`` when the backend cannot answer or store it; nothing is then
     ///   changed.
     func updateItem(
-        at address: SecretAddress, movingTo destination: SecretAddress?, _ change: (ItemContents) -> ItemContents
+        at address: SecretAddress, movingTo destination: SecretAddress?, _ change: (ItemContents) -> ItemContents?
     ) throws(KeychainError) -> ItemUpdate
+
+    /// Removes the item at `address` if `matches` says that what is there now (its details, nil
+    /// for none) is the item the caller means, decided as ``addItem(_:details:at:)`` decides.
+    /// - Returns: false, and nothing removed, when nothing is there or it does not match.
+    /// - Throws: ``KeychainError`` when the backend cannot answer or remove it.
+    func deleteItem(at address: SecretAddress, if matches: (ItemDetails?) -> Bool) throws(KeychainError) -> Bool
 
     /// The label `serve` gives its collection, kept with the items; nil when none was set.
     /// - Throws: ``KeychainError`` when the backend cannot answer.

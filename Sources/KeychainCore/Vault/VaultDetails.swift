@@ -55,18 +55,33 @@ extension VaultStore: DetailedSecretStore {
 
     /// Decided, and moved, in one write under the write lock.
     public func updateItem(
-        at address: SecretAddress, movingTo destination: SecretAddress?, _ change: (ItemContents) -> ItemContents
+        at address: SecretAddress, movingTo destination: SecretAddress?, _ change: (ItemContents) -> ItemContents?
     ) throws(KeychainError) -> ItemUpdate {
         let now = Self.now()
         let target = destination ?? address
         return try modify { entries in
             guard let old = entries[address.service]?[address.key] else { return (.missing, false) }
             if target != address && entries[target.service]?[target.key] != nil { return (.destinationTaken, false) }
-            let new = change(ItemContents(secret: old.secret, details: old.details))
+            guard let new = change(ItemContents(secret: old.secret, details: old.details)) else {
+                return (.missing, false)
+            }
             if target != address { Self.remove(address, from: &entries) }
             let entry = Entry(secret: new.secret, created: old.created ?? now, modified: now, details: new.details)
             entries[target.service, default: [:]][target.key] = entry
             return (.updated(Self.detailed(target, entry)), true)
+        }
+    }
+
+    /// Decided under the write lock, on the file as it is then.
+    public func deleteItem(at address: SecretAddress, if matches: (ItemDetails?) -> Bool) throws(KeychainError)
+        -> Bool
+    {
+        try modify { entries in
+            guard let entry = entries[address.service]?[address.key], matches(entry.details) else {
+                return (false, false)
+            }
+            Self.remove(address, from: &entries)
+            return (true, true)
         }
     }
 

@@ -55,7 +55,12 @@ extension KeychainCLI {
                 try finish(provider.run())
                 return
             }
-            var bus = try PrivateBus.start()
+            // The passphrase and the vault's scrypt first: a signal meanwhile leaves nothing behind.
+            try provider.open()
+            // From the private bus on, a stopping signal waits for serve's loop, which passes it
+            // on to the command: by default it would end serve, and leave the command without its bus.
+            provider.handleStoppingSignals()
+            let bus = try PrivateBus.start()
             defer { bus.stop() }
             try provider.start(busAddress: bus.address, replace: false)
             settings.withholdSecretsFromCommands()

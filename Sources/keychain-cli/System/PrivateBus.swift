@@ -6,13 +6,13 @@ import KeychainCore
 /// A D-Bus session bus of our own (`serve -- COMMAND`): a dbus-daemon listening on a socket in a
 /// new private directory, with no service files, so that nothing but us can become the Secret
 /// Service on it. Stopped and its directory removed by ``stop()``, or, when serve is killed
-/// before it can, by the guardian of the command that uses it (``guardCommand(_:)``).
+/// before it can, by a guardian process, which also ends the command (``guardCommand(_:)``).
 struct PrivateBus {
     let address: String
     let daemon: pid_t
     let directory: String
     /// The guardian process and the write end of its lifeline.
-    private var guardian: (pid: pid_t, lifeline: Int32)?
+    private let guardian: (pid: pid_t, lifeline: Int32)?
 
     static func start() throws -> PrivateBus {
         var template = Array("\(temporaryDirectory())/keychain-cli-bus.XXXXXX".utf8CString)
@@ -20,6 +20,12 @@ struct PrivateBus {
             throw CommandFailure(kind: .io, message: "cannot make a directory for the private bus: \(errnoText())")
         }
         let directory = String(decoding: template.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        // From here on, whatever ends serve, the directory goes: serve's stop(), or its guardian.
+        let guardian = startGuardian(directory)
+        func abandon() {
+            remove(directory)
+            release(guardian)
+        }
         // The limits a session bus has (session.conf): dbus-daemon's own defaults allow a client
         // 128 calls in flight, and libsecret reads the properties of every item found at once.
         let configuration = """
@@ -42,20 +48,20 @@ struct PrivateBus {
         do {
             try writeFileAtomically("\(directory)/bus.conf", Array(configuration.utf8))
         } catch {
-            rmdir(directory)
+            abandon()
             throw error
         }
         var pipeEnds: [Int32] = [0, 0]
         guard pipe(&pipeEnds) == 0, fcntl(pipeEnds[0], F_SETFD, FD_CLOEXEC) == 0,
             fcntl(pipeEnds[1], F_SETFD, FD_CLOEXEC) == 0
         else {
-            remove(directory)
+            abandon()
             throw CommandFailure(kind: .io, message: "cannot make a pipe for the private bus: \(errnoText())")
         }
         defer { close(pipeEnds[0]) }
         guard let program = executable(named: "dbus-daemon") else {
             close(pipeEnds[1])
-            remove(directory)
+            abandon()
             throw KeychainError.noSessionBus(
                 detail: "serve -- COMMAND needs dbus-daemon, which is not in PATH; install it (apt install dbus-daemon)"
             )
@@ -72,7 +78,7 @@ struct PrivateBus {
         let failure = errno
         close(pipeEnds[1])
         guard pid > 0 else {
-            remove(directory)
+            abandon()
             throw KeychainError.noSessionBus(
                 detail: "cannot start dbus-daemon for the private bus (\(String(cString: strerror(failure))))")
         }
@@ -80,7 +86,7 @@ struct PrivateBus {
         var byte: UInt8 = 0
         while read(pipeEnds[0], &byte, 1) == 1, byte != UInt8(ascii: "\n") { line.append(byte) }
         let bus = PrivateBus(
-            address: String(decoding: line, as: UTF8.self), daemon: pid, directory: directory, guardian: nil)
+            address: String(decoding: line, as: UTF8.self), daemon: pid, directory: directory, guardian: guardian)
         guard !line.isEmpty else {
             bus.stop()
             throw KeychainError.noSessionBus(detail: "dbus-daemon did not start a private bus")
@@ -90,20 +96,13 @@ struct PrivateBus {
         return bus
     }
 
-    /// Starts a process that, if serve ends without ``stop()`` (SIGKILL), ends `command` as serve
-    /// would (SIGTERM, SIGKILL 5 s later) and removes the bus's directory (the daemon itself dies
-    /// with serve). Without it the command would run on with no bus, and the directory stay.
-    mutating func guardCommand(_ command: pid_t) {
-        guard let (read, write) = makePipe() else { return }
-        let handle = keychain_cli_pidfd_open(command)
-        let pid = keychain_cli_spawn_guardian(read, handle, command, "\(directory)/bus", directory, 5000)
-        close(read)
-        if handle >= 0 { close(handle) }
-        guard pid > 0 else {
-            close(write)
-            return
-        }
-        guardian = (pid, write)
+    /// Tells the guardian the command's pid: if serve ends without ``stop()`` (SIGKILL), the
+    /// guardian ends the command as serve would (SIGTERM, SIGKILL 5 s later) rather than leave it
+    /// running without its bus.
+    func guardCommand(_ command: pid_t) {
+        guard let (_, lifeline) = guardian else { return }
+        var message: [UInt8] = [UInt8(ascii: "p")] + withUnsafeBytes(of: Int32(command)) { Array($0) }
+        _ = Glibc.write(lifeline, &message, message.count)
     }
 
     /// Stops the daemon and removes its directory, then lets the guardian go.
@@ -111,13 +110,30 @@ struct PrivateBus {
         // A second for it to go, then SIGKILL: nothing of ours is in it to lose.
         terminate(daemon, graceSeconds: 1)
         PrivateBus.remove(directory)
-        if let (pid, lifeline) = guardian {
-            var done = UInt8(ascii: "x")
-            _ = Glibc.write(lifeline, &done, 1)
-            close(lifeline)
-            var status: Int32 = 0
-            while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
+        PrivateBus.release(guardian)
+    }
+
+    /// Tells the guardian that serve stopped everything itself, and reaps it.
+    private static func release(_ guardian: (pid: pid_t, lifeline: Int32)?) {
+        guard let (pid, lifeline) = guardian else { return }
+        var done = UInt8(ascii: "x")
+        _ = Glibc.write(lifeline, &done, 1)
+        close(lifeline)
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
+    }
+
+    /// The guardian of `directory` (see keychain_cli_spawn_guardian), with the write end of its
+    /// lifeline; nil when it cannot be started (serve then works as before, without it).
+    private static func startGuardian(_ directory: String) -> (pid: pid_t, lifeline: Int32)? {
+        guard let (read, write) = makePipe() else { return nil }
+        let pid = keychain_cli_spawn_guardian(read, "\(directory)/bus", directory, 5000)
+        close(read)
+        guard pid > 0 else {
+            close(write)
+            return nil
         }
+        return (pid, write)
     }
 
     private static func remove(_ directory: String) {
