@@ -94,7 +94,8 @@ struct ServeStallAndKillTests {
     @Test(arguments: ["TERM", "KILL"])
     func aSignalDuringTheStartLeavesNothingBehind(signal: String) throws {
         try CLIBackend.withVault { _ in
-            let slow = try cli(["-s", "s", "set", "k"], stdin: Data("v".utf8), extra: ["KEYCHAIN_VAULT_WORK_FACTOR": "16"])
+            let slow = try cli(
+                ["-s", "s", "set", "k"], stdin: Data("v".utf8), extra: ["KEYCHAIN_VAULT_WORK_FACTOR": "16"])
             #expect(slow.status == 0)
             let runtime = try ScratchDirectory("runtime")
             defer { runtime.remove() }

@@ -111,6 +111,24 @@ struct DetailedStoreTests {
         }
     }
 
+    /// A delete removes the item only if what is there now is the item the caller means, and an
+    /// update whose change declines writes nothing: how serve leaves alone an item another
+    /// program stored after deleting the one serve knew.
+    @Test(arguments: kinds)
+    func deletesAndUpdatesLeaveAnItemTheCallerDoesNotMean(on kind: StoreKind) throws {
+        let store = try detailedStore(kind)
+        let address = SecretAddress(service: try ServiceName(uniqueService()), key: try KeychainKey("k"))
+        _ = try store.addItem(Data("mine".utf8), details: details("m"), at: address)
+        #expect(try store.deleteItem(at: address) { $0 == nil } == false)
+        #expect(try store.secret(service: address.service, key: address.key) == Data("mine".utf8))
+        #expect(try store.deleteItem(at: address) { $0 == details("m") })
+        #expect(try store.secret(service: address.service, key: address.key) == nil)
+        #expect(try store.deleteItem(at: address) { _ in true } == false)
+        try store.setSecret(Data("theirs".utf8), service: address.service, key: address.key)
+        #expect(try store.updateItem(at: address, movingTo: nil) { _ in nil } == .missing)
+        #expect(try store.secret(service: address.service, key: address.key) == Data("theirs".utf8))
+    }
+
     /// The collection's label is kept with the items: another store on the same backend reads it.
     @Test(arguments: kinds)
     func theCollectionsLabelIsKept(on kind: StoreKind) throws {
