@@ -40,14 +40,7 @@ struct ServeOpenBaoTests {
     /// OpenBao stalled for a while (here longer than the time limit, so the watcher's looks time
     /// out), then back: serve goes on, answers again, and sees what was written meanwhile.
     @Test func anOpenBaoThatStallsForAWhileDoesNotEndServe() throws {
-        let server = try OpenBaoServer.shared.get()
-        let mount = "bl" + UUID().uuidString.prefix(10).lowercased().replacing("-", with: "")
-        try server.enableKV(mount)
-        let directory = try ScratchDirectory("blip")
-        defer { directory.remove() }
-        let proxy = try StallProxy(server: server, directory: directory)
-        defer { proxy.stop() }
-        try CLIBackend.$overrides.withValue(CLIBackend.openBaoEnvironment(server, mount: mount)) {
+        try StallProxy.withMount { server, _, proxied in
             let result = try served(
                 """
                 touch "$STALL"; sleep 4; rm "$STALL"
@@ -57,11 +50,8 @@ struct ServeOpenBaoTests {
                 for i in $(seq 40); do secret-tool lookup service blip username meanwhile && break; sleep 0.5; done; echo
                 printf after | secret-tool store --label=t service blip username after || exit 9
                 secret-tool lookup service blip username after
-                """,
-                extra: [
-                    "BAO_ADDR": proxy.address, "DIRECT": server.address, "KEYCHAIN_TIMEOUT": "1",
-                    "STALL": directory.path("stall"),
-                ], timeout: 120)
+                """, extra: proxied.merging(["DIRECT": server.address, "KEYCHAIN_TIMEOUT": "1"]) { a, _ in a },
+                timeout: 120)
             #expect(result.status == 0, "\(result.stderr)")
             #expect(result.stdoutText == "written while serve was cut off\nafter", "\(result.stderr)")
         }

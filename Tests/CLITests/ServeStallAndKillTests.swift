@@ -9,14 +9,7 @@ struct ServeStallAndKillTests {
     /// limit, here 30 s) does not hold up a client's CreateItem, which goes out on a connection
     /// of its own: before, the two shared one, and the write waited out the watcher's request.
     @Test func aStalledWatcherRequestDoesNotHoldUpAWrite() throws {
-        let server = try OpenBaoServer.shared.get()
-        let mount = "st" + UUID().uuidString.prefix(10).lowercased().replacing("-", with: "")
-        try server.enableKV(mount)
-        let directory = try ScratchDirectory("stall")
-        defer { directory.remove() }
-        let proxy = try StallProxy(server: server, directory: directory)
-        defer { proxy.stop() }
-        try CLIBackend.$overrides.withValue(CLIBackend.openBaoEnvironment(server, mount: mount)) {
+        try StallProxy.withMount { server, mount, proxied in
             let result = try served(
                 """
                 sleep 1; touch "$STALL"; sleep 2.5; rm "$STALL"
@@ -26,11 +19,10 @@ struct ServeStallAndKillTests {
                     c.create({"service": "st", "username": "u"}, "v", replace=True); print("created")
                 except Exception as error:
                     print(repr(error))'
-                """, extra: ["BAO_ADDR": proxy.address, "KEYCHAIN_TIMEOUT": "30", "STALL": directory.path("stall")],
-                timeout: 120)
+                """, extra: proxied.merging(["KEYCHAIN_TIMEOUT": "30"]) { a, _ in a }, timeout: 120)
             #expect(result.stdoutText == "created\n", "\(result.stderr)")
+            #expect(try server.bao(["kv", "get", "-field=u", "\(mount)/st"]).stdoutText == "v")
         }
-        #expect(try server.bao(["kv", "get", "-field=u", "\(mount)/st"]).stdoutText == "v")
     }
 
     /// serve -- COMMAND killed with SIGKILL: its command gets SIGTERM (SIGKILL 5 s later if it

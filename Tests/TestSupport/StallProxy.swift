@@ -39,4 +39,21 @@ public final class StallProxy {
     }
 
     public func stop() { kill(pid, SIGKILL) }
+
+    /// Runs `body` with every keychain-cli it starts on a new KV mount of the shared OpenBao
+    /// server, and a proxy to that server: `body` gets the server, the mount, and the environment
+    /// that makes a keychain-cli go through the proxy (BAO_ADDR) and gives the file that stalls it
+    /// ($STALL).
+    public static func withMount(_ body: (OpenBaoServer, String, [String: String]) throws -> Void) throws {
+        let server = try OpenBaoServer.shared.get()
+        let mount = "sp" + UUID().uuidString.prefix(10).lowercased().replacing("-", with: "")
+        try server.enableKV(mount)
+        let directory = try ScratchDirectory("stall")
+        defer { directory.remove() }
+        let proxy = try StallProxy(server: server, directory: directory)
+        defer { proxy.stop() }
+        try CLIBackend.$overrides.withValue(CLIBackend.openBaoEnvironment(server, mount: mount)) {
+            try body(server, mount, ["BAO_ADDR": proxy.address, "STALL": directory.path("stall")])
+        }
+    }
 }
