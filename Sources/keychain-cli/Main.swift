@@ -47,6 +47,10 @@ func reportingFailure(_ error: any Error) -> Int32 {
     let code = exitStatus(for: error) { KeychainCLI.exitCode(for: $0).rawValue }
     if error is ExitCode { return code }  // the command has said what went wrong (doctor)
     if code == 0, !(error is KeychainError || error is CommandFailure || error is FileError || error is FormatError) {
+        if let script = KeyCompletion.bashScript(KeychainCLI.fullMessage(for: error)) {
+            print(script)
+            return 0
+        }
         KeychainCLI.exit(withError: error)  // --help, --version: printed by the parser
     }
     let message =

@@ -45,11 +45,73 @@ struct CompletionTests {
             #expect(try Self.bash(["keychain-cli", "otp", "--service", other, ""]) == ["ci-key"])
             #expect(try Self.bash(["keychain-cli", "--service=\(other)", "delete", ""]) == ["ci-key"])
             #expect(try Self.bash(["keychain-cli", "-s", "'\(other)'", "generate", ""]) == ["ci-key"])
-            // Offered as they are (bash quotes them as it inserts them), never run; an option-like
-            // key is left out.
+            // Offered quoted as bash inserts them, never run; an option-like key is left out.
             let all = try Self.bash(["keychain-cli", "-s", s, "set", ""])
-            #expect(all == ["$(touch PWNED)", "github-token", "gitlab-token", "it's", "npm"])
+            #expect(all == [#"\$\(touch\ PWNED\)"#, "github-token", "gitlab-token", #"it\'s"#, "npm"])
             #expect(!FileManager.default.fileExists(atPath: "PWNED"))
+        }
+    }
+
+    /// What an interactive bash runs after `keychain-cli get TYPED` is completed by Tab and
+    /// Enter is pressed: the words its command got, as `printf` shows them.
+    static func interactiveBash(completing typed: String, in scratch: ScratchDirectory) throws -> [String] {
+        let script = scratch.path("completion.bash")
+        try cli(["--generate-completion-script", "bash"]).stdout.write(to: URL(fileURLWithPath: script))
+        if !FileManager.default.fileExists(atPath: scratch.path("keychain-cli")) {
+            try FileManager.default.createSymbolicLink(
+                atPath: scratch.path("keychain-cli"), withDestinationPath: keychainCLIPath)
+        }
+        // Tab, then (at the start of the completed line) a printf that shows each word.
+        let result = try expect(
+            """
+            set timeout 20
+            spawn env PATH=\(scratch.url.path):$env(PATH) INPUTRC=/dev/null PS1=>>\\  /bin/bash --norc --noprofile -i
+            expect ">> "
+            send "cd \(scratch.url.path); source \(script); bind 'set enable-bracketed-paste off'\r"
+            expect ">> "
+            send "keychain-cli get \(tclQuoted(typed))\t"
+            sleep 4
+            send "\\x01printf 'WORD<%s>\\\\n' \\r"
+            expect ">> "
+            send "exit\\r"
+            expect eof
+            """)
+        // A terminal ends lines with CR LF: one Character in Swift.
+        return result.stdoutText.split(whereSeparator: \.isNewline).compactMap { line in
+            let text = line.trimmingCharacters(in: .whitespacesAndNewlines)
+            guard text.hasPrefix("WORD<"), text.hasSuffix(">"), !text.contains("%s") else { return nil }
+            return String(text.dropFirst(5).dropLast())
+        }
+    }
+
+    /// `text` as it must be written inside a Tcl "…" string.
+    static func tclQuoted(_ text: String) -> String {
+        text.reduce(into: "") { result, character in
+            if "\\\"$[]".contains(character) { result.append("\\") }
+            result.append(character)
+        }
+    }
+
+    /// The key bash inserts is the key, whatever it holds: `$` and `` ` `` are not expanded
+    /// (bash's own filename quoting leaves them bare when no file has that name).
+    @Test func bashInsertsAKeyQuotedSoThatNothingInItRuns() throws {
+        try CLIBackend.vault.run {
+            let keys = ["A$HOME", "Bq`touch PWNED`z", "C'x $(touch PWNED)", "D{a,b}*;~#&", #"E\"q\\"#]
+            for key in keys {
+                #expect(try cli(["set", "--", key], input: "v").status == 0)
+            }
+            let scratch = try ScratchDirectory("completion")
+            defer { scratch.remove() }
+            for key in keys {
+                let words = try Self.interactiveBash(completing: String(key.prefix(1)), in: scratch)
+                #expect(words == ["keychain-cli", "get", key], "\(key)")
+            }
+            #expect(!FileManager.default.fileExists(atPath: scratch.path("PWNED")))
+            // Begun quoted, in any of bash's three ways, the key is completed in that quoting.
+            for (typed, key) in [(#"A\$"#, 0), ("'A", 0), (#""A"#, 0), ("'B", 1), (#""B"#, 1), (#""E"#, 4)] {
+                let words = try Self.interactiveBash(completing: typed, in: scratch)
+                #expect(words == ["keychain-cli", "get", keys[key]], "\(typed)")
+            }
         }
     }
 

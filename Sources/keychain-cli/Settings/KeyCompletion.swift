@@ -35,38 +35,78 @@ enum KeyCompletion {
         // that the line would fail: such a key is not offered there.
         let afterTerminator = words.prefix(index).contains("--")
         let shell = getenv("SAP_SHELL").map { String(cString: $0) } ?? ""
+        // bash passes the word as typed (`A\$H`, `'A$H`); the keys are matched against it unquoted.
+        let typed = shellWord(prefix)
         return items.map(\.key)
             .filter {
-                $0.hasPrefix(prefix) && !$0.contains("\n") && !$0.contains("\t")
+                $0.hasPrefix(typed) && !$0.contains("\n") && !$0.contains("\t")
                     && (afterTerminator || !$0.hasPrefix("-")) && (shell != "zsh" || !$0.contains("!"))
             }
-            .sorted().map { escaped($0, for: shell) }
+            .sorted().compactMap { escaped($0, for: shell, typed: prefix) }
     }
 
-    /// `key` as the shell's completion script must get it. bash's passes each line to
-    /// `compgen -W`, which expands it as shell words: a key named `$(rm -rf ~)` would run. So
-    /// every character but letters and digits is escaped with a backslash, which that expansion
-    /// removes; bash then quotes the literal key as it inserts it (`complete -o filenames`).
-    /// zsh's `_describe` takes `name:description`, so a colon is escaped.
-    static func escaped(_ key: String, for shell: String) -> String {
-        switch shell {
-        case "bash":
-            return backslashed(key)
-        case "zsh":
+    /// `key` as the shell's completion script must get it, or nil when it cannot be offered.
+    /// - bash: the text bash inserts as it is, quoted in the style the word was begun with
+    ///   (``bashScript(_:)`` turns bash's own quoting off for keys: it leaves `$` and `` ` ``
+    ///   bare when no file has that name, so that a key ``a`reboot`b`` would run a command).
+    /// - zsh: `_describe` takes `name:description`, so a colon is escaped.
+    static func escaped(_ key: String, for shell: String, typed prefix: String = "") -> String? {
+        switch (shell, prefix.first) {
+        case ("bash", "'"):
+            // Inside '…' every character is itself, but ' cannot be written.
+            return key.contains("'") ? nil : key
+        case ("bash", "\""):
+            // Inside "…", a backslash keeps $ ` " \ literal; a ! would expand history.
+            return key.contains("!") ? nil : backslashed(key, only: ["$", "`", "\"", "\\"])
+        case ("bash", _):
+            return backslashed(key, only: bashSpecial)
+        case ("zsh", _):
             return key.replacing("\\", with: "\\\\").replacing(":", with: "\\:")
         default:
             return key
         }
     }
 
-    /// `text` with a backslash before every ASCII character but letters and digits.
-    private static func backslashed(_ text: String) -> String {
+    /// The ASCII characters bash may give a meaning to in a word: every one but letters, digits
+    /// and `-_./+,%`, so including `:`, `=` and `@`, where bash splits words for completion.
+    static let bashSpecial = Set(
+        (0..<128).map { Character(Unicode.Scalar(UInt8($0))) }.filter {
+            !$0.isLetter && !$0.isNumber && !"-_./+,%".contains($0)
+        })
+
+    /// `text` with a backslash before each of `characters`.
+    private static func backslashed(_ text: String, only characters: Set<Character>) -> String {
         var result = ""
         for character in text {
-            if character.isASCII && !character.isLetter && !character.isNumber { result.append("\\") }
+            if characters.contains(character) { result.append("\\") }
             result.append(character)
         }
         return result
+    }
+
+    /// The completion script bash gets: ArgumentParser's, but for KEY arguments. Its script
+    /// passes every candidate through `compgen -W` (which expands it as shell words and compares
+    /// it with the word unquoted) and inserts it with `complete -o filenames` quoting. Keys are
+    /// instead read as lines into `COMPREPLY` as ``escaped(_:for:typed:)`` quoted them, with
+    /// that quoting off. Nil for another shell's script.
+    static func bashScript(_ generated: String) -> String? {
+        guard generated.hasPrefix("#!/bin/bash") else { return nil }
+        let call = #"__keychain-cli_add_completions -W "$(__keychain-cli_custom_complete ---completion "#
+        let lines = generated.split(separator: "\n", omittingEmptySubsequences: false).map { line in
+            guard let range = line.firstRange(of: call), line.hasSuffix(#")""#) else { return String(line) }
+            let arguments = line[range.upperBound...].dropLast(2)
+            return line[..<range.lowerBound] + "compopt +o filenames; __keychain-cli_add_keys ---completion " + arguments
+        }
+        let reader = """
+            __keychain-cli_add_keys() {
+                local key
+                while IFS='' read -r key; do
+                    COMPREPLY+=("${key}")
+                done < <(__keychain-cli_custom_complete "${@}")
+            }
+
+            """
+        return lines.joined(separator: "\n").replacing("_keychain-cli() {\n", with: reader + "_keychain-cli() {\n", maxReplacements: 1)
     }
 
     /// The global options among `words`, as `--name value` or `--name=value`; descriptors are
