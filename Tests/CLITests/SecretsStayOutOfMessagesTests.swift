@@ -139,16 +139,39 @@ final class SecretsStayOutOfMessagesTests {
         }
     }
 
+    /// The variables docs/commands.md#environment says exec and `serve -- COMMAND` keep from the
+    /// command: passphrases, the identity descriptor, the OpenBao token and login secrets.
+    static let withheld = [
+        "KEYCHAIN_PASSPHRASE", "KEYCHAIN_NEW_PASSPHRASE", "KEYCHAIN_IDENTITY_FD", "BAO_TOKEN", "VAULT_TOKEN",
+        "KEYCHAIN_OPENBAO_SECRET_ID", "KEYCHAIN_OPENBAO_JWT",
+    ]
+
     @Test(arguments: CLIBackend.allCases)
-    func execPassesNoPassphraseVariableOn(on backend: CLIBackend) throws {
+    func execAndServePassNoPassphraseOrTokenVariableOn(on backend: CLIBackend) throws {
         try backend.run {
             let s = uniqueService()
             #expect(try cli(["-s", s, "set", "k"], input: "v").status == 0)
-            let script = #"printf '%s|%s|%s' "$K" "${KEYCHAIN_NEW_PASSPHRASE-unset}" "${KEYCHAIN_PASSPHRASE-unset}""#
-            var extra = ["KEYCHAIN_NEW_PASSPHRASE": "the new one"]
+            let shown = Self.withheld.map { "${\($0)-unset}" }.joined(separator: "|")
+            let script = #"printf '%s|'"# + " \"$K\" \"" + shown + "\""
+            // Set where the backend does not use them (a token the server would refuse, an
+            // identity descriptor that is not open); BAO_TOKEN is the OpenBao backend's own.
+            var extra: [String: String] = [
+                "KEYCHAIN_NEW_PASSPHRASE": "the new one", "VAULT_TOKEN": "vault-token",
+                "KEYCHAIN_OPENBAO_SECRET_ID": "secret-id", "KEYCHAIN_OPENBAO_JWT": "jwt",
+            ]
             if backend != .vault { extra["KEYCHAIN_PASSPHRASE"] = "the old one" }
+            if backend != .openbao { extra["BAO_TOKEN"] = "bao-token" }
+            let unset = Array(repeating: "unset", count: Self.withheld.count).joined(separator: "|")
             let result = try cli(["-s", s, "exec", "--env", "K=k", "--", "sh", "-c", script], extra: extra)
-            #expect(result.stdoutText == "v|unset|unset", "\(result.stderr)")
+            #expect(result.stdoutText == "v|" + unset + "|", "\(result.stderr)")
+            // A command that needs one maps it from the keychain.
+            let mapped = try cli(
+                ["-s", s, "exec", "--env", "BAO_TOKEN=k", "--", "sh", "-c", #"printf %s "$BAO_TOKEN""#], extra: extra)
+            #expect(mapped.stdoutText == "v", "\(mapped.stderr)")
+            if backend != .secretService {
+                let served = try cli(["serve", "--", "sh", "-c", script], extra: extra.merging(["K": "v"]) { $1 })
+                #expect(served.stdoutText == "v|" + unset + "|", "\(served.stderr)")
+            }
         }
     }
 }

@@ -88,6 +88,22 @@ struct TeamVaultTests {
                 "/bin/sh", ["-c", #""$KC" "$@" 3<"$0""#, ours] + arguments, environment: environment)
             #expect(fromFD.status == 0 && fromFD.stdoutText == "npm_team", "\(arguments): \(fromFD.stderr)")
         }
+        // exec drops $KEYCHAIN_IDENTITY_FD with its descriptor: a keychain-cli in the command
+        // opens another vault by its own passphrase file (it read a closed descriptor, 74).
+        let other = directory.path("other.age")
+        try Data("other passphrase\n".utf8).write(to: URL(fileURLWithPath: directory.path("pass")))
+        let otherVault = ["--vault", other, "--passphrase-file", directory.path("pass")]
+        #expect(try cli(otherVault + ["set", "k"], stdin: Data("own".utf8), session: nil, extra: vault).status == 0)
+        var environment = cliEnvironment(session: nil).merging(vault) { $1 }
+        environment["KC"] = keychainCLIPath
+        environment["KEYCHAIN_IDENTITY_FD"] = "3"
+        let inside = #"printf '%s|%s|' "$T" "${KEYCHAIN_IDENTITY_FD-unset}"; "$KC" "$@""#
+        let nested = try runProcess(
+            "/bin/sh",
+            ["-c", #"s=$1; shift; "$KC" -s ci exec --env T=npm-token -- sh -c "$s" sh "$@" 3<"$0""#, ours, inside] + otherVault
+                + ["get", "k"],
+            environment: environment)
+        #expect(nested.status == 0 && nested.stdoutText == "npm_team|unset|own", "\(nested.stderr)")
         let refused = try cli(["-s", "ci", "get", "github-token"], session: nil, extra: withIdentity(stranger))
         #expect(refused.status == 77 && refused.stderr.contains("none of the identities"))
         let none = try cli(["-s", "ci", "get", "github-token"], session: nil, extra: withIdentity(nil))

@@ -14,9 +14,11 @@ extension KeychainCLI {
                 A mapping is NAME=KEY (in --service) or NAME=SERVICE/KEY (split at the first /). \
                 An --env-file holds one mapping per line; blank lines and # comments are ignored. \
                 If the command cannot be found, exit 127; if it cannot be run, 126. The vault's \
-                passphrases ($KEYCHAIN_PASSPHRASE, $KEYCHAIN_NEW_PASSPHRASE, --passphrase-fd) and \
-                the OpenBao login secrets ($KEYCHAIN_OPENBAO_SECRET_ID, $KEYCHAIN_OPENBAO_JWT) are \
-                not passed on.
+                passphrases ($KEYCHAIN_PASSPHRASE, $KEYCHAIN_NEW_PASSPHRASE, --passphrase-fd), its \
+                identity descriptor ($KEYCHAIN_IDENTITY_FD, --identity-fd), the OpenBao token \
+                ($BAO_TOKEN, $VAULT_TOKEN) and login secrets ($KEYCHAIN_OPENBAO_SECRET_ID, \
+                $KEYCHAIN_OPENBAO_JWT) are not passed on; a command that needs one maps it \
+                (--env BAO_TOKEN=KEY).
 
                   keychain-cli -s ci exec --env GITHUB_TOKEN=github-token -- ./deploy.sh arg
                   keychain-cli exec --env-file secrets.env -- make release

@@ -91,14 +91,23 @@ func environment(_ name: String) throws -> String? {
 }
 
 extension Settings {
-    /// Keeps the vault's passphrases and the OpenBao login secrets from a command keychain-cli
-    /// runs (`exec`, `serve -- COMMAND`): they are ours, not the command's. The variables go, and
-    /// a passphrase descriptor is closed on exec (a standard one stays: once read it is
-    /// /dev/null, see PassphraseInput).
+    /// The variables that hold a secret of keychain-cli's own (docs/commands.md#environment).
+    static let secretVariables = [
+        "KEYCHAIN_PASSPHRASE", "KEYCHAIN_NEW_PASSPHRASE", "KEYCHAIN_OPENBAO_SECRET_ID", "KEYCHAIN_OPENBAO_JWT",
+        "BAO_TOKEN", "VAULT_TOKEN", "KEYCHAIN_IDENTITY_FD",
+    ]
+
+    /// Keeps the vault's passphrases, its identity and the OpenBao token and login secrets from a
+    /// command keychain-cli runs (`exec`, `serve -- COMMAND`): they are ours, not the command's
+    /// (a command that needs one maps it from the keychain, `--env BAO_TOKEN=KEY`). The variables
+    /// go, and the passphrase and identity descriptors are closed on exec (a standard one stays:
+    /// once read it is /dev/null, see PassphraseInput); `KEYCHAIN_IDENTITY_FD` goes with its
+    /// descriptor, so that a keychain-cli inside the command does not read a closed one.
     func withholdSecretsFromCommands() {
-        for name in [
-            "KEYCHAIN_PASSPHRASE", "KEYCHAIN_NEW_PASSPHRASE", "KEYCHAIN_OPENBAO_SECRET_ID", "KEYCHAIN_OPENBAO_JWT",
-        ] { unsetenv(name) }
-        if let fd = passphraseFD, fd > STDERR_FILENO { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
+        let identityDescriptor = identityFD ?? getenv("KEYCHAIN_IDENTITY_FD").flatMap { Int32(String(cString: $0)) }
+        for name in Self.secretVariables { unsetenv(name) }
+        for fd in [passphraseFD, identityDescriptor].compactMap(\.self) where fd > STDERR_FILENO {
+            _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+        }
     }
 }
