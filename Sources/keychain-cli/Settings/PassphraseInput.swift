@@ -1,8 +1,9 @@
 import Glibc
 import KeychainCore
 
-/// Where the vault's passphrase comes from, first match wins: --passphrase-fd, --passphrase-file,
-/// $KEYCHAIN_PASSPHRASE, else a hidden prompt on the terminal (/dev/tty). Never the command line.
+/// Where the vault's passphrase comes from, first match wins: --passphrase-fd or --passphrase-file
+/// (not both: a usage error), $KEYCHAIN_PASSPHRASE, else a hidden prompt on the terminal
+/// (/dev/tty). Never the command line.
 /// (`vault passwd` reads the new one likewise: --new-passphrase-fd, --new-passphrase-file,
 /// $KEYCHAIN_NEW_PASSPHRASE, the terminal.)
 enum PassphraseInput: Sendable, CustomStringConvertible {
