@@ -165,6 +165,10 @@ struct CommandTests {
             let env = try cli(["-s", s, "set", "e", "--from-env", "KC_SECRET"], extra: ["KC_SECRET": "from-env"])
             #expect(env.status == 0)
             #expect(try cli(["-s", s, "get", "e"]).stdoutText == "from-env")
+            // A variable is stored exactly: a PEM in a variable ends with its newline.
+            let pem = "-----BEGIN KEY-----\nAAAA\n-----END KEY-----\n"
+            #expect(try cli(["-s", s, "set", "pem", "--from-env", "KC_SECRET"], extra: ["KC_SECRET": pem]).status == 0)
+            #expect(try cli(["-s", s, "get", "pem"]).stdoutText == pem)
             let file = FileManager.default.temporaryDirectory.appendingPathComponent("kc-secret-\(UUID())")
             try Data("from-file\n".utf8).write(to: file)
             defer { try? FileManager.default.removeItem(at: file) }

@@ -12,7 +12,8 @@ extension KeychainCLI {
             discussion: """
                 The secret comes from standard input (read to its end; one trailing newline is \
                 removed unless --raw), from a hidden prompt asked twice when standard input is a \
-                terminal, or from --from-env / --from-file. It is never taken from the command \
+                terminal, or from --from-file (likewise) or --from-env (the variable's value exactly, a \
+                final newline kept). It is never taken from the command \
                 line, where ps and shell history would show it.
 
                   printf '%s' "$TOKEN" | keychain-cli set github-token
@@ -28,7 +29,7 @@ extension KeychainCLI {
 
         @Option(
             name: .customLong("from-env"),
-            help: ArgumentHelp("Read the secret from this environment variable.", valueName: "var"))
+            help: ArgumentHelp("Store this environment variable's value, exactly.", valueName: "var"))
         var fromEnvironment: String?
 
         @Option(
@@ -101,7 +102,9 @@ struct SetRequest {
             bytes = content
         }
         guard bytes.count <= limit else { throw KeychainError.secretTooLarge(limit: limit) }
-        return Data(raw ? bytes[...] : withoutTrailingNewline(bytes))
+        // A variable's value is stored exactly: only input read to its end (a pipe, a file)
+        // carries a newline it did not mean.
+        return Data(raw || fromEnvironment != nil ? bytes[...] : withoutTrailingNewline(bytes))
     }
 
     private func promptTwice(for key: KeychainKey) throws -> [UInt8] {
