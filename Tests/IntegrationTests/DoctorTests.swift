@@ -14,6 +14,61 @@ struct DoctorTests {
         return checks.map { $0["status"]! }
     }
 
+    /// The fix doctor's ✗ line gives: the text after the failure, which `get` must end with too
+    /// (one hint table for both, docs/commands.md#doctor).
+    private func expectSameFix(
+        _ arguments: [String], session: KeyringSession?, extra: [String: String] = [:], mentioning fragment: String,
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) throws {
+        let doctor = try cli(arguments + ["doctor"], session: session, extra: extra)
+        let get = try cli(arguments + ["get", "k"], session: session, extra: extra)
+        let failed = doctor.stdoutText.split(separator: "\n").first { $0.hasPrefix("✗ ") }.map(String.init) ?? ""
+        let said = get.stderr.trimmingCharacters(in: .newlines)
+        let (line, message) = (Array(failed), Array(said))
+        var common = 0
+        while common < min(line.count, message.count), line[line.count - 1 - common] == message[message.count - 1 - common] {
+            common += 1
+        }
+        let shared = String(line.suffix(common))
+        #expect(doctor.status == get.status, "\(doctor.stdoutText)", sourceLocation: sourceLocation)
+        #expect(
+            shared.contains(fragment) && shared.count >= 20 && failed.hasSuffix(shared),
+            "doctor: \(failed)\nget: \(said)", sourceLocation: sourceLocation)
+    }
+
+    @Test func aFailedCheckSaysTheFixThatGetSays() throws {
+        try expectSameFix([], session: nil, mentioning: "dbus-run-session")
+        let noProvider = try KeyringSession.start(.none)
+        defer { noProvider.stop() }
+        try expectSameFix([], session: noProvider, mentioning: "gnome-keyring")
+        let locked = try KeyringSession.start()
+        defer { locked.stop() }
+        try locked.lockLogin()
+        try expectSameFix([], session: locked, mentioning: "Unlock it")
+        let frozen = try KeyringSession.start()
+        defer { frozen.stop() }
+        frozen.freezeDaemon()
+        try expectSameFix(["--timeout", "1"], session: frozen, mentioning: "raise --timeout")
+        // The vault: a wrong passphrase, and an identity that is not a recipient.
+        let scratch = try ScratchDirectory("doctor")
+        defer { scratch.remove() }
+        let vault = CLIBackend.vaultEnvironment(scratch.path("v.age")).compactMapValues { $0 }
+        #expect(try cli(["set", "k"], stdin: Data("v".utf8), session: nil, extra: vault).status == 0)
+        var wrong = vault
+        wrong["KEYCHAIN_PASSPHRASE"] = "wrong"
+        try expectSameFix([], session: nil, extra: wrong, mentioning: "Check $KEYCHAIN_PASSPHRASE")
+        let ours = scratch.path("ours.txt")
+        let stranger = scratch.path("stranger.txt")
+        let recipient = try cli(["vault", "keygen", "-o", ours], session: nil).stdoutText
+        #expect(try cli(["vault", "keygen", "-o", stranger], session: nil).status == 0)
+        var team = ["KEYCHAIN_BACKEND": "vault", "KEYCHAIN_VAULT": scratch.path("team.age")]
+        let made = try cli(
+            ["vault", "recipients", "add", recipient.trimmingCharacters(in: .newlines)], session: nil, extra: team)
+        #expect(made.status == 0, "\(made.stderr)")
+        team["KEYCHAIN_IDENTITY"] = stranger
+        try expectSameFix([], session: nil, extra: team, mentioning: "--identity PATH")
+    }
+
     @Test func aWorkingKeyringPassesEveryCheckAndLeavesNothingBehind() throws {
         let session = try KeyringSession.start()
         defer { session.stop() }

@@ -34,7 +34,7 @@ extension KeychainCLI {
         func run() throws {
             let settings = self.settings
             let timeout = try settings.resolvedTimeout()
-            let (checks, failure) =
+            var (checks, failure) =
                 switch try settings.resolvedBackend() {
                 case .secretService: try settings.secretServiceStore(timeout: timeout).diagnose()
                 case .openbao:
@@ -46,6 +46,11 @@ extension KeychainCLI {
                         passphraseSource: PassphraseInput(settings).description,
                         identitySource: try identitySource(settings).map { ($0.name, $0.path) })
                 }
+            // The failed check says what to do next in the words `get` would use for the same
+            // failure (Hints.swift): the library's detail says only what happened.
+            if let failure, let index = checks.firstIndex(where: { $0.status == .failed }) {
+                checks[index].detail = describedWithHint(failure)
+            }
             if json {
                 try writeJSON(checks)
             } else {

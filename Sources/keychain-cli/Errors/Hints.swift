@@ -20,8 +20,12 @@ func hint(for error: KeychainError) -> String? {
         }
         return reason.contains("UTF-8") ? "Read it with get --raw" : nil
     case .noSessionBus:
+        // The wait: the daemon answers before it owns its name, and a call meanwhile would
+        // activate a second one (docs/ci.md).
         return "Run inside a desktop session, or headless: dbus-run-session -- sh -c 'printf %s \"$PW\" | "
-            + "gnome-keyring-daemon --unlock --components=secrets >/dev/null; keychain-cli ...'"
+            + "gnome-keyring-daemon --unlock --components=secrets >/dev/null; until dbus-send --session "
+            + "--print-reply --dest=org.freedesktop.DBus /org/freedesktop/DBus org.freedesktop.DBus.NameHasOwner "
+            + "string:org.freedesktop.secrets | grep -q true; do sleep 0.05; done; keychain-cli ...'"
     case .noSecretService:
         return "Install and start gnome-keyring or KeePassXC (its Secret Service integration on); headless: "
             + "keychain-cli --backend vault serve -- COMMAND, or printf %s \"$PW\" | gnome-keyring-daemon --unlock "
