@@ -149,12 +149,34 @@ struct DocsTests {
         #expect(help.status == 0)
         let list = try #require(help.stdoutText.split(separator: "Exit codes:").dropFirst().first)
             .split(separator: "USAGE:")[0]
-        let printed = list.split(separator: "\n").compactMap { line -> ExitCodeRow? in
-            guard let row = line.wholeMatch(of: /\ \ (\d+(?:, \d+)*)\ \ +(\S.*)/) else { return nil }
-            return ExitCodeRow(codes: row.output.1, meaning: row.output.2)
+        // A row goes on in lines indented by six spaces.
+        var rows: [(codes: Substring, meaning: String)] = []
+        for line in list.split(separator: "\n") {
+            if let row = line.wholeMatch(of: /\ \ (\d+(?:, \d+)*)\ \ +(\S.*)/) {
+                rows.append((row.output.1, String(row.output.2)))
+            } else if line.hasPrefix("      "), !rows.isEmpty {
+                rows[rows.count - 1].meaning += " " + line.trimmingCharacters(in: .whitespaces)
+            }
         }
+        let printed = rows.map { ExitCodeRow(codes: $0.codes, meaning: $0.meaning) }
         #expect(printed.count >= 10, "\(help.stdoutText)")
         #expect(documented == printed, "docs/exit-codes.md lists \(documented), --help \(printed)")
+        // The same table in fewer words: each command and option a row of exit-codes.md names,
+        // --help's row names too.
+        let commands = Set(
+            help.stdoutText.split(separator: "SUBCOMMANDS:").last?.split(separator: "\n")
+                .compactMap { $0.firstMatch(of: /^  ([a-z-]+)\ /)?.output.1 }.map(String.init) ?? [])
+        #expect(commands.contains("serve") && commands.contains("doctor"))
+        for line in table.split(separator: "\n") {
+            guard let row = line.wholeMatch(of: /\| (\d+(?:, \d+)*) \| (.+) \|/),
+                let meaning = rows.first(where: { $0.codes == row.output.1 })?.meaning
+            else { continue }
+            let named = row.output.2.matches(of: /`([^`]+)`/).flatMap { $0.output.1.split(whereSeparator: { " /".contains($0) }) }
+                .map(String.init).filter { commands.contains($0) || $0.wholeMatch(of: /--[a-z-]+|-[io]/) != nil }
+            let words = Set(meaning.split(whereSeparator: { " ,;:()/".contains($0) }).map(String.init))
+            let missing = named.filter { !words.contains($0) }
+            #expect(missing.isEmpty, "--help's row \(row.output.1) does not name \(missing): \(meaning)")
+        }
 
         let failure = try read("Sources/keychain-cli/Errors/Failure.swift")
         let body = try #require(failure.split(separator: "func exitStatus").dropFirst().first)
@@ -167,6 +189,36 @@ struct DocsTests {
         let codes = Set(documented.flatMap { $0.codes.split(separator: ", ").map(String.init) })
         #expect(
             codes == returned, "docs/exit-codes.md lists \(codes.sorted()), Failure.swift returns \(returned.sorted())")
+    }
+
+    /// Every example of every command's help (a block of lines indented by two spaces, as the
+    /// man page takes them) is printed as it was written: never wrapped in the middle of a
+    /// command, so that it can be pasted.
+    @Test func everyHelpExampleLineIsAWholeCommand() throws {
+        let dump = try runProcess(keychainCLIPath, ["--experimental-dump-help"], environment: ["PATH": "/usr/bin:/bin"])
+        let root = try #require(try JSONSerialization.jsonObject(with: dump.stdout) as? [String: Any])["command"]
+        func commands(_ command: Any?, _ path: [String]) -> [([String], String)] {
+            guard let command = command as? [String: Any] else { return [] }
+            let own = (path, command["discussion"] as? String ?? "")
+            let subcommands = command["subcommands"] as? [[String: Any]] ?? []
+            return [own]
+                + subcommands.filter { $0["commandName"] as? String != "help" }.flatMap {
+                    commands($0, path + [$0["commandName"] as? String ?? ""])
+                }
+        }
+        var examples = 0
+        for (path, discussion) in commands(root, []) {
+            let blocks = discussion.split(separator: "\n\n").map { $0.split(separator: "\n") }
+            let lines = blocks.filter { $0.allSatisfy { $0.hasPrefix("  ") } }.joined()
+            guard !lines.isEmpty else { continue }
+            let help = try runProcess(keychainCLIPath, path + ["--help"], environment: ["PATH": "/usr/bin:/bin"])
+            let printed = Set(help.stdoutText.split(separator: "\n"))
+            for line in lines {
+                examples += 1
+                #expect(printed.contains(line), "'keychain-cli \(path.joined(separator: " ")) --help' wraps: \(line)")
+            }
+        }
+        #expect(examples > 30)
     }
 
     @Test func everyKeychainVariableOfTheSourcesIsDocumented() throws {

@@ -13,7 +13,7 @@ extension KeychainCLI {
                   keychain-cli -s ci delete old-token --ignore-missing
                 """)
 
-        @OptionGroup var globals: GlobalOptions
+        @OptionGroup(title: "Global options") var globals: GlobalOptions
         @ParentCommand var root: KeychainCLI
 
         @Argument(help: "The key of the secret.", completion: .keyNames)

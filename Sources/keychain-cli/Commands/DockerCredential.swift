@@ -24,10 +24,10 @@ extension KeychainCLI {
                 secret is {"Username": …, "Secret": …}.
 
                   {"credsStore": "keychain-cli"}   in ~/.docker/config.json
-                  (runs docker-credential-keychain-cli: a link to keychain-cli, installed with it)
+                  (docker runs docker-credential-keychain-cli, a link to keychain-cli)
                 """)
 
-        @OptionGroup var globals: GlobalOptions
+        @OptionGroup(title: "Global options") var globals: GlobalOptions
         @ParentCommand var root: KeychainCLI
 
         @Argument(help: "store, get, erase, list or version.")

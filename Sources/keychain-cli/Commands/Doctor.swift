@@ -25,7 +25,7 @@ extension KeychainCLI {
                   keychain-cli --backend openbao -s ci doctor
                 """)
 
-        @OptionGroup var globals: GlobalOptions
+        @OptionGroup(title: "Global options") var globals: GlobalOptions
         @ParentCommand var root: KeychainCLI
 
         @Flag(help: "Print the checks as a JSON array of {name, status, detail}.")

@@ -24,7 +24,7 @@ extension KeychainCLI {
                   keychain-cli exec --env-file secrets.env -- make release
                 """)
 
-        @OptionGroup var globals: GlobalOptions
+        @OptionGroup(title: "Global options") var globals: GlobalOptions
         @ParentCommand var root: KeychainCLI
 
         @Option(

@@ -30,7 +30,7 @@ extension KeychainCLI {
                   keychain-cli -s ci export --format env --yes > .env
                 """)
 
-        @OptionGroup var globals: GlobalOptions
+        @OptionGroup(title: "Global options") var globals: GlobalOptions
         @ParentCommand var root: KeychainCLI
 
         @Flag(help: "Export the items of every service (JSON only).")

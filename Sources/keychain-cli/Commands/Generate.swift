@@ -19,7 +19,7 @@ extension KeychainCLI {
                   keychain-cli -s ci generate webhook-secret --charset hex --length 64 --print
                 """)
 
-        @OptionGroup var globals: GlobalOptions
+        @OptionGroup(title: "Global options") var globals: GlobalOptions
         @ParentCommand var root: KeychainCLI
 
         @Argument(help: "The key to store the new secret under.", completion: .keyNames)

@@ -17,7 +17,7 @@ extension KeychainCLI {
                   keychain-cli get github-token --clip       # cleared after 45 seconds
                 """)
 
-        @OptionGroup var globals: GlobalOptions
+        @OptionGroup(title: "Global options") var globals: GlobalOptions
         @ParentCommand var root: KeychainCLI
 
         @Argument(help: "The key of the secret.", completion: .keyNames)

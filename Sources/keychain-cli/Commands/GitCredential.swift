@@ -27,7 +27,7 @@ extension KeychainCLI {
                   (runs git-credential-keychain-cli: a link to keychain-cli, installed with it)
                 """)
 
-        @OptionGroup var globals: GlobalOptions
+        @OptionGroup(title: "Global options") var globals: GlobalOptions
         @ParentCommand var root: KeychainCLI
 
         @Argument(help: "get, store or erase.")

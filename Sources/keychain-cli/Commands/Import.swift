@@ -14,12 +14,12 @@ extension KeychainCLI {
                 their own service; env lines (NAME=value) go to --service under the key NAME. \
                 The format is taken from --format, else from the content ({ means JSON).
 
-                  keychain-cli -s ci export --yes | keychain-cli import      # same keyring, no-op
+                  keychain-cli -s ci export --yes | keychain-cli import     # a no-op
                   keychain-cli import ci-secrets.json --dry-run
                   keychain-cli -s ci import .env --overwrite
                 """)
 
-        @OptionGroup var globals: GlobalOptions
+        @OptionGroup(title: "Global options") var globals: GlobalOptions
         @ParentCommand var root: KeychainCLI
 
         @Argument(help: "The file to read; standard input when omitted.", completion: .file())

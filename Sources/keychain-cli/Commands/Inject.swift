@@ -19,7 +19,7 @@ extension KeychainCLI {
                   keychain-cli inject < .npmrc.tmpl > .npmrc
                 """)
 
-        @OptionGroup var globals: GlobalOptions
+        @OptionGroup(title: "Global options") var globals: GlobalOptions
         @ParentCommand var root: KeychainCLI
 
         @Option(

@@ -40,24 +40,41 @@ struct KeychainCLI: ParsableCommand {
               export KEYCHAIN_BACKEND=openbao BAO_ADDR=https://bao.internal:8200
               keychain-cli -s ci get github-token
 
+            Shell completion of commands, options and key names: \
+            --generate-completion-script bash|zsh|fish prints the shell's script.
+
+              source <(keychain-cli --generate-completion-script bash)   # in ~/.bashrc
+
             Exit codes:
               0   success
-              1   not found (get, delete, otp, a secret exec or inject needs)
-              64  usage error
-              65  bad data: empty, too large, not text, a bad import file, a damaged vault,
-                  a stored OTP seed that is not one
-              69  backend unavailable: no session bus, Secret Service or default keyring;
-                  OpenBao unreachable, untrusted or sealed, its mount missing
-                  or not KV version 2; --clip without a display or clipboard program
+              1   not found: get, delete, otp, a secret exec or inject needs; vault
+                  passwd and vault recipients list without a vault
+              64  usage error: a bad option or command, or none (-ss get k); a secret
+                  on the command line, or a key where a path goes; reset or export
+                  without --yes; a bad key, exec mapping, template reference,
+                  recipient or OpenBao setting
+              65  bad data: empty, over 1 MiB, binary where text goes (a terminal,
+                  exec, --clip), the two entries differ, a bad import file, a
+                  damaged vault (watch: still damaged once quiet), a seed otp
+                  cannot read
+              69  backend unavailable: no session bus, Secret Service or default
+                  keyring (watch: it left); OpenBao unreachable, untrusted or sealed,
+                  its mount missing or not KV version 2; serve: the name is taken
+                  (--replace), or dbus-daemon cannot start; --clip without a display
+                  or clipboard program
               70  internal error (a bug)
               73  already there: generate found a secret under KEY and kept it
                   (--force replaces it)
-              74  I/O error: the vault or another file cannot be read or written
+              74  I/O error: the vault or another file (--from-file, -i, -o, import)
+                  cannot be read or written, the vault's directory removed under
+                  watch, stdout closed; doctor: a vault or identity file not private
+                  to you
               75  timed out: the keyring, a prompt, the vault's lock or the OpenBao
-                  server, after --timeout; the clipboard, after 5 seconds
+                  server, after --timeout; --clip: the clipboard, after 5 seconds
               77  locked (no prompter, prompt dismissed), permission denied, a wrong
-                  or missing vault passphrase or identity, or OpenBao denied it (token,
-                  policy)
+                  or missing vault passphrase (or new one, vault passwd) or
+                  identity, a vault re-keyed under watch, a credential helper that
+                  would have to ask; OpenBao denied it (token, policy) or no token
               126, 127  exec and serve -- COMMAND: the command cannot be run, or is
                   not found
             A reader of standard output that goes away (list | head -1) ends keychain-cli
@@ -71,7 +88,7 @@ struct KeychainCLI: ParsableCommand {
         ]
     )
 
-    @OptionGroup var globals: GlobalOptions
+    @OptionGroup(title: "Global options") var globals: GlobalOptions
 
     /// No command was named: a script's `TOKEN=$(keychain-cli -ss get k)` (`-ss` is `-s` twice,
     /// which takes `get` and `k` as services) must not read the help text as a token.

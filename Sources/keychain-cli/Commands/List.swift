@@ -20,7 +20,7 @@ extension KeychainCLI {
                   keychain-cli list -0 | xargs -0 -n1 keychain-cli delete --
                 """)
 
-        @OptionGroup var globals: GlobalOptions
+        @OptionGroup(title: "Global options") var globals: GlobalOptions
         @ParentCommand var root: KeychainCLI
 
         @Flag(help: "List the items of every service.")

@@ -14,12 +14,12 @@ extension KeychainCLI {
                 digits, 30 seconds): RFC 6238, as oathtool --totp and authenticator apps compute \
                 it. Prints the code and a newline; --json adds the seconds it stays valid.
 
-                  printf '%s' 'otpauth://totp/npm:me?secret=JBSWY3DPEHPK3PXP' | keychain-cli set npm-2fa
+                  printf '%s' "$OTPAUTH_URI" | keychain-cli set npm-2fa   # otpauth://totp/…
                   npm publish --otp="$(keychain-cli otp npm-2fa)"
                   keychain-cli otp npm-2fa --json
                 """)
 
-        @OptionGroup var globals: GlobalOptions
+        @OptionGroup(title: "Global options") var globals: GlobalOptions
         @ParentCommand var root: KeychainCLI
 
         @Argument(help: "The key of the stored seed or otpauth:// URI.", completion: .keyNames)

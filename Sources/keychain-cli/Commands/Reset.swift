@@ -14,7 +14,7 @@ extension KeychainCLI {
                   keychain-cli -s ci reset --yes
                 """)
 
-        @OptionGroup var globals: GlobalOptions
+        @OptionGroup(title: "Global options") var globals: GlobalOptions
         @ParentCommand var root: KeychainCLI
 
         @Flag(name: [.customShort("y"), .long], help: "Do not ask for confirmation.")

@@ -21,13 +21,14 @@ extension KeychainCLI {
                 serve on it, run the command with DBUS_SESSION_BUS_ADDRESS set to it once the service \
                 is ready, then stop, exiting with the command's status (127 if it cannot be found, 126 \
                 if it cannot be run, 128+N if signal N killed it). The vault's passphrase is asked \
-                once, at start. If another process owns org.freedesktop.secrets, exit 69 naming it.
+                once, at start; the command gets none of keychain-cli's own secrets (passphrases, \
+                identity descriptor, OpenBao token), as for exec. If another process owns org.freedesktop.secrets, exit 69 naming it.
 
-                  keychain-cli --backend vault serve -- sh -c 'secret-tool store --label=t service s username u'
+                  keychain-cli --backend vault serve -- secret-tool lookup service ci user bot
                   keychain-cli --backend openbao serve &
                 """)
 
-        @OptionGroup var globals: GlobalOptions
+        @OptionGroup(title: "Global options") var globals: GlobalOptions
         @ParentCommand var root: KeychainCLI
 
         @Flag(help: "Take the name over from the process that owns it, if that process allows it.")

@@ -21,7 +21,7 @@ extension KeychainCLI {
                   keychain-cli -s ci set deploy-key --raw < id_ed25519
                 """)
 
-        @OptionGroup var globals: GlobalOptions
+        @OptionGroup(title: "Global options") var globals: GlobalOptions
         @ParentCommand var root: KeychainCLI
 
         @Argument(help: "The key to store the secret under.", completion: .keyNames)

@@ -17,7 +17,7 @@ extension KeychainCLI {
                 copies, in git history say, stay readable to them: rotate the secrets they knew).
 
                   keychain-cli vault keygen -o ~/.config/keychain-cli/identity.txt
-                  keychain-cli --vault ci/secrets.age vault recipients add age1… ~/.ssh/id_ed25519.pub
+                  keychain-cli vault recipients add age1… ~/.ssh/id_ed25519.pub
                   KEYCHAIN_IDENTITY=~/.config/keychain-cli/identity.txt \\
                       keychain-cli --vault ci/secrets.age -s ci get github-token
                   keychain-cli --vault ci/secrets.age vault recipients remove age1…

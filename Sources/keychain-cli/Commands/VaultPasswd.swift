@@ -18,7 +18,7 @@ extension KeychainCLI.Vault {
                   KEYCHAIN_PASSPHRASE=old KEYCHAIN_NEW_PASSPHRASE=new keychain-cli vault passwd
                 """)
 
-        @OptionGroup var globals: GlobalOptions
+        @OptionGroup(title: "Global options") var globals: GlobalOptions
         @ParentCommand var root: KeychainCLI
 
         @Option(

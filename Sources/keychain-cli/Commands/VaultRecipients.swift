@@ -31,7 +31,7 @@ extension KeychainCLI.Vault.Recipients {
                       keychain-cli --vault ci/secrets.age vault recipients list
                 """)
 
-        @OptionGroup var globals: GlobalOptions
+        @OptionGroup(title: "Global options") var globals: GlobalOptions
         @ParentCommand var root: KeychainCLI
 
         func run() throws {
@@ -56,11 +56,11 @@ extension KeychainCLI.Vault.Recipients {
         static let configuration = CommandConfiguration(
             abstract: "Encrypt the vault to more recipients (re-keys it).",
             discussion: """
-                  keychain-cli --vault ci/secrets.age vault recipients add age1… ~/.ssh/id_ed25519.pub
+                  keychain-cli vault recipients add age1… ~/.ssh/id_ed25519.pub
                   keychain-cli --vault ci/secrets.age vault recipients add team-recipients.txt
                 """)
 
-        @OptionGroup var globals: GlobalOptions
+        @OptionGroup(title: "Global options") var globals: GlobalOptions
         @ParentCommand var root: KeychainCLI
 
         @Argument(help: recipientsHelp, completion: .file())
@@ -96,7 +96,7 @@ extension KeychainCLI.Vault.Recipients {
                       vault recipients remove age1…
                 """)
 
-        @OptionGroup var globals: GlobalOptions
+        @OptionGroup(title: "Global options") var globals: GlobalOptions
         @ParentCommand var root: KeychainCLI
 
         @Argument(help: recipientsHelp, completion: .file())

@@ -34,7 +34,7 @@ extension KeychainCLI {
                   keychain-cli watch --all-services --json | while read -r event; do …; done
                 """)
 
-        @OptionGroup var globals: GlobalOptions
+        @OptionGroup(title: "Global options") var globals: GlobalOptions
         @ParentCommand var root: KeychainCLI
 
         @Flag(help: "Watch the items of every service.")
