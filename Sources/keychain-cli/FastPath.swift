@@ -74,7 +74,7 @@ enum FastPath {
     /// dictionary type at run time scans the binary's protocol conformances.
     private static func getOutput(_ flag: String) -> GetRequest.Output? {
         switch flag {
-        case "-n": .noNewline
+        case "-n", "--no-newline": .noNewline
         case "--newline": .newline
         case "--raw": .raw
         case "--json": .json

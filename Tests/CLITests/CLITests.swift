@@ -148,6 +148,17 @@ struct CommandTests {
             #expect(try cli(["-s", s, "get", "k"]).stdoutText == "v")
             #expect(try cli(["-s", s, "get", "k", "-n"]).stdoutText == "v")
             #expect(try cli(["-s", s, "get", "k", "--newline"]).stdoutText == "v\n")
+            // At a terminal, where the default adds one: -n and its long form leave it out.
+            for flag in ["-n", "--no-newline"] {
+                let shown = try expect(
+                    """
+                    spawn $env(KEYCHAIN_CLI) -s \(s) get k \(flag)
+                    expect eof
+                    lassign [wait] pid spawned failed status
+                    exit $status
+                    """)
+                #expect(shown.status == 0 && shown.stdoutText.hasSuffix("get k \(flag)\r\nv"), "\(shown.stdoutText)")
+            }
         }
     }
 
@@ -393,9 +404,22 @@ struct TerminalTests {
                 expect "Delete all 2 secret(s) of service '\(s)'? \\[y/N\\] "
                 send "n\\r"
                 expect eof
+                lassign [wait] pid spawned failed status
+                exit $status
                 """)
-            #expect(declined.stdoutText.contains("nothing was deleted"))
+            // A script can tell: 77, as a dismissed prompt.
+            #expect(declined.status == 77 && declined.stdoutText.contains("nothing was deleted"))
             #expect(try cli(["-s", s, "list"]).stdoutText == "a\nb\n")
+            let notExported = try expect(
+                """
+                spawn $env(KEYCHAIN_CLI) -s \(s) export
+                expect "\\[y/N\\] "
+                send "\\r"
+                expect eof
+                lassign [wait] pid spawned failed status
+                exit $status
+                """)
+            #expect(notExported.status == 77 && notExported.stdoutText.contains("nothing was exported"))
             let accepted = try expect(
                 """
                 spawn $env(KEYCHAIN_CLI) -s \(s) reset

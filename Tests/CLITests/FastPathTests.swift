@@ -21,7 +21,7 @@ struct FastPathTests {
             _ = try cli(["-s", s, "set", "bin", "--raw"], stdin: Data([0, 255, 10]))
             for arguments in [
                 ["-s", s, "get", "k"], ["get", "k", "-s", s], ["get", "-s", s, "k"],
-                ["--service", s, "get", "k", "-n"],
+                ["--service", s, "get", "k", "-n"], ["-s", s, "get", "--no-newline", "k"],
                 ["-s", s, "get", "k", "--newline"], ["-s", s, "get", "k", "--raw"], ["-s", s, "get", "k", "--json"],
                 ["-s", s, "get", "bin"], ["-s", s, "get", "bin", "--json"], ["-s", s, "--timeout", "7.5", "get", "k"],
                 ["-s", s, "get", "missing"], ["-s", s, "get", "bad\u{7}key"], ["-s", "", "get", "k"],

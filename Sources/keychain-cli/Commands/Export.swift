@@ -73,8 +73,8 @@ extension KeychainCLI {
             if !yes {
                 guard try confirm("Write \(addresses.count) secret(s) of \(scope) to \(output ?? "standard output")?")
                 else {
-                    writeError("keychain-cli: nothing was exported.\n")
-                    return
+                    throw CommandFailure(
+                        kind: .denied, message: "not confirmed; nothing was exported. Answer y, or pass --yes")
                 }
             }
             var valid: [SecretAddress] = []

@@ -23,7 +23,7 @@ extension KeychainCLI {
         @Argument(help: "The key of the secret.", completion: .keyNames)
         var key: String
 
-        @Flag(name: .customShort("n"), help: "Never add a trailing newline.")
+        @Flag(name: [.customShort("n"), .customLong("no-newline")], help: "Never add a trailing newline.")
         var noNewline = false
 
         @Flag(help: "Always add a trailing newline, even when standard output is not a terminal.")

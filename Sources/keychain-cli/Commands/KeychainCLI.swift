@@ -71,10 +71,11 @@ struct KeychainCLI: ParsableCommand {
                   to you
               75  timed out: the keyring, a prompt, the vault's lock or the OpenBao
                   server, after --timeout; --clip: the clipboard, after 5 seconds
-              77  locked (no prompter, prompt dismissed), permission denied, a wrong
-                  or missing vault passphrase (or new one, vault passwd) or
-                  identity, a vault re-keyed under watch, a credential helper that
-                  would have to ask; OpenBao denied it (token, policy) or no token
+              77  locked (no prompter, prompt dismissed), reset or export not
+                  confirmed, permission denied, a wrong or missing vault passphrase
+                  (or new one, vault passwd) or identity, a vault re-keyed under
+                  watch, a credential helper that would have to ask; OpenBao denied
+                  it (token, policy) or no token
               126, 127  exec and serve -- COMMAND: the command cannot be run, or is
                   not found
             A reader of standard output that goes away (list | head -1) ends keychain-cli

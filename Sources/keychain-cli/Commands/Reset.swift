@@ -34,8 +34,8 @@ extension KeychainCLI {
                     return
                 }
                 guard try confirm("Delete all \(count) secret(s) of service '\(service)'?") else {
-                    writeError("keychain-cli: nothing was deleted.\n")
-                    return
+                    throw CommandFailure(
+                        kind: .denied, message: "not confirmed; nothing was deleted. Answer y, or pass --yes")
                 }
             }
             let removed = try keychain.reset()
