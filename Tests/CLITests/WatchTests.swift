@@ -83,6 +83,19 @@ struct WatchTests {
         }
     }
 
+    /// A reader creates nothing: a vault whose directory does not exist (a mistyped --vault) is
+    /// 74 at once, and no directory is made (as root, anywhere).
+    @Test func aVaultInADirectoryThatDoesNotExistIsNotWatchedNorMade() throws {
+        let scratch = try ScratchDirectory("watch-nowhere")
+        defer { scratch.remove() }
+        let missing = scratch.path("not/there")
+        let result = try cli(
+            ["watch", "--vault", missing + "/vault.age"], session: nil,
+            extra: CLIBackend.vaultEnvironment(scratch.path("unused.age")).compactMapValues { $0 }, timeout: 20)
+        #expect(result.status == 74 && result.stderr.contains("does not exist"), "\(result.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: scratch.path("not")))
+    }
+
     @Test func vaultWhoseDirectoryIsRemovedEndsTheWatchWith74() throws {
         try CLIBackend.withVault { path in
             let s = uniqueService()
