@@ -269,8 +269,8 @@ struct CommandTests {
             #expect(!json.stdoutText.contains("SECRET-"))
             let items = try JSONSerialization.jsonObject(with: json.stdout) as! [[String: String]]
             #expect(items.map { $0["key"]! } == ["Mike", "alpha", "with space", "zulu"])
-            // KV fields have no label or writer of their own.
-            #expect(items[0]["label"] == (backend == .openbao ? nil : "\(s)/Mike (keychain-cli)"))
+            // Every backend gives the label serve shows; KV records no writer for a field.
+            #expect(items[0]["label"] == "\(s)/Mike (keychain-cli)")
             #expect(items[0]["application"] == (backend == .openbao ? nil : "keychain-cli"))
             #expect(items[0]["created"]?.hasSuffix("Z") == true)
         }

@@ -44,13 +44,13 @@ struct ServeOpenBaoTests {
             let result = try served(
                 """
                 touch "$STALL"; sleep 4; rm "$STALL"
-                BAO_ADDR="$DIRECT" KEYCHAIN_BACKEND=openbao keychain-cli -s blip set meanwhile <<EOF || exit 8
+                BAO_ADDR="$DIRECT" BAO_TOKEN="$ROOT" KEYCHAIN_BACKEND=openbao keychain-cli -s blip set meanwhile <<EOF || exit 8
                 written while serve was cut off
                 EOF
                 for i in $(seq 40); do secret-tool lookup service blip username meanwhile && break; sleep 0.5; done; echo
                 printf after | secret-tool store --label=t service blip username after || exit 9
                 secret-tool lookup service blip username after
-                """, extra: proxied.merging(["DIRECT": server.address, "KEYCHAIN_TIMEOUT": "1"]) { a, _ in a },
+                """, extra: proxied.merging(["DIRECT": server.address, "ROOT": server.rootToken, "KEYCHAIN_TIMEOUT": "1"]) { a, _ in a },
                 timeout: 120)
             #expect(result.status == 0, "\(result.stderr)")
             #expect(result.stdoutText == "written while serve was cut off\nafter", "\(result.stderr)")

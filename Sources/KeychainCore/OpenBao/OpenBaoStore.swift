@@ -84,9 +84,12 @@ public final class OpenBaoStore: SecretStore {
             let created = readsCreationDates ? try creationDate(service) : nil
             for key in secret.fields.keys where !Self.isDetailsField(key) {
                 let details = secret.details(of: key)
+                // The label serve shows for a field without details, as the vault's; the writing
+                // program is known only from details (bao kv put records none).
+                let label = details?.label ?? (try? KeychainKey(key)).map { ItemInfo.defaultLabel(service: service, key: $0) }
                 items.append(
                     ItemInfo(
-                        service: service.rawValue, key: key, label: details?.label,
+                        service: service.rawValue, key: key, label: label,
                         application: details?.attributes["application"], created: created, modified: secret.modified))
             }
         }

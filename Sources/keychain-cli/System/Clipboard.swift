@@ -66,7 +66,7 @@ func copyToClipboard(_ secret: Data, clearAfter: Int, naming key: KeychainKey) t
     guard String(validating: secret, as: UTF8.self) != nil, !secret.contains(0) else {
         throw CommandFailure.badData(
             "the secret '\(key)' is binary and cannot go on the clipboard as text. Write it to a file "
-                + "instead: get --raw \(shellQuoted(escapedForDisplay(key.rawValue))) > FILE")
+                + "instead: keychain-cli get --raw \(shellQuoted(escapedForDisplay(key.rawValue))) > FILE")
     }
     let tool = try ClipboardTool.find()
     guard let input = makePipe(), let status = makePipe() else {
