@@ -115,11 +115,12 @@ struct ServeTests {
                 for c in 1 2 3 4; do
                     (for i in $(seq 1 10); do printf x | secret-tool store --label=l service busy username "c$c-$i" || exit 9; done) &
                 done
-                KEYCHAIN_PASSPHRASE="$PW" keychain-cli -s outside set direct <<EOF || exit 8
+                # serve passes no passphrase or token on: the command gives its own.
+                KEYCHAIN_PASSPHRASE="$PW" BAO_TOKEN="$TOKEN" keychain-cli -s outside set direct <<EOF || exit 8
                 from-outside
                 EOF
                 # Another serve of the same backend, on a private bus of its own.
-                KEYCHAIN_PASSPHRASE="$PW" keychain-cli serve -- \
+                KEYCHAIN_PASSPHRASE="$PW" BAO_TOKEN="$TOKEN" keychain-cli serve -- \
                     sh -c 'printf y | secret-tool store --label=l service other username second' || exit 7
                 wait
                 for i in $(seq 100); do
@@ -127,7 +128,7 @@ struct ServeTests {
                     sleep 0.1
                 done
                 echo "$found"
-                """, extra: ["PW": CLIBackend.passphrase])
+                """, extra: ["PW": CLIBackend.passphrase, "TOKEN": (CLIBackend.overrides["BAO_TOKEN"] ?? nil) ?? ""])
             #expect(result.status == 0, "\(result.stderr)")
             #expect(result.stdoutText == "from-outside\n")
             #expect(try cli(["-s", "busy", "list"]).stdoutText.split(separator: "\n").count == 40)

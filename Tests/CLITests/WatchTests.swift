@@ -83,8 +83,8 @@ struct WatchTests {
         }
     }
 
-    /// A reader creates nothing: a vault whose directory does not exist (a mistyped --vault) is
-    /// 74 at once, and no directory is made (as root, anywhere).
+    /// A reader makes no path: a vault whose directory and its parent do not exist (a mistyped
+    /// --vault) is 74 at once, and nothing is made (as root, anywhere).
     @Test func aVaultInADirectoryThatDoesNotExistIsNotWatchedNorMade() throws {
         let scratch = try ScratchDirectory("watch-nowhere")
         defer { scratch.remove() }
@@ -92,7 +92,7 @@ struct WatchTests {
         let result = try cli(
             ["watch", "--vault", missing + "/vault.age"], session: nil,
             extra: CLIBackend.vaultEnvironment(scratch.path("unused.age")).compactMapValues { $0 }, timeout: 20)
-        #expect(result.status == 74 && result.stderr.contains("does not exist"), "\(result.stderr)")
+        #expect(result.status == 74 && result.stderr.contains("nor its parent exists"), "\(result.stderr)")
         #expect(!FileManager.default.fileExists(atPath: scratch.path("not")))
     }
 

@@ -138,8 +138,8 @@ struct SecretServiceStoreTests {
         let item = try #require(store.items(service: service).first)
         #expect(item.service == service.rawValue)
         #expect(item.key == "meta")
-        // KV fields have no label or attributes of their own.
-        #expect(item.label == (kind == .openbao ? nil : "\(service.rawValue)/meta (keychain-cli)"))
+        // The label serve shows; KV fields have no writer of their own.
+        #expect(item.label == "\(service.rawValue)/meta (keychain-cli)")
         #expect(item.application == (kind == .openbao ? nil : "keychain-cli"))
         let created = try #require(item.created)
         #expect(abs(created.timeIntervalSinceNow) < 60)

@@ -15,7 +15,7 @@ extension KeychainCLI {
                 Secrets never appear. It watches until SIGINT, SIGTERM or SIGHUP, then exits 0 \
                 (within 1 s even when nobody reads its output); if the backend goes away it exits \
                 with that failure's code (69: the Secret Service or OpenBao left; 74: the vault's \
-                directory is gone, or was never made: watch makes nothing; 65: the vault stays damaged; 77: another process re-keyed the \
+                directory is gone, or it and its parent are missing; 65: the vault stays damaged; 77: another process re-keyed the \
                 vault, and what opened it, a passphrase file read again included, still does not \
                 after --timeout).
 
@@ -54,15 +54,16 @@ extension KeychainCLI {
 
         func run() throws {
             let store = try settings.store()
-            // A reader makes nothing: the vault's own watch makes a missing directory, as the
-            // writer serve needs, but `watch --vault /mistyped/dir/v.age` must not.
+            // The vault's own watch makes its directory with every missing parent, as the writer
+            // serve needs; a reader makes at most that directory, in one that exists
+            // (~/.local/share/keychain-cli), never a path (`--vault /mistyped/dir/v.age`).
             if let vault = store as? VaultStore {
                 let directory = splitPath(vault.path).directory
                 var status = stat()
-                guard stat(directory, &status) == 0 else {
+                guard stat(directory, &status) == 0 || stat(splitPath(directory).directory, &status) == 0 else {
                     throw CommandFailure(
                         kind: .io,
-                        message: "the vault's directory \(quotedPath(directory)) does not exist: nothing to watch. "
+                        message: "neither the vault's directory \(quotedPath(directory)) nor its parent exists: nothing to watch. "
                             + "Check --vault or $KEYCHAIN_VAULT; the first set makes it")
                 }
             }
