@@ -22,6 +22,12 @@ struct ServeSpecTests {
             "/usr/bin/python3", ["\(clientScripts)/answers.py", "--no-pipelining"], environment: environment,
             timeout: 60)
         #expect(theirs.status == 0, "\(theirs.stderr)")
+        // gnome-keyring 42.1 honours a Type given to CreateItem in some runs and not in others (2
+        // of 3 runs here answered the generic schema): serve always honours it.
+        let typed = "Type given, no xdg:schema: org.example.T org.example.T\n"
+        let generic = "Type given, no xdg:schema: org.freedesktop.Secret.Generic org.freedesktop.Secret.Generic\n"
+        #expect(theirs.stdoutText.contains(typed) || theirs.stdoutText.contains(generic))
+        let theirAnswers = theirs.stdoutText.replacing(generic, with: typed)
         try CLIBackend.withVault { _ in
             let ours = try served("python3 \"$PYTHONPATH/answers.py\"")
             #expect(ours.status == 0, "\(ours.stderr)")
@@ -34,13 +40,13 @@ struct ServeSpecTests {
                 an item that never existed: org.freedesktop.DBus.Error.UnknownMethod
 
                 """
-            #expect(ours.stdoutText == theirs.stdoutText + pipelined)
+            #expect(ours.stdoutText == theirAnswers + pipelined)
         }
         for line in [
             "plain session, bytes input: org.freedesktop.DBus.Error.InvalidArgs",
             "ReadAlias session: /org/freedesktop/secrets/collection/session",
             "CreateItem on aliases/session: /org/freedesktop/secrets/collection/session",
-            "Type given, no xdg:schema: org.example.T org.example.T", "set Type: None org.example.U",
+            "set Type: None org.example.U",
             "an unknown property: org.freedesktop.DBus.Error.InvalidArgs",
         ] {
             #expect(theirs.stdoutText.contains(line + "\n"), "gnome-keyring no longer answers \(line)")
