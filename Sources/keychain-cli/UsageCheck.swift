@@ -71,7 +71,9 @@ enum UsageCheck {
     private static let setOptionNames: Swift.Set<String> =
         globalOptionsWithValues.union(["--from-env", "--from-file", "--raw", "--allow-empty", "-h", "--help", "set"])
     private static let knownOptionNames: Swift.Set<String> =
-        optionsWithValues.union(["-n", "--no-newline", "--newline", "--raw", "--json", "--ignore-missing", "--clip", "-h", "--help"])
+        optionsWithValues.union([
+            "-n", "--no-newline", "--newline", "--raw", "--json", "--ignore-missing", "--clip", "-h", "--help",
+        ])
 
     /// The options of get and delete that take a value: the global ones, and --clear-after.
     private static let optionsWithValues = globalOptionsWithValues.union(["--clear-after"])

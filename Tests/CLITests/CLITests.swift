@@ -90,7 +90,8 @@ struct HelpAndUsageTests {
         #expect(result.stderr.contains("dbus-run-session"))
         // The recipe works as printed, the wait for the daemon's name included.
         let recipe = try #require(result.stderr.firstRange(of: "sh -c '").map { result.stderr[$0.upperBound...] })
-        let commands = recipe.trimmingCharacters(in: .newlines).dropLast().replacing("keychain-cli ...", with: "keychain-cli doctor")
+        let commands = recipe.trimmingCharacters(in: .newlines).dropLast().replacing(
+            "keychain-cli ...", with: "keychain-cli doctor")
         let home = try ScratchDirectory("headless")
         defer { home.remove() }
         let environment = [
@@ -102,13 +103,18 @@ struct HelpAndUsageTests {
         let script = #"exec 2>"$HOME/stderr"; "# + commands
         // The test runner's children start with most signals blocked: dbus-run-session could not
         // end its dbus-daemon.
-        let unblocked = "import os, signal, sys; signal.pthread_sigmask(signal.SIG_SETMASK, []); os.execv(sys.argv[1], sys.argv[1:])"
+        let unblocked =
+            "import os, signal, sys; signal.pthread_sigmask(signal.SIG_SETMASK, []); os.execv(sys.argv[1], sys.argv[1:])"
         let run = try runProcess(
             "/usr/bin/python3", ["-c", unblocked, "/usr/bin/dbus-run-session", "--", "sh", "-c", script],
             environment: environment)
         _ = try runProcess(
             "/bin/sh",
-            ["-c", #"for p in $(pgrep -x gnome-keyring-d); do grep -qz "^HOME=$0$" /proc/$p/environ && kill $p; done"#, home.url.path], environment: environment)
+            [
+                "-c",
+                #"for p in $(pgrep -x gnome-keyring-d); do grep -qz "^HOME=$0$" /proc/$p/environ && kill $p; done"#,
+                home.url.path,
+            ], environment: environment)
         #expect(run.status == 0 && run.stdoutText.contains("✓ default keyring unlocked: yes"), "\(run.stdoutText)")
     }
 }

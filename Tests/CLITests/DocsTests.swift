@@ -171,8 +171,10 @@ struct DocsTests {
             guard let row = line.wholeMatch(of: /\| (\d+(?:, \d+)*) \| (.+) \|/),
                 let meaning = rows.first(where: { $0.codes == row.output.1 })?.meaning
             else { continue }
-            let named = row.output.2.matches(of: /`([^`]+)`/).flatMap { $0.output.1.split(whereSeparator: { " /".contains($0) }) }
-                .map(String.init).filter { commands.contains($0) || $0.wholeMatch(of: /--[a-z-]+|-[io]/) != nil }
+            let named = row.output.2.matches(of: /`([^`]+)`/).flatMap {
+                $0.output.1.split(whereSeparator: { " /".contains($0) })
+            }
+            .map(String.init).filter { commands.contains($0) || $0.wholeMatch(of: /--[a-z-]+|-[io]/) != nil }
             let words = Set(meaning.split(whereSeparator: { " ,;:()/".contains($0) }).map(String.init))
             let missing = named.filter { !words.contains($0) }
             #expect(missing.isEmpty, "--help's row \(row.output.1) does not name \(missing): \(meaning)")

@@ -50,7 +50,10 @@ struct ServeOpenBaoTests {
                 for i in $(seq 40); do secret-tool lookup service blip username meanwhile && break; sleep 0.5; done; echo
                 printf after | secret-tool store --label=t service blip username after || exit 9
                 secret-tool lookup service blip username after
-                """, extra: proxied.merging(["DIRECT": server.address, "ROOT": server.rootToken, "KEYCHAIN_TIMEOUT": "1"]) { a, _ in a },
+                """,
+                extra: proxied.merging(["DIRECT": server.address, "ROOT": server.rootToken, "KEYCHAIN_TIMEOUT": "1"]) {
+                    a, _ in a
+                },
                 timeout: 120)
             #expect(result.status == 0, "\(result.stderr)")
             #expect(result.stdoutText == "written while serve was cut off\nafter", "\(result.stderr)")

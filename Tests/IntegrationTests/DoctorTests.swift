@@ -26,7 +26,9 @@ struct DoctorTests {
         let said = get.stderr.trimmingCharacters(in: .newlines)
         let (line, message) = (Array(failed), Array(said))
         var common = 0
-        while common < min(line.count, message.count), line[line.count - 1 - common] == message[message.count - 1 - common] {
+        while common < min(line.count, message.count),
+            line[line.count - 1 - common] == message[message.count - 1 - common]
+        {
             common += 1
         }
         let shared = String(line.suffix(common))

@@ -86,7 +86,8 @@ public final class OpenBaoStore: SecretStore {
                 let details = secret.details(of: key)
                 // The label serve shows for a field without details, as the vault's; the writing
                 // program is known only from details (bao kv put records none).
-                let label = details?.label ?? (try? KeychainKey(key)).map { ItemInfo.defaultLabel(service: service, key: $0) }
+                let label =
+                    details?.label ?? (try? KeychainKey(key)).map { ItemInfo.defaultLabel(service: service, key: $0) }
                 items.append(
                     ItemInfo(
                         service: service.rawValue, key: key, label: label,

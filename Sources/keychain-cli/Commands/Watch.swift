@@ -63,7 +63,8 @@ extension KeychainCLI {
                 guard stat(directory, &status) == 0 || stat(splitPath(directory).directory, &status) == 0 else {
                     throw CommandFailure(
                         kind: .io,
-                        message: "neither the vault's directory \(quotedPath(directory)) nor its parent exists: nothing to watch. "
+                        message:
+                            "neither the vault's directory \(quotedPath(directory)) nor its parent exists: nothing to watch. "
                             + "Check --vault or $KEYCHAIN_VAULT; the first set makes it")
                 }
             }

@@ -95,7 +95,8 @@ enum KeyCompletion {
         let lines = generated.split(separator: "\n", omittingEmptySubsequences: false).map { line in
             guard let range = line.firstRange(of: call), line.hasSuffix(#")""#) else { return String(line) }
             let arguments = line[range.upperBound...].dropLast(2)
-            return line[..<range.lowerBound] + "compopt +o filenames; __keychain-cli_add_keys ---completion " + arguments
+            return line[..<range.lowerBound] + "compopt +o filenames; __keychain-cli_add_keys ---completion "
+                + arguments
         }
         let reader = """
             __keychain-cli_add_keys() {
@@ -106,7 +107,8 @@ enum KeyCompletion {
             }
 
             """
-        return lines.joined(separator: "\n").replacing("_keychain-cli() {\n", with: reader + "_keychain-cli() {\n", maxReplacements: 1)
+        return lines.joined(separator: "\n").replacing(
+            "_keychain-cli() {\n", with: reader + "_keychain-cli() {\n", maxReplacements: 1)
     }
 
     /// The global options among `words`, as `--name value` or `--name=value`; descriptors are
