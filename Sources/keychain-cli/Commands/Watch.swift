@@ -61,6 +61,14 @@ extension KeychainCLI {
                 let directory = splitPath(vault.path).directory
                 var status = stat()
                 guard stat(directory, &status) == 0 || stat(splitPath(directory).directory, &status) == 0 else {
+                    let reason = errno
+                    guard reason == ENOENT || reason == ENOTDIR else {
+                        throw CommandFailure(
+                            kind: .io,
+                            message: "cannot look at the vault's directory \(quotedPath(directory)) ("
+                                + String(cString: strerror(reason))
+                                + "). Check its permissions, --vault or $KEYCHAIN_VAULT")
+                    }
                     throw CommandFailure(
                         kind: .io,
                         message:
