@@ -24,4 +24,69 @@ struct FilesTests {
         try writeFileAtomically(path, Array("third".utf8))
         #expect(try String(contentsOfFile: path, encoding: .utf8) == "third")
     }
+
+    /// What a writer killed between linkat and rename leaves is removed by the next write once
+    /// old; a user's file of the same shape (`.NAME.backup`, 0600) is not, however old.
+    @Test func onlyThisProgramsOwnLeftoversAreRemoved() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("kc-files-\(UUID())").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let names = [".out.keychain-cli.AbC123", ".out.backup", ".out.AbC123", ".out.keychain-cli.AbC12"]
+        for name in names {
+            let path = "\(directory)/\(name)"
+            try "x".write(toFile: path, atomically: false, encoding: .utf8)
+            chmod(path, 0o600)
+            try FileManager.default.setAttributes(
+                [.modificationDate: Date(timeIntervalSinceNow: -3600)], ofItemAtPath: path)
+        }
+        try writeFileAtomically("\(directory)/out", Array("new".utf8))
+        let left = try Set(FileManager.default.contentsOfDirectory(atPath: directory))
+        #expect(left == Set(["out"] + names.dropFirst()))
+    }
+
+    /// A FIFO, a character device and a descriptor are written into; a regular file, nothing or
+    /// a link to either is replaced; a directory is refused.
+    @Test func anOutputPathIsJudgedByWhatIsThere() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("kc-files-\(UUID())").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        #expect(mkfifo("\(directory)/fifo", 0o600) == 0)
+        try "x".write(toFile: "\(directory)/file", atomically: false, encoding: .utf8)
+        try FileManager.default.createSymbolicLink(atPath: "\(directory)/to-null", withDestinationPath: "/dev/null")
+        try FileManager.default.createSymbolicLink(atPath: "\(directory)/to-file", withDestinationPath: "file")
+        try FileManager.default.createSymbolicLink(atPath: "\(directory)/dangling", withDestinationPath: "nothing")
+        #expect(OutputTarget("\(directory)/fifo") == .stream)
+        #expect(OutputTarget("/dev/null") == .stream)
+        #expect(OutputTarget("\(directory)/to-null") == .stream)
+        #expect(OutputTarget("/dev/stdout") == .descriptor(1))
+        #expect(OutputTarget("/dev/fd/7") == .descriptor(7))
+        #expect(OutputTarget("/proc/self/fd/2") == .descriptor(2))
+        #expect(OutputTarget("\(directory)/file") == .file)
+        #expect(OutputTarget("\(directory)/to-file") == .file)
+        #expect(OutputTarget("\(directory)/dangling") == .file)
+        #expect(OutputTarget("\(directory)/missing") == .file)
+        #expect(OutputTarget(directory) == .refused("a directory"))
+    }
+}
+
+@Suite("RepeatedMember: a JSON member given twice")
+struct RepeatedMemberTests {
+    @Test(arguments: [
+        (#"{"a":1,"a":2}"#, RepeatedMember(name: "a", item: nil)),
+        (#"{"items":[{"service":"p"},{"service":"p","\u0073ervice":"t"}]}"#, RepeatedMember(name: "service", item: 2)),
+        (#"{"items":[{"k":{"x":1,"x":2}}]}"#, RepeatedMember(name: "x", item: 1)),
+        (#"{"items":[],"items":[]}"#, RepeatedMember(name: "items", item: nil)),
+        (#"{"\ud83d\ude00":1,"😀":2}"#, RepeatedMember(name: "😀", item: nil)),
+    ])
+    func isFound(_ json: String, _ expected: RepeatedMember) {
+        #expect(RepeatedMember.first(in: json.utf8) == expected)
+    }
+
+    @Test(arguments: [
+        #"{"a":1,"b":{"a":2},"c":[{"a":3},{"a":4}]}"#, #"{"a":"\"a\"","b":"a"}"#, #"["a","a"]"#,
+        #"{"a":"x\"","a"#, "",
+    ])
+    func isNotFoundWhereEachObjectNamesAMemberOnce(_ json: String) {
+        #expect(RepeatedMember.first(in: json.utf8) == nil)
+    }
 }

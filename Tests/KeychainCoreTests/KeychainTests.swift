@@ -285,8 +285,17 @@ struct ErrorMessageTests {
 
     @Test func notFoundNamesTheKeyAndTheServiceEscapedForOneLine() {
         #expect(
-            KeychainError.notFound(service: "my service", key: "a\nb").description
-                == "no secret named 'a\\nb' in service 'my service'")
+            KeychainError.notFound(service: "my service", key: "a\u{202E}b\\").description
+                == "no secret named 'a\\u{202E}b\\\\' in service 'my service'")
+    }
+
+    /// A key that looks like a secret (a value given where the key goes) is not repeated.
+    @Test func notFoundDoesNotRepeatAKeyThatLooksLikeASecret() {
+        for key in ["ghp_0123456789abcdefghijABCDEFGHIJ", "line one\nline two", "AKIAIOSFODNN7EXAMPLE"] {
+            let text = KeychainError.notFound(service: "s", key: key).description
+            #expect(!text.contains(key) && !text.contains("line one"), "\(text)")
+            #expect(text.hasPrefix("no secret named (a value that is not shown: "), "\(text)")
+        }
     }
 
     @Test func theTwoPassphrasesAreTwoCases() {

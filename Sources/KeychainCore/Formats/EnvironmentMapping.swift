@@ -16,8 +16,20 @@ package struct EnvironmentMapping: Sendable {
         let target = text[text.unicodeScalars.index(after: equals)...]
         guard DotEnv.isVariableName(name) else {
             throw FormatError(
-                "\(origin): '\(escapedForDisplay(name))' is not a valid environment variable name. "
-                    + "Use letters, digits and _, not starting with a digit", isUsageError: true)
+                "\(origin): \(quotedValue(name, expected: "a variable name")) is not a valid environment variable "
+                    + "name. Use letters, digits and _, not starting with a digit", isUsageError: true)
+        }
+        if let quote = target.unicodeScalars.first, quote == "\"" || quote == "'" {
+            // NAME="value" is a file of values (export --format env, a .env), not of mappings.
+            throw FormatError(
+                "\(origin): \(name) is given a quoted value, as in a file of values (export --format env, a "
+                    + ".env); a mapping names a secret: NAME=KEY or NAME=SERVICE/KEY. The value is not repeated "
+                    + "here. To store such a file's values: keychain-cli -s SERVICE import FILE", isUsageError: true)
+        }
+        if let kind = misplacedSecretKind(String(target)) {
+            throw FormatError(
+                "\(origin): \(name) is given \(kind), not a key; it is not repeated here. A mapping names "
+                    + "a secret: NAME=KEY or NAME=SERVICE/KEY", isUsageError: true)
         }
         if let slash = target.firstIndex(ofScalar: "/") {
             service = String(target[..<slash])
@@ -28,6 +40,13 @@ package struct EnvironmentMapping: Sendable {
         guard !key.isEmpty, service?.isEmpty != true else {
             throw FormatError("\(origin): expected NAME=KEY or NAME=SERVICE/KEY", isUsageError: true)
         }
+    }
+
+    /// The mapping of `--env TEXT`, named in messages as `--env NAME` (never with what follows =,
+    /// which may be a value given by mistake).
+    package init(option text: String) throws(FormatError) {
+        let name = text.firstIndex(of: "=").map { String(text[..<$0]) } ?? ""
+        try self.init(text, origin: DotEnv.isVariableName(name) ? "--env \(name)" : "--env")
     }
 
     /// The mappings of an env file's text; `path` names it in messages.

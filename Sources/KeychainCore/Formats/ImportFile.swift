@@ -43,6 +43,12 @@ package enum ImportFile {
             } catch {
                 throw FormatError("\(source) is not a keychain-cli export document")
             }
+            if let repeated = RepeatedMember.first(in: text.utf8) {
+                throw FormatError(
+                    "\(source): \(repeated.item.map { "item \($0)" } ?? "the document") has the field "
+                        + "'\(escapedForDisplay(repeated.name))' twice; nothing was stored. JSON tools differ on "
+                        + "which one counts (python and jq read the last): keep one")
+            }
             // An export, or a vault's plaintext (age --decrypt vault.age | keychain-cli import).
             guard VaultDocument.formats.contains(document.format), document.version == 1 else {
                 throw FormatError(

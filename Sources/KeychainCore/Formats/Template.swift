@@ -65,20 +65,35 @@ package struct TemplateReference: Sendable {
     }
 
     /// `template` with each of `references` (found in it by ``all(in:source:)``) replaced by
-    /// `value(reference)`; the bytes between them are kept as they are.
+    /// `value(reference)`, handed to `write` in blocks of about 64 KiB as it is made, so that a
+    /// result of gigabytes (a large secret referenced thousands of times) takes no more memory
+    /// than one block and one value. The bytes between references are kept as they are.
     package static func render(
-        _ template: [UInt8], replacing references: [TemplateReference], with value: (TemplateReference) -> String
-    ) -> [UInt8] {
-        var result: [UInt8] = []
-        result.reserveCapacity(template.count)
+        _ template: [UInt8], replacing references: [TemplateReference], with value: (TemplateReference) -> String,
+        into write: ([UInt8]) throws(FileError) -> Void
+    ) throws(FileError) {
+        let blockSize = 65_536
+        var block: [UInt8] = []
+        block.reserveCapacity(blockSize)
+        func append(_ bytes: some Collection<UInt8>) throws(FileError) {
+            if block.count + bytes.count > blockSize && !block.isEmpty {
+                try write(block)
+                block.removeAll(keepingCapacity: true)
+            }
+            if bytes.count >= blockSize {
+                try write(Array(bytes))
+            } else {
+                block += bytes
+            }
+        }
         var cursor = 0
         for reference in references {
-            result += template[cursor..<reference.range.lowerBound]
-            result += value(reference).utf8
+            try append(template[cursor..<reference.range.lowerBound])
+            try append(value(reference).utf8)
             cursor = reference.range.upperBound
         }
-        result += template[cursor...]
-        return result
+        try append(template[cursor...])
+        if !block.isEmpty { try write(block) }
     }
 
     /// The offset of the next `pair` of bytes at or after `from`.

@@ -68,7 +68,8 @@ public enum KeychainError: Error, Equatable, Sendable, CustomStringConvertible {
     public var description: String {
         switch self {
         case .notFound(let service, let key):
-            return "no secret named '\(escapedForDisplay(key))' in service '\(escapedForDisplay(service))'"
+            return
+                "no secret named \(quotedValue(key, expected: "a key name")) in service '\(escapedForDisplay(service))'"
         case .invalidName(let kind, let reason):
             return "invalid \(kind): \(reason)"
         case .emptySecret:

@@ -19,6 +19,7 @@ public func misplacedSecretKind(_ value: String) -> String? {
     if isJSONWebToken(value) { return "a JSON web token" }
     if isUUID(value) { return "an id (a UUID)" }
     if isServerToken(value) { return "an OpenBao or Vault token" }
+    if let service = serviceTokenKind(value) { return service }
     return nil
 }
 
@@ -41,6 +42,24 @@ public func quotedPath(_ path: String) -> String { quotedValue(path, expected: "
 public func quotedValue(_ value: String, expected: String) -> String {
     if let kind = misplacedSecretKind(value) { return "(a value that is not shown: \(kind), not \(expected))" }
     return "'\(escapedForDisplay(value))'"
+}
+
+/// The well-known prefixes of services' API tokens (GitHub, GitLab, Slack, npm, PyPI, Stripe,
+/// AWS access key ids), each followed by at least 16 token characters.
+private let serviceTokenPrefixes: [(prefix: String, kind: String)] = [
+    ("ghp_", "a GitHub token"), ("gho_", "a GitHub token"), ("ghu_", "a GitHub token"), ("ghs_", "a GitHub token"),
+    ("ghr_", "a GitHub token"), ("github_pat_", "a GitHub token"), ("glpat-", "a GitLab token"),
+    ("xoxb-", "a Slack token"), ("xoxp-", "a Slack token"), ("xoxa-", "a Slack token"), ("xoxs-", "a Slack token"),
+    ("npm_", "an npm token"), ("pypi-", "a PyPI token"), ("sk_live_", "a Stripe key"), ("rk_live_", "a Stripe key"),
+    ("sk_test_", "a Stripe key"), ("AKIA", "an AWS access key id"), ("ASIA", "an AWS access key id"),
+]
+
+private func serviceTokenKind(_ value: String) -> String? {
+    for (prefix, kind) in serviceTokenPrefixes where value.hasPrefix(prefix) {
+        let rest = value.utf8.dropFirst(prefix.utf8.count)
+        if rest.count >= 16 && rest.allSatisfy(isBase64URL) { return kind }
+    }
+    return nil
 }
 
 /// `header.payload.signature`, each base64url, the header starting `eyJ` (`{"`).

@@ -62,7 +62,8 @@ extension KeychainCLI {
                 throw CommandFailure.usage("unknown action '\(action)': use store, get, erase, list or version")
             }
             guard let input = try readAll(STDIN_FILENO, limit: smallInputLimit) else {
-                throw CommandFailure.badData("the input is larger than 1 MiB")
+                throw CommandFailure.badData(
+                    "the input is larger than 1 MiB; docker sends one server's credentials as JSON")
             }
             let credentials = try helperSettings.store().registryCredentials(
                 service: try settings.serviceName(helperDefault: "docker"))

@@ -52,9 +52,7 @@ extension KeychainCLI {
         }
 
         func run() throws {
-            var all = try mappings.map {
-                try EnvironmentMapping($0, origin: "--env \($0)")
-            }
+            var all = try mappings.map { text throws(FormatError) in try EnvironmentMapping(option: text) }
             if let environmentFile { all += try EnvironmentMapping.read(file: environmentFile) }
             var seen: Swift.Set<String> = []
             for mapping in all where !seen.insert(mapping.name).inserted {

@@ -60,6 +60,7 @@ extension KeychainCLI {
                 throw CommandFailure.usage(
                     "refusing to export secrets without confirmation (standard input is not a terminal). Pass --yes")
             }
+            try settings.checkOutput(output)
             let keychain = try keychain(listing: .keysOnly)
             let items = allServices ? try keychain.itemsOfAllServices() : try keychain.items()
             // One entry per service and key: two tools' items under one name are one secret to
@@ -94,11 +95,7 @@ extension KeychainCLI {
                 secret.map { SecretDocument(service: address.service, key: address.key, secret: $0) }
             }
             let bytes = format == .json ? try json(documents) : try dotenv(documents)
-            if let output {
-                try writeFileAtomically(output, bytes)
-            } else {
-                try writeOutput(bytes)
-            }
+            try settings.writeResult(to: output) { sink throws(FileError) in try sink.write(bytes) }
         }
 
         /// A name for a message: escaped, and cut to 100 characters.

@@ -43,7 +43,8 @@ extension KeychainCLI {
 
         private func perform() throws {
             guard let input = try readAll(STDIN_FILENO, limit: smallInputLimit) else {
-                throw CommandFailure.badData("the credential on standard input is larger than 1 MiB")
+                throw CommandFailure.badData(
+                    "the credential on standard input is larger than 1 MiB; git sends one credential's key=value lines")
             }
             guard ["get", "store", "erase"].contains(action), let request = GitCredentialMessage.parse(input) else {
                 return

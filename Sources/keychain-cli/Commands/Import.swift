@@ -10,7 +10,8 @@ extension KeychainCLI {
             discussion: """
                 Reads FILE (or standard input). The whole file is checked before the first write: \
                 one bad item (the message gives its line or number and the reason) stores nothing. \
-                Items already there are skipped and reported unless --overwrite. JSON items carry \
+                Items already there are skipped and reported unless --overwrite. An empty secret \
+                (NAME= in env) is refused, as set refuses it, unless --allow-empty. JSON items carry \
                 their own service; env lines (NAME=value) go to --service under the key NAME. \
                 The format is taken from --format, else from the content ({ means JSON).
 
@@ -34,12 +35,21 @@ extension KeychainCLI {
         @Flag(help: "Only print what would be added, replaced or skipped.")
         var dryRun = false
 
+        @Flag(help: "Store empty secrets (NAME= in env) instead of refusing the file, as set --allow-empty.")
+        var allowEmpty = false
+
         func run() throws {
             let source = file ?? "standard input"
             let text = try readText(source)
             let keychain = try keychain(listing: .keysOnly)
             let items = try ImportFile.items(
                 of: text, source: source, json: format.map { $0 == .json }, defaultService: keychain.service)
+            // One rule with set: an empty secret is usually an unset variable, stored only when asked.
+            if !allowEmpty, let empty = items.first(where: { $0.secret.isEmpty }) {
+                throw CommandFailure.badData(
+                    "\(file.map(quotedPath) ?? source): the secret of \(empty.service)/\(empty.key) is empty; nothing "
+                        + "was stored. Pass --allow-empty if empty secrets are really meant, as set takes it")
+            }
 
             // Which items exist, one listing per service.
             var existing: [ServiceName: Swift.Set<String>] = [:]
@@ -79,7 +89,9 @@ extension KeychainCLI {
 
         private func readText(_ source: String) throws -> String {
             guard let bytes = try readInput(path: file, limit: 256 << 20) else {
-                throw CommandFailure.badData("\(source) is larger than 256 MiB")
+                throw CommandFailure.badData(
+                    "\(file.map(quotedPath) ?? source) is larger than 256 MiB; nothing was stored. Split it into several export files and import each"
+                )
             }
             guard let text = String(validating: bytes, as: UTF8.self) else {
                 throw CommandFailure.badData("\(source) is not UTF-8 text; export files are JSON or dotenv")

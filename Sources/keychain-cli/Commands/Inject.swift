@@ -35,8 +35,11 @@ extension KeychainCLI {
 
         func run() throws {
             let name = input ?? "standard input"
+            try settings.checkOutput(output)
             guard let bytes = try readInput(path: input, limit: Self.maximumTemplateSize) else {
-                throw CommandFailure.badData("\(name) is larger than 16 MiB")
+                throw CommandFailure.badData(
+                    "\(input.map(quotedPath) ?? name) is larger than 16 MiB, the most a template may be; nothing was "
+                        + "written. Split it into several templates")
             }
             guard String(validating: bytes, as: UTF8.self) != nil else {
                 throw CommandFailure.badData("\(name) is not UTF-8 text; templates are text")
@@ -48,11 +51,11 @@ extension KeychainCLI {
             for reference in references where secrets[reference.text] == nil {
                 secrets[reference.text] = try reference.resolve(with: keychain)
             }
-            let result = TemplateReference.render(bytes, replacing: references) { secrets[$0.text]! }
-            if let output {
-                try writeFileAtomically(output, result)
-            } else {
-                try writeOutput(result)
+            // Written as it is made: the result may be far larger than the template.
+            try settings.writeResult(to: output) { sink throws(FileError) in
+                try TemplateReference.render(bytes, replacing: references, with: { secrets[$0.text]! }) {
+                    block throws(FileError) in try sink.write(block)
+                }
             }
         }
 
@@ -65,10 +68,15 @@ extension TemplateReference {
         let service = try ServiceName(service)
         let key = try KeychainKey(key)
         guard let secret = try Keychain(service: service, store: keychain.store).data(for: key) else {
+            // A key that looks like a secret (a token pasted in the reference) is not repeated.
+            let store =
+                misplacedSecretKind(key.rawValue) == nil
+                ? ", or store it with keychain-cli -s \(shellQuoted(escapedForDisplay(service.rawValue))) set \(shellQuoted(escapedForDisplay(key.rawValue)))"
+                : ""
             throw CommandFailure(
                 kind: .notFound,
-                message: "\(location): no secret named '\(key)' in service '\(service)'; nothing was written. "
-                    + "Check the reference, or store it with keychain-cli -s \(service) set \(key)")
+                message: "\(location): no secret named \(quotedValue(key.rawValue, expected: "a key name")) in service "
+                    + "'\(service)'; nothing was written. Check the reference\(store)")
         }
         guard let text = String(validating: secret, as: UTF8.self) else {
             throw CommandFailure.badData(

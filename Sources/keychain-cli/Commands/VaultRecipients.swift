@@ -154,10 +154,13 @@ private func parseRecipients(_ arguments: [String]) throws -> [VaultRecipient] {
                 recipients.append(try VaultRecipient(argument))
             } else {
                 guard let bytes = try readInput(path: argument == "-" ? nil : argument, limit: smallInputLimit) else {
-                    throw CommandFailure.badData("\(argument) is larger than 1 MiB")
+                    throw CommandFailure.badData(
+                        "\(quotedPath(argument)) is larger than 1 MiB; a recipients file holds age1… or ssh- lines")
                 }
                 let parsed = try VaultRecipient.parse(recipientsFile: String(decoding: bytes, as: UTF8.self))
-                guard !parsed.isEmpty else { throw CommandFailure.badData("\(argument) holds no recipient") }
+                guard !parsed.isEmpty else {
+                    throw CommandFailure.badData("\(quotedPath(argument)) holds no recipient")
+                }
                 recipients += parsed
             }
         } catch let error as RecipientError {

@@ -24,10 +24,9 @@ extension Settings {
         SecretServiceStore(timeout: try timeout ?? resolvedTimeout(), listing: listing)
     }
 
-    /// The vault store of these settings, whatever the backend says (the `vault` commands are
-    /// about the file). `newPassphrase`: where `vault passwd` reads the new passphrase.
-    func vaultStore(timeout: Double? = nil, newPassphrase: PassphraseInput? = nil) throws -> VaultStore {
-        let timeout = try timeout ?? resolvedTimeout()
+    /// The vault file of these settings: --vault, else $KEYCHAIN_VAULT, else the default.
+    /// - Throws: ``CommandFailure`` (usage) for a secret or a directory given as its path.
+    func vaultPath() throws -> String {
         try PathValue.check(self)
         guard
             let path = try vault ?? environment("KEYCHAIN_VAULT")
@@ -40,6 +39,14 @@ extension Settings {
                 "the vault path \(quotedPath(path)) names a directory; give a file in it, e.g. \(quotedPath(path + "vault.age"))"
             )
         }
+        return path
+    }
+
+    /// The vault store of these settings, whatever the backend says (the `vault` commands are
+    /// about the file). `newPassphrase`: where `vault passwd` reads the new passphrase.
+    func vaultStore(timeout: Double? = nil, newPassphrase: PassphraseInput? = nil) throws -> VaultStore {
+        let timeout = try timeout ?? resolvedTimeout()
+        let path = try vaultPath()
         let source = PassphraseInput(self)
         let mayPrompt = mayPrompt
         return VaultStore(

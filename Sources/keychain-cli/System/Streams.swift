@@ -22,14 +22,18 @@ func warn(_ message: String) {
 /// - Throws: ``CommandFailure`` (I/O) when stdout is closed or full.
 func writeOutput(_ bytes: some Collection<UInt8>) throws {
     let ok = Array(bytes).withUnsafeBufferPointer { writeAll(STDOUT_FILENO, $0) }
-    if !ok {
-        if errno == EPIPE {
-            signal(SIGPIPE, SIG_DFL)
-            raise(SIGPIPE)
-        }
-        throw CommandFailure.io(
-            "could not write to standard output (\(String(cString: strerror(errno)))). Check where it is redirected")
+    if !ok { throw standardOutputFailure(errno) }
+}
+
+/// The failure of a write to standard output with `code`; for a reader that went away (EPIPE),
+/// ends the process by SIGPIPE instead, as other filters do.
+func standardOutputFailure(_ code: Int32) -> CommandFailure {
+    if code == EPIPE {
+        signal(SIGPIPE, SIG_DFL)
+        raise(SIGPIPE)
     }
+    return CommandFailure.io(
+        "could not write to standard output (\(String(cString: strerror(code)))). Check where it is redirected")
 }
 
 func isTerminal(_ fd: Int32) -> Bool { isatty(fd) == 1 }

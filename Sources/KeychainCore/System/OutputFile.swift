@@ -1,0 +1,91 @@
+import Glibc
+
+// Where `-o PATH` writes (export, inject): a file is replaced whole, anything else is written into
+// as it is or refused; nothing but a regular file or a link is ever removed.
+
+/// What is at an output path, and so how it is written.
+package enum OutputTarget: Equatable {
+    /// A regular file, nothing, or a link to either: replaced atomically (a link is replaced by
+    /// the file, never written through: see docs/security.md).
+    case file
+    /// A FIFO or a character device (a terminal, /dev/null), itself or at the end of a link:
+    /// opened and written into as it is, as a shell's `>` does.
+    case stream
+    /// /dev/stdout, /dev/stderr, /dev/fd/N, /proc/self/fd/N: that descriptor of this process,
+    /// written into where it stands (a file the shell opened with `>>` is appended to).
+    case descriptor(Int32)
+    /// A directory, block device or socket: refused, with what it is.
+    case refused(String)
+
+    /// What is at `path` now.
+    package init(_ path: String) {
+        if let descriptor = Self.descriptor(named: path) {
+            self = .descriptor(descriptor)
+            return
+        }
+        var info = stat()
+        guard lstat(path, &info) == 0 else {
+            self = .file
+            return
+        }
+        if (info.st_mode & S_IFMT) == S_IFLNK {
+            // A link is replaced unless it leads to something that is written into.
+            guard stat(path, &info) == 0 else {
+                self = .file
+                return
+            }
+            let kind = Self(mode: info.st_mode)
+            self = kind == .stream ? .stream : .file
+            return
+        }
+        self = Self(mode: info.st_mode)
+    }
+
+    private init(mode: mode_t) {
+        switch mode & S_IFMT {
+        case S_IFREG: self = .file
+        case S_IFIFO, S_IFCHR: self = .stream
+        case S_IFDIR: self = .refused("a directory")
+        case S_IFBLK: self = .refused("a block device (a disk)")
+        case S_IFSOCK: self = .refused("a socket")
+        default: self = .refused("not a file")
+        }
+    }
+
+    /// The descriptor /dev/stdout, /dev/stderr, /dev/fd/N or /proc/self/fd/N names: links to a
+    /// descriptor, which may hold a file the shell opened (`> out.json`), never to be replaced.
+    private static func descriptor(named path: String) -> Int32? {
+        if path == "/dev/stdout" { return STDOUT_FILENO }
+        if path == "/dev/stderr" { return STDERR_FILENO }
+        for prefix in ["/dev/fd/", "/proc/self/fd/"] where path.hasPrefix(prefix) {
+            let number = path.dropFirst(prefix.count)
+            guard number.allSatisfy({ ("0"..."9").contains($0) }), let descriptor = Int32(number) else { return nil }
+            return descriptor
+        }
+        return nil
+    }
+}
+
+/// Writes what `body` gives its sink to the output file `path`, as ``OutputTarget`` says: a file
+/// atomically (``writeFileAtomically(_:replacing:_:)``), a FIFO or device by opening it for
+/// writing (a FIFO waits for its reader, as a shell's `>` does), a descriptor where it stands.
+/// - Throws: ``FileError`` naming the path: it is a directory, block device or socket (`EISDIR`,
+///   `ENOTSUP`), or cannot be written; a file is then untouched.
+package func writeOutputFile(_ path: String, _ body: (ByteSink) throws(FileError) -> Void) throws(FileError) {
+    switch OutputTarget(path) {
+    case .file:
+        try writeFileAtomically(path, body)
+    case .refused(let kind):
+        throw FileError(
+            "\(quotedPath(path)) is \(kind); -o writes a file (or into a FIFO or a terminal)",
+            code: kind == "a directory" ? EISDIR : ENOTSUP)
+    case .stream:
+        var fd: Int32
+        repeat { fd = open(path, O_WRONLY | O_NOCTTY | O_CLOEXEC) } while fd < 0 && errno == EINTR
+        guard fd >= 0 else { throw FileError("cannot open \(quotedPath(path))") }
+        defer { close(fd) }
+        try body(ByteSink(fd: fd, path: path))
+    case .descriptor(let fd):
+        try body(ByteSink(fd: fd, path: path))
+    }
+}
