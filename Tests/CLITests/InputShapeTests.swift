@@ -1,0 +1,102 @@
+import Foundation
+import TestSupport
+import Testing
+
+/// Inputs of the wrong kind: a value where a key or mapping goes is refused or named by its shape,
+/// never repeated; an import file that other tools would read otherwise is refused whole.
+@Suite("inputs: values where keys go, repeated JSON fields, empty secrets", .keyringSession)
+final class InputShapeTests {
+    let scratch: ScratchDirectory
+
+    init() throws { scratch = try ScratchDirectory("inputs") }
+    deinit { scratch.remove() }
+
+    private let token = "ghp_" + "R3alLook1ngT0kenValue0123456789abcd"
+
+    /// Our own `export --format env` fed to `exec --env-file` (the mistake of the attack) and
+    /// values given in `--env`: 64, the words that say why, and the value nowhere.
+    @Test func aMappingThatHoldsAValueIsRefusedWithoutRepeatingIt() throws {
+        try CLIBackend.withVault { _ in
+            let s = uniqueService()
+            _ = try cli(["-s", s, "set", "db-password"], input: "hunter2-the-value")
+            let exported = try cli(["-s", s, "export", "--yes", "--format", "env"])
+            #expect(exported.stdoutText == "DB_PASSWORD=\"hunter2-the-value\"\n")
+            let file = scratch.path("values.env")
+            try exported.stdout.write(to: URL(fileURLWithPath: file))
+            let cases: [([String], String)] = [
+                (["--env-file", file], "is given a quoted value, as in a file of values"),
+                (["--env", "GH=\(token)"], "GH is given a GitHub token, not a key"),
+                (["--env", "GH=\"hunter2-the-value\""], "is given a quoted value"),
+                (["--env", "GH='hunter2-the-value'"], "is given a quoted value"),
+                (["--env", token], "--env: expected NAME=KEY"),
+                (["--env", "GH=eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.c2lnbmF0dXJl"], "GH is given a JSON web token"),
+            ]
+            for (arguments, words) in cases {
+                let result = try cli(["-s", s, "exec"] + arguments + ["--", "true"])
+                #expect(result.status == 64, "\(arguments): \(result.stderr)")
+                #expect(result.stderr.contains(words), "\(arguments): \(result.stderr)")
+                for secret in ["hunter2", token, "eyJhbGciOiJIUzI1NiJ9"] {
+                    #expect(!result.stderr.contains(secret), "\(arguments): \(result.stderr)")
+                }
+            }
+        }
+    }
+
+    /// `get "$TOKEN"`, and a template that names a token: not found (1), named by its shape.
+    @Test func aKeyThatLooksLikeASecretIsNotRepeated() throws {
+        try CLIBackend.withVault { _ in
+            let s = uniqueService()
+            _ = try cli(["-s", s, "set", "present"], input: "p")
+            let got = try cli(["-s", s, "get", token])
+            #expect(got.status == 1)
+            #expect(got.stderr.contains("(a value that is not shown: a GitHub token, not a key name)"), "\(got.stderr)")
+            let injected = try cli(["inject"], input: "{{ keychain://\(s)/\(token) }}")
+            #expect(injected.status == 1)
+            #expect(injected.stderr.contains("a GitHub token"), "\(injected.stderr)")
+            for result in [got, injected] { #expect(!result.stderr.contains(token)) }
+            // A plain key is still named, with the command that stores it.
+            let plain = try cli(["inject"], input: "{{ keychain://\(s)/absent }}")
+            #expect(plain.stderr.contains("no secret named 'absent'"))
+            #expect(plain.stderr.contains("set absent"), "\(plain.stderr)")
+        }
+    }
+
+    /// `"service":"prod","service":"test"`: Foundation's decoder read the first, python and jq the
+    /// last. Refused, naming the item and field, and nothing stored.
+    @Test func aJSONFieldGivenTwiceIsRefusedAndNothingStored() throws {
+        try CLIBackend.withVault { _ in
+            let s = uniqueService()
+            let document = """
+                {"format": "keychain-cli-export", "version": 1, "items": [
+                  {"service": "\(s)", "key": "first", "encoding": "utf8", "secret": "one"},
+                  {"service": "\(s)-prod", "key": "db", "encoding": "utf8", "secret": "two", "\\u0073ervice": "\(s)"}
+                ]}
+                """
+            let result = try cli(["import"], input: document)
+            #expect(result.status == 65)
+            #expect(
+                result.stderr.contains("item 2 has the field 'service' twice; nothing was stored"), "\(result.stderr)")
+            #expect(try cli(["-s", s, "list"]).stdoutText.isEmpty)
+            #expect(try cli(["-s", "\(s)-prod", "list"]).stdoutText.isEmpty)
+        }
+    }
+
+    /// `F=` in a .env is usually an unset variable: refused as set refuses it, stored with
+    /// --allow-empty, on every backend.
+    @Test(arguments: CLIBackend.allCases)
+    func anEmptySecretIsImportedOnlyWhenAllowed(on backend: CLIBackend) throws {
+        try backend.run {
+            let s = uniqueService()
+            let refused = try cli(["-s", s, "import", "--format", "env"], input: "FULL=x\nEMPTY=\n")
+            #expect(refused.status == 65)
+            #expect(
+                refused.stderr.contains("the secret of \(s)/EMPTY is empty; nothing was stored"), "\(refused.stderr)")
+            #expect(refused.stderr.contains("--allow-empty"))
+            #expect(try cli(["-s", s, "list"]).stdoutText.isEmpty)
+            let allowed = try cli(["-s", s, "import", "--allow-empty"], input: "FULL=x\nEMPTY=\n")
+            #expect(allowed.stdoutText == "added 2, replaced 0, skipped 0\n", "\(allowed.stderr)")
+            let empty = try cli(["-s", s, "get", "EMPTY"])
+            #expect(empty.status == 0 && empty.stdout.isEmpty)
+        }
+    }
+}
