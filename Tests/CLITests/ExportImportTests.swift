@@ -49,7 +49,11 @@ final class ExportImportTests {
             #expect(document["version"] as? Int == 1)
             #expect((document["items"] as? [Any])?.count == 4)
             #expect(try cli(["-s", s, "reset", "--yes"]).status == 0)
-            let imported = try cli(["import"], stdin: before.stdout)
+            // The empty secret is refused as set refuses one, and nothing is stored, until asked for.
+            let refused = try cli(["import"], stdin: before.stdout)
+            #expect(refused.status == 65 && refused.stderr.contains("Pass --allow-empty"), "\(refused.stderr)")
+            #expect(try cli(["-s", s, "list"]).stdoutText.isEmpty)
+            let imported = try cli(["import", "--allow-empty"], stdin: before.stdout)
             #expect(imported.stdoutText == "added 4, replaced 0, skipped 0\n")
             #expect(try cli(["-s", s, "export", "--yes"]).stdout == before.stdout)
             #expect(try cli(["-s", s, "get", "bin"]).stdout == Data([0, 255, 10, 0x80]))

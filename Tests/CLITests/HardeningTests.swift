@@ -219,8 +219,8 @@ final class HardeningTests {
             #expect(exported.status == 0)
             // What a writer killed between linkat and rename would leave is removed by the next
             // write of that path once it is a minute old; a fresh one (a live writer's) is kept.
-            let stale = "\(directory)/.export.json.Ab12Cd"
-            let fresh = "\(directory)/.export.json.Zz98Yx"
+            let stale = "\(directory)/.export.json.keychain-cli.Ab12Cd"
+            let fresh = "\(directory)/.export.json.keychain-cli.Zz98Yx"
             for file in [stale, fresh] {
                 #expect(
                     FileManager.default.createFile(

@@ -30,12 +30,17 @@ final class InputShapeTests {
                 (["--env", "GH='hunter2-the-value'"], "is given a quoted value"),
                 (["--env", token], "--env: expected NAME=KEY"),
                 (["--env", "GH=eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.c2lnbmF0dXJl"], "GH is given a JSON web token"),
+                // Anywhere in the target: as the service, after a /, after a word.
+                (["--env", "X=\(token)/db"], "X is given a GitHub token"),
+                (["--env", "X=app/\(token)/x"], "X is given a GitHub token"),
+                (["--env", "X=Bearer \(token)"], "X is given a GitHub token"),
+                (["--env", "X=https://u:\(token)@github.com"], "X is given a GitHub token"),
             ]
             for (arguments, words) in cases {
                 let result = try cli(["-s", s, "exec"] + arguments + ["--", "true"])
                 #expect(result.status == 64, "\(arguments): \(result.stderr)")
                 #expect(result.stderr.contains(words), "\(arguments): \(result.stderr)")
-                for secret in ["hunter2", token, "eyJhbGciOiJIUzI1NiJ9"] {
+                for secret in ["hunter2", String(token.dropFirst(4)), "eyJhbGciOiJIUzI1NiJ9"] {
                     #expect(!result.stderr.contains(secret), "\(arguments): \(result.stderr)")
                 }
             }
@@ -54,6 +59,30 @@ final class InputShapeTests {
             #expect(injected.status == 1)
             #expect(injected.stderr.contains("a GitHub token"), "\(injected.stderr)")
             for result in [got, injected] { #expect(!result.stderr.contains(token)) }
+            // The same token as a service, a whole reference, an unclosed one, an encoding.
+            let elsewhere = [
+                try cli(["-s", token, "get", "k"]), try cli(["inject"], input: "{{ keychain://\(token) }}"),
+                try cli(["inject"], input: "{{ keychain://\(s)/\(token)\n"),
+                try cli(
+                    ["import"],
+                    input: #"{"format":"keychain-cli-export","version":1,"items":[{"service":"a","key":"k","#
+                        + #""encoding":"\#(token)","secret":"utf8"}]}"#),
+            ]
+            for result in elsewhere {
+                #expect(result.status != 0)
+                #expect(!result.stderr.contains(token.dropFirst(4)), "\(result.stderr)")
+                #expect(result.stderr.contains("GitHub token"), "\(result.stderr)")
+            }
+            // Other services' token families, and an AWS secret access key (no prefix, 40 characters).
+            for value in [
+                "glrt-0123456789abcdefghij", "xapp-1-A0123456789-0123456789", "sk-ant-api03-0123456789abcdefgh",
+                "AIzaSyA0123456789abcdefghijklmnopqrstu", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+                "https://hooks.slack.com/services/T0000/B0000/XXXXXXXXXXXXXXXXXXXXXXXX",
+            ] {
+                let result = try cli(["-s", s, "get", value])
+                #expect(result.status == 1)
+                #expect(!result.stderr.contains(value) && result.stderr.contains("not shown"), "\(result.stderr)")
+            }
             // A plain key is still named, with the command that stores it.
             let plain = try cli(["inject"], input: "{{ keychain://\(s)/absent }}")
             #expect(plain.stderr.contains("no secret named 'absent'"))
@@ -78,6 +107,24 @@ final class InputShapeTests {
                 result.stderr.contains("item 2 has the field 'service' twice; nothing was stored"), "\(result.stderr)")
             #expect(try cli(["-s", s, "list"]).stdoutText.isEmpty)
             #expect(try cli(["-s", "\(s)-prod", "list"]).stdoutText.isEmpty)
+        }
+    }
+
+    /// What the attack found without a next step: a JSON slip, an unknown format, empty input.
+    @Test func importMessagesSayWhatToDoNext() throws {
+        try CLIBackend.withVault { _ in
+            let slip = try cli(["import"], input: #"{"format":"keychain-cli-export","version":1 "items":[]}"#)
+            #expect(slip.status == 65)
+            #expect(slip.stderr.contains("python3 -m json.tool FILE"), "\(slip.stderr)")
+            let other = try cli(["import"], input: #"{"format":"x","version":1,"items":[]}"#)
+            #expect(other.status == 65)
+            #expect(other.stderr.contains("Export it again with this version"), "\(other.stderr)")
+            // `export | import` where the export failed: nothing, not "added 0".
+            for input in ["", " \n"] {
+                let empty = try cli(["import"], input: input)
+                #expect(empty.status == 65)
+                #expect(empty.stderr.contains("is empty; nothing was stored"), "\(empty.stderr)")
+            }
         }
     }
 

@@ -88,6 +88,31 @@ final class OutputFileTests {
         }
     }
 
+    /// A link of any spelling that leads to a descriptor of this process is the descriptor (a
+    /// link of our own to /proc/self/fd/1 stands in for /dev/stdout, which a test must never
+    /// risk replacing); a reader that goes away ends it by SIGPIPE, as on standard output.
+    @Test func aLinkToADescriptorIsTheDescriptorHoweverSpelled() throws {
+        try CLIBackend.withVault { _ in
+            let s = uniqueService()
+            _ = try cli(["-s", s, "set", "db"], input: "hunter2")
+            let result = try shell(
+                """
+                ln -s /proc/self/fd/1 out && ln -s /proc/self/fd sub
+                for spelling in out ./out .//out ../"${PWD##*/}"/out /proc/self/fd/./1 sub/1; do
+                  printf '{{ keychain://\(s)/db }}\n' | "$K" inject -o "$spelling" >> got.txt || exit 10
+                done
+                [ -L out ] || exit 11
+                printf '{{ keychain://\(s)/db }}%.0s' $(seq 1 20000) | "$K" inject -o out | head -c 1 >/dev/null
+                echo "${PIPESTATUS[1]}"
+                """, in: scratch)
+            #expect(result.status == 0, "\(result.stderr)")
+            #expect(
+                try String(contentsOfFile: path("got.txt"), encoding: .utf8) == String(repeating: "hunter2\n", count: 6)
+            )
+            #expect(result.stdoutText == "141\n", "\(result.stderr)")
+        }
+    }
+
     @Test func aDirectoryIsRefusedWithNothingWritten() throws {
         try CLIBackend.withVault { _ in
             let s = uniqueService()
@@ -117,10 +142,21 @@ final class OutputFileTests {
                 #expect(injected.status == 64)
             }
             #expect(try Data(contentsOf: URL(fileURLWithPath: vault)) == before)
-            // A link to it is replaced by the file, as any link at -o is; the vault is untouched.
-            #expect(try cli(["-s", s, "export", "--yes", "-o", link]).status == 0)
-            #expect(try fileType("vault-link") == .typeRegular)
-            #expect(try Data(contentsOf: URL(fileURLWithPath: vault)) == before)
+            // A link to it is refused too: -o would replace the link itself by plaintext.
+            #expect(try cli(["-s", s, "export", "--yes", "-o", link]).status == 64)
+            #expect(try FileManager.default.destinationOfSymbolicLink(atPath: link) == vault)
+        }
+        // The vault given by a link (a dotfiles repository's), and -o naming that same link.
+        let real = path("real.age")
+        let linked = path("linked.age")
+        try FileManager.default.createSymbolicLink(atPath: linked, withDestinationPath: real)
+        try CLIBackend.$overrides.withValue(CLIBackend.vaultEnvironment(linked)) {
+            let s = uniqueService()
+            _ = try cli(["-s", s, "set", "db"], input: "hunter2")
+            let exported = try cli(["-s", s, "export", "--yes", "-o", linked])
+            #expect(exported.status == 64, "\(exported.stderr)")
+            #expect(try FileManager.default.destinationOfSymbolicLink(atPath: linked) == real)
+            #expect(try cli(["-s", s, "get", "db"]).stdoutText == "hunter2")
         }
         let identity = path("identity.txt")
         #expect(try cli(["vault", "keygen", "-o", identity]).status == 0)

@@ -31,7 +31,10 @@ struct FilesTests {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("kc-files-\(UUID())").path
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let names = [".out.keychain-cli.AbC123", ".out.backup", ".out.AbC123", ".out.keychain-cli.AbC12"]
+        let names = [
+            ".out.keychain-cli.AbC123", ".out.backup", ".out.AbC123", ".out.keychain-cli.AbC12",
+            ".out.keychain-cli.v2.bak", ".out.keychain-cli.my-old", ".out.keychain-cli.(copy)",
+        ]
         for name in names {
             let path = "\(directory)/\(name)"
             try "x".write(toFile: path, atomically: false, encoding: .utf8)

@@ -40,7 +40,8 @@ package enum DotEnv {
             let name = variableName(for: key)
             if let owner = owners.updateValue(key, forKey: name) {
                 throw FormatError(
-                    "the keys '\(escapedForDisplay(owner))' and '\(escapedForDisplay(key))' both become \(name)")
+                    "the keys \(quotedValue(owner, expected: "a key name")) and \(quotedValue(key, expected: "a key name")) both become \(name)"
+                )
             }
             text += "\(name)=\(quoted(value))\n"
         }
@@ -64,7 +65,7 @@ package enum DotEnv {
             }
             let name = String(line[..<equals])
             guard isVariableName(name) else {
-                throw FormatError("\(location): '\(escapedForDisplay(name))' is not a valid variable name")
+                throw FormatError("\(location): \(quotedValue(name, expected: "a name")) is not a valid variable name")
             }
             let raw = line[line.unicodeScalars.index(after: equals)...]
             pairs.append((name, try value(raw, at: location), number))

@@ -25,6 +25,10 @@ package enum ImportFile {
         // with { (an export) or [ (refused below with its own message, not read as dotenv).
         let start = text.unicodeScalars.first { !$0.properties.isWhitespace && $0 != "\u{FEFF}" }
         let isJSON = json ?? (start == "{" || start == "[")
+        // Nothing at all is most often a command before the pipe that failed (export | import).
+        guard start != nil else {
+            throw FormatError("\(source) is empty; nothing was stored. Did the command that writes it fail?")
+        }
         var items: [SecretToStore] = []
         if isJSON {
             if start == "[" {
@@ -46,20 +50,22 @@ package enum ImportFile {
             if let repeated = RepeatedMember.first(in: text.utf8) {
                 throw FormatError(
                     "\(source): \(repeated.item.map { "item \($0)" } ?? "the document") has the field "
-                        + "'\(escapedForDisplay(repeated.name))' twice; nothing was stored. JSON tools differ on "
+                        + "\(quotedValue(repeated.name, expected: "a field name")) twice; nothing was stored. JSON tools differ on "
                         + "which one counts (python and jq read the last): keep one")
             }
             // An export, or a vault's plaintext (age --decrypt vault.age | keychain-cli import).
             guard VaultDocument.formats.contains(document.format), document.version == 1 else {
                 throw FormatError(
-                    "\(source): format \(document.format) version \(document.version) is not one this version reads"
+                    "\(source): format \(quotedValue(document.format, expected: "a format")) version \(document.version) "
+                        + "is not one this version reads (keychain-cli-export or a vault's document, version 1). "
+                        + "Export it again with this version, or read it with the version that wrote it"
                 )
             }
             for (index, entry) in document.items.enumerated() {
                 let location = "\(source): item \(index + 1)"
                 guard ["utf8", "base64"].contains(entry.encoding) else {
                     throw FormatError(
-                        "\(location): the encoding '\(escapedForDisplay(entry.encoding))' is not one this version reads "
+                        "\(location): the encoding \(quotedValue(entry.encoding, expected: "an encoding")) is not one this version reads "
                             + "(utf8 or base64)")
                 }
                 guard let secret = entry.bytes else {
@@ -117,7 +123,8 @@ package enum ImportFile {
             return "\(place(context.codingPath)) should be \(expected)"
         case .dataCorrupted(let context):
             return context.codingPath.isEmpty
-                ? "it is not valid JSON" : "\(place(context.codingPath)) is not valid (\(context.debugDescription))"
+                ? "it is not valid JSON. `python3 -m json.tool FILE` or `jq . FILE` names the line at fault"
+                : "\(place(context.codingPath)) is not valid (\(context.debugDescription))"
         @unknown default:
             return "it does not have the shape of one"
         }

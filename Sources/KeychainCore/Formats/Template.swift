@@ -41,7 +41,7 @@ package struct TemplateReference: Sendable {
             guard end < template.count - 1, template[end] == close.0, template[end + 1] == close.1 else {
                 let shown = String(decoding: template[innerStart..<min(end, innerStart + 200)], as: UTF8.self)
                 throw FormatError(
-                    "\(location): '{{ \(escapedForDisplay(String(shown.trimming(leading: false, where: isSpaceOrTab))))' is not closed by }} on its line; "
+                    "\(location): \(shownReference(String(shown.trimming(leading: false, where: isSpaceOrTab)), closed: false)) is not closed by }} on its line; "
                         + "nothing was written. Write {{ keychain://SERVICE/KEY }}", isUsageError: true)
             }
             let inner = String(
@@ -53,7 +53,7 @@ package struct TemplateReference: Sendable {
                 path.unicodeScalars.index(after: slash) != path.endIndex
             else {
                 throw FormatError(
-                    "\(location): '{{ \(escapedForDisplay(inner)) }}' should be {{ keychain://SERVICE/KEY }}; "
+                    "\(location): \(shownReference(inner, closed: true)) should be {{ keychain://SERVICE/KEY }}; "
                         + "nothing was written", isUsageError: true)
             }
             references.append(
@@ -94,6 +94,13 @@ package struct TemplateReference: Sendable {
         }
         try append(template[cursor...])
         if !block.isEmpty { try write(block) }
+    }
+
+    /// A reference for a message: `'{{ TEXT }}'` escaped, or only what it holds when that looks
+    /// like a secret (a token pasted into a template).
+    private static func shownReference(_ text: String, closed: Bool) -> String {
+        if let kind = misplacedSecretKind(text) { return "a reference holding \(kind) (not shown)" }
+        return "'{{ \(escapedForDisplay(text))\(closed ? " }}" : "")'"
     }
 
     /// The offset of the next `pair` of bytes at or after `from`.

@@ -69,7 +69,7 @@ public enum KeychainError: Error, Equatable, Sendable, CustomStringConvertible {
         switch self {
         case .notFound(let service, let key):
             return
-                "no secret named \(quotedValue(key, expected: "a key name")) in service '\(escapedForDisplay(service))'"
+                "no secret named \(quotedValue(key, expected: "a key name")) in service \(quotedValue(service, expected: "a service name"))"
         case .invalidName(let kind, let reason):
             return "invalid \(kind): \(reason)"
         case .emptySecret:
@@ -77,7 +77,7 @@ public enum KeychainError: Error, Equatable, Sendable, CustomStringConvertible {
         case .secretTooLarge(let limit):
             return "the secret is larger than the limit of \(limit) bytes; nothing was stored"
         case .invalidData(let key, let reason):
-            return "the secret '\(escapedForDisplay(key))' \(reason)"
+            return "the secret \(quotedValue(key, expected: "a key name")) \(reason)"
         case .noSessionBus(let detail):
             return "no D-Bus session bus (\(detail))"
         case .noSecretService(let detail):

@@ -130,6 +130,11 @@ private func syncDirectory(_ directory: String) {
 /// program makes (a user's `.NAME.backup` is never taken for one).
 private func temporaryPrefix(of name: String) -> String { ".\(name).keychain-cli." }
 
+/// An ASCII letter or digit: what mkstemp and ``randomSuffix()`` put in a temporary name.
+private func isLetterOrDigit(_ byte: UInt8) -> Bool {
+    (0x30...0x39).contains(byte) || (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte)
+}
+
 /// Six random letters and digits, as mkstemp uses.
 private func randomSuffix() -> String {
     let alphabet = Array("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
@@ -137,7 +142,7 @@ private func randomSuffix() -> String {
 }
 
 /// Removes the temporary files `writeFileAtomically(path, _)` leaves when a writer is killed
-/// (`.NAME.keychain-cli.XXXXXX`: regular, 0600, one link, the user's own), those last changed
+/// (`.NAME.keychain-cli.XXXXXX`, six letters or digits: regular, 0600, one link, the user's own), those last changed
 /// over `age` seconds ago. Writers of a locked file (the vault) pass 0 under their lock; others
 /// pass an age no live writer's temporary reaches (it exists for two system calls).
 package func removeStrayTemporaries(of path: String, olderThan age: Double = 0) {
@@ -151,7 +156,9 @@ package func removeStrayTemporaries(of path: String, olderThan age: Double = 0) 
         let entryName = withUnsafeBytes(of: entry.pointee.d_name) {
             String(cString: $0.bindMemory(to: CChar.self).baseAddress!)
         }
-        guard entryName.hasPrefix(prefix) && entryName.utf8.count == prefix.utf8.count + 6 else { continue }
+        guard entryName.hasPrefix(prefix), entryName.utf8.count == prefix.utf8.count + 6,
+            entryName.utf8.suffix(6).allSatisfy(isLetterOrDigit)
+        else { continue }
         let candidate = "\(directory)/\(entryName)"
         var info = stat()
         guard lstat(candidate, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG, info.st_mode & 0o077 == 0,

@@ -45,21 +45,48 @@ public func quotedValue(_ value: String, expected: String) -> String {
 }
 
 /// The well-known prefixes of services' API tokens (GitHub, GitLab, Slack, npm, PyPI, Stripe,
-/// AWS access key ids), each followed by at least 16 token characters.
-private let serviceTokenPrefixes: [(prefix: String, kind: String)] = [
-    ("ghp_", "a GitHub token"), ("gho_", "a GitHub token"), ("ghu_", "a GitHub token"), ("ghs_", "a GitHub token"),
-    ("ghr_", "a GitHub token"), ("github_pat_", "a GitHub token"), ("glpat-", "a GitLab token"),
-    ("xoxb-", "a Slack token"), ("xoxp-", "a Slack token"), ("xoxa-", "a Slack token"), ("xoxs-", "a Slack token"),
-    ("npm_", "an npm token"), ("pypi-", "a PyPI token"), ("sk_live_", "a Stripe key"), ("rk_live_", "a Stripe key"),
-    ("sk_test_", "a Stripe key"), ("AKIA", "an AWS access key id"), ("ASIA", "an AWS access key id"),
-]
-
-private func serviceTokenKind(_ value: String) -> String? {
-    for (prefix, kind) in serviceTokenPrefixes where value.hasPrefix(prefix) {
-        let rest = value.utf8.dropFirst(prefix.utf8.count)
-        if rest.count >= 16 && rest.allSatisfy(isBase64URL) { return kind }
+/// OpenAI, Anthropic, Google, AWS access key ids), each followed by at least 16 token characters.
+private let serviceTokenPrefixes: [(prefix: String, kind: String)] =
+    ["ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"].map { ($0, "a GitHub token") }
+    + ["glpat-", "glrt-", "gldt-", "glptt-", "glcbt-", "glsoat-", "glft-", "glimt-", "glagent-", "gloas-"].map {
+        ($0, "a GitLab token")
     }
-    return nil
+    + ["xoxb-", "xoxp-", "xoxa-", "xoxs-", "xoxr-", "xoxe-", "xoxe.xoxp-", "xapp-"].map { ($0, "a Slack token") }
+    + [
+        ("hooks.slack.com/services/", "a Slack webhook"), ("npm_", "an npm token"), ("pypi-", "a PyPI token"),
+        ("sk_live_", "a Stripe key"), ("rk_live_", "a Stripe key"), ("sk_test_", "a Stripe key"),
+        ("sk-ant-", "an Anthropic key"), ("sk-proj-", "an OpenAI key"), ("AIza", "a Google API key"),
+        ("AKIA", "an AWS access key id"), ("ASIA", "an AWS access key id"),
+    ]
+
+/// What service token `value` holds anywhere in it (`Bearer ghp_…`, `https://u:ghp_…@host`,
+/// `app/ghp_…`): a well-known prefix at the start of a word, followed by at least 16 token
+/// characters; or, the whole value, 40 characters shaped as an AWS secret access key.
+private func serviceTokenKind(_ value: String) -> String? {
+    let bytes = Array(value.utf8)
+    for (prefix, kind) in serviceTokenPrefixes {
+        let prefixBytes = Array(prefix.utf8)
+        var index = 0
+        while index + prefixBytes.count <= bytes.count {
+            defer { index += 1 }
+            guard bytes[index] == prefixBytes[0], bytes[index..<(index + prefixBytes.count)].elementsEqual(prefixBytes),
+                index == 0 || !isAlphanumeric(bytes[index - 1])
+            else { continue }
+            let rest = bytes[(index + prefixBytes.count)...].prefix { isBase64URL($0) || $0 == UInt8(ascii: "/") }
+            if rest.count >= 16 { return kind }
+        }
+    }
+    return isAWSSecretKey(bytes) ? "an AWS secret access key" : nil
+}
+
+/// 40 characters of base64 (`+` and `/` too), with upper and lower case letters and digits.
+private func isAWSSecretKey(_ bytes: [UInt8]) -> Bool {
+    guard bytes.count == 40,
+        bytes.allSatisfy({ isAlphanumeric($0) || $0 == UInt8(ascii: "+") || $0 == UInt8(ascii: "/") })
+    else { return false }
+    return bytes.contains(where: { (0x41...0x5A).contains($0) })
+        && bytes.contains(where: { (0x61...0x7A).contains($0) })
+        && bytes.contains(where: { (0x30...0x39).contains($0) })
 }
 
 /// `header.payload.signature`, each base64url, the header starting `eyJ` (`{"`).

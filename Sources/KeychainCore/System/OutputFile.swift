@@ -52,17 +52,37 @@ package enum OutputTarget: Equatable {
         }
     }
 
-    /// The descriptor /dev/stdout, /dev/stderr, /dev/fd/N or /proc/self/fd/N names: links to a
-    /// descriptor, which may hold a file the shell opened (`> out.json`), never to be replaced.
+    /// The descriptor of this process that `path` names, however it is spelled: a name in this
+    /// process's /proc/PID/fd (/proc/self/fd/N, /dev/fd/N), or a link that leads to one
+    /// (/dev/stdout, //dev/./stdout). Such a link may lead to a file the shell opened
+    /// (`> out.json`); it is never to be replaced.
     private static func descriptor(named path: String) -> Int32? {
-        if path == "/dev/stdout" { return STDOUT_FILENO }
-        if path == "/dev/stderr" { return STDERR_FILENO }
-        for prefix in ["/dev/fd/", "/proc/self/fd/"] where path.hasPrefix(prefix) {
-            let number = path.dropFirst(prefix.count)
-            guard number.allSatisfy({ ("0"..."9").contains($0) }), let descriptor = Int32(number) else { return nil }
-            return descriptor
+        var current = path
+        for _ in 0..<40 {
+            let (directory, name) = splitPath(current)
+            guard let resolved = realpath(directory, nil) else { return nil }
+            let canonical = String(cString: resolved)
+            free(resolved)
+            if isOwnDescriptorDirectory(canonical) {
+                guard !name.isEmpty, name.utf8.allSatisfy({ (0x30...0x39).contains($0) }) else { return nil }
+                return Int32(name)
+            }
+            let full = canonical == "/" ? "/\(name)" : "\(canonical)/\(name)"
+            var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+            let count = readlink(full, &buffer, buffer.count - 1)
+            guard count > 0 else { return nil }
+            let target = String(decoding: buffer[0..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            current = target.hasPrefix("/") ? target : "\(canonical)/\(target)"
         }
         return nil
+    }
+
+    /// /proc/PID/fd or /proc/PID/task/TID/fd of this process (what /proc/self/fd,
+    /// /proc/thread-self/fd and /dev/fd resolve to).
+    private static func isOwnDescriptorDirectory(_ directory: String) -> Bool {
+        let parts = directory.split(separator: "/", omittingEmptySubsequences: true)
+        guard parts.count >= 3, parts[0] == "proc", parts[1] == "\(getpid())", parts.last == "fd" else { return false }
+        return parts.count == 3 || (parts.count == 5 && parts[2] == "task")
     }
 }
 

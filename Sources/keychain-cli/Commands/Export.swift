@@ -23,7 +23,9 @@ extension KeychainCLI {
                 GITHUB_TOKEN), escapes \\ " $ ` and line ends so that a shell sourcing the file \
                 runs nothing, and refuses binary secrets and names that collide. Each service and \
                 key is exported once (two tools' items under one name are one secret to get). \
-                -o is written so that no interruption leaves a partial or stray copy.
+                -o is written so that no interruption leaves a partial or stray copy; a FIFO or \
+                terminal there is written into, a directory refused (74), and the vault's own \
+                files are refused (64).
 
                   keychain-cli -s ci export --yes -o ci-secrets.json
                   keychain-cli export --all-services --yes > all.json
@@ -41,7 +43,9 @@ extension KeychainCLI {
 
         @Option(
             name: [.customShort("o"), .long],
-            help: ArgumentHelp("Write to this file (0600, replaced atomically) instead of stdout.", valueName: "path"),
+            help: ArgumentHelp(
+                "Write to this file (0600, replaced atomically; a FIFO or terminal is written into) instead of stdout.",
+                valueName: "path"),
             completion: .file())
         var output: String?
 

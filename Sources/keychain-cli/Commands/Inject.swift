@@ -13,7 +13,8 @@ extension KeychainCLI {
                 and may contain /), and writes the result (standard output, or -o, created 0600 \
                 and replaced atomically). Other {{ … }} text is left alone. A reference is written \
                 on one line; one that is not closed by }} there is malformed (exit 64). If any \
-                reference cannot be resolved, nothing is written.
+                reference cannot be resolved, nothing is written. The result is written as it is \
+                made; -o into a FIFO or terminal writes into it, never replaces it.
 
                   keychain-cli inject -i config.tmpl -o config.yaml
                   keychain-cli inject < .npmrc.tmpl > .npmrc
@@ -29,7 +30,9 @@ extension KeychainCLI {
 
         @Option(
             name: [.customShort("o"), .long],
-            help: ArgumentHelp("The file to write (0600, replaced atomically).", valueName: "path"), completion: .file()
+            help: ArgumentHelp(
+                "The file to write (0600, replaced atomically; a FIFO or terminal is written into).", valueName: "path"),
+            completion: .file()
         )
         var output: String?
 
@@ -70,13 +73,14 @@ extension TemplateReference {
         guard let secret = try Keychain(service: service, store: keychain.store).data(for: key) else {
             // A key that looks like a secret (a token pasted in the reference) is not repeated.
             let store =
-                misplacedSecretKind(key.rawValue) == nil
+                misplacedSecretKind(key.rawValue) == nil && misplacedSecretKind(service.rawValue) == nil
                 ? ", or store it with keychain-cli -s \(shellQuoted(escapedForDisplay(service.rawValue))) set \(shellQuoted(escapedForDisplay(key.rawValue)))"
                 : ""
             throw CommandFailure(
                 kind: .notFound,
                 message: "\(location): no secret named \(quotedValue(key.rawValue, expected: "a key name")) in service "
-                    + "'\(service)'; nothing was written. Check the reference\(store)")
+                    + "\(quotedValue(service.rawValue, expected: "a service name")); nothing was written. Check the reference\(store)"
+            )
         }
         guard let text = String(validating: secret, as: UTF8.self) else {
             throw CommandFailure.badData(

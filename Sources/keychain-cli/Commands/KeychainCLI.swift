@@ -51,12 +51,13 @@ struct KeychainCLI: ParsableCommand {
                   passwd and vault recipients list without a vault
               64  usage error: a bad option or command, or none (-ss get k); a secret
                   on the command line, or a key where a path goes; reset or export
-                  without --yes; a bad key, exec mapping, template reference,
-                  recipient or OpenBao setting
+                  without --yes; a bad key, exec mapping (or one holding a value),
+                  template reference, recipient or OpenBao setting; -o naming the
+                  vault's own files
               65  bad data: empty, over 1 MiB, binary where text goes (a terminal,
-                  exec, --clip), the two entries differ, a bad import file, a
-                  damaged vault (watch: still damaged once quiet), a seed otp
-                  cannot read
+                  exec, --clip), the two entries differ, a bad import file (a field
+                  given twice, an empty secret without --allow-empty), a damaged
+                  vault (watch: still damaged once quiet), a seed otp cannot read
               69  backend unavailable: no session bus, Secret Service or default
                   keyring (watch: it left); OpenBao unreachable, untrusted or sealed,
                   its mount missing or not KV version 2; serve: the name is taken
@@ -66,9 +67,9 @@ struct KeychainCLI: ParsableCommand {
               73  already there: generate found a secret under KEY and kept it
                   (--force replaces it)
               74  I/O error: the vault or another file (--from-file, -i, -o, import)
-                  cannot be read or written, the vault's directory removed under
-                  watch, stdout closed; doctor: a vault or identity file not private
-                  to you
+                  cannot be read or written, -o a directory, disk or socket, the
+                  vault's directory removed under watch, stdout closed; doctor: a
+                  vault or identity file not private to you
               75  timed out: the keyring, a prompt, the vault's lock or the OpenBao
                   server, after --timeout; --clip: the clipboard, after 5 seconds
               77  locked (no prompter, prompt dismissed), reset or export not

@@ -6,6 +6,7 @@ import KeychainCore
 func hint(for error: KeychainError) -> String? {
     switch error {
     case .notFound(let service, _):
+        if misplacedSecretKind(service) != nil { return "Check the service name (-s, $KEYCHAIN_SERVICE)" }
         return "Check the name with 'keychain-cli -s \(shellQuoted(escapedForDisplay(service))) list'"
     case .invalidName:
         return "Use a non-empty name without NUL, of at most \(maximumNameLength) bytes"

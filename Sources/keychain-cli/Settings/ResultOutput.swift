@@ -23,7 +23,12 @@ extension Settings {
             }
         }
         try checkOutput(output)
-        try writeOutputFile(output, body)
+        do {
+            try writeOutputFile(output, body)
+        } catch  where error.code == EPIPE {
+            // The reader of a FIFO or of -o /dev/stdout went away: SIGPIPE, as for stdout.
+            throw standardOutputFailure(EPIPE)
+        }
     }
 
     /// Refuses an `-o` path that is a file the backend reads, a directory, a disk or a socket:
@@ -32,7 +37,7 @@ extension Settings {
         guard let output else { return }
         if let read = try filesTheBackendReads().first(where: { isSameFile(output, $0) }) {
             throw CommandFailure.usage(
-                "-o \(quotedPath(output)) is \(read == output ? "" : "the same file as ")\(quotedPath(read)), "
+                "-o \(quotedPath(output)) is \(read == output ? "" : "or leads to ")\(quotedPath(read)), "
                     + "which the vault backend reads; writing the secrets there in plaintext would replace it. "
                     + "Nothing was written; give -o another path")
         }
@@ -44,11 +49,16 @@ extension Settings {
     }
 }
 
-/// Whether `output` (not followed: a link there is replaced, not written through) is the file at
-/// `path` (followed).
+/// Whether `output` is `path` or leads to the same file: the same name or link (both not
+/// followed: `-o "$KEYCHAIN_VAULT"` where that is a link into a dotfiles repository, which -o
+/// would replace by a plaintext file), or the same file at the end (followed: a hard link, a
+/// link to it, another spelling).
 private func isSameFile(_ output: String, _ path: String) -> Bool {
-    var outputInfo = stat()
-    var pathInfo = stat()
-    guard lstat(output, &outputInfo) == 0, stat(path, &pathInfo) == 0 else { return false }
-    return outputInfo.st_dev == pathInfo.st_dev && outputInfo.st_ino == pathInfo.st_ino
+    func same(_ look: (String, UnsafeMutablePointer<stat>) -> Int32) -> Bool {
+        var outputInfo = stat()
+        var pathInfo = stat()
+        guard look(output, &outputInfo) == 0, look(path, &pathInfo) == 0 else { return false }
+        return outputInfo.st_dev == pathInfo.st_dev && outputInfo.st_ino == pathInfo.st_ino
+    }
+    return same { lstat($0, $1) } || same { stat($0, $1) }
 }
