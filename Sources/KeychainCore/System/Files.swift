@@ -105,13 +105,20 @@ package struct FileStamp: Equatable, Sendable {
 package func followingSymbolicLinks(_ path: String) -> String {
     var current = path
     for _ in 0..<40 {
-        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
-        let count = readlink(current, &buffer, buffer.count - 1)
-        guard count > 0 else { return current }
-        let target = String(decoding: buffer[0..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
-        current = target.hasPrefix("/") ? target : "\(splitPath(current).directory)/\(target)"
+        guard let target = linkTarget(current) else { return current }
+        current = target
     }
     return current
+}
+
+/// Where the symbolic link at `path` points, a relative target taken from the link's directory;
+/// nil when `path` is not a link.
+package func linkTarget(_ path: String) -> String? {
+    var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+    let count = readlink(path, &buffer, buffer.count - 1)
+    guard count > 0 else { return nil }
+    let target = String(decoding: buffer[0..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    return target.hasPrefix("/") ? target : "\(splitPath(path).directory)/\(target)"
 }
 
 /// Creates `path` and any missing parents with mode 0700 (existing ones are left as they are).

@@ -67,12 +67,8 @@ package enum OutputTarget: Equatable {
                 guard !name.isEmpty, name.utf8.allSatisfy({ (0x30...0x39).contains($0) }) else { return nil }
                 return Int32(name)
             }
-            let full = canonical == "/" ? "/\(name)" : "\(canonical)/\(name)"
-            var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
-            let count = readlink(full, &buffer, buffer.count - 1)
-            guard count > 0 else { return nil }
-            let target = String(decoding: buffer[0..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
-            current = target.hasPrefix("/") ? target : "\(canonical)/\(target)"
+            guard let target = linkTarget(canonical == "/" ? "/\(name)" : "\(canonical)/\(name)") else { return nil }
+            current = target
         }
         return nil
     }
