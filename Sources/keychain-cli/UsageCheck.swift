@@ -60,7 +60,7 @@ enum UsageCheck {
         }
         if command == "get" || command == "delete",
             let dashed = arguments.indices.last(where: { isDashedKey(at: $0, in: arguments) }).map({ arguments[$0] }),
-            misplacedSecretKind(dashed) == nil
+            secretKind(inAnyPartOf: dashed) == nil
         {
             message +=
                 ". A key that starts with - goes after --: keychain-cli \(command!) -- \(escapedForDisplay(dashed))"
@@ -111,7 +111,7 @@ enum UsageCheck {
         let nearest = commands.map { ($0, editDistance($0, word)) }.min { $0.1 < $1.1 }
         let suggestion = nearest.flatMap { $0.1 <= 2 ? "Did you mean '\($0.0)'? " : nil } ?? ""
         return CommandFailure.usage(
-            "unknown command '\(escapedForDisplay(word))'. \(suggestion)The commands are "
+            "unknown command \(quotedValue(word, expected: "a command")). \(suggestion)The commands are "
                 + commands.joined(separator: ", ") + "; see 'keychain-cli --help'")
     }
 

@@ -73,6 +73,22 @@ final class InputShapeTests {
                 #expect(!result.stderr.contains(token.dropFirst(4)), "\(result.stderr)")
                 #expect(result.stderr.contains("GitHub token"), "\(result.stderr)")
             }
+            // A name-shaped part of a reference, the name of --from-env, a command, docker's action.
+            let uuid = "0f8fad5b-d9cb-469f-a165-70867728950e"
+            let aws = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
+            for result in [
+                try cli(["inject"], input: "{{ keychain://\(s)/\(uuid)\n"),
+                try cli(["inject"], input: "{{ keychain://\(aws)\n"),
+                try cli(["inject"], input: "{{ keychain://\(uuid) }}"),
+                try cli(["-s", s, "set", "k", "--from-env", token]),
+                try cli([token]), try cli(["help", token]), try cli(["docker-credential", token]),
+            ] {
+                #expect(result.status != 0)
+                for value in [token, uuid, aws] {
+                    #expect(
+                        !(result.stderr + result.stdoutText).contains(value), "\(result.stderr)\(result.stdoutText)")
+                }
+            }
             // Other services' token families, and an AWS secret access key (no prefix, 40 characters).
             for value in [
                 "glrt-0123456789abcdefghij", "xapp-1-A0123456789-0123456789", "sk-ant-api03-0123456789abcdefgh",
@@ -140,6 +156,9 @@ final class InputShapeTests {
                 refused.stderr.contains("the secret of \(s)/EMPTY is empty; nothing was stored"), "\(refused.stderr)")
             #expect(refused.stderr.contains("--allow-empty"))
             #expect(try cli(["-s", s, "list"]).stdoutText.isEmpty)
+            // An item named like a secret (its key and secret swapped) is not named.
+            let swapped = try cli(["-s", s, "import", "--format", "env"], input: "\(token)=\n")
+            #expect(swapped.status == 65 && !swapped.stderr.contains(token), "\(swapped.stderr)")
             let allowed = try cli(["-s", s, "import", "--allow-empty"], input: "FULL=x\nEMPTY=\n")
             #expect(allowed.stdoutText == "added 2, replaced 0, skipped 0\n", "\(allowed.stderr)")
             let empty = try cli(["-s", s, "get", "EMPTY"])

@@ -113,6 +113,30 @@ final class OutputFileTests {
         }
     }
 
+    /// The FIFO seen is the FIFO opened: strace holds the open for 1.5 s while the path is
+    /// swapped for a link to a file of the user's, or to the vault (found by an outside attack).
+    @Test func aLinkSwappedInBeforeTheOpenIsNeverWrittenThrough() throws {
+        try CLIBackend.withVault { vault in
+            let s = uniqueService()
+            _ = try cli(["-s", s, "set", "db"], input: "hunter2")
+            let result = try shell(
+                """
+                printf 'mine\\n' > victim; cp "$1" vault.before
+                for target in victim "$1"; do
+                  rm -f out; mkfifo out
+                  strace -f -o strace.log -P out -e trace=openat -e inject=openat:delay_enter=1500000 \\
+                    timeout -s KILL 20 "$K" inject -o out <<< '{{ keychain://\(s)/db }}' 2>> err.txt & pid=$!
+                  sleep 0.8; rm -f out; ln -s "$target" out; wait $pid; echo "status $?"
+                done
+                grep -c 'delay_enter\\|openat' strace.log >/dev/null || echo "strace saw no open"
+                cat victim; cmp -s "$1" vault.before && echo "vault kept"
+                """.replacingOccurrences(of: "\"$1\"", with: "'\(vault)'"), in: scratch)
+            #expect(result.stdoutText == "status 74\nstatus 74\nmine\nvault kept\n", "\(result.stderr)")
+            #expect(
+                try String(contentsOfFile: path("err.txt"), encoding: .utf8).contains("changed while it was opened"))
+        }
+    }
+
     @Test func aDirectoryIsRefusedWithNothingWritten() throws {
         try CLIBackend.withVault { _ in
             let s = uniqueService()
@@ -171,6 +195,21 @@ final class OutputFileTests {
             #expect(exported.status == 64, "\(exported.stderr)")
         }
         #expect(try Data(contentsOf: URL(fileURLWithPath: identity)) == keyBefore)
+        // The files behind --identity-fd and --passphrase-fd, and a vault not made yet.
+        let passphrase = path("passphrase.txt")
+        try CLIBackend.passphrase.write(toFile: passphrase, atomically: true, encoding: .utf8)
+        let fresh = path("fresh.age")
+        let result = try shell(
+            """
+            export KEYCHAIN_BACKEND=vault KEYCHAIN_VAULT='\(team)' KEYCHAIN_PASSPHRASE=
+            "$K" --identity-fd 5 inject -o '\(identity)' <<< x 5< '\(identity)'; echo "identity-fd $?"
+            export KEYCHAIN_VAULT='\(fresh)'
+            "$K" --passphrase-fd 5 inject -o '\(passphrase)' <<< x 5< '\(passphrase)'; echo "passphrase-fd $?"
+            "$K" inject -o '\(fresh)' <<< x; echo "fresh $?"; [ -e '\(fresh)' ] || echo "no fresh vault"
+            """, in: scratch)
+        #expect(result.stdoutText == "identity-fd 64\npassphrase-fd 64\nfresh 64\nno fresh vault\n", "\(result.stderr)")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: identity)) == keyBefore)
+        #expect(try String(contentsOfFile: passphrase, encoding: .utf8) == CLIBackend.passphrase)
     }
 
     /// `.NAME.backup` is the user's (a `cp -p` of the vault, or of a rendered config): a write of

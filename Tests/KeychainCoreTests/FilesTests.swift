@@ -42,9 +42,30 @@ struct FilesTests {
             try FileManager.default.setAttributes(
                 [.modificationDate: Date(timeIntervalSinceNow: -3600)], ofItemAtPath: path)
         }
+        // Of the right name but not 0600: the user's (a chmod of a copy).
+        for (name, mode) in [(".out.keychain-cli.Mode07", 0o700), (".out.keychain-cli.Mode04", 0o400)] {
+            let path = "\(directory)/\(name)"
+            try "x".write(toFile: path, atomically: false, encoding: .utf8)
+            chmod(path, mode_t(mode))
+            try FileManager.default.setAttributes(
+                [.modificationDate: Date(timeIntervalSinceNow: -3600)], ofItemAtPath: path)
+        }
         try writeFileAtomically("\(directory)/out", Array("new".utf8))
         let left = try Set(FileManager.default.contentsOfDirectory(atPath: directory))
-        #expect(left == Set(["out"] + names.dropFirst()))
+        #expect(left == Set(["out", ".out.keychain-cli.Mode07", ".out.keychain-cli.Mode04"] + names.dropFirst()))
+    }
+
+    /// A name of 240 bytes (80 CJK characters) is replaced like any other: its temporary name
+    /// would be too long, so it gets a hashed one.
+    @Test func aLongNameIsReplacedToo() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("kc-files-\(UUID())").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let path = "\(directory)/\(String(repeating: "鍵", count: 80))"
+        try writeFileAtomically(path, Array("first".utf8))
+        try writeFileAtomically(path, Array("second".utf8))
+        #expect(try String(contentsOfFile: path, encoding: .utf8) == "second")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory).count == 1)
     }
 
     /// A FIFO, a character device and a descriptor are written into; a regular file, nothing or

@@ -26,7 +26,7 @@ package struct EnvironmentMapping: Sendable {
                     + ".env); a mapping names a secret: NAME=KEY or NAME=SERVICE/KEY. The value is not repeated "
                     + "here. To store such a file's values: keychain-cli -s SERVICE import FILE", isUsageError: true)
         }
-        if let kind = misplacedSecretKind(String(target)) {
+        if let kind = secretKind(inAnyPartOf: String(target)) {
             throw FormatError(
                 "\(origin): \(name) is given \(kind), not a key; it is not repeated here. A mapping names "
                     + "a secret: NAME=KEY or NAME=SERVICE/KEY", isUsageError: true)

@@ -12,6 +12,14 @@ package struct ExportDocument: Codable, Sendable {
     }
 }
 
+/// `SERVICE/KEY` for a message, or only what it looks like when a part of it looks like a secret
+/// (an item whose key and secret fields were swapped).
+package func shownItem(_ service: ServiceName, _ key: KeychainKey) -> String {
+    let name = "\(service.rawValue)/\(key.rawValue)"
+    if let kind = secretKind(inAnyPartOf: name) { return "an item named with \(kind) (not shown)" }
+    return escapedForDisplay(name)
+}
+
 /// What `import` reads: an export document, a vault's plaintext, or dotenv lines.
 package enum ImportFile {
     /// Every item of an export file (JSON, or dotenv lines for `defaultService`), validated, with
@@ -93,7 +101,7 @@ package enum ImportFile {
             }
             if items[earlier].secret != item.secret {
                 throw FormatError(
-                    "\(source): \(item.service)/\(item.key) appears twice with different secrets "
+                    "\(source): \(shownItem(item.service, item.key)) appears twice with different secrets "
                         + "(entries \(earlier + 1) and \(index + 1)); nothing was stored. Keep the one you want")
             }
         }

@@ -99,7 +99,7 @@ package struct TemplateReference: Sendable {
     /// A reference for a message: `'{{ TEXT }}'` escaped, or only what it holds when that looks
     /// like a secret (a token pasted into a template).
     private static func shownReference(_ text: String, closed: Bool) -> String {
-        if let kind = misplacedSecretKind(text) { return "a reference holding \(kind) (not shown)" }
+        if let kind = secretKind(inAnyPartOf: text) { return "a reference holding \(kind) (not shown)" }
         return "'{{ \(escapedForDisplay(text))\(closed ? " }}" : "")'"
     }
 

@@ -127,8 +127,15 @@ private func syncDirectory(_ directory: String) {
 }
 
 /// The start of the temporary names of `name`'s writes: `.NAME.keychain-cli.`, a name only this
-/// program makes (a user's `.NAME.backup` is never taken for one).
-private func temporaryPrefix(of name: String) -> String { ".\(name).keychain-cli." }
+/// program makes (a user's `.NAME.backup` is never taken for one); for a NAME too long to take
+/// that (over 229 bytes), `.keychain-cli.HASH.` with a hash of NAME (FNV-1a, 64 bits).
+private func temporaryPrefix(of name: String) -> String {
+    let prefix = ".\(name).keychain-cli."
+    if prefix.utf8.count + 6 <= Int(NAME_MAX) { return prefix }
+    var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+    for byte in name.utf8 { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
+    return ".keychain-cli.\(String(hash, radix: 16))."
+}
 
 /// An ASCII letter or digit: what mkstemp and ``randomSuffix()`` put in a temporary name.
 private func isLetterOrDigit(_ byte: UInt8) -> Bool {
@@ -161,7 +168,7 @@ package func removeStrayTemporaries(of path: String, olderThan age: Double = 0) 
         else { continue }
         let candidate = "\(directory)/\(entryName)"
         var info = stat()
-        guard lstat(candidate, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG, info.st_mode & 0o077 == 0,
+        guard lstat(candidate, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG, info.st_mode & 0o7777 == 0o600,
             info.st_nlink == 1, info.st_uid == getuid(), Double(now.tv_sec - info.st_mtim.tv_sec) >= age
         else { continue }
         unlink(candidate)

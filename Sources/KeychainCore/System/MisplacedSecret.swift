@@ -23,6 +23,23 @@ public func misplacedSecretKind(_ value: String) -> String? {
     return nil
 }
 
+/// ``misplacedSecretKind(_:)`` of `value`, of any of its parts between `/`, `=`, `:`, `@` and
+/// spaces, or of what follows one of those: for names built of parts (`SERVICE/KEY`, `keychain://SERVICE/KEY`, `--x=VALUE`),
+/// where a UUID or an OpenBao token is one part. Not for paths, whose parts may well be UUIDs.
+public func secretKind(inAnyPartOf value: String) -> String? {
+    if let kind = misplacedSecretKind(value) { return kind }
+    let separators: Set<Character> = ["/", "=", ":", "@", " "]
+    if let kind = value.split(whereSeparator: { separators.contains($0) }).lazy.compactMap({
+        misplacedSecretKind(String($0))
+    }).first {
+        return kind
+    }
+    // And what follows each separator, whole: an AWS secret key holds / itself.
+    return value.indices.lazy.filter { separators.contains(value[$0]) }.compactMap {
+        misplacedSecretKind(String(value[value.index(after: $0)...]))
+    }.first
+}
+
 /// What private key `value` holds, anywhere in it: "an OpenSSH private key", "a PEM private key or
 /// certificate" (a `-----BEGIN` block), "an age secret key"; nil when it holds none.
 public func privateKeyKind(_ value: String) -> String? {

@@ -41,6 +41,11 @@ package enum OutputTarget: Equatable {
         self = Self(mode: info.st_mode)
     }
 
+    /// Whether `mode` is that of a FIFO or character device.
+    fileprivate static func isStream(_ mode: mode_t) -> Bool {
+        (mode & S_IFMT) == S_IFIFO || (mode & S_IFMT) == S_IFCHR
+    }
+
     private init(mode: mode_t) {
         switch mode & S_IFMT {
         case S_IFREG: self = .file
@@ -96,10 +101,20 @@ package func writeOutputFile(_ path: String, _ body: (ByteSink) throws(FileError
             "\(quotedPath(path)) is \(kind); -o writes a file (or into a FIFO or a terminal)",
             code: kind == "a directory" ? EISDIR : ENOTSUP)
     case .stream:
+        // What is opened must be the FIFO or device seen: a link swapped in meanwhile (to a file
+        // of the user's, to the vault) is never written through.
+        var seen = stat()
+        guard stat(path, &seen) == 0, OutputTarget.isStream(seen.st_mode) else {
+            throw FileError("\(quotedPath(path)) changed while it was opened; nothing was written", code: EAGAIN)
+        }
         var fd: Int32
         repeat { fd = open(path, O_WRONLY | O_NOCTTY | O_CLOEXEC) } while fd < 0 && errno == EINTR
         guard fd >= 0 else { throw FileError("cannot open \(quotedPath(path))") }
         defer { close(fd) }
+        var opened = stat()
+        guard fstat(fd, &opened) == 0, opened.st_dev == seen.st_dev, opened.st_ino == seen.st_ino else {
+            throw FileError("\(quotedPath(path)) changed while it was opened; nothing was written", code: EAGAIN)
+        }
         try body(ByteSink(fd: fd, path: path))
     case .descriptor(let fd):
         try body(ByteSink(fd: fd, path: path))

@@ -59,7 +59,9 @@ extension KeychainCLI {
             case "store", "get", "erase", "list":
                 break
             default:
-                throw CommandFailure.usage("unknown action '\(action)': use store, get, erase, list or version")
+                throw CommandFailure.usage(
+                    "unknown action \(quotedValue(action, expected: "an action")): use store, get, erase, list or version"
+                )
             }
             guard let input = try readAll(STDIN_FILENO, limit: smallInputLimit) else {
                 throw CommandFailure.badData(

@@ -47,7 +47,7 @@ extension KeychainCLI {
             // One rule with set: an empty secret is usually an unset variable, stored only when asked.
             if !allowEmpty, let empty = items.first(where: { $0.secret.isEmpty }) {
                 throw CommandFailure.badData(
-                    "\(file.map(quotedPath) ?? source): the secret of \(empty.service)/\(empty.key) is empty; nothing "
+                    "\(file.map(quotedPath) ?? source): the secret of \(shownItem(empty.service, empty.key)) is empty; nothing "
                         + "was stored. Pass --allow-empty if empty secrets are really meant, as set takes it")
             }
 

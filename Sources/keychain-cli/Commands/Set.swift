@@ -90,7 +90,8 @@ struct SetRequest {
         if let name = fromEnvironment {
             guard let value = getenv(name) else {
                 throw CommandFailure.usage(
-                    "the environment variable \(name) is not set. Export it, or pipe the secret")
+                    "the environment variable \(quotedValue(name, expected: "a variable name")) is not set. "
+                        + "Export it, or pipe the secret")
             }
             bytes = Array(UnsafeBufferPointer(start: value, count: strlen(value)).map { UInt8(bitPattern: $0) })
         } else if fromFile == nil && isTerminal(STDIN_FILENO) {

@@ -4,11 +4,19 @@ import KeychainCore
 // Where export and inject put what they write: `-o PATH` or standard output.
 
 extension Settings {
-    /// The files the vault backend reads, which `-o` must never replace with plaintext: the vault
-    /// itself, the identity file and the passphrase file (none on the other backends).
-    func filesTheBackendReads() throws -> [String] {
+    /// The files the vault backend reads, which `-o` must never replace with plaintext, with
+    /// their names for a message: the vault itself, the identity file and the passphrase file,
+    /// or the files behind --identity-fd and --passphrase-fd (none on the other backends).
+    func filesTheBackendReads() throws -> [(path: String, name: String)] {
         guard try resolvedBackend() == .vault else { return [] }
-        return [try vaultPath(), try identitySource(self)?.path, passphraseFile].compactMap { $0 }
+        let vault = try vaultPath()
+        var files = [(vault, quotedPath(vault))]
+        if let identity = try identitySource(self) {
+            files.append((identity.descriptor.map { "/proc/self/fd/\($0)" } ?? identity.path!, identity.name))
+        }
+        if let passphraseFile { files.append((passphraseFile, quotedPath(passphraseFile))) }
+        if let passphraseFD { files.append(("/proc/self/fd/\(passphraseFD)", "--passphrase-fd \(passphraseFD)")) }
+        return files
     }
 
     /// Writes what `body` gives its sink to `output` (``writeOutputFile(_:_:)``: a file is
@@ -35,9 +43,9 @@ extension Settings {
     /// checked before anything is read, and again before the write.
     func checkOutput(_ output: String?) throws {
         guard let output else { return }
-        if let read = try filesTheBackendReads().first(where: { isSameFile(output, $0) }) {
+        if let read = try filesTheBackendReads().first(where: { isSameFile(output, $0.path) }) {
             throw CommandFailure.usage(
-                "-o \(quotedPath(output)) is \(read == output ? "" : "or leads to ")\(quotedPath(read)), "
+                "-o \(quotedPath(output)) is \(read.path == output ? "" : "or leads to ")\(read.name), "
                     + "which the vault backend reads; writing the secrets there in plaintext would replace it. "
                     + "Nothing was written; give -o another path")
         }
@@ -51,14 +59,18 @@ extension Settings {
 
 /// Whether `output` is `path` or leads to the same file: the same name or link (both not
 /// followed: `-o "$KEYCHAIN_VAULT"` where that is a link into a dotfiles repository, which -o
-/// would replace by a plaintext file), or the same file at the end (followed: a hard link, a
-/// link to it, another spelling).
+/// would replace by a plaintext file), the same file at the end (followed: a hard link, a link
+/// to it, another spelling, a descriptor's file), or, for a file not made yet (a vault before
+/// its first set), the same name in the same directory.
 private func isSameFile(_ output: String, _ path: String) -> Bool {
-    func same(_ look: (String, UnsafeMutablePointer<stat>) -> Int32) -> Bool {
-        var outputInfo = stat()
-        var pathInfo = stat()
-        guard look(output, &outputInfo) == 0, look(path, &pathInfo) == 0 else { return false }
-        return outputInfo.st_dev == pathInfo.st_dev && outputInfo.st_ino == pathInfo.st_ino
+    func same(_ first: String, _ second: String, _ look: (String, UnsafeMutablePointer<stat>) -> Int32) -> Bool {
+        var firstInfo = stat()
+        var secondInfo = stat()
+        guard look(first, &firstInfo) == 0, look(second, &secondInfo) == 0 else { return false }
+        return firstInfo.st_dev == secondInfo.st_dev && firstInfo.st_ino == secondInfo.st_ino
     }
-    return same { lstat($0, $1) } || same { stat($0, $1) }
+    if same(output, path, { lstat($0, $1) }) || same(output, path, { stat($0, $1) }) { return true }
+    let (outputDirectory, outputName) = splitPath(output)
+    let (directory, name) = splitPath(path)
+    return outputName == name && same(outputDirectory, directory, { stat($0, $1) })
 }
