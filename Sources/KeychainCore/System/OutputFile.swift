@@ -98,7 +98,7 @@ package func writeOutputFile(_ path: String, _ body: (ByteSink) throws(FileError
         try writeFileAtomically(path, body)
     case .refused(let kind):
         throw FileError(
-            "\(quotedPath(path)) is \(kind); -o writes a file (or into a FIFO or a terminal)",
+            "\(quotedPath(path)) is \(kind); only a file is replaced, and only a FIFO or character device written into",
             code: kind == "a directory" ? EISDIR : ENOTSUP)
     case .stream:
         // What is opened must be the FIFO or device seen: a link swapped in meanwhile (to a file
