@@ -82,6 +82,7 @@ final class InputShapeTests {
                 try cli(["inject"], input: "{{ keychain://\(uuid) }}"),
                 try cli(["-s", s, "set", "k", "--from-env", token]),
                 try cli([token]), try cli(["help", token]), try cli(["docker-credential", token]),
+                try cli(["vault", "recipients", "add", "ssh-ed25519 \(token)"]),
             ] {
                 #expect(result.status != 0)
                 for value in [token, uuid, aws] {

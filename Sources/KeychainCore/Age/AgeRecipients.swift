@@ -29,12 +29,19 @@ public struct VaultRecipient: Sendable, Hashable, CustomStringConvertible {
         let text = String(text.trimming(trailing: false, where: isSpaceOrTab).trimming(leading: false))
         if text.hasPrefix("age1") {
             guard let x25519 = AgeX25519.Recipient(text) else {
-                throw RecipientError("'\(text)' is not a valid age recipient (age1… with a correct checksum)")
+                throw RecipientError(
+                    "\(quotedValue(text, expected: "a recipient")) is not a valid age recipient (age1… with a correct "
+                        + "checksum). Copy it again from age-keygen's or vault keygen's output")
             }
             (key, comment, recipient) = (x25519.encoded, "", x25519)
         } else if text.hasPrefix("ssh-ed25519 ") {
             guard let ssh = AgeSSHEd25519.Recipient(text) else {
-                throw RecipientError("'\(text.prefix(40))…' is not a valid ssh-ed25519 public key")
+                // Its key part is shown only when it does not look like a secret pasted there.
+                let shown =
+                    secretKind(inAnyPartOf: text) == nil ? "'\(escapedForDisplay(String(text.prefix(40))))…' " : ""
+                throw RecipientError(
+                    "\(shown.isEmpty ? "the ssh-ed25519 line given " : shown)is not a valid ssh-ed25519 public key. "
+                        + "Give the whole line of the .pub file (ssh-ed25519 AAAA… comment)")
             }
             let fields = text.split(separator: " ", maxSplits: 2, omittingEmptySubsequences: true)
             (key, comment, recipient) = (ssh.encoded, fields.count > 2 ? String(fields[2]) : "", ssh)
