@@ -34,8 +34,17 @@ package enum DotEnv {
     /// The dotenv text of `secrets`, one `NAME="value"` line each, in order: what `export` writes.
     /// - Throws: ``FormatError`` (bad data) when two keys become the same variable name.
     package static func text(of secrets: [(key: String, value: String)]) throws(FormatError) -> String {
+        try variables(of: secrets).map { "\($0.name)=\(quoted($0.value))\n" }.joined()
+    }
+
+    /// Each secret with its variable name (``variableName(for:)``), in order: what every format
+    /// of variables writes.
+    /// - Throws: ``FormatError`` (bad data) when two keys become the same variable name.
+    package static func variables(of secrets: [(key: String, value: String)]) throws(FormatError) -> [(
+        name: String, key: String, value: String
+    )] {
         var owners: [String: String] = [:]
-        var text = ""
+        var variables: [(name: String, key: String, value: String)] = []
         for (key, value) in secrets {
             let name = variableName(for: key)
             if let owner = owners.updateValue(key, forKey: name) {
@@ -43,9 +52,9 @@ package enum DotEnv {
                     "the keys \(quotedValue(owner, expected: "a key name")) and \(quotedValue(key, expected: "a key name")) both become \(name)"
                 )
             }
-            text += "\(name)=\(quoted(value))\n"
+            variables.append((name, key, value))
         }
-        return text
+        return variables
     }
 
     /// The (name, value) pairs of a dotenv text: `NAME=value`, `NAME="quoted"`, `NAME='literal'`,

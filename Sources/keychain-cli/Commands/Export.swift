@@ -11,6 +11,15 @@ enum TransferFormat: String, ExpressibleByArgument, CaseIterable {
     case env
 }
 
+/// What export writes: the formats import reads back, and those CI tools read.
+enum ExportFormat: String, ExpressibleByArgument, CaseIterable {
+    case json, env
+    /// `NAME<<DELIMITER` … for `>> "$GITHUB_ENV"` in GitHub Actions.
+    case githubEnv = "github-env"
+    /// Unquoted `NAME=value` lines for `docker run --env-file` and compose's `env_file`.
+    case docker
+}
+
 extension KeychainCLI {
     struct Export: KeychainCommand {
         static let configuration = CommandConfiguration(
@@ -25,11 +34,16 @@ extension KeychainCLI {
                 key is exported once (two tools' items under one name are one secret to get). \
                 -o is written so that no interruption leaves a partial or stray copy; a FIFO or \
                 terminal there is written into, a directory refused (74), and the vault's own \
-                files are refused (64).
+                files are refused (64). For CI, --format github-env writes the runner's \
+                NAME<<DELIMITER form for >> "$GITHUB_ENV" (in GitHub Actions, it first prints \
+                ::add-mask:: for every value on stderr), and --format docker writes unquoted \
+                NAME=value lines for docker run --env-file, refusing what docker would read \
+                otherwise (line breaks, a value in quotes; 65).
 
                   keychain-cli -s ci export --yes -o ci-secrets.json
                   keychain-cli export --all-services --yes > all.json
                   keychain-cli -s ci export --format env --yes > .env
+                  keychain-cli -s ci export --format github-env --yes >> "$GITHUB_ENV"
                 """)
 
         @OptionGroup(title: "Global options") var globals: GlobalOptions
@@ -38,8 +52,8 @@ extension KeychainCLI {
         @Flag(help: "Export the items of every service (JSON only).")
         var allServices = false
 
-        @Option(help: "json (default) or env.")
-        var format: TransferFormat = .json
+        @Option(help: "json (default), env, github-env or docker.")
+        var format: ExportFormat = .json
 
         @Option(
             name: [.customShort("o"), .long],
@@ -53,8 +67,9 @@ extension KeychainCLI {
         var yes = false
 
         func validate() throws {
-            if allServices && format == .env {
-                throw ValidationError("--format env holds one service; use --format json with --all-services")
+            if allServices && format != .json {
+                throw ValidationError(
+                    "--format \(format.rawValue) holds one service; use --format json with --all-services")
             }
         }
 
@@ -98,7 +113,7 @@ extension KeychainCLI {
             let documents = zip(valid, try keychain.store.secrets(of: valid)).compactMap { address, secret in
                 secret.map { SecretDocument(service: address.service, key: address.key, secret: $0) }
             }
-            let bytes = format == .json ? try json(documents) : try dotenv(documents)
+            let bytes = format == .json ? try json(documents) : try variables(documents)
             try settings.writeResult(to: output) { sink throws(FileError) in try sink.write(bytes) }
         }
 
@@ -114,14 +129,31 @@ extension KeychainCLI {
             ]
         }
 
-        private func dotenv(_ documents: [SecretDocument]) throws -> [UInt8] {
+        /// The secrets as variables, in the format asked for (all but json).
+        private func variables(_ documents: [SecretDocument]) throws -> [UInt8] {
             if let binary = documents.first(where: { $0.encoding != "utf8" }) {
                 throw CommandFailure.badData(
-                    "the secret '\(escapedForDisplay(binary.key))' is binary and cannot be written as env. "
-                        + "Use --format json")
+                    "the secret \(quotedValue(binary.key, expected: "a key name")) is binary and cannot be "
+                        + "written as \(format.rawValue). Use --format json")
             }
             do {
-                return Array(try DotEnv.text(of: documents.map { ($0.key, $0.secret) }).utf8)
+                let secrets = documents.map { ($0.key, $0.secret) }
+                switch format {
+                case .githubEnv:
+                    let text = try GitHubEnvironmentFile.text(of: try DotEnv.variables(of: secrets)) {
+                        "ghadelimiter_" + (0..<16).map { _ in String(UInt8.random(in: 16...255), radix: 16) }.joined()
+                    }
+                    // The runner reads workflow commands on stderr too: the values are masked in
+                    // the log of this step and of the later ones before the file is written.
+                    if (try? environment("GITHUB_ACTIONS")) == "true" {
+                        writeError(GitHubEnvironmentFile.maskCommands(for: documents.map(\.secret)))
+                    }
+                    return Array(text.utf8)
+                case .docker:
+                    return Array(try DockerEnvironmentFile.text(of: try DotEnv.variables(of: secrets)).utf8)
+                case .env, .json:
+                    return Array(try DotEnv.text(of: secrets).utf8)
+                }
             } catch {
                 throw CommandFailure.badData("\(error). Use --format json")
             }
