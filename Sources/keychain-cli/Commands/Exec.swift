@@ -13,6 +13,9 @@ extension KeychainCLI {
                 command, so its signals, input, output and exit status are the command's own. \
                 A mapping is NAME=KEY (in --service) or NAME=SERVICE/KEY (split at the first /). \
                 An --env-file holds one mapping per line; blank lines and # comments are ignored. \
+                --from SERVICE sets every key of SERVICE, named as export --format env names it \
+                (--only and --except globs choose keys, --prefix goes before names); two secrets \
+                that would set one name stop everything (65). \
                 If the command cannot be found, exit 127; if it cannot be run, 126. The vault's \
                 passphrases ($KEYCHAIN_PASSPHRASE, $KEYCHAIN_NEW_PASSPHRASE, --passphrase-fd), its \
                 identity descriptor ($KEYCHAIN_IDENTITY_FD, --identity-fd), the OpenBao token \
@@ -22,6 +25,7 @@ extension KeychainCLI {
 
                   keychain-cli -s ci exec --env GITHUB_TOKEN=github-token -- ./deploy.sh arg
                   keychain-cli exec --env-file secrets.env -- make release
+                  keychain-cli exec --from ci --except 'debug-*' -- ./deploy.sh
                 """)
 
         @OptionGroup(title: "Global options") var globals: GlobalOptions
@@ -39,6 +43,22 @@ extension KeychainCLI {
             completion: .file())
         var environmentFile: String?
 
+        @Option(
+            name: .customLong("from"),
+            help: ArgumentHelp(
+                "Set a variable for every key of SERVICE, named as export --format env names it. Repeatable.",
+                valueName: "service"))
+        var fromServices: [String] = []
+
+        @Option(help: ArgumentHelp("With --from: only the keys that match this glob. Repeatable.", valueName: "glob"))
+        var only: [String] = []
+
+        @Option(help: ArgumentHelp("With --from: not the keys that match this glob. Repeatable.", valueName: "glob"))
+        var except: [String] = []
+
+        @Option(help: ArgumentHelp("With --from: put this before every variable name (CI_).", valueName: "text"))
+        var prefix: String = ""
+
         @Argument(parsing: .postTerminator, help: "The command and its arguments, after --.")
         var command: [String] = []
 
@@ -46,8 +66,14 @@ extension KeychainCLI {
             if command.isEmpty {
                 throw ValidationError("name the command to run after --, e.g. exec --env A=key -- env")
             }
-            if mappings.isEmpty && environmentFile == nil {
-                throw ValidationError("give at least one --env NAME=KEY or an --env-file")
+            if mappings.isEmpty && environmentFile == nil && fromServices.isEmpty {
+                throw ValidationError("give at least one --env NAME=KEY, an --env-file or a --from SERVICE")
+            }
+            if fromServices.isEmpty && (!only.isEmpty || !except.isEmpty || !prefix.isEmpty) {
+                throw ValidationError("--only, --except and --prefix choose the keys of --from SERVICE; give one")
+            }
+            if !prefix.isEmpty && !DotEnv.isVariableName(prefix + "X") {
+                throw ValidationError("--prefix must start a variable name: letters, digits and _, no digit first")
             }
         }
 
@@ -60,11 +86,60 @@ extension KeychainCLI {
             }
             // Every secret is read before anything runs: one missing secret runs nothing.
             let keychain = try keychain()
-            let values = try all.map { mapping in (mapping.name, try mapping.resolve(defaultService: keychain)) }
+            var values = try all.map { mapping in (mapping.name, try mapping.resolve(defaultService: keychain)) }
+            var owners = Dictionary(all.map { ($0.name, $0.origin) }, uniquingKeysWith: { first, _ in first })
+            for service in fromServices {
+                for (name, key, value) in try variables(of: service, store: keychain.store) {
+                    if let owner = owners.updateValue("--from \(service) (key \(key))", forKey: name) {
+                        throw CommandFailure.badData(
+                            "\(name) would be set by \(owner) and by --from \(service) (key "
+                                + "\(quotedValue(key, expected: "a key name"))); nothing was run. Use --except, "
+                                + "--prefix, or an --env mapping for one of them")
+                    }
+                    values.append((name, value))
+                }
+            }
             // (A mapping may still pass the withheld secrets on.)
             settings.withholdSecretsFromCommands()
             for (name, value) in values { setenv(name, value, 1) }
             try replaceProcess(with: command)
+        }
+    }
+}
+
+extension KeychainCLI.Exec {
+    /// The variables of `--from service`: every key that --only and --except let through, named
+    /// as `export --format env` names it, after --prefix.
+    /// - Throws: ``CommandFailure``: no key left (1), a binary secret (65); two keys of the
+    ///   service that become one name (65).
+    func variables(of service: String, store: any SecretStore) throws -> [(name: String, key: String, value: String)] {
+        let keychain = Keychain(service: try ServiceName(service), store: store)
+        let keys = Swift.Set(try keychain.items().map(\.key)).sorted().filter { key in
+            (only.isEmpty || only.contains { fnmatch($0, key, 0) == 0 })
+                && !except.contains { fnmatch($0, key, 0) == 0 }
+        }
+        guard !keys.isEmpty else {
+            throw CommandFailure(
+                kind: .notFound,
+                message: "--from \(quotedValue(service, expected: "a service name")) gives no secret"
+                    + "\(only.isEmpty && except.isEmpty ? "" : " that --only and --except let through"); nothing "
+                    + "was run. Check the service with keychain-cli -s SERVICE list")
+        }
+        let addresses = try keys.map { SecretAddress(service: keychain.service, key: try KeychainKey($0)) }
+        var secrets: [(key: String, value: String)] = []
+        for (key, secret) in zip(keys, try store.secrets(of: addresses)) {
+            guard let secret else { continue }  // deleted since the listing
+            guard let text = String(validating: secret, as: UTF8.self), !text.utf8.contains(0) else {
+                throw CommandFailure.badData(
+                    "the secret \(quotedValue(key, expected: "a key name")) of --from \(service) is binary and "
+                        + "cannot go in the environment; nothing was run. Leave it out with --except")
+            }
+            secrets.append((key, text))
+        }
+        do {
+            return try DotEnv.variables(of: secrets).map { (prefix + $0.name, $0.key, $0.value) }
+        } catch {
+            throw CommandFailure.badData("--from \(service): \(error); nothing was run. Leave one out with --except")
         }
     }
 }

@@ -1,0 +1,72 @@
+import Foundation
+import TestSupport
+import Testing
+
+/// `exec --from SERVICE`: a whole service in the environment, named as `export --format env`
+/// names it, and a name two secrets would take refused before anything runs.
+@Suite("exec --from: a whole service at once", .keyringSession)
+struct ExecFromTests {
+    @Test(arguments: CLIBackend.allCases)
+    func everyKeyOfTheServiceIsSetAndFiltersAndPrefixApply(on backend: CLIBackend) throws {
+        try backend.run {
+            let s = uniqueService()
+            let other = uniqueService()
+            for (key, value) in ["db-password": "pw with spaces", "api-key": "k3y", "debug.token": "dbg"] {
+                #expect(try cli(["-s", s, "set", key], input: value).status == 0)
+            }
+            _ = try cli(["-s", other, "set", "npm"], input: "npm-secret")
+            let script = #"env | grep -E '^(DB_PASSWORD|API_KEY|DEBUG_TOKEN|NPM|CI_[A-Z_]*)=' | sort"#
+            let all = try cli(["exec", "--from", s, "--from", other, "--", "sh", "-c", script])
+            #expect(all.status == 0, "\(all.stderr)")
+            #expect(all.stdoutText == "API_KEY=k3y\nDB_PASSWORD=pw with spaces\nDEBUG_TOKEN=dbg\nNPM=npm-secret\n")
+            let filtered = try cli([
+                "exec", "--from", s, "--only", "*-*", "--except", "api-*", "--prefix", "CI_", "--", "sh", "-c", script,
+            ])
+            #expect(filtered.stdoutText == "CI_DB_PASSWORD=pw with spaces\n", "\(filtered.stderr)")
+        }
+    }
+
+    /// Never last-one-wins: two keys of a service, or a --from key and an --env mapping, that
+    /// take one name stop everything (65), and the command does not run.
+    @Test(arguments: CLIBackend.allCases)
+    func aNameTwoSecretsWouldTakeIsRefusedBeforeAnythingRuns(on backend: CLIBackend) throws {
+        try backend.run {
+            let s = uniqueService()
+            _ = try cli(["-s", s, "set", "api-key"], input: "one")
+            _ = try cli(["-s", s, "set", "api_key"], input: "two")
+            _ = try cli(["-s", s, "set", "db"], input: "three")
+            let marker = FileManager.default.temporaryDirectory.appendingPathComponent("kc-from-\(UUID())").path
+            let collision = try cli(["exec", "--from", s, "--", "touch", marker])
+            #expect(collision.status == 65)
+            #expect(
+                collision.stderr.contains("the keys 'api-key' and 'api_key' both become API_KEY"), "\(collision.stderr)"
+            )
+            let withMapping = try cli([
+                "-s", s, "exec", "--from", s, "--except", "api_*", "--env", "DB=db", "--", "touch", marker,
+            ])
+            #expect(withMapping.status == 65)
+            #expect(withMapping.stderr.contains("DB would be set by --env DB and by --from"), "\(withMapping.stderr)")
+            #expect(!FileManager.default.fileExists(atPath: marker))
+            for secret in ["one", "two", "three"] {
+                #expect(!(collision.stderr + withMapping.stderr).contains("'\(secret)'"))
+            }
+        }
+    }
+
+    @Test func anEmptyOrBinaryServiceRunsNothing() throws {
+        try CLIBackend.withVault { _ in
+            let s = uniqueService()
+            let missing = try cli(["exec", "--from", s, "--", "true"])
+            #expect(missing.status == 1 && missing.stderr.contains("gives no secret"), "\(missing.stderr)")
+            _ = try cli(["-s", s, "set", "bin", "--raw"], stdin: Data([0, 255]))
+            _ = try cli(["-s", s, "set", "text"], input: "t")
+            let binary = try cli(["exec", "--from", s, "--", "true"])
+            #expect(binary.status == 65 && binary.stderr.contains("Leave it out with --except"), "\(binary.stderr)")
+            #expect(try cli(["exec", "--from", s, "--except", "bin", "--", "true"]).status == 0)
+            let filteredOut = try cli(["exec", "--from", s, "--only", "nothing*", "--", "true"])
+            #expect(filteredOut.status == 1 && filteredOut.stderr.contains("that --only and --except let through"))
+            #expect(try cli(["exec", "--prefix", "X_", "--env", "A=text", "--", "true"]).status == 64)
+            #expect(try cli(["exec", "--from", s, "--prefix", "1X", "--", "true"]).status == 64)
+        }
+    }
+}
