@@ -116,6 +116,10 @@ final class CIFormatTests {
             _ = try cli(["-s", s, "set", "k"], input: "carriage\rreturn")
             let github = try cli(["-s", s, "export", "--yes", "--format", "github-env"])
             #expect(github.status == 65 && github.stderr.contains("holds a CR"), "\(github.stderr)")
+            let node = uniqueService()
+            _ = try cli(["-s", node, "set", "node-options"], input: "--require /tmp/x.js")
+            let refused = try cli(["-s", node, "export", "--yes", "--format", "github-env"])
+            #expect(refused.status == 65 && refused.stderr.contains("which the runner refuses"), "\(refused.stderr)")
             let all = try cli(["export", "--yes", "--all-services", "--format", "docker"])
             #expect(all.status == 64 && all.stderr.contains("use --format json with --all-services"))
         }

@@ -69,4 +69,33 @@ struct ExecFromTests {
             #expect(try cli(["exec", "--from", s, "--prefix", "1X", "--", "true"]).status == 64)
         }
     }
+
+    /// Whoever can add a key to the service must not choose what the command runs: a key that
+    /// would set PATH, LD_PRELOAD or BASH_ENV is refused (65) unless --prefix or --env says so;
+    /// a service given twice is read once; a collision names no token-shaped key.
+    @Test func keysThatWouldChangeWhatRunsAreRefused() throws {
+        try CLIBackend.withVault { _ in
+            let marker = FileManager.default.temporaryDirectory.appendingPathComponent("kc-from-\(UUID())").path
+            for key in ["path", "ld-preload", "bash-env", "keychain-passphrase"] {
+                let s = uniqueService()
+                _ = try cli(["-s", s, "set", key], input: "/tmp/evil")
+                let result = try cli(["exec", "--from", s, "--", "touch", marker])
+                #expect(result.status == 65, "\(key): \(result.stderr)")
+                #expect(result.stderr.contains("which changes what the command runs"), "\(result.stderr)")
+                let prefixed = try cli(["exec", "--from", s, "--prefix", "APP_", "--", "sh", "-c", "env | grep ^APP_"])
+                #expect(prefixed.status == 0 && prefixed.stdoutText.hasSuffix("=/tmp/evil\n"), "\(prefixed.stderr)")
+            }
+            #expect(!FileManager.default.fileExists(atPath: marker))
+            let s = uniqueService()
+            let other = uniqueService()
+            let token = "ghp_" + "R3alLook1ngT0kenValue0123456789abcd"
+            for service in [s, other] { _ = try cli(["-s", service, "set", token], input: "v") }
+            #expect(try cli(["exec", "--from", s, "--from", s, "--", "true"]).status == 0)
+            let collision = try cli(["exec", "--from", s, "--from", other, "--", "true"])
+            #expect(collision.status == 65)
+            #expect(
+                !collision.stderr.contains(token) && !collision.stderr.contains(token.uppercased()),
+                "\(collision.stderr)")
+        }
+    }
 }

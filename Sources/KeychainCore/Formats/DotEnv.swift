@@ -49,7 +49,8 @@ package enum DotEnv {
             let name = variableName(for: key)
             if let owner = owners.updateValue(key, forKey: name) {
                 throw FormatError(
-                    "the keys \(quotedValue(owner, expected: "a key name")) and \(quotedValue(key, expected: "a key name")) both become \(name)"
+                    "the keys \(quotedValue(owner, expected: "a key name")) and \(quotedValue(key, expected: "a key name")) "
+                        + "both become \([name, key].allSatisfy { misplacedSecretKind($0) == nil } ? name : "one variable name (not shown)")"
                 )
             }
             variables.append((name, key, value))

@@ -2,7 +2,7 @@
 // `--env-file` and GitHub Actions' `$GITHUB_ENV`. Each value is written so that its reader gets
 // it exactly, or refused; never escaped in a way the reader does not undo.
 
-/// `NAME=value` lines as `docker run --env-file` and compose's `env_file` read them (docker/cli's
+/// `NAME=value` lines as `docker run --env-file` reads them (docker/cli's
 /// kvfile, restated as facts): a line is read up to LF, a CR before it dropped; the line's leading
 /// white space is removed; the name runs to the first `=`, and the value is the rest, as it is
 /// (no escapes, trailing white space kept). Newer versions also remove a pair of the same quote
@@ -54,6 +54,11 @@ package enum GitHubEnvironmentFile {
     ) throws(FormatError) -> String {
         var text = ""
         for (name, key, value) in variables {
+            if name == "NODE_OPTIONS" {
+                throw FormatError(
+                    "the secret \(quotedValue(key, expected: "a key name")) would set NODE_OPTIONS, which the runner "
+                        + "refuses in $GITHUB_ENV; nothing was written")
+            }
             if value.utf8.contains(0x0D) || value.utf8.contains(0) {
                 throw FormatError(
                     "the secret \(quotedValue(key, expected: "a key name")) holds a CR or NUL, which the runner "

@@ -88,13 +88,16 @@ extension KeychainCLI {
             let keychain = try keychain()
             var values = try all.map { mapping in (mapping.name, try mapping.resolve(defaultService: keychain)) }
             var owners = Dictionary(all.map { ($0.name, $0.origin) }, uniquingKeysWith: { first, _ in first })
-            for service in fromServices {
+            var taken: Swift.Set<String> = []
+            for service in fromServices where taken.insert(service).inserted {  // a service given twice is read once
+                let shownService = quotedValue(service, expected: "a service name")
                 for (name, key, value) in try variables(of: service, store: keychain.store) {
-                    if let owner = owners.updateValue("--from \(service) (key \(key))", forKey: name) {
+                    let origin = "--from \(shownService) (key \(quotedValue(key, expected: "a key name")))"
+                    if let owner = owners.updateValue(origin, forKey: name) {
                         throw CommandFailure.badData(
-                            "\(name) would be set by \(owner) and by --from \(service) (key "
-                                + "\(quotedValue(key, expected: "a key name"))); nothing was run. Use --except, "
-                                + "--prefix, or an --env mapping for one of them")
+                            "\([name, key].allSatisfy { misplacedSecretKind($0) == nil } ? name : "one variable (not shown)") would be set by "
+                                + "\(owner) and by \(origin); nothing was run. Use --except, --prefix, or an --env "
+                                + "mapping for one of them")
                     }
                     values.append((name, value))
                 }
@@ -136,11 +139,37 @@ extension KeychainCLI.Exec {
             }
             secrets.append((key, text))
         }
+        let variables: [(name: String, key: String, value: String)]
         do {
-            return try DotEnv.variables(of: secrets).map { (prefix + $0.name, $0.key, $0.value) }
+            variables = try DotEnv.variables(of: secrets).map { (prefix + $0.name, $0.key, $0.value) }
         } catch {
-            throw CommandFailure.badData("--from \(service): \(error); nothing was run. Leave one out with --except")
+            throw CommandFailure.badData(
+                "--from \(quotedValue(service, expected: "a service name")): \(error); nothing was run. Leave one out "
+                    + "with --except")
         }
+        // A key may be added by anyone who can write the service; a name that changes what the
+        // command runs (PATH, LD_PRELOAD, BASH_ENV, …) is taken only from an explicit --env mapping.
+        if let risky = variables.first(where: { Self.changesWhatRuns($0.name) }) {
+            throw CommandFailure.badData(
+                "--from \(quotedValue(service, expected: "a service name")): the key "
+                    + "\(quotedValue(risky.key, expected: "a key name")) would set \(risky.name), which changes what "
+                    + "the command runs; nothing was run. Map it explicitly (--env \(risky.name)=KEY) if it is meant, "
+                    + "or leave it out with --except or put --prefix before the names")
+        }
+        return variables
+    }
+
+    /// Variables that change which program runs or what it loads, and this tool's own: taken by
+    /// `--from` only through an explicit `--env` mapping.
+    static func changesWhatRuns(_ name: String) -> Bool {
+        let exact: Swift.Set<String> = [
+            "PATH", "IFS", "ENV", "BASH_ENV", "SHELLOPTS", "BASHOPTS", "PS4", "PROMPT_COMMAND", "CDPATH", "GLOBIGNORE",
+            "HOME", "SHELL", "_", "GCONV_PATH", "NODE_OPTIONS", "NODE_PATH", "PYTHONPATH", "PYTHONSTARTUP",
+            "PYTHONHOME", "PERL5OPT", "PERL5LIB", "PERLLIB", "RUBYOPT", "RUBYLIB", "JAVA_TOOL_OPTIONS",
+            "_JAVA_OPTIONS", "GIT_SSH", "GIT_SSH_COMMAND", "GIT_EXEC_PATH", "SSH_ASKPASS", "EDITOR", "VISUAL",
+            "PAGER", "BROWSER", "TMPDIR", "BAO_TOKEN", "VAULT_TOKEN", "BAO_ADDR", "VAULT_ADDR",
+        ]
+        return exact.contains(name) || ["LD_", "DYLD_", "KEYCHAIN_", "GIT_CONFIG"].contains { name.hasPrefix($0) }
     }
 }
 

@@ -16,7 +16,7 @@ enum ExportFormat: String, ExpressibleByArgument, CaseIterable {
     case json, env
     /// `NAME<<DELIMITER` … for `>> "$GITHUB_ENV"` in GitHub Actions.
     case githubEnv = "github-env"
-    /// Unquoted `NAME=value` lines for `docker run --env-file` and compose's `env_file`.
+    /// Unquoted `NAME=value` lines for `docker run --env-file` (not compose v2's dialect).
     case docker
 }
 

@@ -63,6 +63,12 @@ func commandNotRun(_ name: String, error: Int32) -> CommandFailure {
         return CommandFailure(
             kind: .commandNotFound, message: "cannot find the command '\(name)' (\(reason)). Check its name and PATH")
     }
+    if error == E2BIG {
+        return CommandFailure(
+            kind: .cannotExecute,
+            message: "cannot run '\(name)' (\(reason)): the kernel takes at most 128 KiB in one variable and "
+                + "about 2 MiB in all. Hand a large secret over as a file (keychain-cli get KEY > FILE)")
+    }
     return CommandFailure(kind: .cannotExecute, message: "cannot run '\(name)' (\(reason)). Check its permissions")
 }
 
