@@ -77,7 +77,7 @@ struct HelpAndUsageTests {
     @Test func unsetEnvironmentVariableAndMissingFileAreClearErrors() throws {
         let unset = try cli(["set", "k", "--from-env", "KC_TEST_UNSET_VARIABLE"], session: nil)
         #expect(unset.status == 64)
-        #expect(unset.stderr.contains("KC_TEST_UNSET_VARIABLE is not set"))
+        #expect(unset.stderr.contains("'KC_TEST_UNSET_VARIABLE' is not set"))
         let missing = try cli(["set", "k", "--from-file", "/nonexistent/secret"], session: nil)
         #expect(missing.status == 74)
         #expect(missing.stderr.contains("cannot open '/nonexistent/secret'"))
