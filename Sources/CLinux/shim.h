@@ -10,6 +10,10 @@
 #include <sys/resource.h>
 #include <signal.h>
 #include <sys/syscall.h>
+#include <sys/vfs.h>
+#include <stdlib.h>
+#include <sys/ioctl.h>
+#include <termios.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -147,9 +151,161 @@ static inline int keychain_cli_spawn_guardian(int lifeline, const char *socket, 
     _exit(0);
 }
 
+// The file system type of `path` (statfs's f_type: TMPFS_MAGIC…), or -1.
+static inline long keychain_cli_file_system_type(const char *path) {
+    struct statfs info;
+    return statfs(path, &info) == 0 ? (long)info.f_type : -1;
+}
+
+// fcntl(F_SETPIPE_SZ), a GNU name: a pipe of `size` bytes, for fewer, larger reads.
+#ifndef F_SETPIPE_SZ
+#define F_SETPIPE_SZ 1031
+#endif
+static inline int keychain_cli_set_pipe_size(int fd, int size) { return fcntl(fd, F_SETPIPE_SZ, size); }
+
 // pipe2(O_CLOEXEC), declared by glibc only under _GNU_SOURCE: both ends close-on-exec from the
 // start, so that no child process started meanwhile by another thread inherits them.
 int pipe2(int pipefd[2], int flags);
 static inline int keychain_cli_pipe_cloexec(int ends[2]) { return pipe2(ends, O_CLOEXEC); }
+
+// --- exec's masked output (keychain-cli/System/MaskedCommand.swift, the only caller: the state
+// below is static, one copy per object file that uses it) ---
+
+struct keychain_cli_relay {
+    volatile sig_atomic_t child;    // the command, once started
+    volatile sig_atomic_t all;      // pass on every signal (the command has a process group of its own)
+    volatile sig_atomic_t pending;  // signals that came before the command started (bit n: signal n)
+    int wake;                       // a pipe's write end (non-blocking): a byte for each SIGCHLD
+    int terminal;                   // our terminal output, whose size the pty follows (or -1)
+    int pty;                        // the pty's master (or -1)
+};
+
+static inline struct keychain_cli_relay *keychain_cli_relay_state(void) {
+    static struct keychain_cli_relay state = {0, 0, 0, -1, -1, -1};
+    return &state;
+}
+
+static inline void keychain_cli_relay_handler(int signal, siginfo_t *info, void *context) {
+    (void)context;
+    int saved = errno;
+    struct keychain_cli_relay *relay = keychain_cli_relay_state();
+    pid_t child = relay->child;
+    if (signal == SIGCHLD) {
+        char byte = 0;
+        ssize_t ignored = write(relay->wake, &byte, 1);
+        (void)ignored;
+    } else if (signal == SIGWINCH) {
+        struct winsize size;
+        if (relay->pty >= 0 && ioctl(relay->terminal, TIOCGWINSZ, &size) == 0) ioctl(relay->pty, TIOCSWINSZ, &size);
+        if (child > 0) kill(child, SIGWINCH);
+    } else if (relay->all || info->si_code <= 0) {
+        // From a process (si_code <= 0: kill, sigqueue, tgkill), or to a command that the terminal
+        // does not reach; a terminal's own signals (SI_KERNEL) reach the command's process group
+        // already, and are not given twice.
+        if (child > 0) kill(child, signal);
+        else relay->pending |= 1 << signal;
+    }
+    errno = saved;
+}
+
+// Catches `signals` (and SIGCHLD, SIGWINCH) with the handler above, SA_RESTART.
+static inline int keychain_cli_relay_start(int wake, int terminal, int pty, int all, const int *signals, int count) {
+    struct keychain_cli_relay *relay = keychain_cli_relay_state();
+    relay->wake = wake;
+    relay->terminal = terminal;
+    relay->pty = pty;
+    relay->all = all;
+    struct sigaction action = {0};
+    action.sa_sigaction = keychain_cli_relay_handler;
+    action.sa_flags = SA_SIGINFO | SA_RESTART;
+    sigfillset(&action.sa_mask);
+    if (sigaction(SIGCHLD, &action, NULL) != 0 || sigaction(SIGWINCH, &action, NULL) != 0) return -1;
+    for (int i = 0; i < count; i++)
+        if (sigaction(signals[i], &action, NULL) != 0) return -1;
+    return 0;
+}
+
+// The command started: signals are passed on to it from now, and those that came before, now.
+static inline void keychain_cli_relay_set_child(int child) {
+    struct keychain_cli_relay *relay = keychain_cli_relay_state();
+    sigset_t all, previous;
+    sigfillset(&all);
+    sigprocmask(SIG_BLOCK, &all, &previous);
+    relay->child = child;
+    for (int signal = 1; signal < 32; signal++)
+        if (relay->pending & (1 << signal)) kill(child, signal);
+    relay->pending = 0;
+    sigprocmask(SIG_SETMASK, &previous, NULL);
+}
+
+// A pty whose slave has the settings and window size of terminal `like`, but no output
+// processing (what the command writes reaches `like` as written, which then does its own).
+// Both ends close-on-exec, neither a controlling terminal. 0, or -1 with errno.
+static inline int keychain_cli_open_pty(int like, int *master, int *slave) {
+    int primary = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+    if (primary < 0) return -1;
+    int secondary = -1;
+    if (grantpt(primary) == 0 && unlockpt(primary) == 0) {
+#ifdef TIOCGPTPEER
+        secondary = ioctl(primary, TIOCGPTPEER, O_RDWR | O_NOCTTY | O_CLOEXEC);
+#endif
+        if (secondary < 0) {
+            char *name = ptsname(primary);
+            if (name) secondary = open(name, O_RDWR | O_NOCTTY | O_CLOEXEC);
+        }
+    }
+    if (secondary < 0) {
+        int saved = errno;
+        close(primary);
+        errno = saved;
+        return -1;
+    }
+    struct termios settings;
+    if (tcgetattr(like, &settings) == 0) {
+        settings.c_oflag &= ~(tcflag_t)OPOST;
+        tcsetattr(secondary, TCSANOW, &settings);
+    }
+    struct winsize size;
+    if (ioctl(like, TIOCGWINSZ, &size) == 0) ioctl(secondary, TIOCSWINSZ, &size);
+    *master = primary;
+    *slave = secondary;
+    return 0;
+}
+
+// Starts the remover of `exec --file`'s directory: a fork that holds no descriptor, leaves the
+// terminal's session, ignores the signals that end a program, and waits until this process has
+// ended (PR_SET_PDEATHSIG, which exec keeps: after exec that is the command), even by SIGKILL;
+// then it removes `names` (NULL-terminated) from `directory`, and the directory. Call it from the
+// main thread: the kernel sends the signal when the thread that forked ends. Only system calls
+// between fork and _exit. Returns the pid, or -1 with errno.
+static inline int keychain_cli_spawn_remover(const char *directory, char *const names[]) {
+    pid_t parent = getpid();
+    pid_t pid = fork();
+    if (pid != 0) return pid;
+    struct sigaction ignore = {0};
+    ignore.sa_handler = SIG_IGN;
+    int ignored[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE, SIGTSTP, SIGTTIN, SIGTTOU, SIGUSR2};
+    for (unsigned i = 0; i < sizeof ignored / sizeof ignored[0]; i++) sigaction(ignored[i], &ignore, NULL);
+    sigset_t wait;
+    sigemptyset(&wait);
+    sigaddset(&wait, SIGUSR1);
+    sigprocmask(SIG_SETMASK, &wait, NULL);
+    setsid();
+    prctl(PR_SET_PDEATHSIG, SIGUSR1, 0, 0, 0);
+#ifdef SYS_close_range
+    if (syscall(SYS_close_range, 0, ~0U, 0) != 0)
+#endif
+    {
+        for (int fd = 0; fd < 4096; fd++) close(fd);
+    }
+    while (getppid() == parent) sigwaitinfo(&wait, NULL);  // a stray SIGUSR1 while it lives is not its end
+    int handle = open(directory, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (handle >= 0) {
+        for (int i = 0; names[i]; i++) unlinkat(handle, names[i], 0);
+        close(handle);
+    }
+    rmdir(directory);
+    _exit(0);
+}
 
 #endif

@@ -16,11 +16,13 @@ struct ExecFromTests {
             }
             _ = try cli(["-s", other, "set", "npm"], input: "npm-secret")
             let script = #"env | grep -E '^(DB_PASSWORD|API_KEY|DEBUG_TOKEN|NPM|CI_[A-Z_]*)=' | sort"#
-            let all = try cli(["exec", "--from", s, "--from", other, "--", "sh", "-c", script])
+            let all = try cli(["exec", "--no-mask", "--from", s, "--from", other, "--", "sh", "-c", script])
             #expect(all.status == 0, "\(all.stderr)")
             #expect(all.stdoutText == "API_KEY=k3y\nDB_PASSWORD=pw with spaces\nDEBUG_TOKEN=dbg\nNPM=npm-secret\n")
             let filtered = try cli([
-                "exec", "--from", s, "--only", "*-*", "--except", "api-*", "--prefix", "CI_", "--", "sh", "-c", script,
+                "exec", "--no-mask", "--from", s, "--only", "*-*", "--except", "api-*", "--prefix", "CI_", "--", "sh",
+                "-c",
+                script,
             ])
             #expect(filtered.stdoutText == "CI_DB_PASSWORD=pw with spaces\n", "\(filtered.stderr)")
         }
@@ -82,7 +84,9 @@ struct ExecFromTests {
                 let result = try cli(["exec", "--from", s, "--", "touch", marker])
                 #expect(result.status == 65, "\(key): \(result.stderr)")
                 #expect(result.stderr.contains("which changes what the command runs"), "\(result.stderr)")
-                let prefixed = try cli(["exec", "--from", s, "--prefix", "APP_", "--", "sh", "-c", "env | grep ^APP_"])
+                let prefixed = try cli([
+                    "exec", "--no-mask", "--from", s, "--prefix", "APP_", "--", "sh", "-c", "env | grep ^APP_",
+                ])
                 #expect(prefixed.status == 0 && prefixed.stdoutText.hasSuffix("=/tmp/evil\n"), "\(prefixed.stderr)")
             }
             #expect(!FileManager.default.fileExists(atPath: marker))

@@ -13,7 +13,7 @@ struct ExecTests {
             _ = try cli(["-s", other, "set", "npm"], input: "SECRET-TWO")
             let script = #"printf '%s|%s\n' "$A" "$B"; tr '\0' ' ' < /proc/$$/cmdline"#
             let result = try cli([
-                "-s", s, "exec", "--env", "A=token", "--env", "B=\(other)/npm", "--", "sh", "-c", script,
+                "-s", s, "exec", "--no-mask", "--env", "A=token", "--env", "B=\(other)/npm", "--", "sh", "-c", script,
             ])
             #expect(result.status == 0, "\(result.stderr)")
             let lines = result.stdoutText.split(separator: "\n")

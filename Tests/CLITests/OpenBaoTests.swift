@@ -200,7 +200,7 @@ struct OpenBaoTests {
             inline["KEYCHAIN_OPENBAO_JWT"] = try String(contentsOfFile: files.path("id-token"), encoding: .utf8)
             let exec = try cli(
                 [
-                    "-s", "ci", "exec", "--env", "K=deploy-key", "--", "/bin/sh", "-c",
+                    "-s", "ci", "exec", "--no-mask", "--env", "K=deploy-key", "--", "/bin/sh", "-c",
                     #"echo "$K ${KEYCHAIN_OPENBAO_JWT:-unset}""#,
                 ],
                 extra: inline)

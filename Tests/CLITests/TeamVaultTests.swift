@@ -100,7 +100,10 @@ struct TeamVaultTests {
         let inside = #"printf '%s|%s|' "$T" "${KEYCHAIN_IDENTITY_FD-unset}"; "$KC" "$@""#
         let nested = try runProcess(
             "/bin/sh",
-            ["-c", #"s=$1; shift; "$KC" -s ci exec --env T=npm-token -- sh -c "$s" sh "$@" 3<"$0""#, ours, inside]
+            [
+                "-c", #"s=$1; shift; "$KC" -s ci exec --no-mask --env T=npm-token -- sh -c "$s" sh "$@" 3<"$0""#, ours,
+                inside,
+            ]
                 + otherVault
                 + ["get", "k"],
             environment: environment)

@@ -1,4 +1,5 @@
-/// One `NAME=KEY` or `NAME=SERVICE/KEY` mapping of `exec`.
+/// One `NAME=KEY` or `NAME=SERVICE/KEY` mapping of `exec` (`--env`, and `--file`, whose NAME
+/// is a file name).
 package struct EnvironmentMapping: Sendable {
     package var name: String
     package var service: String?
@@ -6,7 +7,7 @@ package struct EnvironmentMapping: Sendable {
     /// Where it came from, for messages: "--env NAME" or "secrets.env:3".
     package var origin: String
 
-    package init(_ text: String, origin: String) throws(FormatError) {
+    package init(_ text: String, origin: String, isFile: Bool = false) throws(FormatError) {
         self.origin = origin
         let text = Substring(text)
         guard let equals = text.firstIndex(ofScalar: "=") else {
@@ -14,7 +15,13 @@ package struct EnvironmentMapping: Sendable {
         }
         name = String(text[..<equals])
         let target = text[text.unicodeScalars.index(after: equals)...]
-        guard DotEnv.isVariableName(name) else {
+        if isFile {
+            guard Self.isFileName(name) else {
+                throw FormatError(
+                    "\(origin): \(quotedValue(name, expected: "a file name")) is not a valid credential file name. "
+                        + "Use letters, digits, ., _ and -, not starting with . (at most 255)", isUsageError: true)
+            }
+        } else if !DotEnv.isVariableName(name) {
             throw FormatError(
                 "\(origin): \(quotedValue(name, expected: "a variable name")) is not a valid environment variable "
                     + "name. Use letters, digits and _, not starting with a digit", isUsageError: true)
@@ -44,9 +51,18 @@ package struct EnvironmentMapping: Sendable {
 
     /// The mapping of `--env TEXT`, named in messages as `--env NAME` (never with what follows =,
     /// which may be a value given by mistake).
-    package init(option text: String) throws(FormatError) {
+    package init(option text: String, isFile: Bool = false) throws(FormatError) {
         let name = text.firstIndex(of: "=").map { String(text[..<$0]) } ?? ""
-        try self.init(text, origin: DotEnv.isVariableName(name) ? "--env \(name)" : "--env")
+        let option = isFile ? "--file" : "--env"
+        let shown = isFile ? Self.isFileName(name) && misplacedSecretKind(name) == nil : DotEnv.isVariableName(name)
+        try self.init(text, origin: shown ? "\(option) \(name)" : option, isFile: isFile)
+    }
+
+    /// Whether `name` may name a file of `exec --file` (what systemd takes as a credential name,
+    /// less what a shell or a listing would trip on).
+    package static func isFileName(_ name: String) -> Bool {
+        let allowed = Set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-".utf8)
+        return !name.isEmpty && name.utf8.count <= 255 && !name.hasPrefix(".") && name.utf8.allSatisfy(allowed.contains)
     }
 
     /// The mappings of an env file's text; `path` names it in messages.

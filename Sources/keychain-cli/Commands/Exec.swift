@@ -6,16 +6,26 @@ import KeychainCore
 extension KeychainCLI {
     struct Exec: KeychainCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Run a command with secrets in its environment, never in its arguments.",
+            abstract: "Run a command with secrets in its environment or as files, never in its arguments.",
             discussion: """
                 Every mapping is resolved first; if any secret is missing or cannot be read, the \
-                command is not run (exit as for get). Then keychain-cli replaces itself with the \
-                command, so its signals, input, output and exit status are the command's own. \
-                A mapping is NAME=KEY (in --service) or NAME=SERVICE/KEY (split at the first /). \
-                An --env-file holds one mapping per line; blank lines and # comments are ignored. \
-                --from SERVICE sets every key of SERVICE, named as export --format env names it \
-                (--only and --except globs choose keys, --prefix goes before names); two secrets \
-                that would set one name stop everything (65). \
+                command is not run (exit as for get). A mapping is NAME=KEY (in --service) or \
+                NAME=SERVICE/KEY (split at the first /). An --env-file holds one mapping per line; \
+                blank lines and # comments are ignored. --from SERVICE sets every key of SERVICE, \
+                named as export --format env names it (--only and --except globs choose keys, \
+                --prefix goes before names); two secrets that would set one name stop everything (65). \
+                --file NAME=KEY writes the secret to the file NAME (mode 0400) in a new directory on \
+                a tmpfs, named in $CREDENTIALS_DIRECTORY as systemd names it; it is removed when the \
+                command ends, also if keychain-cli is killed.
+
+                The command's output and errors are masked: keychain-cli stays its parent and \
+                writes on what it writes with every secret it was given shown as ***, also in base64, \
+                JSON-escaped or URL-encoded, line by line (secrets under 4 characters are not \
+                masked; a warning names them). An output that is a terminal stays one for the \
+                command (a pty of ours). Its input is its own, signals sent to keychain-cli reach it, \
+                and keychain-cli ends as it ends (its status, or 128+N after signal N). With \
+                GITHUB_ACTIONS=true the secrets are first given to the runner as ::add-mask:: \
+                lines on stderr. --no-mask replaces keychain-cli with the command instead. \
                 If the command cannot be found, exit 127; if it cannot be run, 126. The vault's \
                 passphrases ($KEYCHAIN_PASSPHRASE, $KEYCHAIN_NEW_PASSPHRASE, --passphrase-fd), its \
                 identity descriptor ($KEYCHAIN_IDENTITY_FD, --identity-fd), the OpenBao token \
@@ -26,6 +36,7 @@ extension KeychainCLI {
                   keychain-cli -s ci exec --env GITHUB_TOKEN=github-token -- ./deploy.sh arg
                   keychain-cli exec --env-file secrets.env -- make release
                   keychain-cli exec --from ci --except 'debug-*' -- ./deploy.sh
+                  keychain-cli -s web exec --file tls.key=tls-key -- sh -c 'nginx -c "$CREDENTIALS_DIRECTORY"/..'
                 """)
 
         @OptionGroup(title: "Global options") var globals: GlobalOptions
@@ -59,6 +70,16 @@ extension KeychainCLI {
         @Option(help: ArgumentHelp("With --from: put this before every variable name (CI_).", valueName: "text"))
         var prefix: String = ""
 
+        @Option(
+            name: .customLong("file"),
+            help: ArgumentHelp(
+                "Write a secret to the file NAME in $CREDENTIALS_DIRECTORY: NAME=KEY or NAME=SERVICE/KEY. Repeatable.",
+                valueName: "mapping"))
+        var files: [String] = []
+
+        @Flag(help: "Do not mask the command's output: replace keychain-cli with the command.")
+        var noMask = false
+
         @Argument(parsing: .postTerminator, help: "The command and its arguments, after --.")
         var command: [String] = []
 
@@ -66,8 +87,8 @@ extension KeychainCLI {
             if command.isEmpty {
                 throw ValidationError("name the command to run after --, e.g. exec --env A=key -- env")
             }
-            if mappings.isEmpty && environmentFile == nil && fromServices.isEmpty {
-                throw ValidationError("give at least one --env NAME=KEY, an --env-file or a --from SERVICE")
+            if mappings.isEmpty && environmentFile == nil && fromServices.isEmpty && files.isEmpty {
+                throw ValidationError("give at least one --env NAME=KEY, an --env-file, a --from SERVICE or a --file")
             }
             if fromServices.isEmpty && (!only.isEmpty || !except.isEmpty || !prefix.isEmpty) {
                 throw ValidationError("--only, --except and --prefix choose the keys of --from SERVICE; give one")
@@ -80,9 +101,14 @@ extension KeychainCLI {
         func run() throws {
             var all = try mappings.map { text throws(FormatError) in try EnvironmentMapping(option: text) }
             if let environmentFile { all += try EnvironmentMapping.read(file: environmentFile) }
-            var seen: Swift.Set<String> = []
-            for mapping in all where !seen.insert(mapping.name).inserted {
-                throw CommandFailure.usage("\(mapping.origin): \(mapping.name) is mapped twice. Keep one mapping")
+            let fileMappings = try files.map { text throws(FormatError) in
+                try EnvironmentMapping(option: text, isFile: true)
+            }
+            for group in [all, fileMappings] {
+                var seen: Swift.Set<String> = []
+                for mapping in group where !seen.insert(mapping.name).inserted {
+                    throw CommandFailure.usage("\(mapping.origin): \(mapping.name) is mapped twice. Keep one mapping")
+                }
             }
             // Every secret is read before anything runs: one missing secret runs nothing.
             let keychain = try keychain()
@@ -102,104 +128,35 @@ extension KeychainCLI {
                     values.append((name, value))
                 }
             }
+            let contents = try fileMappings.map { ($0.name, try $0.secret(defaultService: keychain)) }
             // (A mapping may still pass the withheld secrets on.)
             settings.withholdSecretsFromCommands()
             for (name, value) in values { setenv(name, value, 1) }
-            try replaceProcess(with: command)
+            let secrets = values.map { ("$" + $0.0, Array($0.1.utf8)) } + contents.map { ("--file " + $0.0, $0.1) }
+            announce(secrets)
+            let directory = try contents.isEmpty ? nil : CredentialsDirectory(writing: contents)
+            if let directory { setenv("CREDENTIALS_DIRECTORY", directory.path, 1) }
+            if noMask { try replaceProcess(with: command) }
+            let forms = secrets.flatMap { MaskedForms.of($0.1) }
+            try runMasked(command, hiding: forms, cleanup: { directory?.remove() })
         }
-    }
-}
 
-extension KeychainCLI.Exec {
-    /// The variables of `--from service`: every key that --only and --except let through, named
-    /// as `export --format env` names it, after --prefix.
-    /// - Throws: ``CommandFailure``: no key left (1), a binary secret (65); two keys of the
-    ///   service that become one name (65).
-    func variables(of service: String, store: any SecretStore) throws -> [(name: String, key: String, value: String)] {
-        let keychain = Keychain(service: try ServiceName(service), store: store)
-        let keys = Swift.Set(try keychain.items().map(\.key)).sorted().filter { key in
-            (only.isEmpty || only.contains { fnmatch($0, key, 0) == 0 })
-                && !except.contains { fnmatch($0, key, 0) == 0 }
-        }
-        guard !keys.isEmpty else {
-            throw CommandFailure(
-                kind: .notFound,
-                message: "--from \(quotedValue(service, expected: "a service name")) gives no secret"
-                    + "\(only.isEmpty && except.isEmpty ? "" : " that --only and --except let through"); nothing "
-                    + "was run. Check the service with keychain-cli -s SERVICE list")
-        }
-        let addresses = try keys.map { SecretAddress(service: keychain.service, key: try KeychainKey($0)) }
-        var secrets: [(key: String, value: String)] = []
-        for (key, secret) in zip(keys, try store.secrets(of: addresses)) {
-            guard let secret else { continue }  // deleted since the listing
-            guard let text = String(validating: secret, as: UTF8.self), !text.utf8.contains(0) else {
-                throw CommandFailure.badData(
-                    "the secret \(quotedValue(key, expected: "a key name")) of --from \(service) is binary and "
-                        + "cannot go in the environment; nothing was run. Leave it out with --except")
+        /// Tells GitHub's runner to mask the secrets too (in this step's log and the later
+        /// ones'), and warns of those too short to be masked, by name.
+        private func announce(_ secrets: [(shown: String, value: [UInt8])]) {
+            if (try? environment("GITHUB_ACTIONS")) == "true" {
+                let texts = secrets.filter { !MaskedForms.isTooShort($0.value) }.compactMap {
+                    String(validating: $0.value, as: UTF8.self)
+                }
+                writeError(GitHubEnvironmentFile.maskCommands(for: texts))
             }
-            secrets.append((key, text))
+            guard !noMask else { return }
+            for (shown, value) in secrets where !value.isEmpty && MaskedForms.isTooShort(value) {
+                warn(
+                    "\(misplacedSecretKind(shown) == nil ? shown : "a secret") is shorter than "
+                        + "\(MaskedForms.minimumLength) characters and is not masked in the output (masking it would "
+                        + "mangle the output)")
+            }
         }
-        let variables: [(name: String, key: String, value: String)]
-        do {
-            variables = try DotEnv.variables(of: secrets).map { (prefix + $0.name, $0.key, $0.value) }
-        } catch {
-            throw CommandFailure.badData(
-                "--from \(quotedValue(service, expected: "a service name")): \(error); nothing was run. Leave one out "
-                    + "with --except")
-        }
-        // A key may be added by anyone who can write the service; a name that changes what the
-        // command runs (PATH, LD_PRELOAD, BASH_ENV, …) is taken only from an explicit --env mapping.
-        if let risky = variables.first(where: { Self.changesWhatRuns($0.name) }) {
-            throw CommandFailure.badData(
-                "--from \(quotedValue(service, expected: "a service name")): the key "
-                    + "\(quotedValue(risky.key, expected: "a key name")) would set \(risky.name), which changes what "
-                    + "the command runs; nothing was run. Map it explicitly (--env \(risky.name)=KEY) if it is meant, "
-                    + "or leave it out with --except or put --prefix before the names")
-        }
-        return variables
-    }
-
-    /// Variables that change which program runs or what it loads, and this tool's own: taken by
-    /// `--from` only through an explicit `--env` mapping.
-    static func changesWhatRuns(_ name: String) -> Bool {
-        let exact: Swift.Set<String> = [
-            "PATH", "IFS", "ENV", "BASH_ENV", "SHELLOPTS", "BASHOPTS", "PS4", "PROMPT_COMMAND", "CDPATH", "GLOBIGNORE",
-            "HOME", "SHELL", "_", "GCONV_PATH", "NODE_OPTIONS", "NODE_PATH", "PYTHONPATH", "PYTHONSTARTUP",
-            "PYTHONHOME", "PERL5OPT", "PERL5LIB", "PERLLIB", "RUBYOPT", "RUBYLIB", "JAVA_TOOL_OPTIONS",
-            "_JAVA_OPTIONS", "GIT_SSH", "GIT_SSH_COMMAND", "GIT_EXEC_PATH", "SSH_ASKPASS", "EDITOR", "VISUAL",
-            "PAGER", "BROWSER", "TMPDIR", "BAO_TOKEN", "VAULT_TOKEN", "BAO_ADDR", "VAULT_ADDR",
-        ]
-        return exact.contains(name) || ["LD_", "DYLD_", "KEYCHAIN_", "GIT_CONFIG"].contains { name.hasPrefix($0) }
-    }
-}
-
-extension EnvironmentMapping {
-    /// The mappings of an env file; a bad line is a usage error naming the file and line.
-    static func read(file path: String) throws -> [EnvironmentMapping] {
-        guard let bytes = try readInput(path: path, limit: smallInputLimit) else {
-            throw CommandFailure.badData(
-                "\(quotedPath(path)) is larger than 1 MiB; an env file holds mappings, not secrets")
-        }
-        guard let text = String(validating: bytes, as: UTF8.self) else {
-            throw CommandFailure.usage("\(quotedPath(path)) is not UTF-8 text; an env file holds NAME=KEY lines")
-        }
-        return try EnvironmentMapping.parse(text, path: path)
-    }
-
-    /// The secret as text for the environment.
-    /// - Throws: ``KeychainError/notFound(service:key:)`` when missing; ``CommandFailure`` when it
-    ///   is binary (an environment variable cannot hold NUL bytes or arbitrary bytes safely).
-    func resolve(defaultService keychain: Keychain) throws -> String {
-        let target = try service.map { Keychain(service: try ServiceName($0), store: keychain.store) } ?? keychain
-        let key = try KeychainKey(key)
-        guard let secret = try target.data(for: key) else {
-            throw KeychainError.notFound(service: target.service.rawValue, key: key.rawValue)
-        }
-        guard let text = String(validating: secret, as: UTF8.self), !text.utf8.contains(0) else {
-            throw CommandFailure.badData(
-                "the secret '\(key)' of service '\(target.service)' is binary and cannot go in the environment "
-                    + "(\(name)). Nothing was run; write it to a file with get instead")
-        }
-        return text
     }
 }

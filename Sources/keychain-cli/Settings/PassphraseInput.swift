@@ -2,7 +2,8 @@ import Glibc
 import KeychainCore
 
 /// Where the vault's passphrase comes from, first match wins: --passphrase-fd or --passphrase-file
-/// (not both: a usage error), $KEYCHAIN_PASSPHRASE, else a hidden prompt on the terminal
+/// (not both: a usage error), $KEYCHAIN_PASSPHRASE, the file keychain-cli.passphrase in
+/// $CREDENTIALS_DIRECTORY (systemd's credentials), else a hidden prompt on the terminal
 /// (/dev/tty). Never the command line.
 /// (`vault passwd` reads the new one likewise: --new-passphrase-fd, --new-passphrase-file,
 /// $KEYCHAIN_NEW_PASSPHRASE, the terminal.)
@@ -47,9 +48,20 @@ enum PassphraseInput: Sendable, CustomStringConvertible {
             self = .file(file, option: "--\(prefix)passphrase-file")
         } else if getenv(variable) != nil {
             self = .environment(variable)
+        } else if !new, let credential = Self.credential() {
+            self = .file(credential, option: "the credential")
         } else {
             self = .terminal
         }
+    }
+
+    /// systemd's credential of this service (`LoadCredential=keychain-cli.passphrase:…`,
+    /// `LoadCredentialEncrypted=`), where one is given.
+    private static func credential() -> String? {
+        guard let directory = getenv("CREDENTIALS_DIRECTORY").map({ String(cString: $0) }), directory.hasPrefix("/")
+        else { return nil }
+        let path = "\(directory)/keychain-cli.passphrase"
+        return access(path, F_OK) == 0 ? path : nil
     }
 
     var description: String {

@@ -16,11 +16,16 @@ func replaceProcess(with command: [String]) throws -> Never {
 }
 
 /// Starts `command` (searched in PATH) with this process's environment and the signal
-/// dispositions and core limit keychain-cli was given.
+/// dispositions and core limit keychain-cli was given; `output` become its descriptors 1 and 2
+/// (`exec`'s masked output), and `ownGroup` gives it a process group of its own.
 /// - Throws: ``CommandFailure`` (exit 127 when not found, 126 when it cannot be run).
-func spawn(_ command: [String]) throws -> pid_t {
+func spawn(_ command: [String], output: [Int32] = [], ownGroup: Bool = false, mask: sigset_t? = nil) throws -> pid_t {
     var arguments = commandArguments(command)
     defer { for argument in arguments { free(argument) } }
+    var actions = posix_spawn_file_actions_t()
+    posix_spawn_file_actions_init(&actions)
+    defer { posix_spawn_file_actions_destroy(&actions) }
+    for (index, fd) in output.enumerated() { posix_spawn_file_actions_adddup2(&actions, fd, Int32(index + 1)) }
     var attributes = posix_spawnattr_t()
     posix_spawnattr_init(&attributes)
     defer { posix_spawnattr_destroy(&attributes) }
@@ -31,9 +36,13 @@ func spawn(_ command: [String]) throws -> pid_t {
     sigemptyset(&defaults)
     if InheritedSignals.sigpipeWasDefault { sigaddset(&defaults, SIGPIPE) }
     posix_spawnattr_setsigdefault(&attributes, &defaults)
-    posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGDEF))
+    posix_spawnattr_setpgroup(&attributes, 0)
+    if var mask { posix_spawnattr_setsigmask(&attributes, &mask) }
+    let flags =
+        POSIX_SPAWN_SETSIGDEF | (ownGroup ? POSIX_SPAWN_SETPGROUP : 0) | (mask == nil ? 0 : POSIX_SPAWN_SETSIGMASK)
+    posix_spawnattr_setflags(&attributes, Int16(flags))
     var pid: pid_t = 0
-    let status = posix_spawnp(&pid, arguments[0]!, nil, &attributes, &arguments, environ)
+    let status = posix_spawnp(&pid, arguments[0]!, &actions, &attributes, &arguments, environ)
     guard status == 0 else { throw commandNotRun(command[0], error: status) }
     Startup.restoreCoreLimit(of: pid)
     return pid
