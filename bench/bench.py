@@ -13,6 +13,7 @@ import datetime, json, os, platform, statistics, subprocess
 import instructions
 from backends import openbao_table, vault_table
 from common import KC, LARGE_RUNS, LIST_ITEMS, MEMORY_RUNS, PY, RUNS, WARMUP, measure, measure_memory
+from masking import masking_table
 from serve import serve_table
 from watch import watch_table
 
@@ -133,6 +134,8 @@ def main():
     print("\n" + bao_table)
     watch_rows = watch_table(openbao_watch_rows)
     print("\n" + watch_rows)
+    mask_rows = masking_table()
+    print("\n" + mask_rows)
     in_process = subprocess.run([os.environ.get("KEYCHAIN_BENCH", ".build/release/keychain-bench")],
                                 check=True, capture_output=True, text=True).stdout.strip()
     print("\n" + in_process)
@@ -239,6 +242,16 @@ OpenBao: a read of the secret every 0.2 s; each write there lands just after a r
 write starts when the last line came), so its row shows the poll's worst case, close to the
 interval, rather than the average (half of it). A write by python keyring shows a negative time:
 its line comes about 20 ms before the interpreter has exited.
+
+## `exec`: masked output
+
+{mask_rows}
+
+A command that writes 1 GiB of log-like text (lines of base64, 64 MiB written 16 times), read
+through a pipe by the benchmark, as it is, through `cat`, and run by `keychain-cli exec` with
+three secrets mapped (a token, a passphrase, a three-line key): with `--no-mask` (keychain-cli
+replaced by the command) and masked (keychain-cli reads the command's output and writes it on
+with every form of the secrets hidden). Medians of 5 interleaved runs (`BENCH_MASK_RUNS`).
 
 ## Inside one process: the `Keychain` cache
 

@@ -42,19 +42,19 @@ package struct MaskingStream: Sendable {
     /// Appends to `output` what `bytes` make ready to be written, masked.
     package mutating func write(_ bytes: UnsafeRawBufferPointer, into output: inout [UInt8]) {
         guard !forms.isEmpty else {
-            output.append(contentsOf: bytes)
+            output.appendBytes(bytes)
             return
         }
         if held.isEmpty {
             let kept = scan(bytes, final: false, into: &output)
-            held.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[kept...]))
+            held.appendBytes(UnsafeRawBufferPointer(rebasing: bytes[kept...]))
         } else {
-            held.append(contentsOf: bytes)
+            held.appendBytes(bytes)
             let pending = held
             held = []
             pending.withUnsafeBytes { pending in
                 let kept = scan(pending, final: false, into: &output)
-                held.append(contentsOf: UnsafeRawBufferPointer(rebasing: pending[kept...]))
+                held.appendBytes(UnsafeRawBufferPointer(rebasing: pending[kept...]))
             }
         }
     }
@@ -75,7 +75,7 @@ package struct MaskingStream: Sendable {
         var span: (start: Int, end: Int)? = nil
         var boundary = count
         func close(_ hidden: (start: Int, end: Int)) {
-            output.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[written..<hidden.start]))
+            output.appendBytes(UnsafeRawBufferPointer(rebasing: bytes[written..<hidden.start]))
             output.append(contentsOf: Self.mask)
             written = hidden.end
         }
@@ -123,7 +123,7 @@ package struct MaskingStream: Sendable {
                 close(open)
             }
         }
-        output.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[written..<boundary]))
+        output.appendBytes(UnsafeRawBufferPointer(rebasing: bytes[written..<boundary]))
         return boundary
     }
 
@@ -132,4 +132,11 @@ package struct MaskingStream: Sendable {
     }
 
     private static func slot(_ start: UInt32) -> Int { Int((start &* 0x9E37_79B1) >> 16) }
+}
+
+extension [UInt8] {
+    /// Appends `bytes` in one copy.
+    fileprivate mutating func appendBytes(_ bytes: UnsafeRawBufferPointer) {
+        bytes.withMemoryRebound(to: UInt8.self) { append(contentsOf: $0) }
+    }
 }
