@@ -208,7 +208,8 @@ static inline void keychain_cli_relay_handler(int signal, siginfo_t *info, void 
     errno = saved;
 }
 
-// Catches `signals` (and SIGCHLD, SIGWINCH) with the handler above, SA_RESTART.
+// Catches `signals`, SIGWINCH, and SIGCHLD when there is a `wake` (not with serve, whose GLib loop
+// watches its child), with the handler above, SA_RESTART.
 static inline int keychain_cli_relay_start(int wake, int terminal, int pty, int all, const int *signals, int count) {
     struct keychain_cli_relay *relay = keychain_cli_relay_state();
     relay->wake = wake;
@@ -219,7 +220,7 @@ static inline int keychain_cli_relay_start(int wake, int terminal, int pty, int 
     action.sa_sigaction = keychain_cli_relay_handler;
     action.sa_flags = SA_SIGINFO | SA_RESTART;
     sigfillset(&action.sa_mask);
-    if (sigaction(SIGCHLD, &action, NULL) != 0 || sigaction(SIGWINCH, &action, NULL) != 0) return -1;
+    if ((wake >= 0 && sigaction(SIGCHLD, &action, NULL) != 0) || sigaction(SIGWINCH, &action, NULL) != 0) return -1;
     for (int i = 0; i < count; i++)
         if (sigaction(signals[i], &action, NULL) != 0) return -1;
     return 0;

@@ -167,4 +167,25 @@ struct MaskedExecTests {
                     """, "\(result.stderr)")
         }
     }
+
+    /// `serve -- COMMAND` masks what its command prints: the secrets the backend held when it
+    /// started, and those a client stores or reads while it runs (before the client is answered).
+    @Test(arguments: [CLIBackend.vault, .openbao])
+    func serveMasksTheBackendsSecretsAndThoseThatPassThroughIt(on backend: CLIBackend) throws {
+        try backend.run {
+            let s = uniqueService()
+            _ = try cli(["-s", s, "set", "held"], input: "held-before-start")
+            let script = """
+                secret-tool lookup service \(s) username held; echo
+                printf 'stored-while-running' | secret-tool store --label=n service \(s) username new
+                echo "new: stored-while-running"; echo "err held-before-start" >&2
+                """
+            let masked = try cli(["serve", "--", "sh", "-c", script], session: nil)
+            #expect(masked.status == 0, "\(masked.stderr)")
+            #expect(masked.stdoutText == "***\nnew: ***\n", "\(masked.stderr)")
+            #expect(masked.stderr == "err ***\n")
+            let plain = try cli(["serve", "--no-mask", "--", "sh", "-c", script], session: nil)
+            #expect(plain.stdoutText == "held-before-start\nnew: stored-while-running\n", "\(plain.stderr)")
+        }
+    }
 }

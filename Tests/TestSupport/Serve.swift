@@ -64,7 +64,8 @@ public struct ServedStorage {
     }
 }
 
-/// Runs `keychain-cli serve -- sh -c SCRIPT` on the current backend: the script's programs
+/// Runs `keychain-cli serve --no-mask -- sh -c SCRIPT` on the current backend (its output as
+/// written: MaskedExecTests test the masking): the script's programs
 /// (secret-tool, python3, keychain-cli itself, `$GCL` git-credential-libsecret) find the served
 /// Secret Service on the private bus.
 public func served(_ script: String, extra: [String: String] = [:], timeout: Double = 60) throws -> ProcessResult {
@@ -78,6 +79,7 @@ public func served(_ script: String, extra: [String: String] = [:], timeout: Dou
     defer { directory.remove() }
     environment["SCRATCH"] = directory.url.path
     return try cli(
-        ["serve", "--", "sh", "-c", "cd \"$SCRATCH\" || exit 99\n" + script], session: nil, extra: environment,
+        ["serve", "--no-mask", "--", "sh", "-c", "cd \"$SCRATCH\" || exit 99\n" + script], session: nil,
+        extra: environment,
         timeout: timeout)
 }

@@ -33,6 +33,7 @@ extension SecretServiceProvider {
                 forget(item, in: collection)
                 throw .unknownObject(call.path)
             }
+            secretObserver?(secret)
             return Variant.tuple([try session.encode(secret, contentType: item.details.contentType)])
         case "SetSecret":
             let argument = call.argument(0)
@@ -40,6 +41,7 @@ extension SecretServiceProvider {
             let session = try session(variantString(argument, child: 0), for: call)
             try requireUnlocked(collection)
             let (secret, contentType) = try session.decode(argument)
+            secretObserver?(secret)
             try rewrite(item, in: collection, path: call.path) { current in
                 guard item.isStored(with: current.details) else { return nil }
                 var details = current.details ?? item.details
@@ -89,6 +91,7 @@ extension SecretServiceProvider {
             attributes["xdg:schema"] = type
         }
         let (secret, contentType) = try session.decode(secretArgument)
+        secretObserver?(secret)
         let details = ItemDetails(attributes: attributes, label: label, contentType: contentType)
         try requireAnnounceable(details, in: collection)
         // Replacing: the item with exactly these attributes, else the item that is the store's

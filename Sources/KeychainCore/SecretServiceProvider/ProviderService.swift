@@ -118,6 +118,7 @@ extension SecretServiceProvider {
             }
             for (item, secret) in zip(items, secrets) {
                 guard let secret else { continue }
+                secretObserver?(secret)
                 let encoded = try session.encode(secret, contentType: item.details.contentType)
                 entries.append(
                     g_variant_new_dict_entry(Variant.objectPath(collection.path(of: item.number)), encoded)!)

@@ -56,6 +56,9 @@ public final class SecretServiceProvider: @unchecked Sendable {
     var watch: StoreWatch?
     let reloadPending = Locked(false)
     let watchFailure = Locked<KeychainError?>(nil)
+    /// Told every secret a client sends or is sent (`serve -- COMMAND` masks them in the
+    /// command's output); set before ``run(watching:)``.
+    public var secretObserver: (@Sendable (Data) -> Void)?
 
     public init(store: any DetailedSecretStore) {
         let now = UInt64(Date().timeIntervalSince1970)

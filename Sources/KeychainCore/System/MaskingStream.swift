@@ -36,6 +36,13 @@ package struct MaskingStream: Sendable {
         self.beginnings = beginnings
     }
 
+    /// Hides `forms` from now on (as ``init(hiding:)``), keeping what is held back.
+    package mutating func hide(_ forms: [[UInt8]]) {
+        let held = self.held
+        self = MaskingStream(hiding: forms)
+        self.held = held
+    }
+
     /// Whether some bytes wait for the next write to tell whether they begin a form.
     package var isHolding: Bool { !held.isEmpty }
 

@@ -137,8 +137,7 @@ extension KeychainCLI {
             let directory = try contents.isEmpty ? nil : CredentialsDirectory(writing: contents)
             if let directory { setenv("CREDENTIALS_DIRECTORY", directory.path, 1) }
             if noMask { try replaceProcess(with: command) }
-            let forms = secrets.flatMap { MaskedForms.of($0.1) }
-            try runMasked(command, hiding: forms, cleanup: { directory?.remove() })
+            try runMasked(command, hiding: OutputMasks(secrets.map(\.1)), cleanup: { directory?.remove() })
         }
 
         /// Tells GitHub's runner to mask the secrets too (in this step's log and the later

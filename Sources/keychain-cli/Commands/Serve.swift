@@ -22,7 +22,10 @@ extension KeychainCLI {
                 is ready, then stop, exiting with the command's status (127 if it cannot be found, 126 \
                 if it cannot be run, 128+N if signal N killed it). The vault's passphrase is asked \
                 once, at start; the command gets none of keychain-cli's own secrets (passphrases, \
-                identity descriptor, OpenBao token), as for exec. If another process owns org.freedesktop.secrets, exit 69 naming it.
+                identity descriptor, OpenBao token), as for exec. Its output and errors are masked \
+                as exec masks them, hiding every secret the backend holds when it starts and every \
+                secret a client stores or reads while it runs (--no-mask: not). If another process \
+                owns org.freedesktop.secrets, exit 69 naming it.
 
                   keychain-cli --backend vault serve -- secret-tool lookup service ci user bot
                   keychain-cli --backend openbao serve &
@@ -33,6 +36,9 @@ extension KeychainCLI {
 
         @Flag(help: "Take the name over from the process that owns it, if that process allows it.")
         var replace = false
+
+        @Flag(help: "With a command: do not mask its output.")
+        var noMask = false
 
         @Argument(parsing: .postTerminator, help: "A command to run against a private bus, after --.")
         var command: [String] = []
@@ -66,13 +72,53 @@ extension KeychainCLI {
             try provider.start(busAddress: bus.address, replace: false)
             settings.withholdSecretsFromCommands()
             setenv("DBUS_SESSION_BUS_ADDRESS", bus.address, 1)
-            let child = try spawn(command)
+            let relay = noMask ? nil : try MaskedRelay(provider: provider, store: detailed)
+            let child = try spawn(command, output: relay?.output.given ?? [])
             bus.guardCommand(child)
+            relay?.output.commandStarted(child)
             let exit = provider.run(watching: child)
+            relay?.finish()
             // A command serve can no longer serve (bus closed, name taken over, backend
             // unreadable) is ended rather than left running without its Secret Service.
             if case .childExited = exit {} else { terminate(child, graceSeconds: 5) }
             try finish(exit)
+        }
+
+        /// `serve -- COMMAND`'s masked output: every secret the backend holds, and every one that
+        /// passes through serve while the command runs, hidden in what it writes, by a thread of
+        /// its own (serve's loop answers the bus).
+        private struct MaskedRelay {
+            let output: MaskedOutput
+            let done = Locked(false)
+            let wake: (read: Int32, write: Int32)
+            let thread: StoreWatch
+
+            init(provider: SecretServiceProvider, store: any DetailedSecretStore) throws {
+                let addresses = try store.items(service: nil).compactMap { item in
+                    (try? ServiceName(item.service)).flatMap { service in
+                        (try? KeychainKey(item.key)).map { SecretAddress(service: service, key: $0) }
+                    }
+                }
+                let masks = OutputMasks(try store.secrets(of: addresses).compactMap { $0.map { Array($0) } })
+                provider.secretObserver = { masks.add(Array($0)) }
+                let output = try MaskedOutput.open()
+                output.catchSignals()
+                guard let wake = makePipe() else { throw pipeFailure() }
+                let done = done
+                self.output = output
+                self.wake = wake
+                thread = try StoreWatch.start { _, ready in
+                    ready(nil)
+                    relay(output, masks: masks, wake: wake.read) { done.withLock { $0 } }
+                }
+            }
+
+            /// Once the command has ended: waits for what it wrote to be written on (at most 3 s).
+            func finish() {
+                done.withLock { $0 = true }
+                _ = write(wake.write, "x", 1)
+                thread.cancel(waitingAtMost: 3)
+            }
         }
 
         /// Ends as the provider's run ended: 0 when stopped by a signal; the command's status.

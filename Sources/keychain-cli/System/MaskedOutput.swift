@@ -1,0 +1,203 @@
+import CLinux
+import Glibc
+import KeychainCore
+
+// Masked output, for `exec` (without --no-mask) and `serve -- COMMAND`: keychain-cli stays the
+// parent of the command and writes on what it writes, with secrets hidden. This file alone calls
+// the relay functions of CLinux (their state is one static copy per object file).
+
+/// The secrets whose forms are hidden; `serve` adds those that pass through it as it runs.
+final class OutputMasks: Sendable {
+    private let state = Locked<(version: Int, forms: [[UInt8]], seen: Set<[UInt8]>)>((0, [], []))
+
+    init(_ secrets: [[UInt8]]) {
+        for secret in secrets { add(secret) }
+    }
+
+    func add(_ secret: [UInt8]) {
+        state.withLock { state in
+            guard state.seen.insert(secret).inserted else { return }
+            let forms = MaskedForms.of(secret)
+            guard !forms.isEmpty else { return }
+            state.forms += forms
+            state.version += 1
+        }
+    }
+
+    var current: (version: Int, forms: [[UInt8]]) { state.withLock { ($0.version, $0.forms) } }
+}
+
+/// The command's standard output and error as keychain-cli receives them: a pty of ours for
+/// whichever of ours is a terminal (with the terminal's settings and size), a pipe for the other.
+struct MaskedOutput {
+    /// The command's descriptors 1 and 2 (close them once it runs: ``commandStarted(_:)``).
+    let given: [Int32]
+    /// What keychain-cli reads, and which of its own descriptors it writes that to.
+    let sources: [(fd: Int32, target: Int32)]
+    let terminal: Int32?
+    let pty: Int32?
+
+    /// - Throws: ``CommandFailure`` (74) when no pipe can be made.
+    static func open() throws -> MaskedOutput {
+        let terminals = [STDOUT_FILENO, STDERR_FILENO].filter(isTerminal)
+        var pty: (master: Int32, slave: Int32)? = nil
+        if let like = terminals.first {
+            var master: Int32 = -1
+            var slave: Int32 = -1
+            if keychain_cli_open_pty(like, &master, &slave) == 0 { pty = (master, slave) }
+        }
+        var sources: [(fd: Int32, target: Int32)] = []
+        var given: [Int32] = []
+        for target in [STDOUT_FILENO, STDERR_FILENO] {
+            if let pty, terminals.contains(target) {
+                given.append(pty.slave)
+                if !sources.contains(where: { $0.fd == pty.master }) { sources.append((pty.master, target)) }
+            } else if let pipe = makePipe() {
+                _ = keychain_cli_set_pipe_size(pipe.write, 1 << 20)  // fewer, larger reads when it writes a lot
+                given.append(pipe.write)
+                sources.append((pipe.read, target))
+            } else {
+                throw pipeFailure()
+            }
+        }
+        return MaskedOutput(given: given, sources: sources, terminal: terminals.first, pty: pty?.master)
+    }
+
+    /// Passes signals on to `child` from now on, and closes our copies of the command's ends.
+    func commandStarted(_ child: pid_t) {
+        keychain_cli_relay_set_child(child)
+        for fd in Set(given) { close(fd) }
+    }
+
+    /// Before the command starts: follows the terminal's size on the pty (SIGWINCH), passing the
+    /// change on to the command; with `wake`, also catches SIGCHLD (a byte on `wake`) and passes
+    /// `signals` on to the command (`ownGroup`: all of them, else only those a process sent). A
+    /// signal that comes before ``commandStarted(_:)`` is passed on then.
+    func catchSignals(wake: Int32 = -1, passingOn signals: [Int32] = [], ownGroup: Bool = false) {
+        _ = keychain_cli_relay_start(
+            wake, terminal ?? -1, pty ?? -1, ownGroup ? 1 : 0, signals, Int32(signals.count))
+    }
+}
+
+func pipeFailure() -> CommandFailure {
+    CommandFailure(kind: .io, message: "cannot make a pipe (\(String(cString: strerror(errno))))")
+}
+
+/// Runs `command` with its output masked (``relay(_:masks:wake:ended:)``), and ends as it ended:
+/// its exit status, or the signal that ended it, raised again (a shell shows 128+N). Its standard
+/// input is ours. Signals sent to keychain-cli are passed on. `cleanup` runs before keychain-cli ends.
+/// - Throws: ``CommandFailure`` when the command cannot be started (127, 126).
+func runMasked(_ command: [String], hiding masks: OutputMasks, cleanup: () -> Void) throws -> Never {
+    let output = try MaskedOutput.open()
+    guard let wake = makePipe() else { throw pipeFailure() }
+    _ = fcntl(wake.write, F_SETFL, O_NONBLOCK)
+    // Where the terminal gives its signals to the command's process group (ours), they are not
+    // passed on again; elsewhere the command has a process group of its own and gets each once.
+    let ownGroup = !isTerminal(STDIN_FILENO)
+    let passedOn = [SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGALRM]
+    output.catchSignals(wake: wake.write, passingOn: passedOn, ownGroup: ownGroup)
+    // The command gets the signal mask we were given; this thread takes the signals it handles
+    // even where the caller blocked them (they are passed on, and stay blocked in the command).
+    var original = sigset_t()
+    var handled = sigset_t()
+    sigemptyset(&handled)
+    for signal in passedOn + [SIGCHLD, SIGWINCH] { sigaddset(&handled, signal) }
+    sigprocmask(SIG_UNBLOCK, &handled, &original)
+    Startup.restoreForExec()  // the core limit we were given, for the command (we stay undumpable)
+    let child = try spawn(command, output: output.given, ownGroup: ownGroup, mask: original)
+    output.commandStarted(child)
+    var status: Int32? = nil
+    relay(output, masks: masks, wake: wake.read) {
+        if status == nil { status = exitStatusIfEnded(child) }
+        return status != nil
+    }
+    if status == nil {
+        var final: Int32 = 0
+        while waitpid(child, &final, 0) == -1 && errno == EINTR {}
+        status = final
+    }
+    cleanup()
+    exitAsCommand(status ?? 0)
+}
+
+/// How long bytes that may begin a secret are held back when nothing more comes: a secret
+/// written in two parts with a shorter pause between is still masked; a prompt that happens to
+/// end like a secret begins is shown this much later.
+private let quietMilliseconds: Int32 = 500
+
+/// Writes on what `output`'s sources give, masked, until the command has `ended` and they are
+/// closed (or quiet for 0.1 s once it has, at most 2 s: a process it left behind may hold them
+/// open). `wake` becomes readable when `ended` may have changed.
+func relay(_ output: MaskedOutput, masks: OutputMasks, wake: Int32, ended: () -> Bool) {
+    var (version, forms) = masks.current
+    var open = output.sources.map { (fd: $0.fd, target: $0.target, stream: MaskingStream(hiding: forms)) }
+    var endedAt: Double? = nil
+    let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 18, alignment: 16)
+    defer { buffer.deallocate() }
+    var bytes: [UInt8] = []
+    bytes.reserveCapacity(1 << 18 + 1024)
+    func send(_ index: Int) {
+        defer { bytes.removeAll(keepingCapacity: true) }
+        guard open[index].fd >= 0, !bytes.isEmpty else { return }
+        if !bytes.withUnsafeBufferPointer({ writeAll(open[index].target, $0) }) {
+            // Our reader is gone: so is the command's (it gets EPIPE or SIGPIPE, as it would have).
+            close(open[index].fd)
+            open[index].fd = -1
+        }
+    }
+    func finish(_ index: Int) {
+        open[index].stream.finish(into: &bytes)
+        send(index)
+    }
+    while open.contains(where: { $0.fd >= 0 }) || endedAt == nil {
+        if endedAt == nil && ended() { endedAt = monotonicSeconds() }
+        if let endedAt, monotonicSeconds() - endedAt > 2 { break }  // what it left behind goes on writing
+        let holding = open.contains { $0.fd >= 0 && $0.stream.isHolding }
+        let quiet: Int32 = endedAt != nil ? 100 : holding ? quietMilliseconds : -1
+        var polled = open.filter { $0.fd >= 0 }.map { pollfd(fd: $0.fd, events: Int16(POLLIN), revents: 0) }
+        polled.append(pollfd(fd: wake, events: Int16(POLLIN), revents: 0))
+        let ready = poll(&polled, nfds_t(polled.count), quiet)
+        if ready < 0 && errno == EINTR { continue }
+        if polled.last!.revents != 0 { _ = read(wake, buffer.baseAddress, 256) }
+        // (After the wait: serve adds a secret before its client is answered, so before the
+        // command can print it.)
+        let latest = masks.current
+        if latest.version != version {
+            (version, forms) = latest
+            for index in open.indices { open[index].stream.hide(forms) }
+        }
+        if ready == 0 {
+            // Quiet: what is held back is written as it is (it was no whole secret).
+            for index in open.indices { finish(index) }
+            if endedAt != nil { break }  // ended, and what it left behind is quiet
+            continue
+        }
+        for index in open.indices where open[index].fd >= 0 {
+            guard let entry = polled.first(where: { $0.fd == open[index].fd }), entry.revents != 0 else { continue }
+            let count = read(open[index].fd, buffer.baseAddress, buffer.count)
+            if count < 0 && errno == EINTR { continue }
+            if count <= 0 {  // end of file (a pty's master: EIO once the command has closed it)
+                finish(index)
+                if open[index].fd >= 0 { close(open[index].fd) }
+                open[index].fd = -1
+                continue
+            }
+            open[index].stream.write(UnsafeRawBufferPointer(rebasing: buffer[..<count]), into: &bytes)
+            send(index)
+        }
+    }
+    for index in open.indices { finish(index) }
+}
+
+/// Ends keychain-cli as the command ended: with its exit status, or by the signal that ended it.
+private func exitAsCommand(_ status: Int32) -> Never {
+    let signal = status & 0x7f
+    guard signal != 0 else { exit((status >> 8) & 0xff) }
+    Glibc.signal(signal, SIG_DFL)
+    var only = sigset_t()
+    sigemptyset(&only)
+    sigaddset(&only, signal)
+    sigprocmask(SIG_UNBLOCK, &only, nil)
+    raise(signal)
+    exit(128 + signal)  // a signal that does not end a process by default
+}
