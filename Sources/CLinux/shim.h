@@ -273,13 +273,14 @@ static inline int keychain_cli_open_pty(int like, int *master, int *slave) {
     return 0;
 }
 
-// Starts the remover of `exec --file`'s directory: a fork that holds no descriptor, leaves the
-// terminal's session, ignores the signals that end a program, and waits until this process has
-// ended (PR_SET_PDEATHSIG, which exec keeps: after exec that is the command), even by SIGKILL;
-// then it removes `names` (NULL-terminated) from `directory`, and the directory. Call it from the
-// main thread: the kernel sends the signal when the thread that forked ends. Only system calls
-// between fork and _exit. Returns the pid, or -1 with errno.
-static inline int keychain_cli_spawn_remover(const char *directory, char *const names[]) {
+// Starts the remover of `exec --file`'s directory: a fork that holds only `handle` (the directory,
+// open, with the flock that tells a later exec --file it is looked after), leaves the terminal's
+// session, ignores the signals that end a program, and waits until this process has ended
+// (PR_SET_PDEATHSIG, which exec keeps: after exec that is the command), even by SIGKILL; then it
+// removes `names` (NULL-terminated) from the directory, and the directory. Call it from the main
+// thread: the kernel sends the signal when the thread that forked ends. Only system calls between
+// fork and _exit. Returns the pid, or -1 with errno.
+static inline int keychain_cli_spawn_remover(const char *directory, int handle, char *const names[]) {
     pid_t parent = getpid();
     pid_t pid = fork();
     if (pid != 0) return pid;
@@ -293,18 +294,15 @@ static inline int keychain_cli_spawn_remover(const char *directory, char *const 
     sigprocmask(SIG_SETMASK, &wait, NULL);
     setsid();
     prctl(PR_SET_PDEATHSIG, SIGUSR1, 0, 0, 0);
+    if (handle != 0 && dup2(handle, 0) != 0) _exit(127);  // the same open directory: its lock too
 #ifdef SYS_close_range
-    if (syscall(SYS_close_range, 0, ~0U, 0) != 0)
+    if (syscall(SYS_close_range, 1, ~0U, 0) != 0)
 #endif
     {
-        for (int fd = 0; fd < 4096; fd++) close(fd);
+        for (int fd = 1; fd < 4096; fd++) close(fd);
     }
     while (getppid() == parent) sigwaitinfo(&wait, NULL);  // a stray SIGUSR1 while it lives is not its end
-    int handle = open(directory, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (handle >= 0) {
-        for (int i = 0; names[i]; i++) unlinkat(handle, names[i], 0);
-        close(handle);
-    }
+    for (int i = 0; names[i]; i++) unlinkat(0, names[i], 0);
     rmdir(directory);
     _exit(0);
 }

@@ -144,6 +144,40 @@ struct ExecTerminalAndFileTests {
         }
     }
 
+    /// A directory whose remover was killed too (`pkill -9 -f keychain-cli`) is removed by the
+    /// next `exec --file` once a minute old; one whose remover lives is left, however old.
+    @Test func theNextRunRemovesAnAbandonedDirectoryButNotALiveOne() throws {
+        try CLIBackend.withVault { _ in
+            let s = uniqueService()
+            _ = try cli(["-s", s, "set", "k"], input: "abandoned-secret")
+            var environment = cliEnvironment()
+            environment["KC"] = keychainCLIPath
+            environment["S"] = s
+            let script = #"""
+                start() { "$KC" -s "$S" exec --file k=k -- sh -c 'echo "$CREDENTIALS_DIRECTORY"; exec sleep 30' > "$1" & }
+                start abandoned; kc=$!; start live; live=$!
+                while [ ! -s abandoned ] || [ ! -s live ]; do sleep 0.05; done
+                a=$(cat abandoned); l=$(cat live)
+                kill -9 $(pgrep -P $kc) $kc; wait $kc 2>/dev/null
+                touch -d '2 minutes ago' "$a" "$l"
+                "$KC" -s "$S" exec --file k=k -- true
+                [ -e "$a" ] && echo "abandoned left"; [ -e "$l/k" ] && echo "live kept"
+                kill $live; wait $live 2>/dev/null; sleep 0.3; [ -e "$l" ] && echo "live left"
+                pkill -f 'exec sleep 30' || true
+                """#
+            let directory = try ScratchDirectory("abandoned")
+            let result = try runProcess(
+                "/usr/bin/python3",
+                [
+                    "-c",
+                    "import os, signal, sys; signal.pthread_sigmask(signal.SIG_SETMASK, []); "
+                        + "os.execv('/bin/sh', ['sh', '-c', sys.argv[1], sys.argv[2]])",
+                    #"cd "$0" && "# + script, directory.url.path,
+                ], environment: environment, timeout: 30)
+            #expect(result.stdoutText == "live kept\n", "\(result.stderr)")
+        }
+    }
+
     /// Bad names are usage errors, named without the value; a missing secret writes no file.
     @Test func badFileMappingsRunNothing() throws {
         try CLIBackend.withVault { _ in

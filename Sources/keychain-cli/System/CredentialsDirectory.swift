@@ -6,7 +6,9 @@ import KeychainCore
 /// them to a service in `$CREDENTIALS_DIRECTORY`. The directory is new, 0700, on a tmpfs (never
 /// on disk); each file is 0400 and can be read any number of times. A remover process, started
 /// before the first file is written, deletes them all once this process (or, after exec, the
-/// command) has ended, even by SIGKILL.
+/// command) has ended, even by SIGKILL. It holds a flock on the directory while it waits: a
+/// directory of ours that no one holds so (its remover was killed too) is removed by the next
+/// `exec --file`.
 struct CredentialsDirectory {
     let path: String
     let names: [String]
@@ -24,22 +26,27 @@ struct CredentialsDirectory {
                 message: "--file needs a tmpfs, and neither $XDG_RUNTIME_DIR nor /dev/shm is one: the secrets "
                     + "would be written to disk. Set XDG_RUNTIME_DIR to a tmpfs directory of yours, or use --env")
         }
-        var template = Array("\(base)/keychain-cli-exec.XXXXXX".utf8CString)
+        Self.removeAbandoned(in: base)
+        var template = Array("\(base)/\(Self.prefix)XXXXXX".utf8CString)
         guard mkdtemp(&template) != nil else {
             throw Self.failure("cannot make a directory in \(quotedPath(base))")
         }
         path = template.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
         names = files.map(\.name)
+        let directory = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+        guard directory >= 0, flock(directory, LOCK_EX) == 0 else {
+            let failure = Self.failure("cannot open \(quotedPath(path))")
+            rmdir(path)
+            throw failure
+        }
+        defer { close(directory) }  // the remover's copy keeps the lock
         var arguments = names.map { strdup($0) } + [nil]
         defer { for argument in arguments { free(argument) } }
-        guard keychain_cli_spawn_remover(path, &arguments) > 0 else {
+        guard keychain_cli_spawn_remover(path, directory, &arguments) > 0 else {
             let failure = Self.failure("cannot start the process that removes \(quotedPath(path))")
             rmdir(path)
             throw failure
         }
-        let directory = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
-        guard directory >= 0 else { throw Self.failure("cannot open \(quotedPath(path))") }
-        defer { close(directory) }
         for (name, secret) in files {
             let fd = openat(directory, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o400)
             guard fd >= 0 else { throw Self.failure("cannot create \(quotedPath("\(path)/\(name)"))") }
@@ -57,6 +64,37 @@ struct CredentialsDirectory {
     func remove() {
         for name in names { unlink("\(path)/\(name)") }
         rmdir(path)
+    }
+
+    private static let prefix = "keychain-cli-exec."
+
+    /// Removes the directories of earlier `exec --file` runs in `base` that are this user's, a
+    /// minute old, and held by no remover (it was killed with keychain-cli: `pkill -9 -f`).
+    private static func removeAbandoned(in base: String) {
+        guard let listing = opendir(base) else { return }
+        defer { closedir(listing) }
+        let parent = dirfd(listing)
+        while let entry = readdir(listing) {
+            let name = Self.name(of: entry)
+            var info = stat()
+            guard name.hasPrefix(prefix), fstatat(parent, name, &info, AT_SYMLINK_NOFOLLOW) == 0,
+                info.st_mode & S_IFMT == S_IFDIR, info.st_uid == getuid(), time(nil) - info.st_mtim.tv_sec > 60
+            else { continue }
+            let handle = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+            guard handle >= 0 else { continue }
+            defer { close(handle) }
+            guard flock(handle, LOCK_EX | LOCK_NB) == 0, let files = fdopendir(dup(handle)) else { continue }
+            while let file = readdir(files) {
+                guard file.pointee.d_type != UInt8(DT_DIR) else { continue }
+                unlinkat(handle, Self.name(of: file), 0)
+            }
+            closedir(files)
+            unlinkat(parent, name, AT_REMOVEDIR)
+        }
+    }
+
+    private static func name(of entry: UnsafeMutablePointer<dirent>) -> String {
+        withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
     }
 
     private static func isMemory(_ path: String) -> Bool {
