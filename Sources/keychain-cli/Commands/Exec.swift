@@ -36,7 +36,7 @@ extension KeychainCLI {
                   keychain-cli -s ci exec --env GITHUB_TOKEN=github-token -- ./deploy.sh arg
                   keychain-cli exec --env-file secrets.env -- make release
                   keychain-cli exec --from ci --except 'debug-*' -- ./deploy.sh
-                  keychain-cli -s web exec --file tls.key=tls-key -- sh -c 'nginx -c "$CREDENTIALS_DIRECTORY"/..'
+                  keychain-cli -s web exec --file tls.key=tls-key -- ./serve.sh
                 """)
 
         @OptionGroup(title: "Global options") var globals: GlobalOptions
