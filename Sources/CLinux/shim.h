@@ -176,12 +176,12 @@ struct keychain_cli_relay {
     volatile sig_atomic_t all;      // pass on every signal (the command has a process group of its own)
     volatile sig_atomic_t pending;  // signals that came before the command started (bit n: signal n)
     int wake;                       // a pipe's write end (non-blocking): a byte for each SIGCHLD
-    int terminal;                   // our terminal output, whose size the pty follows (or -1)
-    int pty;                        // the pty's master (or -1)
+    int terminal[2];                // our terminal outputs, whose sizes the ptys follow (or -1)
+    int pty[2];                     // the ptys' masters (or -1)
 };
 
 static inline struct keychain_cli_relay *keychain_cli_relay_state(void) {
-    static struct keychain_cli_relay state = {0, 0, 0, -1, -1, -1};
+    static struct keychain_cli_relay state = {0, 0, 0, -1, {-1, -1}, {-1, -1}};
     return &state;
 }
 
@@ -196,7 +196,9 @@ static inline void keychain_cli_relay_handler(int signal, siginfo_t *info, void 
         (void)ignored;
     } else if (signal == SIGWINCH) {
         struct winsize size;
-        if (relay->pty >= 0 && ioctl(relay->terminal, TIOCGWINSZ, &size) == 0) ioctl(relay->pty, TIOCSWINSZ, &size);
+        for (int i = 0; i < 2; i++)
+            if (relay->pty[i] >= 0 && ioctl(relay->terminal[i], TIOCGWINSZ, &size) == 0)
+                ioctl(relay->pty[i], TIOCSWINSZ, &size);
         if (child > 0) kill(child, SIGWINCH);
     } else if (relay->all || info->si_code <= 0) {
         // From a process (si_code <= 0: kill, sigqueue, tgkill), or to a command that the terminal
@@ -209,12 +211,16 @@ static inline void keychain_cli_relay_handler(int signal, siginfo_t *info, void 
 }
 
 // Catches `signals`, SIGWINCH, and SIGCHLD when there is a `wake` (not with serve, whose GLib loop
-// watches its child), with the handler above, SA_RESTART.
-static inline int keychain_cli_relay_start(int wake, int terminal, int pty, int all, const int *signals, int count) {
+// watches its child), with the handler above, SA_RESTART. `terminals` and `ptys`: two each (-1:
+// none), the pty that follows each terminal's size.
+static inline int keychain_cli_relay_start(int wake, const int *terminals, const int *ptys, int all,
+                                           const int *signals, int count) {
     struct keychain_cli_relay *relay = keychain_cli_relay_state();
     relay->wake = wake;
-    relay->terminal = terminal;
-    relay->pty = pty;
+    for (int i = 0; i < 2; i++) {
+        relay->terminal[i] = terminals[i];
+        relay->pty[i] = ptys[i];
+    }
     relay->all = all;
     struct sigaction action = {0};
     action.sa_sigaction = keychain_cli_relay_handler;

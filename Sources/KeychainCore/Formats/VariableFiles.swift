@@ -72,13 +72,17 @@ package enum GitHubEnvironmentFile {
         return text
     }
 
-    /// The runner's `::add-mask::` commands for `values`: one for each non-empty line of each, its
-    /// `%`, CR and LF escaped as the runner unescapes them.
+    /// The runner's `::add-mask::` commands for `values`: one for each line of each (LF or CRLF
+    /// ends) of at least ``MaskedForms/minimumLength`` bytes (a shorter one would mask every
+    /// `a` in the log), its `%` and any other CR escaped as the runner unescapes them. (By bytes:
+    /// a String splits no CRLF at "\n", which is one Character.)
     package static func maskCommands(for values: [String]) -> String {
         var text = ""
         for value in values {
-            for line in value.split(separator: "\n") where !line.isEmpty {
-                let escaped = line.replacing("%", with: "%25").replacing("\r", with: "%0D")
+            for line in MaskedForms.lines(of: Array(value.utf8)) where line.count >= MaskedForms.minimumLength {
+                let escaped = String(decoding: line, as: UTF8.self).unicodeScalars.map { scalar in
+                    scalar == "%" ? "%25" : scalar == "\r" ? "%0D" : String(scalar)
+                }.joined()
                 text += "::add-mask::\(escaped)\n"
             }
         }

@@ -1,34 +1,44 @@
 /// The byte strings that masked output hides for one secret: what GitHub's runner masks for a
 /// value (the value, each line of a multi-line value, its base64 at the three byte offsets) and
-/// the forms a program prints a value in most often (JSON-escaped, URL-encoded).
+/// the forms a program prints a value in most often (JSON-escaped and URL-encoded, in the
+/// spellings common encoders use).
 ///
-/// None holds a line break (a multi-line value is hidden line by line), so a masked span never
-/// crosses one and output can be written on at every newline. None is shorter than
-/// ``minimumLength`` bytes: hiding every `a` would mangle the output and hide nothing.
+/// None is shorter than ``minimumLength`` bytes: hiding every `a` would mangle the output and
+/// hide nothing. A multi-line value is hidden whole and line by line, so that a line printed on
+/// its own is hidden too (where it is that long).
 package enum MaskedForms {
-    /// The shortest secret, line or form that is masked, in bytes; and in characters, the
+    /// The shortest secret, line or form that is masked, in bytes; and in Unicode scalars, the
     /// shortest secret (a shorter one is announced as not masked).
     package static let minimumLength = 4
 
     /// Whether `secret` as a whole is too short to be masked.
     package static func isTooShort(_ secret: [UInt8]) -> Bool {
-        (String(validating: secret, as: UTF8.self)?.count ?? secret.count) < minimumLength
+        (String(validating: secret, as: UTF8.self)?.unicodeScalars.count ?? secret.count) < minimumLength
+    }
+
+    /// The lines of `secret` (LF or CRLF ends), empty ones left out.
+    package static func lines(of secret: [UInt8]) -> [[UInt8]] {
+        secret.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: true).map { line in
+            Array(line.last == UInt8(ascii: "\r") ? line.dropLast() : line)
+        }.filter { !$0.isEmpty }
+    }
+
+    /// Whether some line of a multi-line `secret` is too short to be hidden on its own.
+    package static func hasShortLines(_ secret: [UInt8]) -> Bool {
+        let lines = lines(of: secret)
+        return lines.count > 1 && lines.contains { $0.count < minimumLength }
     }
 
     /// Every form of `secret` to hide, without repeats.
     package static func of(_ secret: [UInt8]) -> [[UInt8]] {
         guard !isTooShort(secret) else { return [] }
-        let lines = secret.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: true).map { line in
-            Array(line.last == UInt8(ascii: "\r") ? line.dropLast() : line)
-        }
+        let lines = lines(of: secret)
         var forms: [[UInt8]] = []
-        for value in lines.count == 1 ? lines : [secret] + lines {
+        for value in lines.count > 1 || lines.first != secret ? [secret] + lines : lines {
             forms += [value] + (0...2).map { base64(value.dropFirst($0)) } + jsonForms(of: value) + urlForms(of: value)
         }
         var seen: Set<[UInt8]> = []
-        return forms.filter { form in
-            form.count >= minimumLength && !form.contains(UInt8(ascii: "\n")) && seen.insert(form).inserted
-        }
+        return forms.filter { form in form.count >= minimumLength && seen.insert(form).inserted }
     }
 
     /// The base64 characters that `bytes` alone decide wherever they stand in a longer encoded
@@ -52,20 +62,21 @@ package enum MaskedForms {
         return out
     }
 
-    /// The value as JSON encoders write it in a string: plain (`"` `\` and control characters
-    /// escaped), with `/` as `\/` (PHP), with every non-ASCII character as `\uXXXX` (Python's
-    /// default), and with `<` `>` `&` as `\u003c`… (Go's default).
+    /// The value as JSON encoders write it in a string: `"` `\` and control characters escaped,
+    /// and any mix of `/` as `\/` (PHP), every non-ASCII character as `\uXXXX` (Python's and
+    /// PHP's default), `<` `>` `&` as `\u003c`… (Go's default), with hex digits in lower or upper
+    /// case (.NET, Jackson).
     static func jsonForms(of value: [UInt8]) -> [[UInt8]] {
         guard let text = String(validating: value, as: UTF8.self) else { return [] }
-        return [(false, false, false), (true, false, false), (false, true, false), (false, false, true)].map {
-            jsonEscaped(text, slash: $0.0, ascii: $0.1, html: $0.2)
+        return (0..<16).map { bits in
+            jsonEscaped(text, slash: bits & 1 != 0, ascii: bits & 2 != 0, html: bits & 4 != 0, upper: bits & 8 != 0)
         }
     }
 
-    private static func jsonEscaped(_ text: String, slash: Bool, ascii: Bool, html: Bool) -> [UInt8] {
+    private static func jsonEscaped(_ text: String, slash: Bool, ascii: Bool, html: Bool, upper: Bool) -> [UInt8] {
         var out = ""
         func hex(_ unit: UInt16) -> String {
-            let digits = String(unit, radix: 16)
+            let digits = String(unit, radix: 16, uppercase: upper)
             return "\\u" + String(repeating: "0", count: 4 - digits.count) + digits
         }
         for scalar in text.unicodeScalars {
@@ -87,22 +98,25 @@ package enum MaskedForms {
         return Array(out.utf8)
     }
 
-    /// The value percent-encoded: every byte but `A-Z a-z 0-9 - . _ ~` (RFC 3986), as
-    /// encodeURIComponent does (which keeps `! ' ( ) *`), and as a form does (space as `+`).
+    /// The value percent-encoded: every byte but `A-Z a-z 0-9 - . _ ~` (RFC 3986), or also
+    /// keeping `! ' ( ) *` (encodeURIComponent) or `/` (Python's quote), with a space as `%20` or
+    /// `+` (a form), in upper- or lower-case hex (curl writes lower).
     static func urlForms(of value: [UInt8]) -> [[UInt8]] {
         let unreserved = Set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~".utf8)
-        let component = unreserved.union("!'()*".utf8)
-        let digits = Array("0123456789ABCDEF".utf8)
-        func encoded(keeping kept: Set<UInt8>, plus: Bool) -> [UInt8] {
-            value.flatMap { byte -> [UInt8] in
-                if kept.contains(byte) { return [byte] }
-                if plus && byte == UInt8(ascii: " ") { return [UInt8(ascii: "+")] }
-                return [UInt8(ascii: "%"), digits[Int(byte >> 4)], digits[Int(byte & 15)]]
+        let keeping = [unreserved, unreserved.union("!'()*".utf8), unreserved.union("/".utf8)]
+        let spellings = [
+            ("0123456789ABCDEF", false), ("0123456789ABCDEF", true), ("0123456789abcdef", false),
+            ("0123456789abcdef", true),
+        ]
+        return keeping.flatMap { kept in
+            spellings.map { digits, plus in
+                let digits = Array(digits.utf8)
+                return value.flatMap { byte -> [UInt8] in
+                    if kept.contains(byte) { return [byte] }
+                    if plus && byte == UInt8(ascii: " ") { return [UInt8(ascii: "+")] }
+                    return [UInt8(ascii: "%"), digits[Int(byte >> 4)], digits[Int(byte & 15)]]
+                }
             }
         }
-        return [
-            encoded(keeping: unreserved, plus: false), encoded(keeping: component, plus: false),
-            encoded(keeping: unreserved, plus: true),
-        ]
     }
 }

@@ -150,11 +150,17 @@ extension KeychainCLI {
                 writeError(GitHubEnvironmentFile.maskCommands(for: texts))
             }
             guard !noMask else { return }
-            for (shown, value) in secrets where !value.isEmpty && MaskedForms.isTooShort(value) {
-                warn(
-                    "\(misplacedSecretKind(shown) == nil ? shown : "a secret") is shorter than "
-                        + "\(MaskedForms.minimumLength) characters and is not masked in the output (masking it would "
-                        + "mangle the output)")
+            for (shown, value) in secrets where !value.isEmpty {
+                let name = misplacedSecretKind(shown) == nil ? shown : "a secret"
+                if MaskedForms.isTooShort(value) {
+                    warn(
+                        "\(name) is shorter than \(MaskedForms.minimumLength) characters and is not masked in the "
+                            + "output (masking it would mangle the output)")
+                } else if MaskedForms.hasShortLines(value) {
+                    warn(
+                        "some lines of \(name) are shorter than \(MaskedForms.minimumLength) characters: the value is "
+                            + "masked whole, but those lines are not masked alone")
+                }
             }
         }
     }

@@ -77,10 +77,10 @@ extension KeychainCLI {
             bus.guardCommand(child)
             relay?.output.commandStarted(child)
             let exit = provider.run(watching: child)
-            relay?.finish()
             // A command serve can no longer serve (bus closed, name taken over, backend
             // unreadable) is ended rather than left running without its Secret Service.
             if case .childExited = exit {} else { terminate(child, graceSeconds: 5) }
+            try relay?.finish()
             try finish(exit)
         }
 
@@ -90,6 +90,7 @@ extension KeychainCLI {
         private struct MaskedRelay {
             let output: MaskedOutput
             let done = Locked(false)
+            let lostOutput = Locked(false)
             let wake: (read: Int32, write: Int32)
             let thread: StoreWatch
 
@@ -105,19 +106,23 @@ extension KeychainCLI {
                 output.catchSignals()
                 guard let wake = makePipe() else { throw pipeFailure() }
                 let done = done
+                let lostOutput = lostOutput
                 self.output = output
                 self.wake = wake
                 thread = try StoreWatch.start { _, ready in
                     ready(nil)
-                    relay(output, masks: masks, wake: wake.read) { done.withLock { $0 } }
+                    let lost = relay(output, masks: masks, wake: wake.read) { done.withLock { $0 } }
+                    lostOutput.withLock { $0 = lost }
                 }
             }
 
             /// Once the command has ended: waits for what it wrote to be written on (at most 3 s).
-            func finish() {
+            /// - Throws: ``CommandFailure`` (74) when some of it could not be written.
+            func finish() throws {
                 done.withLock { $0 = true }
                 _ = write(wake.write, "x", 1)
                 thread.cancel(waitingAtMost: 3)
+                if lostOutput.withLock({ $0 }) { throw ExitCode(74) }
             }
         }
 

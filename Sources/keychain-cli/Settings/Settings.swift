@@ -100,12 +100,18 @@ extension Settings {
     /// Keeps the vault's passphrases, its identity and the OpenBao token and login secrets from a
     /// command keychain-cli runs (`exec`, `serve -- COMMAND`): they are ours, not the command's
     /// (a command that needs one maps it from the keychain, `--env BAO_TOKEN=KEY`). The variables
-    /// go, and the passphrase and identity descriptors are closed on exec (a standard one stays:
+    /// go ($CREDENTIALS_DIRECTORY too where it holds keychain-cli.passphrase), and the passphrase and identity descriptors are closed on exec (a standard one stays:
     /// once read it is /dev/null, see PassphraseInput); `KEYCHAIN_IDENTITY_FD` goes with its
     /// descriptor, so that a keychain-cli inside the command does not read a closed one.
     func withholdSecretsFromCommands() {
         let identityDescriptor = identityFD ?? getenv("KEYCHAIN_IDENTITY_FD").flatMap { Int32(String(cString: $0)) }
         for name in Self.secretVariables { unsetenv(name) }
+        // systemd's credentials directory, where it holds our passphrase (PassphraseInput).
+        if let directory = getenv("CREDENTIALS_DIRECTORY").map({ String(cString: $0) }),
+            access("\(directory)/keychain-cli.passphrase", F_OK) == 0
+        {
+            unsetenv("CREDENTIALS_DIRECTORY")
+        }
         for fd in [passphraseFD, identityDescriptor].compactMap(\.self) where fd > STDERR_FILENO {
             _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
         }

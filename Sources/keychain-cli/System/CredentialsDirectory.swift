@@ -12,6 +12,8 @@ import KeychainCore
 struct CredentialsDirectory {
     let path: String
     let names: [String]
+    /// The directory, open: what ``remove()`` removes from, whatever its path leads to by then.
+    private let handle: Int32
 
     /// The tmpfs file systems' magic numbers (statfs): tmpfs and ramfs.
     private static let memoryFileSystems: Set<Int> = [0x0102_1994, 0x8584_58F6]
@@ -20,11 +22,12 @@ struct CredentialsDirectory {
     /// - Throws: ``CommandFailure``: no tmpfs to write them to, or a failed write (74).
     init(writing files: [(name: String, secret: [UInt8])]) throws {
         let runtime = getenv("XDG_RUNTIME_DIR").map { String(cString: $0) }
-        guard let base = [runtime, "/dev/shm"].compactMap(\.self).first(where: Self.isMemory) else {
+        guard let base = [runtime, "/dev/shm"].compactMap(\.self).first(where: Self.isSafeMemory) else {
             throw CommandFailure(
                 kind: .io,
-                message: "--file needs a tmpfs, and neither $XDG_RUNTIME_DIR nor /dev/shm is one: the secrets "
-                    + "would be written to disk. Set XDG_RUNTIME_DIR to a tmpfs directory of yours, or use --env")
+                message: "--file needs a tmpfs that only you (or root) can rename in, and neither $XDG_RUNTIME_DIR "
+                    + "nor /dev/shm is one: the secrets would be written to disk or where another user could swap "
+                    + "them. Set XDG_RUNTIME_DIR to a tmpfs directory of yours, or use --env")
         }
         Self.removeAbandoned(in: base)
         var template = Array("\(base)/\(Self.prefix)XXXXXX".utf8CString)
@@ -39,7 +42,7 @@ struct CredentialsDirectory {
             rmdir(path)
             throw failure
         }
-        defer { close(directory) }  // the remover's copy keeps the lock
+        handle = directory  // the remover's copy keeps the lock too
         var arguments = names.map { strdup($0) } + [nil]
         defer { for argument in arguments { free(argument) } }
         guard keychain_cli_spawn_remover(path, directory, &arguments) > 0 else {
@@ -62,7 +65,8 @@ struct CredentialsDirectory {
 
     /// Removes the files and the directory now (the remover finds nothing left).
     func remove() {
-        for name in names { unlink("\(path)/\(name)") }
+        for name in names { unlinkat(handle, name, 0) }
+        close(handle)
         rmdir(path)
     }
 
@@ -97,8 +101,15 @@ struct CredentialsDirectory {
         withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
     }
 
-    private static func isMemory(_ path: String) -> Bool {
-        path.hasPrefix("/") && memoryFileSystems.contains(Int(keychain_cli_file_system_type(path)))
+    /// Whether `path` is a directory on a tmpfs where no other user can rename or replace what
+    /// we make: ours or root's, and writable by no one else unless sticky (/dev/shm).
+    private static func isSafeMemory(_ path: String) -> Bool {
+        var info = stat()
+        guard path.hasPrefix("/"), stat(path, &info) == 0, info.st_mode & S_IFMT == S_IFDIR,
+            info.st_uid == getuid() || info.st_uid == 0,
+            info.st_mode & 0o022 == 0 || info.st_mode & S_ISVTX != 0
+        else { return false }
+        return memoryFileSystems.contains(Int(keychain_cli_file_system_type(path)))
     }
 
     private static func failure(_ what: String) -> CommandFailure {

@@ -28,31 +28,38 @@ final class OutputMasks: Sendable {
 }
 
 /// The command's standard output and error as keychain-cli receives them: a pty of ours for
-/// whichever of ours is a terminal (with the terminal's settings and size), a pipe for the other.
+/// each of ours that is a terminal (with that terminal's settings and size; one for both when
+/// both are the same terminal), a pipe for one that is not.
 struct MaskedOutput {
     /// The command's descriptors 1 and 2 (close them once it runs: ``commandStarted(_:)``).
     let given: [Int32]
     /// What keychain-cli reads, and which of its own descriptors it writes that to.
     let sources: [(fd: Int32, target: Int32)]
-    let terminal: Int32?
-    let pty: Int32?
+    /// Each pty's master and the terminal whose size it follows.
+    let ptys: [(master: Int32, terminal: Int32)]
 
     /// - Throws: ``CommandFailure`` (74) when no pipe can be made.
     static func open() throws -> MaskedOutput {
-        let terminals = [STDOUT_FILENO, STDERR_FILENO].filter(isTerminal)
-        var pty: (master: Int32, slave: Int32)? = nil
-        if let like = terminals.first {
-            var master: Int32 = -1
-            var slave: Int32 = -1
-            if keychain_cli_open_pty(like, &master, &slave) == 0 { pty = (master, slave) }
-        }
+        var ptys: [(master: Int32, slave: Int32, terminal: Int32, device: dev_t)] = []
         var sources: [(fd: Int32, target: Int32)] = []
         var given: [Int32] = []
         for target in [STDOUT_FILENO, STDERR_FILENO] {
-            if let pty, terminals.contains(target) {
-                given.append(pty.slave)
-                if !sources.contains(where: { $0.fd == pty.master }) { sources.append((pty.master, target)) }
-            } else if let pipe = makePipe() {
+            var info = stat()
+            if isTerminal(target), fstat(target, &info) == 0 {
+                if let same = ptys.first(where: { $0.device == info.st_rdev }) {
+                    given.append(same.slave)
+                    continue
+                }
+                var master: Int32 = -1
+                var slave: Int32 = -1
+                if keychain_cli_open_pty(target, &master, &slave) == 0 {
+                    ptys.append((master, slave, target, info.st_rdev))
+                    given.append(slave)
+                    sources.append((master, target))
+                    continue
+                }
+            }
+            if let pipe = makePipe() {
                 _ = keychain_cli_set_pipe_size(pipe.write, 1 << 20)  // fewer, larger reads when it writes a lot
                 given.append(pipe.write)
                 sources.append((pipe.read, target))
@@ -60,7 +67,7 @@ struct MaskedOutput {
                 throw pipeFailure()
             }
         }
-        return MaskedOutput(given: given, sources: sources, terminal: terminals.first, pty: pty?.master)
+        return MaskedOutput(given: given, sources: sources, ptys: ptys.map { ($0.master, $0.terminal) })
     }
 
     /// Passes signals on to `child` from now on, and closes our copies of the command's ends.
@@ -74,8 +81,9 @@ struct MaskedOutput {
     /// `signals` on to the command (`ownGroup`: all of them, else only those a process sent). A
     /// signal that comes before ``commandStarted(_:)`` is passed on then.
     func catchSignals(wake: Int32 = -1, passingOn signals: [Int32] = [], ownGroup: Bool = false) {
-        _ = keychain_cli_relay_start(
-            wake, terminal ?? -1, pty ?? -1, ownGroup ? 1 : 0, signals, Int32(signals.count))
+        let terminals = (0..<2).map { $0 < ptys.count ? ptys[$0].terminal : -1 }
+        let masters = (0..<2).map { $0 < ptys.count ? ptys[$0].master : -1 }
+        _ = keychain_cli_relay_start(wake, terminals, masters, ownGroup ? 1 : 0, signals, Int32(signals.count))
     }
 }
 
@@ -107,7 +115,7 @@ func runMasked(_ command: [String], hiding masks: OutputMasks, cleanup: () -> Vo
     let child = try spawn(command, output: output.given, ownGroup: ownGroup, mask: original)
     output.commandStarted(child)
     var status: Int32? = nil
-    relay(output, masks: masks, wake: wake.read) {
+    let lost = relay(output, masks: masks, wake: wake.read) {
         if status == nil { status = exitStatusIfEnded(child) }
         return status != nil
     }
@@ -117,6 +125,7 @@ func runMasked(_ command: [String], hiding masks: OutputMasks, cleanup: () -> Vo
         status = final
     }
     cleanup()
+    if lost { exit(74) }
     exitAsCommand(status ?? 0)
 }
 
@@ -126,9 +135,11 @@ func runMasked(_ command: [String], hiding masks: OutputMasks, cleanup: () -> Vo
 private let quietMilliseconds: Int32 = 500
 
 /// Writes on what `output`'s sources give, masked, until the command has `ended` and they are
-/// closed (or quiet for 0.1 s once it has, at most 2 s: a process it left behind may hold them
-/// open). `wake` becomes readable when `ended` may have changed.
-func relay(_ output: MaskedOutput, masks: OutputMasks, wake: Int32, ended: () -> Bool) {
+/// closed (or quiet for half a second once it has, at most 2 s: a process it left behind may hold
+/// them open). `wake` becomes readable when `ended` may have changed. Where our reader has gone
+/// (EPIPE), so does the command's; where a write fails otherwise (a full disk), the message says
+/// so, the command's output is closed as well, and the result is true: output was lost.
+func relay(_ output: MaskedOutput, masks: OutputMasks, wake: Int32, ended: () -> Bool) -> Bool {
     var (version, forms) = masks.current
     var open = output.sources.map { (fd: $0.fd, target: $0.target, stream: MaskingStream(hiding: forms)) }
     var endedAt: Double? = nil
@@ -136,11 +147,19 @@ func relay(_ output: MaskedOutput, masks: OutputMasks, wake: Int32, ended: () ->
     defer { buffer.deallocate() }
     var bytes: [UInt8] = []
     bytes.reserveCapacity(1 << 18 + 1024)
+    var lost = false
     func send(_ index: Int) {
         defer { bytes.removeAll(keepingCapacity: true) }
         guard open[index].fd >= 0, !bytes.isEmpty else { return }
         if !bytes.withUnsafeBufferPointer({ writeAll(open[index].target, $0) }) {
             // Our reader is gone: so is the command's (it gets EPIPE or SIGPIPE, as it would have).
+            if errno != EPIPE {
+                lost = true
+                warn(
+                    "cannot write the command's \(open[index].target == STDOUT_FILENO ? "output" : "errors") "
+                        + "(\(String(cString: strerror(errno)))): the rest is lost, and keychain-cli exits 74 once the "
+                        + "command ends. Check where they go (a full disk?)")
+            }
             close(open[index].fd)
             open[index].fd = -1
         }
@@ -153,7 +172,7 @@ func relay(_ output: MaskedOutput, masks: OutputMasks, wake: Int32, ended: () ->
         if endedAt == nil && ended() { endedAt = monotonicSeconds() }
         if let endedAt, monotonicSeconds() - endedAt > 2 { break }  // what it left behind goes on writing
         let holding = open.contains { $0.fd >= 0 && $0.stream.isHolding }
-        let quiet: Int32 = endedAt != nil ? 100 : holding ? quietMilliseconds : -1
+        let quiet: Int32 = endedAt != nil || holding ? quietMilliseconds : -1
         var polled = open.filter { $0.fd >= 0 }.map { pollfd(fd: $0.fd, events: Int16(POLLIN), revents: 0) }
         polled.append(pollfd(fd: wake, events: Int16(POLLIN), revents: 0))
         let ready = poll(&polled, nfds_t(polled.count), quiet)
@@ -187,6 +206,7 @@ func relay(_ output: MaskedOutput, masks: OutputMasks, wake: Int32, ended: () ->
         }
     }
     for index in open.indices { finish(index) }
+    return lost
 }
 
 /// Ends keychain-cli as the command ended: with its exit status, or by the signal that ended it.
