@@ -11,7 +11,9 @@
 #include <signal.h>
 #include <sys/syscall.h>
 #include <sys/vfs.h>
+#include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/ioctl.h>
 #include <termios.h>
 #include <time.h>
@@ -279,14 +281,50 @@ static inline int keychain_cli_open_pty(int like, int *master, int *slave) {
     return 0;
 }
 
+// Removes everything in the open directory `handle`: files, and directories with what they hold
+// (16 deep at most), through descriptors, so a path swapped meanwhile leads nowhere. Only system
+// calls (the remover calls it after fork).
+static inline void keychain_cli_empty_directory(int handle, int depth) {
+    struct entry {
+        uint64_t inode;
+        int64_t offset;
+        unsigned short length;
+        unsigned char type;
+        char name[];
+    };
+    char buffer[4096];
+    for (int pass = 0; pass < 64; pass++) {
+        int removed = 0;
+        lseek(handle, 0, SEEK_SET);
+        long count;
+        while ((count = syscall(SYS_getdents64, handle, buffer, sizeof buffer)) > 0) {
+            for (long at = 0; at < count;) {
+                struct entry *entry = (struct entry *)(buffer + at);
+                at += entry->length;
+                if (strcmp(entry->name, ".") == 0 || strcmp(entry->name, "..") == 0) continue;
+                if (unlinkat(handle, entry->name, 0) != 0 && errno == EISDIR && depth < 16) {
+                    int inner = openat(handle, entry->name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                    if (inner >= 0) {
+                        keychain_cli_empty_directory(inner, depth + 1);
+                        close(inner);
+                    }
+                    unlinkat(handle, entry->name, AT_REMOVEDIR);
+                }
+                removed++;
+            }
+        }
+        if (!removed) return;
+    }
+}
+
 // Starts the remover of `exec --file`'s directory: a fork that holds only `handle` (the directory,
 // open, with the flock that tells a later exec --file it is looked after), leaves the terminal's
 // session, ignores the signals that end a program, and waits until this process has ended
 // (PR_SET_PDEATHSIG, which exec keeps: after exec that is the command), even by SIGKILL; then it
-// removes `names` (NULL-terminated) from the directory, and the directory. Call it from the main
-// thread: the kernel sends the signal when the thread that forked ends. Only system calls between
-// fork and _exit. Returns the pid, or -1 with errno.
-static inline int keychain_cli_spawn_remover(const char *directory, int handle, char *const names[]) {
+// removes all the directory holds (the command may have added files), and the directory. Call it
+// from the main thread: the kernel sends the signal when the thread that forked ends. Only system
+// calls between fork and _exit. Returns the pid, or -1 with errno.
+static inline int keychain_cli_spawn_remover(const char *directory, int handle) {
     pid_t parent = getpid();
     pid_t pid = fork();
     if (pid != 0) return pid;
@@ -308,7 +346,7 @@ static inline int keychain_cli_spawn_remover(const char *directory, int handle, 
         for (int fd = 1; fd < 4096; fd++) close(fd);
     }
     while (getppid() == parent) sigwaitinfo(&wait, NULL);  // a stray SIGUSR1 while it lives is not its end
-    for (int i = 0; names[i]; i++) unlinkat(0, names[i], 0);
+    keychain_cli_empty_directory(0, 0);
     rmdir(directory);
     _exit(0);
 }

@@ -46,6 +46,9 @@ package struct MaskingStream: Sendable {
     /// Whether some bytes wait for the next write to tell whether they begin a form.
     package var isHolding: Bool { !held.isEmpty }
 
+    /// How many bytes wait so.
+    package var heldCount: Int { held.count }
+
     /// Appends to `output` what `bytes` make ready to be written, masked.
     package mutating func write(_ bytes: UnsafeRawBufferPointer, into output: inout [UInt8]) {
         guard !forms.isEmpty else {

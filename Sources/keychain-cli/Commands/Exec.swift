@@ -128,6 +128,11 @@ extension KeychainCLI {
                     values.append((name, value))
                 }
             }
+            if !fileMappings.isEmpty, let owner = owners["CREDENTIALS_DIRECTORY"] {
+                throw CommandFailure.usage(
+                    "\(owner) would set CREDENTIALS_DIRECTORY, which --file sets to the directory of its files. "
+                        + "Map that secret to another name")
+            }
             let contents = try fileMappings.map { ($0.name, try $0.secret(defaultService: keychain)) }
             // (A mapping may still pass the withheld secrets on.)
             settings.withholdSecretsFromCommands()

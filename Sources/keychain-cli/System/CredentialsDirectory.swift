@@ -11,7 +11,6 @@ import KeychainCore
 /// `exec --file`.
 struct CredentialsDirectory {
     let path: String
-    let names: [String]
     /// The directory, open: what ``remove()`` removes from, whatever its path leads to by then.
     private let handle: Int32
 
@@ -35,17 +34,15 @@ struct CredentialsDirectory {
             throw Self.failure("cannot make a directory in \(quotedPath(base))")
         }
         path = template.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
-        names = files.map(\.name)
         let directory = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
-        guard directory >= 0, flock(directory, LOCK_EX) == 0 else {
+        // (fchmod: the modes whatever the umask.)
+        guard directory >= 0, flock(directory, LOCK_EX) == 0, fchmod(directory, 0o700) == 0 else {
             let failure = Self.failure("cannot open \(quotedPath(path))")
             rmdir(path)
             throw failure
         }
         handle = directory  // the remover's copy keeps the lock too
-        var arguments = names.map { strdup($0) } + [nil]
-        defer { for argument in arguments { free(argument) } }
-        guard keychain_cli_spawn_remover(path, directory, &arguments) > 0 else {
+        guard keychain_cli_spawn_remover(path, directory) > 0 else {
             let failure = Self.failure("cannot start the process that removes \(quotedPath(path))")
             rmdir(path)
             throw failure
@@ -53,7 +50,7 @@ struct CredentialsDirectory {
         for (name, secret) in files {
             let fd = openat(directory, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o400)
             guard fd >= 0 else { throw Self.failure("cannot create \(quotedPath("\(path)/\(name)"))") }
-            let written = secret.withUnsafeBufferPointer { writeAll(fd, $0) }
+            let written = fchmod(fd, 0o400) == 0 && secret.withUnsafeBufferPointer { writeAll(fd, $0) }
             let error = errno
             close(fd)
             guard written else {
@@ -63,9 +60,9 @@ struct CredentialsDirectory {
         }
     }
 
-    /// Removes the files and the directory now (the remover finds nothing left).
+    /// Removes the directory and all it holds now (the remover finds nothing left).
     func remove() {
-        for name in names { unlinkat(handle, name, 0) }
+        keychain_cli_empty_directory(handle, 0)
         close(handle)
         rmdir(path)
     }
@@ -87,12 +84,8 @@ struct CredentialsDirectory {
             let handle = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
             guard handle >= 0 else { continue }
             defer { close(handle) }
-            guard flock(handle, LOCK_EX | LOCK_NB) == 0, let files = fdopendir(dup(handle)) else { continue }
-            while let file = readdir(files) {
-                guard file.pointee.d_type != UInt8(DT_DIR) else { continue }
-                unlinkat(handle, Self.name(of: file), 0)
-            }
-            closedir(files)
+            guard flock(handle, LOCK_EX | LOCK_NB) == 0 else { continue }
+            keychain_cli_empty_directory(handle, 0)
             unlinkat(parent, name, AT_REMOVEDIR)
         }
     }

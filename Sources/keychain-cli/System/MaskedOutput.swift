@@ -129,9 +129,10 @@ func runMasked(_ command: [String], hiding masks: OutputMasks, cleanup: () -> Vo
     exitAsCommand(status ?? 0)
 }
 
-/// How long bytes that may begin a secret are held back when nothing more comes: a secret
-/// written in two parts with a shorter pause between is still masked; a prompt that happens to
-/// end like a secret begins is shown this much later.
+/// How long bytes that may begin a secret are held back at most: a secret written in two parts
+/// with a shorter pause between is still masked; a prompt that happens to end like a secret
+/// begins is shown this much later. Also how long a process the command left behind may be
+/// quiet before keychain-cli stops passing its output on.
 private let quietMilliseconds: Int32 = 500
 
 /// Writes on what `output`'s sources give, masked, until the command has `ended` and they are
@@ -141,8 +142,11 @@ private let quietMilliseconds: Int32 = 500
 /// so, the command's output is closed as well, and the result is true: output was lost.
 func relay(_ output: MaskedOutput, masks: OutputMasks, wake: Int32, ended: () -> Bool) -> Bool {
     var (version, forms) = masks.current
-    var open = output.sources.map { (fd: $0.fd, target: $0.target, stream: MaskingStream(hiding: forms)) }
+    var open = output.sources.map {
+        (fd: $0.fd, target: $0.target, stream: MaskingStream(hiding: forms), heldSince: Double?.none)
+    }
     var endedAt: Double? = nil
+    var lastRead = monotonicSeconds()
     let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 18, alignment: 16)
     defer { buffer.deallocate() }
     var bytes: [UInt8] = []
@@ -166,16 +170,22 @@ func relay(_ output: MaskedOutput, masks: OutputMasks, wake: Int32, ended: () ->
     }
     func finish(_ index: Int) {
         open[index].stream.finish(into: &bytes)
+        open[index].heldSince = nil
         send(index)
     }
+    let quiet = Double(quietMilliseconds) / 1000
     while open.contains(where: { $0.fd >= 0 }) || endedAt == nil {
-        if endedAt == nil && ended() { endedAt = monotonicSeconds() }
-        if let endedAt, monotonicSeconds() - endedAt > 2 { break }  // what it left behind goes on writing
-        let holding = open.contains { $0.fd >= 0 && $0.stream.isHolding }
-        let quiet: Int32 = endedAt != nil || holding ? quietMilliseconds : -1
+        let now = monotonicSeconds()
+        if endedAt == nil && ended() { endedAt = now }
+        if let endedAt, now - endedAt > 2 { break }  // what it left behind goes on writing
+        // Bytes are held back half a second at most, even while more keeps coming.
+        for index in open.indices where open[index].heldSince.map({ now - $0 >= quiet }) == true { finish(index) }
+        var deadlines = open.compactMap { $0.heldSince.map { $0 + quiet } }
+        if endedAt != nil { deadlines.append(lastRead + quiet) }
+        let timeout = deadlines.min().map { Int32(max(0, ($0 - now) * 1000).rounded(.up)) } ?? -1
         var polled = open.filter { $0.fd >= 0 }.map { pollfd(fd: $0.fd, events: Int16(POLLIN), revents: 0) }
         polled.append(pollfd(fd: wake, events: Int16(POLLIN), revents: 0))
-        let ready = poll(&polled, nfds_t(polled.count), quiet)
+        let ready = poll(&polled, nfds_t(polled.count), timeout)
         if ready < 0 && errno == EINTR { continue }
         if polled.last!.revents != 0 { _ = read(wake, buffer.baseAddress, 256) }
         // (After the wait: serve adds a secret before its client is answered, so before the
@@ -185,16 +195,13 @@ func relay(_ output: MaskedOutput, masks: OutputMasks, wake: Int32, ended: () ->
             (version, forms) = latest
             for index in open.indices { open[index].stream.hide(forms) }
         }
-        if ready == 0 {
-            // Quiet: what is held back is written as it is (it was no whole secret).
-            for index in open.indices { finish(index) }
-            if endedAt != nil { break }  // ended, and what it left behind is quiet
-            continue
-        }
+        // Ended, and what it left behind is quiet.
+        if ready == 0, endedAt != nil, monotonicSeconds() - lastRead >= quiet { break }
         for index in open.indices where open[index].fd >= 0 {
             guard let entry = polled.first(where: { $0.fd == open[index].fd }), entry.revents != 0 else { continue }
             let count = read(open[index].fd, buffer.baseAddress, buffer.count)
             if count < 0 && errno == EINTR { continue }
+            lastRead = monotonicSeconds()
             if count <= 0 {  // end of file (a pty's master: EIO once the command has closed it)
                 finish(index)
                 if open[index].fd >= 0 { close(open[index].fd) }
@@ -202,6 +209,14 @@ func relay(_ output: MaskedOutput, masks: OutputMasks, wake: Int32, ended: () ->
                 continue
             }
             open[index].stream.write(UnsafeRawBufferPointer(rebasing: buffer[..<count]), into: &bytes)
+            // A hold that began in this write starts its half second now; one that goes on
+            // from before keeps its start.
+            let held = open[index].stream.heldCount
+            if held == 0 {
+                open[index].heldSince = nil
+            } else if held <= count || open[index].heldSince == nil {
+                open[index].heldSince = lastRead
+            }
             send(index)
         }
     }
