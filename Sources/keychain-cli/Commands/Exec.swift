@@ -26,11 +26,13 @@ extension KeychainCLI {
                 and keychain-cli ends as it ends (its status, or 128+N after signal N). With \
                 GITHUB_ACTIONS=true the secrets are first given to the runner as ::add-mask:: \
                 lines on stderr. --no-mask replaces keychain-cli with the command instead. \
-                If the command cannot be found, exit 127; if it cannot be run, 126. The vault's \
+                If the command cannot be found, exit 127; if it cannot be run, 126; if what it \
+                writes cannot be written on (a full disk), 74. The vault's \
                 passphrases ($KEYCHAIN_PASSPHRASE, $KEYCHAIN_NEW_PASSPHRASE, --passphrase-fd), its \
                 identity descriptor ($KEYCHAIN_IDENTITY_FD, --identity-fd), the OpenBao token \
                 ($BAO_TOKEN, $VAULT_TOKEN) and login secrets ($KEYCHAIN_OPENBAO_SECRET_ID, \
-                $KEYCHAIN_OPENBAO_JWT) are not passed on; a command that needs one maps it \
+                $KEYCHAIN_OPENBAO_JWT) and $CREDENTIALS_DIRECTORY where it holds \
+                keychain-cli.passphrase are not passed on; a command that needs one maps it \
                 (--env BAO_TOKEN=KEY).
 
                   keychain-cli -s ci exec --env GITHUB_TOKEN=github-token -- ./deploy.sh arg
