@@ -68,8 +68,10 @@ struct KeychainCLI: ParsableCommand {
                   (--force replaces it)
               74  I/O error: the vault or another file (--from-file, -i, -o, import)
                   cannot be read or written, -o a directory, disk or socket, the
-                  vault's directory removed under watch, stdout closed; doctor: a
-                  vault or identity file not private to you
+                  vault's directory removed under watch, stdout closed; exec and
+                  serve: the command's output cannot be written on (a full disk);
+                  exec --file: no tmpfs; doctor: a vault or identity file not
+                  private to you
               75  timed out: the keyring, a prompt, the vault's lock or the OpenBao
                   server, after --timeout; --clip: the clipboard, after 5 seconds
               77  locked (no prompter, prompt dismissed), reset or export not
