@@ -54,6 +54,44 @@ struct ExecTerminalAndFileTests {
         }
     }
 
+    /// At a real terminal (expect's): Ctrl-C reaches the command once, from the terminal, not
+    /// again from keychain-cli; the command sees a terminal and its output is masked.
+    @Test func ctrlCAtATerminalReachesTheCommandOnce() throws {
+        try CLIBackend.withVault { _ in
+            let s = uniqueService()
+            _ = try cli(["-s", s, "set", "k"], input: "ctrl-c-secret")
+            let directory = try ScratchDirectory("ctrl-c")
+            let child = directory.path("child.py")
+            try Data(
+                """
+                import os, signal, time
+                signal.pthread_sigmask(signal.SIG_SETMASK, [])
+                got = []
+                signal.signal(signal.SIGINT, lambda n, f: got.append(n))
+                print("tty", os.isatty(1), os.environ["V"], flush=True)
+                while not got: time.sleep(0.01)
+                time.sleep(0.5)
+                print("sigint", len(got), flush=True)
+                """.utf8
+            ).write(to: URL(fileURLWithPath: child))
+            let result = try expect(
+                """
+                spawn $env(KEYCHAIN_CLI) -s \(s) exec --env V=k -- /usr/bin/python3 \(child)
+                expect "tty True ***"
+                send "\\003"
+                expect "sigint"
+                expect eof
+                catch wait status
+                exit [lindex $status 3]
+                """)
+            #expect(result.status == 0, "\(result.stdoutText)")
+            #expect(
+                result.stdoutText.contains("tty True ***") && result.stdoutText.contains("sigint 1"),
+                "\(result.stdoutText)")
+            #expect(!result.stdoutText.contains("ctrl-c-secret"))
+        }
+    }
+
     /// A command that closes its output early, one that never reads its input, and one whose
     /// reader goes away (it gets SIGPIPE, as it would without keychain-cli): none hangs.
     @Test func oddChildrenEndAsTheyWouldWithoutMasking() throws {
