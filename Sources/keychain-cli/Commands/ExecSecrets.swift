@@ -99,7 +99,7 @@ extension EnvironmentMapping {
         guard let text = String(validating: secret, as: UTF8.self), !text.utf8.contains(0) else {
             throw CommandFailure.badData(
                 "the secret '\(key)' of service '\(service ?? keychain.service.rawValue)' is binary and cannot go in the environment "
-                    + "(\(name)). Nothing was run; write it to a file with get instead")
+                    + "(\(name)). Nothing was run; hand it over as a file instead: --file NAME=KEY")
         }
         return text
     }

@@ -76,7 +76,7 @@ func commandNotRun(_ name: String, error: Int32) -> CommandFailure {
         return CommandFailure(
             kind: .cannotExecute,
             message: "cannot run '\(name)' (\(reason)): the kernel takes at most 128 KiB in one variable and "
-                + "about 2 MiB in all. Hand a large secret over as a file (keychain-cli get KEY > FILE)")
+                + "about 2 MiB in all. Hand a large secret over as a file (exec --file NAME=KEY)")
     }
     return CommandFailure(kind: .cannotExecute, message: "cannot run '\(name)' (\(reason)). Check its permissions")
 }
