@@ -167,4 +167,27 @@ struct MaskingAttackTests {
             #expect(!FileManager.default.fileExists(atPath: directory), "\(directory) is left")
         }
     }
+
+    /// A long secret through `base64` (76 columns) and `openssl base64` (64), wherever it
+    /// starts in a line: no line of the encoded secret is left showing.
+    @Test func base64WrappedAcrossLinesIsMasked() throws {
+        try CLIBackend.withVault { _ in
+            let s = uniqueService()
+            let secret = (0..<90).map { _ in "abcdefghijklmnopqrstuvwxyz0123456789".randomElement()! }
+            _ = try cli(["-s", s, "set", "long"], input: String(secret))
+            let script = #"""
+                for pre in "" x xy 0123456789 012345678901234567890123456789012345678901234567; do
+                    printf '%s%s' "$pre" "$L" | base64; printf '%s%s' "$pre" "$L" | openssl base64
+                done
+                """#
+            let result = try cli(["-s", s, "exec", "--env", "L=long", "--", "sh", "-c", script])
+            #expect(result.status == 0, "\(result.stderr)")
+            let encoded = Data(String(secret).utf8).base64EncodedString()
+            for piece in stride(from: 8, to: encoded.count - 12, by: 8).map({ String(encoded.dropFirst($0).prefix(8)) })
+            {
+                #expect(!result.stdoutText.contains(piece), "\(piece) in \(result.stdoutText)")
+            }
+            #expect(result.stdoutText.components(separatedBy: "***").count == 11, "\(result.stdoutText)")
+        }
+    }
 }

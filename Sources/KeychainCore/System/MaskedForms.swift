@@ -33,7 +33,7 @@ package enum MaskedForms {
     package static func of(_ secret: [UInt8]) -> [[UInt8]] {
         guard !isTooShort(secret) else { return [] }
         let lines = lines(of: secret)
-        var forms: [[UInt8]] = []
+        var forms: [[UInt8]] = (0...2).flatMap { wrapped(base64(secret.dropFirst($0))) }
         for value in lines.count > 1 || lines.first != secret ? [secret] + lines : lines {
             forms += [value] + (0...2).map { base64(value.dropFirst($0)) } + jsonForms(of: value) + urlForms(of: value)
         }
@@ -60,6 +60,23 @@ package enum MaskedForms {
             bits &= (1 << UInt32(count)) - 1
         }
         return out
+    }
+
+    /// `encoded` (base64) as a wrapping encoder writes it across lines, wherever in a line it
+    /// starts: at 76 columns (`base64`, Python's `encodebytes`, MIME) and at 64 (PEM, `openssl
+    /// base64`). Lines start at a group of four, so it starts at a column that is a multiple of 4;
+    /// only the spellings that do cross a line end are new.
+    static func wrapped(_ encoded: [UInt8]) -> [[UInt8]] {
+        [76, 64].flatMap { width in
+            stride(from: 0, to: width, by: 4).compactMap { column -> [UInt8]? in
+                guard encoded.count > width - column else { return nil }
+                var form = Array(encoded.prefix(width - column))
+                for start in stride(from: width - column, to: encoded.count, by: width) {
+                    form += [UInt8(ascii: "\n")] + encoded[start..<min(encoded.count, start + width)]
+                }
+                return form
+            }
+        }
     }
 
     /// The value as JSON encoders write it in a string: `"` `\` and control characters escaped,
