@@ -88,13 +88,20 @@ struct SecretSessionTests {
     }
 
     @Test func aSessionDerivesItsKeyWhenFirstNeededAndRefusesAnInvalidPublicValueThen() throws {
-        // The known answers, with the key left to derive: as openSession() returns a session.
-        let exchange = SecretSession.KeyExchange(exponent: KnownAnswer.ourExponent)
-        let pending = SecretSession(path: "/s", exchange: exchange, peer: KnownAnswer.servicePublicValue)
+        // A pair whose shared value begins with a nonzero byte, with the key left to derive: as
+        // openSession() returns a session.
+        var service: SecretSession.KeyExchange
+        var exchange: SecretSession.KeyExchange
+        repeat {
+            (service, exchange) = (SecretSession.KeyExchange(), SecretSession.KeyExchange())
+        } while exchange.sharedValue(peer: service.publicValue)?.first == 0
+        let pending = SecretSession(path: "/s", exchange: exchange, peer: service.publicValue)
         pending.deriveKey()
-        #expect(try pending.key() == KnownAnswer.key)
-        let plaintext = try SecretSession(path: "/s", exchange: exchange, peer: KnownAnswer.servicePublicValue)
-            .decrypt(parameters: KnownAnswer.iv, value: KnownAnswer.ciphertext)
+        #expect(try pending.key() == service.sharedKey(peer: exchange.paddedPublicValue))
+        let sealed = try SecretSession(path: "/s", key: try #require(service.sharedKey(peer: exchange.publicValue)))
+            .encrypt(Data(KnownAnswer.plaintext.utf8))
+        let plaintext = try SecretSession(path: "/s", exchange: exchange, peer: service.publicValue)
+            .decrypt(parameters: sealed.parameters, value: sealed.value)
         #expect(String(decoding: plaintext, as: UTF8.self) == KnownAnswer.plaintext)
         // A service answering 1 (shared value 1, known to anyone): nothing is encrypted or
         // decrypted under it, before or after deriveKey().
@@ -108,6 +115,39 @@ struct SecretSessionTests {
         } catch {
             #expect("\(error)".contains("invalid public value"))
         }
+    }
+
+    /// The known answers' shared value begins with a zero byte: a provider session (serve)
+    /// hashes all 128 bytes, as libsecret does, but a client session sends and reads nothing in
+    /// it, since kwalletd5 derives another key then; the caller opens another session.
+    @Test func aClientSessionWhoseSharedValueBeginsWithZeroIsNotUsed() throws {
+        let exchange = SecretSession.KeyExchange(exponent: KnownAnswer.ourExponent)
+        #expect(exchange.sharedValue(peer: KnownAnswer.servicePublicValue)?.first == 0)
+        #expect(exchange.sharedKey(peer: KnownAnswer.servicePublicValue) == KnownAnswer.key)
+        for deriveFirst in [false, true] {
+            let pending = SecretSession(path: "/s", exchange: exchange, peer: KnownAnswer.servicePublicValue)
+            if deriveFirst { pending.deriveKey() }
+            #expect(throws: SecretSession.keyNotAgreed) { try pending.encrypt(Data("secret".utf8)) }
+            #expect(throws: SecretSession.keyNotAgreed) {
+                try pending.decrypt(parameters: KnownAnswer.iv, value: KnownAnswer.ciphertext)
+            }
+        }
+    }
+
+    /// kwalletd5 refuses a client's public value of fewer than 128 bytes: ours is padded, and
+    /// reads as the same number.
+    @Test func theClientsPublicValueIsAlways128Bytes() throws {
+        // 2^8 = 256: a public value of 2 bytes, the shortest there is.
+        let tiny = SecretSession.KeyExchange(exponent: [8])
+        #expect(tiny.publicValue == [1, 0])
+        #expect(tiny.paddedPublicValue == [UInt8](repeating: 0, count: 126) + [1, 0])
+        for _ in 0..<50 {
+            let exchange = SecretSession.KeyExchange()
+            #expect(exchange.paddedPublicValue.count == 128)
+            #expect(exchange.paddedPublicValue.drop { $0 == 0 }.elementsEqual(exchange.publicValue))
+        }
+        let service = SecretSession.KeyExchange()
+        #expect(service.sharedKey(peer: tiny.paddedPublicValue) == service.sharedKey(peer: tiny.publicValue))
     }
 
     @Test(arguments: [0, 1, 15, 16, 17, 4096])

@@ -19,6 +19,10 @@ extension SecretServiceConnection {
     /// Runs `body` in the session kept for `bus`, or, when there is none or the service no longer
     /// knows it (a restarted service), once more in a new one, kept for later; nil when the
     /// service offers no encrypted session. A step that ran out of time is not tried again.
+    ///
+    /// A new session whose key the service may have derived otherwise
+    /// (``SecretSession/keyNotAgreed``, once in 256) is replaced by another before `body` sends a
+    /// secret in it; a read whose answer came in it is asked again in the next.
     func inSession<T>(
         _ operation: BoundedOperation, _ bus: OpaquePointer, _ body: (SecretSession) throws -> T
     ) throws -> T? {
@@ -29,13 +33,21 @@ extension SecretServiceConnection {
                 if case KeychainError.timedOut = error { throw error }
             }
         }
-        guard let session = try openSession(operation, bus) else { return nil }
-        kept.withLock { slot in
-            if let old = slot { g_object_unref(UnsafeMutableRawPointer(old.bus)) }
-            g_object_ref(UnsafeMutableRawPointer(bus))
-            slot = KeptSession(bus: bus, session: session)
+        // Four sessions in a row without agreement: a 2^-32 chance, or a service that pads oddly.
+        for attempt in 1...4 {
+            guard let session = try openSession(operation, bus) else { return nil }
+            kept.withLock { slot in
+                if let old = slot { g_object_unref(UnsafeMutableRawPointer(old.bus)) }
+                g_object_ref(UnsafeMutableRawPointer(bus))
+                slot = KeptSession(bus: bus, session: session)
+            }
+            do {
+                return try body(session)
+            } catch let error as KeychainError where error == SecretSession.keyNotAgreed && attempt < 4 {
+                continue
+            }
         }
-        return try body(session)
+        preconditionFailure("the last attempt returns or throws")
     }
 
     /// Negotiates an encrypted session with the Secret Service (see ``SecretSession``); nil when
@@ -50,7 +62,7 @@ extension SecretServiceConnection {
             return prepared
         }
         let exchange = prepared ?? SecretSession.KeyExchange()
-        let publicValue = byteArrayVariant(exchange.publicValue)
+        let publicValue = byteArrayVariant(exchange.paddedPublicValue)
         let parameters = g_variant_new_tuple(
             [g_variant_new_string(SecretSession.algorithm), g_variant_new_variant(publicValue)], 2)
         // org.freedesktop.Secret.Service.OpenSession(s algorithm, v input) -> (v output, o result)

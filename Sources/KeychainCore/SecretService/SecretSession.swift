@@ -6,6 +6,12 @@ import FoundationEssentials
 /// the shared value (zero-padded to 128 bytes; no salt, no info) into a 128-bit key, and every
 /// secret sent as AES-128-CBC with PKCS#7 padding under a fresh 16-byte IV.
 ///
+/// A shared value that begins with a zero byte is hashed two ways in the field: libsecret,
+/// gnome-keyring and KeePassXC hash all 128 bytes, kwalletd5 (through QCA and OpenSSL's
+/// `DH_compute_key`) hashes it without its leading zeros. No secret is sent in such a session
+/// (it happens once in 256): the client opens another (``keyNotAgreed``). kwalletd5 also refuses a
+/// public value shorter than 128 bytes, so ours is always sent zero-padded to 128.
+///
 /// libsecret opens the same session with a private exponent as long as the prime: two 1024-bit
 /// exponentiations, the largest single cost of a whole `get` (measured with `perf`: most of the
 /// process's CPU time is libgcrypt's). Ours is 256 bits, the usual short exponent for
@@ -35,6 +41,12 @@ struct SecretSession: Sendable {
     /// The length of our private exponent.
     static let exponentBytes = 32
 
+    /// What ``key()`` throws when the shared value begins with a zero byte: the service may have
+    /// derived another key (see above), so the caller opens a fresh session.
+    static let keyNotAgreed = KeychainError.backendFailure(
+        detail: "the Secret Service and keychain-cli may not agree on the session's key (its shared value "
+            + "begins with a zero byte, which kwalletd hashes differently)")
+
     /// The session's object path on the service, sent with every request for a secret.
     let path: String
     /// The AES-128 key both sides derive, or what derives it: our half of the exchange and the
@@ -47,6 +59,7 @@ struct SecretSession: Sendable {
         case pending(KeyExchange, peer: [UInt8])
         case derived([UInt8])
         case invalid
+        case notAgreed
     }
 
     /// A session whose key is known.
@@ -64,23 +77,28 @@ struct SecretSession: Sendable {
 
     /// The AES-128 key both sides derived.
     /// - Throws: ``KeychainError/backendFailure(detail:)`` when the service's public value is one
-    ///   no secret may be sent under (see ``KeyExchange/sharedKey(peer:)``).
+    ///   no secret may be sent under (see ``KeyExchange/sharedKey(peer:)``), and ``keyNotAgreed``
+    ///   when the shared value begins with a zero byte.
     func key() throws -> [UInt8] {
-        let key = state.withLock { state -> [UInt8]? in
+        let key = state.withLock { state -> Result<[UInt8], KeychainError> in
+            if case .pending(let exchange, let peer) = state {
+                state =
+                    switch exchange.sharedValue(peer: peer) {
+                    case .none: .invalid
+                    case .some(let shared) where shared[0] == 0: .notAgreed
+                    case .some(let shared): .derived(KeyExchange.key(shared: shared))
+                    }
+            }
             switch state {
-            case .derived(let key): return key
-            case .invalid: return nil
-            case .pending(let exchange, let peer):
-                let key = exchange.sharedKey(peer: peer)
-                state = key.map { .derived($0) } ?? .invalid
-                return key
+            case .derived(let key): return .success(key)
+            case .notAgreed: return .failure(Self.keyNotAgreed)
+            case .invalid, .pending:
+                return .failure(
+                    .backendFailure(
+                        detail: "the Secret Service answered the session's key exchange with an invalid public value"))
             }
         }
-        guard let key else {
-            throw KeychainError.backendFailure(
-                detail: "the Secret Service answered the session's key exchange with an invalid public value")
-        }
-        return key
+        return try key.get()
     }
 
     /// Derives the key now if it is still pending: work for the time a request is under way.
@@ -90,8 +108,15 @@ struct SecretSession: Sendable {
     /// One side of the exchange: a random private exponent and the public value sent to the peer.
     struct KeyExchange: Sendable {
         let exponent: [UInt8]
-        /// `generator ^ exponent mod prime`, big-endian without leading zeros, as libsecret sends it.
+        /// `generator ^ exponent mod prime`, big-endian without leading zeros, as gnome-keyring
+        /// answers (``ProviderSession`` answers so).
         let publicValue: [UInt8]
+        /// The same value zero-padded to the prime's 128 bytes, as a client sends it: kwalletd5
+        /// refuses a shorter one ("Client public key size is invalid"); gnome-keyring, KeePassXC and
+        /// keychain-cli serve read either.
+        var paddedPublicValue: [UInt8] {
+            [UInt8](repeating: 0, count: SecretSession.prime.count - publicValue.count) + publicValue
+        }
 
         /// A new random exponent of `exponentBytes` bytes.
         init(exponentBytes: Int = SecretSession.exponentBytes) {
@@ -112,8 +137,17 @@ struct SecretSession: Sendable {
         /// The key for the peer's public value; nil when that value is outside 2 … prime − 2, where
         /// the shared value would be one an eavesdropper knows.
         func sharedKey(peer: [UInt8]) -> [UInt8]? {
-            guard let shared = MultiPrecision.power(peer, exponent) else { return nil }
-            // HKDF-SHA256 (RFC 5869) with no salt (a hash-length key of zeros) and no info, one block.
+            sharedValue(peer: peer).map(Self.key(shared:))
+        }
+
+        /// `peer ^ exponent mod prime`, zero-padded to 128 bytes; nil as for ``sharedKey(peer:)``.
+        func sharedValue(peer: [UInt8]) -> [UInt8]? {
+            MultiPrecision.power(peer, exponent)
+        }
+
+        /// The AES-128 key of a shared value: HKDF-SHA256 (RFC 5869) of all its 128 bytes, with no
+        /// salt (a hash-length key of zeros) and no info, one block.
+        static func key(shared: [UInt8]) -> [UInt8] {
             let pseudorandomKey = Gcrypt.hmacSHA256(key: [UInt8](repeating: 0, count: 32), shared)
             return Array(Gcrypt.hmacSHA256(key: pseudorandomKey, [1]).prefix(16))
         }
