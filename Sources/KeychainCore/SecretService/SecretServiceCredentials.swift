@@ -23,12 +23,21 @@ extension SecretServiceStore: NetworkCredentialStore {
     }
 
     public func store(_ credential: NetworkCredential) throws(KeychainError) {
-        let attributes = makeAttributes(Self.attributes(of: credential))
+        let pairs = Self.attributes(of: credential)
+        let attributes = makeAttributes(pairs)
         defer { g_hash_table_unref(attributes) }
         var label = "\(credential.protocol)://\(credential.host)" + (credential.port.map { ":\($0)" } ?? "")
         label += "/" + (credential.path ?? "")
         let secret = credential.storedSecret
         try BoundedOperation.run("store the credential", seconds: timeout) { operation in
+            // In our own session where it can be (libsecret's fails on kwalletd5 once in 128).
+            let schema = String(cString: keychain_cli_network_schema().pointee.name)
+            if try storeDirectly(
+                Data(secret.utf8), attributes: pairs.sorted { $0.key < $1.key } + [("xdg:schema", schema)],
+                label: label, contentType: "text/plain", operation)
+            {
+                return
+            }
             // secret_password_storev / secret_password_store_finish: replaces the item with the
             // same attributes, as git-credential-libsecret does.
             _ = try operation.call(

@@ -25,21 +25,29 @@ extension SecretServiceStore: RegistryCredentialStore {
     }
 
     public func storeRegistryCredential(_ credential: RegistryCredential) throws(KeychainError) {
-        let attributes = makeAttributes([
-            "label": "Docker Credentials", "server": credential.serverURL, "username": credential.username,
-            "docker_cli": "1",
-        ])
+        let pairs = [
+            ("label", "Docker Credentials"), ("server", credential.serverURL), ("username", credential.username),
+            ("docker_cli", "1"),
+        ]
+        let attributes = makeAttributes(Dictionary(uniqueKeysWithValues: pairs))
         defer { g_hash_table_unref(attributes) }
         try BoundedOperation.run("store the registry credential", seconds: timeout) { operation in
-            // secret_password_storev / secret_password_store_finish: replaces the item with the
-            // same attributes.
-            _ = try operation.call(
-                {
-                    secret_password_storev(
-                        keychain_cli_docker_schema(), attributes, SECRET_COLLECTION_DEFAULT, credential.serverURL,
-                        credential.secret, $0, $1, $2)
-                },
-                finish: { secret_password_store_finish($0, $1) })
+            // In our own session where it can be (libsecret's fails on kwalletd5 once in 128), else
+            // secret_password_storev / secret_password_store_finish: each replaces the item with
+            // the same attributes.
+            let schema = String(cString: keychain_cli_docker_schema().pointee.name)
+            let stored = try storeDirectly(
+                Data(credential.secret.utf8), attributes: pairs + [("xdg:schema", schema)],
+                label: credential.serverURL, contentType: "text/plain", operation)
+            if !stored {
+                _ = try operation.call(
+                    {
+                        secret_password_storev(
+                            keychain_cli_docker_schema(), attributes, SECRET_COLLECTION_DEFAULT, credential.serverURL,
+                            credential.secret, $0, $1, $2)
+                    },
+                    finish: { secret_password_store_finish($0, $1) })
+            }
             // One item per server: one of another user name goes, once the new one is stored.
             let bus = try connection.sessionBus(operation)
             defer { g_object_unref(UnsafeMutableRawPointer(bus)) }

@@ -43,7 +43,13 @@ extension SecretServiceStore {
                 if stored { updated += 1 }
             }
             if updated > 0 { return true }
-            return try createItem(secret, service: service, key: key, in: session, operation, bus)
+            let attributes = [
+                ("service", service.rawValue), ("username", key.rawValue), ("application", "keychain-cli"),
+                ("xdg:schema", String(cString: connection.schema.pointee.name)),
+            ]
+            return try createItem(
+                secret, attributes: attributes, label: ItemInfo.defaultLabel(service: service, key: key),
+                contentType: "application/octet-stream", in: session, operation, bus)
         }
         let stored = try connection.inSession(operation, bus, store(in:))
         return stored ?? false
@@ -65,27 +71,40 @@ extension SecretServiceStore {
         return true
     }
 
-    /// `Collection.CreateItem` in the default collection (its alias path), with the attributes and label
-    /// libsecret's store gives (the schema's name as `xdg:schema`), replacing an item with the
-    /// same attributes; false when libsecret must do it (no default collection, a locked one, a
-    /// prompt asked for).
+    /// Stores `secret` in the default collection as libsecret's `secret_password_storev` does (a
+    /// new item with `attributes`, `label` and `contentType`, replacing one with the same
+    /// attributes), but in keychain-cli's own session (see ``SecretSession``); false when libsecret
+    /// must do it (see ``createItem(_:attributes:label:contentType:in:_:_:)``).
+    func storeDirectly(
+        _ secret: Data, attributes: [(String, String)], label: String, contentType: String,
+        _ operation: BoundedOperation
+    ) throws -> Bool {
+        let bus = try connection.sessionBus(operation, preparingSession: true)
+        defer { g_object_unref(UnsafeMutableRawPointer(bus)) }
+        let stored = try connection.inSession(operation, bus) { session in
+            try createItem(
+                secret, attributes: attributes, label: label, contentType: contentType, in: session, operation, bus)
+        }
+        return stored ?? false
+    }
+
+    /// `Collection.CreateItem` in the default collection (its alias path), with `attributes` and
+    /// `label` (libsecret's store gives the schema's name as `xdg:schema`), replacing an item
+    /// with the same attributes; false when libsecret must do it (no default collection, a locked
+    /// one, a prompt asked for).
     private func createItem(
-        _ secret: Data, service: ServiceName, key: KeychainKey, in session: SecretSession,
-        _ operation: BoundedOperation, _ bus: OpaquePointer
+        _ secret: Data, attributes: [(String, String)], label: String, contentType: String,
+        in session: SecretSession, _ operation: BoundedOperation, _ bus: OpaquePointer
     ) throws -> Bool {
         // Encrypted first: a session whose key cannot be derived throws before any value is built.
-        let sealed = try secretVariant(secret, session)
+        let sealed = try secretVariant(secret, session, contentType: contentType)
         // The default collection by its alias path, as libsecret's store addresses it: no ReadAlias.
         let collection = "/org/freedesktop/secrets/aliases/default"
-        let attributes = [
-            ("service", service.rawValue), ("username", key.rawValue), ("application", "keychain-cli"),
-            ("xdg:schema", String(cString: connection.schema.pointee.name)),
-        ].map { g_variant_new_dict_entry(g_variant_new_string($0.0), g_variant_new_string($0.1)) }
+        let attributes = attributes.map {
+            g_variant_new_dict_entry(g_variant_new_string($0.0), g_variant_new_string($0.1))
+        }
         let properties = [
-            (
-                "org.freedesktop.Secret.Item.Label",
-                g_variant_new_string(ItemInfo.defaultLabel(service: service, key: key))
-            ),
+            ("org.freedesktop.Secret.Item.Label", g_variant_new_string(label)),
             (
                 "org.freedesktop.Secret.Item.Attributes",
                 g_variant_new_array(keychain_cli_type_string_pair(), attributes, gsize(attributes.count))
@@ -122,12 +141,14 @@ extension SecretServiceStore {
     }
 
     /// The `(oayays)` secret struct: session, IV, ciphertext, content type.
-    private func secretVariant(_ secret: Data, _ session: SecretSession) throws -> OpaquePointer {
+    private func secretVariant(
+        _ secret: Data, _ session: SecretSession, contentType: String = "application/octet-stream"
+    ) throws -> OpaquePointer {
         let (parameters, value) = try session.encrypt(secret)
         return g_variant_new_tuple(
             [
                 g_variant_new_object_path(session.path), byteArrayVariant(parameters), byteArrayVariant(value),
-                g_variant_new_string("application/octet-stream"),
+                g_variant_new_string(contentType),
             ], 4)!
     }
 }
