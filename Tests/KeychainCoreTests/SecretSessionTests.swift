@@ -134,16 +134,19 @@ struct SecretSessionTests {
         }
     }
 
-    /// kwalletd5 refuses a client's public value of fewer than 128 bytes: ours is padded, and
-    /// reads as the same number.
+    /// kwalletd5 refuses a client's public value of fewer than 128 bytes, and misreads one that
+    /// begins with 0xFF: ours is padded, reads as the same number, and never begins so.
     @Test func theClientsPublicValueIsAlways128Bytes() throws {
         // 2^8 = 256: a public value of 2 bytes, the shortest there is.
         let tiny = SecretSession.KeyExchange(exponent: [8])
         #expect(tiny.publicValue == [1, 0])
         #expect(tiny.paddedPublicValue == [UInt8](repeating: 0, count: 126) + [1, 0])
-        for _ in 0..<50 {
+        // A value beginning with 0xFF comes once in 256 draws: 2,000 draws without one would be
+        // a 2^-11 accident were they not drawn again.
+        for _ in 0..<2000 {
             let exchange = SecretSession.KeyExchange()
             #expect(exchange.paddedPublicValue.count == 128)
+            #expect(exchange.paddedPublicValue[0] != 0xFF)
             #expect(exchange.paddedPublicValue.drop { $0 == 0 }.elementsEqual(exchange.publicValue))
         }
         let service = SecretSession.KeyExchange()

@@ -1,0 +1,141 @@
+import Foundation
+import TestSupport
+import Testing
+
+/// keychain-cli's Secret Service backend against KWallet (Debian's kwalletd5 5.103), headless in
+/// a private session (scripts/with-kwallet), started once for the suite. What differs from
+/// gnome-keyring: the encrypted session (kwalletd5 refuses a client public value under 128 bytes,
+/// and hashes a shared value that begins with a zero byte without it), and that kwalletd5 creates
+/// an item before it decrypts its secret, so a secret that does not decrypt leaves an item with an
+/// empty one.
+@Suite("KWallet as the Secret Service", .serialized, .kwalletSession)
+struct KWalletTests {
+    @Test func setGetReplaceDeleteResetListExportAndImport() throws {
+        let (s, t) = (uniqueService("kw"), uniqueService("kw"))
+        #expect(try cli(["-s", s, "set", "a"], input: "one").status == 0)
+        #expect(try cli(["-s", s, "set", "b"], input: "two").status == 0)
+        #expect(try cli(["-s", s, "set", "a"], input: "one again").status == 0)
+        #expect(try cli(["-s", s, "get", "a"]).stdoutText == "one again")
+        #expect(try cli(["-s", s, "set", "bin", "--raw"], stdin: Data([0, 255, 10, 13])).status == 0)
+        #expect(try cli(["-s", s, "get", "bin", "--raw"]).stdout == Data([0, 255, 10, 13]))
+        #expect(try cli(["-s", s, "get", "missing"]).status == 1)
+        #expect(try cli(["-s", s, "list"]).stdoutText == "a\nb\nbin\n")
+        let listed =
+            try JSONSerialization.jsonObject(with: cli(["-s", s, "list", "--json"]).stdout) as? [[String: Any]]
+        #expect(
+            listed?.map { $0["label"] as? String } == [
+                "\(s)/a (keychain-cli)", "\(s)/b (keychain-cli)", "\(s)/bin (keychain-cli)",
+            ])
+        #expect(try cli(["-s", t, "set", "k"], input: "v-t").status == 0)
+        let all = try cli(["list", "--all-services"]).stdoutText
+        #expect(all.contains("\(s)\ta\n") && all.contains("\(t)\tk\n"))
+        #expect(try cli(["-s", s, "delete", "b"]).status == 0)
+        #expect(try cli(["-s", s, "get", "b"]).status == 1)
+        #expect(try cli(["-s", s, "delete", "b"]).status == 1)
+        let exported = try cli(["-s", s, "export", "--yes"])
+        #expect(exported.status == 0)
+        #expect(try cli(["-s", s, "reset", "--yes"]).stdoutText.contains("removed 2 secrets"))
+        #expect(try cli(["-s", s, "list"]).stdoutText == "")
+        let imported = try cli(["import"], stdin: exported.stdout)
+        #expect(imported.stdoutText.contains("added 2"), "\(imported.stderr)")
+        #expect(try cli(["-s", s, "get", "a"]).stdoutText == "one again")
+        #expect(try cli(["-s", s, "get", "bin", "--raw"]).stdout == Data([0, 255, 10, 13]))
+    }
+
+    /// The issue's measure: before, 8 of 800 and 16 of 600 such rounds failed on kwalletd5 (one
+    /// encrypted session in 256 is refused or derives another key). One shell loop, so that the
+    /// rounds are the CLI's, not the test runner's.
+    @Test func aThousandSetGetRoundsAllSucceed() throws {
+        let script = """
+            failed=0
+            for i in $(seq 1000); do
+                value="v-$i-$RANDOM"
+                printf '%s' "$value" | "$KEYCHAIN_CLI" -s loop set "k$((i % 7))" 2>>"$LOG" || { failed=$((failed + 1)); continue; }
+                got=$("$KEYCHAIN_CLI" -s loop get "k$((i % 7))" 2>>"$LOG") || { failed=$((failed + 1)); continue; }
+                [ "$got" = "$value" ] || { failed=$((failed + 1)); echo "round $i: got '$got'" >>"$LOG"; }
+            done
+            echo "$failed"
+            """
+        let scratch = try ScratchDirectory("kwallet-loop")
+        let log = scratch.path("errors.log")
+        var environment = cliEnvironment()
+        environment["KEYCHAIN_CLI"] = keychainCLIPath
+        environment["LOG"] = log
+        let result = try runProcess("/bin/bash", ["-c", script], environment: environment, timeout: 900)
+        let errors = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
+        #expect(result.stdoutText == "0\n", "\(errors.split(separator: "\n").prefix(5))")
+        #expect(try cli(["-s", "loop", "list"]).stdoutText == (0..<7).map { "k\($0)\n" }.joined())
+    }
+
+    /// Both ways with the peers: secret-tool (libsecret) and python keyring (SecretStorage). Each
+    /// peer's own store fails on kwalletd5 once in about 128 (its session, not ours): a peer's
+    /// failed store is tried again, and said so.
+    @Test func secretToolAndPythonKeyringShareItemsWithUs() throws {
+        let s = uniqueService("kw")
+        try peer { try secretTool(["store", "--label=x", "service", s, "username", "st"], input: "from-st") }
+        #expect(try cli(["-s", s, "get", "st"]).stdoutText == "from-st")
+        #expect(try cli(["-s", s, "set", "kc"], input: "from-kc").status == 0)
+        #expect(try secretTool(["lookup", "service", s, "username", "kc"]).stdoutText == "from-kc")
+        try peer { try pythonKeyring(["set", s, "py"], input: "from-py\n") }
+        #expect(try cli(["-s", s, "get", "py"]).stdoutText == "from-py")
+        #expect(try cli(["-s", s, "set", "py"], input: "replaced").status == 0)
+        #expect(try pythonKeyring(["get", s, "py"]).stdoutText == "replaced\n")
+        #expect(try cli(["-s", s, "delete", "st"]).status == 0)
+        #expect(try secretTool(["lookup", "service", s, "username", "st"]).status == 1)
+    }
+
+    @Test func gitAndDockerHelpersStoreGetAndErase() throws {
+        let host = "\(uniqueService("git")).example"
+        let approve = try git(
+            ["credential", "approve"],
+            input: credentialLines(["protocol": "https", "host": host, "username": "al", "password": "gp"]))
+        #expect(approve.status == 0, "\(approve.stderr)")
+        let fill = try git(["credential", "fill"], input: credentialLines(["protocol": "https", "host": host]))
+        #expect(fill.stdoutText.contains("username=al\npassword=gp\n"), "\(fill.stderr)")
+        #expect(try secretTool(["lookup", "protocol", "https", "server", host]).stdoutText == "gp")
+        _ = try git(
+            ["credential", "reject"],
+            input: credentialLines(["protocol": "https", "host": host, "username": "al", "password": "gp"]))
+        #expect(try secretTool(["lookup", "protocol", "https", "server", host]).status == 1)
+
+        let registry = "https://\(uniqueService("reg")).example"
+        let store = try dockerHelper("store", #"{"ServerURL":"\#(registry)","Username":"du","Secret":"ds"}"#)
+        #expect(store.status == 0, "\(store.stderr)")
+        #expect(try dockerHelper("get", registry).stdoutText.contains(#""Secret":"ds""#))
+        #expect(try dockerHelper("list", "").stdoutText.contains(#""\#(registry)":"du""#))
+        #expect(try dockerHelper("erase", registry).status == 0)
+        #expect(try dockerHelper("get", registry).status != 0)
+    }
+
+    @Test func doctorNamesKWallet() throws {
+        let doctor = try cli(["doctor"])
+        #expect(doctor.status == 0, "\(doctor.stdoutText)")
+        #expect(doctor.stdoutText.contains("is owned by kwalletd5 (pid "))
+        #expect(doctor.stdoutText.contains("KWallet"))
+        #expect(doctor.stdoutText.contains("default keyring: /org/freedesktop/secrets/collection/kdewallet"))
+        #expect(doctor.stdoutText.contains("✓ store, read and delete a probe item: ok"))
+    }
+
+    @Test func watchSeesAnotherProgramsWrites() throws {
+        let s = uniqueService("kw")
+        let watch = try WatchProcess(global: ["-s", s], service: s)
+        defer { _ = watch.stop() }
+        try peer { try secretTool(["store", "--label=x", "service", s, "username", "w"], input: "1") }
+        #expect(watch.waitForLine(containing: "created \(s) w") != nil, "\(watch.stderr)")
+        #expect(try cli(["-s", s, "set", "w"], input: "2").status == 0)
+        #expect(watch.waitForLine(containing: "changed \(s) w") != nil, "\(watch.stderr)")
+        #expect(try cli(["-s", s, "delete", "w"]).status == 0)
+        #expect(watch.waitForLine(containing: "deleted \(s) w") != nil, "\(watch.stderr)")
+    }
+
+    /// Runs a peer's store, once more if kwalletd5 refused its session (the peer's own defect,
+    /// measured at 1 in 128), and expects it to succeed.
+    private func peer(_ store: () throws -> ProcessResult) throws {
+        var result = try store()
+        if result.status != 0 {
+            print("a peer's store failed on kwalletd5, tried again: \(result.stderr)")
+            result = try store()
+        }
+        #expect(result.status == 0, "\(result.stderr)")
+    }
+}
