@@ -89,6 +89,27 @@ struct ServeTests {
         }
     }
 
+    /// The session's edges, as libsecret and kwalletd5's clients meet them (Tests/clients/
+    /// session_edges.py): a public value in 127 bytes or padded to 128, one that begins with 0xFF,
+    /// and a shared value that begins with a zero byte, hashed whole as libsecret hashes it.
+    @Test func theEncryptedSessionsEdgesWorkAsWithLibsecret() throws {
+        try CLIBackend.withVault { _ in
+            let result = try served("python3 \"$PYTHONPATH/session_edges.py\"", timeout: 120)
+            #expect(result.status == 0, "\(result.stderr)")
+            #expect(
+                result.stdoutText == """
+                    127 bytes: ok
+                    128 bytes, leading zero: ok
+                    begins with 0xFF: ok
+                    shared value begins with zero: ok
+
+                    """, "\(result.stderr)")
+            #expect(
+                try cli(["-s", "edges", "get", "shared value begins with zero"]).stdoutText
+                    == "secret of shared value begins with zero")
+        }
+    }
+
     /// Every write a client saw acknowledged is in the backend when serve is SIGKILLed right after.
     @Test(arguments: ServedBackend.allCases)
     func sigkillLosesNoAcknowledgedItem(backend: ServedBackend) throws {

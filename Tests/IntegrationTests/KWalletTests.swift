@@ -107,6 +107,27 @@ struct KWalletTests {
         #expect(try dockerHelper("get", registry).status != 0)
     }
 
+    /// Facts of kwalletd5 5.103, each a case of Tests/clients/session_edges.py (which serve passes
+    /// whole, as gnome-keyring does): a client value of 127 bytes is refused; one beginning with
+    /// 0xFF and a byte of 0x80 or more is read as a signed number (QCA), and so is one in which
+    /// the shared value begins with zero hashed without that byte (OpenSSL's DH_compute_key): the
+    /// secret then does not decrypt, and kwalletd5 says it cannot find the session. keychain-cli
+    /// sends none of these (SecretSessionTests). Should a later kwalletd5 change, this test says so.
+    @Test func kwalletdsSessionQuirksAreAsMeasured() throws {
+        var environment = KeyringSession.current!.environment
+        environment["PYTHONPATH"] = clientScripts
+        let result = try runProcess(
+            "/usr/bin/python3", [clientScripts + "/session_edges.py"], environment: environment, timeout: 120)
+        let cannotFind = "org.qtproject.QtDBus.Error.InvalidObjectPath (\"Can't find session"
+        let lines = result.stdoutText.split(separator: "\n").map(String.init)
+        #expect(lines.count == 4, "\(result.stdoutText) \(result.stderr)")
+        #expect(
+            lines.first == "127 bytes: org.freedesktop.DBus.Error.InvalidArgs ('Client public key size is invalid',)")
+        #expect(lines.dropFirst().first == "128 bytes, leading zero: ok")
+        #expect(lines.dropFirst(2).first?.hasPrefix("begins with 0xFF: " + cannotFind) == true)
+        #expect(lines.dropFirst(3).first?.hasPrefix("shared value begins with zero: " + cannotFind) == true)
+    }
+
     @Test func doctorNamesKWallet() throws {
         let doctor = try cli(["doctor"])
         #expect(doctor.status == 0, "\(doctor.stdoutText)")
