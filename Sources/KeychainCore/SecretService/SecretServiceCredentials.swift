@@ -30,7 +30,7 @@ extension SecretServiceStore: NetworkCredentialStore {
         label += "/" + (credential.path ?? "")
         let secret = credential.storedSecret
         try BoundedOperation.run("store the credential", seconds: timeout) { operation in
-            // In our own session where it can be (libsecret's fails on kwalletd5 once in 128).
+            // In our own session where it can be (libsecret's fails on kwalletd5 about once in 100).
             let schema = String(cString: keychain_cli_network_schema().pointee.name)
             if try storeDirectly(
                 Data(secret.utf8), attributes: pairs.sorted { $0.key < $1.key } + [("xdg:schema", schema)],

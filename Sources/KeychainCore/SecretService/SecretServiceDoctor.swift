@@ -114,9 +114,14 @@ extension SecretServiceStore {
             "KeePassXC keeps the items in its database's exposed group; a locked database hides them "
             + "(77 until unlocked in its window); before 2.7.6 it asks in its window before an item another "
             + "program stored is replaced",
-        "kwalletd5": "KWallet (untested here) asks for the wallet's password in a window",
-        "kwalletd6": "KWallet (untested here) asks for the wallet's password in a window",
+        "kwalletd5": kwallet,
+        "kwalletd6": kwallet,
     ]
+
+    private static let kwallet =
+        "KWallet keeps the items in the wallet its kwalletrc names as default; a closed wallet asks for its "
+        + "password in a window (or pam_kwallet5 opens it at login), and secret-tool and libsecret's other clients "
+        + "fail about 1 store in 100 on it (keychain-cli's own session does not)"
 
     /// The answer of org.freedesktop.DBus.NameHasOwner("org.freedesktop.secrets") and the like.
     private func boolean(

@@ -32,7 +32,7 @@ extension SecretServiceStore: RegistryCredentialStore {
         let attributes = makeAttributes(Dictionary(uniqueKeysWithValues: pairs))
         defer { g_hash_table_unref(attributes) }
         try BoundedOperation.run("store the registry credential", seconds: timeout) { operation in
-            // In our own session where it can be (libsecret's fails on kwalletd5 once in 128), else
+            // In our own session where it can be (libsecret's fails on kwalletd5 about once in 100), else
             // secret_password_storev / secret_password_store_finish: each replaces the item with
             // the same attributes.
             let schema = String(cString: keychain_cli_docker_schema().pointee.name)
