@@ -1,7 +1,7 @@
 import CLibSecret
 import FoundationEssentials
 
-/// A ``SecretStore`` on the freedesktop Secret Service (gnome-keyring, KeePassXC, `serve`).
+/// A ``SecretStore`` on the freedesktop Secret Service (gnome-keyring, KeePassXC, KWallet, `serve`).
 ///
 /// Reads, writes, lists and deletes call the Secret Service's D-Bus API directly, on a session
 /// bus connection the process keeps (``SessionBusSocket``), and secrets travel encrypted in a

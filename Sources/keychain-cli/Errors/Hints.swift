@@ -28,7 +28,7 @@ func hint(for error: KeychainError) -> String? {
             + "--print-reply --dest=org.freedesktop.DBus /org/freedesktop/DBus org.freedesktop.DBus.NameHasOwner "
             + "string:org.freedesktop.secrets | grep -q true; do sleep 0.05; done; keychain-cli ...'"
     case .noSecretService:
-        return "Install and start gnome-keyring or KeePassXC (its Secret Service integration on); headless: "
+        return "Install and start gnome-keyring, KeePassXC (its Secret Service integration on) or KWallet; headless: "
             + "keychain-cli --backend vault serve -- COMMAND, or printf %s \"$PW\" | gnome-keyring-daemon --unlock "
             + "--components=secrets"
     case .noDefaultCollection:
