@@ -133,8 +133,13 @@ extension SecretServiceStore {
                 finish: { result, error in
                     let reply = g_dbus_connection_call_finish(bus, result, error)
                     // A provider that will not send so many secrets in one reply (keychain-cli
-                    // serve, past 64 MiB) answers Failed: then each item is read alone.
-                    if let failure = error.pointee, remoteErrorName(failure) == "org.freedesktop.DBus.Error.Failed" {
+                    // serve, past 64 MiB) answers Failed, and kwalletd5 answers InvalidArgs ("Can't
+                    // find item at path") for the whole call when one item was deleted since the
+                    // search: then each item is read alone, and one that is gone is skipped.
+                    if let failure = error.pointee,
+                        ["org.freedesktop.DBus.Error.Failed", "org.freedesktop.DBus.Error.InvalidArgs"].contains(
+                            remoteErrorName(failure))
+                    {
                         g_clear_error(error)
                     }
                     return reply
@@ -155,7 +160,8 @@ extension SecretServiceStore {
                 defer { g_variant_unref(entry) }
                 let secret = g_variant_get_child_value(entry, 1)!
                 defer { g_variant_unref(secret) }
-                secrets[variantString(entry, child: 0)] = try session.open(secret)
+                let path = variantString(entry, child: 0)
+                secrets[path] = try connection.confirmingEmpty(session.open(secret), at: path, operation, bus)
             }
         }
         return secrets

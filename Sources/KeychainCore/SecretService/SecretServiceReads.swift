@@ -107,7 +107,25 @@ extension SecretServiceConnection {
         defer { g_variant_unref(reply) }
         let secret = g_variant_get_child_value(reply, 0)!
         defer { g_variant_unref(secret) }
-        return try session.open(secret)
+        return try confirmingEmpty(session.open(secret), at: path, operation, bus)
+    }
+
+    /// `secret`, or nil when it is empty and the item at `path` is gone by now. kwalletd5
+    /// removes an item's secret before the item itself (a deleted object goes once its event
+    /// loop turns): a read that comes between gets an empty secret, where the item is in fact
+    /// gone. One property read, asked only for an empty secret, tells them apart.
+    func confirmingEmpty(_ secret: Data, at path: String, _ operation: BoundedOperation, _ bus: OpaquePointer)
+        throws -> Data?
+    {
+        guard secret.isEmpty else { return secret }
+        // org.freedesktop.DBus.Properties.Get(s interface, s name) -> (v value)
+        let reply = try operation.callItemMethod(
+            bus, Self.busName, path, "org.freedesktop.DBus.Properties", "Get",
+            g_variant_new_tuple(
+                [g_variant_new_string("org.freedesktop.Secret.Item"), g_variant_new_string("Label")], 2))
+        guard let reply else { return nil }
+        g_variant_unref(reply)
+        return secret
     }
 
     /// The secret of the item at `path` through libsecret, for a service without an encrypted session.

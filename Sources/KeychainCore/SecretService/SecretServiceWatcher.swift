@@ -196,7 +196,7 @@ final class SignalWatcher {
                 if serviceLeft {
                     throw KeychainError.noSecretService(
                         detail: "the Secret Service (\(SecretServiceConnection.busName)) left the session bus. "
-                            + "Start it again (gnome-keyring-daemon, KeePassXC) and watch again")
+                            + "Start it again (gnome-keyring-daemon, KeePassXC, kwalletd) and watch again")
                 }
                 if !pending.isEmpty { settle(context) }
                 let signals = Self.coalesced(pending)

@@ -35,8 +35,8 @@ func hint(for error: KeychainError) -> String? {
         return "Create one with your keyring manager (seahorse), or start gnome-keyring-daemon with --unlock "
             + "to create 'login'"
     case .locked:
-        return "Unlock it (log in to the desktop, or printf %s \"$PW\" | gnome-keyring-daemon --replace "
-            + "--unlock) and try again"
+        return "Unlock it (log in to the desktop; open the wallet in KWallet, unlock the database in KeePassXC; "
+            + "gnome-keyring headless: printf %s \"$PW\" | gnome-keyring-daemon --replace --unlock) and try again"
     case .permissionDenied:
         return "Check that this user may use the keyring"
     case .timedOut:
