@@ -125,22 +125,31 @@ struct SecretSession: Sendable {
         /// decrypted under no key we could derive, each of them one whose value began with 0xFF;
         /// none in 6,000 without). One draw in 256, and it tells an eavesdropper nothing.
         init(exponentBytes: Int = SecretSession.exponentBytes) {
-            var exchange: KeyExchange
-            repeat {
-                var exponent: [UInt8]
-                repeat {
-                    exponent = SecretSession.randomBytes(exponentBytes)
-                } while exponent.allSatisfy { $0 == 0 }
-                exchange = KeyExchange(exponent: exponent)
-            } while exchange.paddedPublicValue[0] == 0xFF
-            self = exchange
+            (exponent, publicValue) = Self.draw(exponentBytes)
         }
 
         /// The exchange for a given (nonzero) exponent.
         init(exponent: [UInt8]) {
             self.exponent = exponent
+            publicValue = Self.publicValue(of: exponent)
+        }
+
+        /// A random nonzero exponent whose public value does not begin with 0xFF, and that value.
+        /// (One function, not loops in the initializer: Swift 6.3's optimizer crashed on
+        /// nested repeat loops that assigned `self`.)
+        private static func draw(_ exponentBytes: Int) -> (exponent: [UInt8], publicValue: [UInt8]) {
+            while true {
+                let exponent = SecretSession.randomBytes(exponentBytes)
+                guard exponent.contains(where: { $0 != 0 }) else { continue }
+                let value = publicValue(of: exponent)
+                if value.count < SecretSession.prime.count || value[0] != 0xFF { return (exponent, value) }
+            }
+        }
+
+        /// `generator ^ exponent mod prime` without leading zeros.
+        private static func publicValue(of exponent: [UInt8]) -> [UInt8] {
             // The generator is in range, so there is always a value.
-            publicValue = Array(MultiPrecision.power(SecretSession.generator, exponent)!.drop { $0 == 0 })
+            Array(MultiPrecision.power(SecretSession.generator, exponent)!.drop { $0 == 0 })
         }
 
         /// The key for the peer's public value; nil when that value is outside 2 … prime − 2, where
