@@ -42,9 +42,9 @@ struct KWalletTests {
         #expect(try cli(["-s", s, "get", "bin", "--raw"]).stdout == Data([0, 255, 10, 13]))
     }
 
-    /// The issue's measure: before, 8 of 800 and 16 of 600 such rounds failed on kwalletd5 (one
-    /// encrypted session in 256 is refused or derives another key). One shell loop, so that the
-    /// rounds are the CLI's, not the test runner's.
+    /// The issue's measure: before, 8 of 800 and 16 of 600 such rounds failed on kwalletd5 (about
+    /// one encrypted session in 100 is refused or derives another key). One shell loop, so that
+    /// the rounds are the CLI's, not the test runner's.
     @Test func aThousandSetGetRoundsAllSucceed() throws {
         let script = """
             failed=0
@@ -161,9 +161,9 @@ struct KWalletTests {
 
     /// Facts of kwalletd5 5.103, each a case of Tests/clients/session_edges.py (which serve passes
     /// whole, as gnome-keyring does): a client value of 127 bytes is refused; one beginning with
-    /// 0xFF and a byte of 0x80 or more is read as a signed number (QCA), and so is one in which
-    /// the shared value begins with zero hashed without that byte (OpenSSL's DH_compute_key): the
-    /// secret then does not decrypt, and kwalletd5 says it cannot find the session. keychain-cli
+    /// 0xFF and a byte of 0x80 or more is read as a signed number (QCA); a shared value that
+    /// begins with zero is hashed without that byte (OpenSSL's DH_compute_key). In the last two
+    /// the secret does not decrypt, and kwalletd5 says it cannot find the session. keychain-cli
     /// sends none of these (SecretSessionTests). Should a later kwalletd5 change, this test says so.
     @Test func kwalletdsSessionQuirksAreAsMeasured() throws {
         var environment = KeyringSession.current!.environment
