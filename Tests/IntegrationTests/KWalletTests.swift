@@ -102,7 +102,9 @@ struct KWalletTests {
                 v=$("$K" -s "$S" get tok 2>/dev/null); r=$?
                 { [ $r = 0 ] && [ "$v" = val ]; } || [ $r = 1 ] || echo "get $r '$v'"
                 "$K" -s "$S" export --yes >/dev/null 2>"$ERR" || echo "export $?: $(cat "$ERR")"
-                "$K" exec --from "$S" -- true 2>"$ERR" || echo "exec --from $?: $(cat "$ERR")"
+                # 1: every item was deleted at that moment (--from gives no secret).
+                "$K" exec --from "$S" -- true 2>"$ERR"; r=$?
+                [ $r = 0 ] || [ $r = 1 ] || echo "exec --from $r: $(cat "$ERR")"
                 reads=$((reads + 1))
             done
             wait
@@ -120,20 +122,22 @@ struct KWalletTests {
     }
 
     /// Both ways with the peers: secret-tool (libsecret) and python keyring (SecretStorage). Each
-    /// peer's own store fails on kwalletd5 about once in 100 (its session, not ours): a peer's
-    /// failed store is tried again, and said so.
+    /// peer's own session fails on kwalletd5 about once in 100 (theirs, not ours): a peer's
+    /// command that failed so is run again, and said so (``peer(_:)``).
     @Test func secretToolAndPythonKeyringShareItemsWithUs() throws {
         let s = uniqueService("kw")
-        try peer { try secretTool(["store", "--label=x", "service", s, "username", "st"], input: "from-st") }
+        #expect(
+            try peer { try secretTool(["store", "--label=x", "service", s, "username", "st"], input: "from-st") }.status
+                == 0)
         #expect(try cli(["-s", s, "get", "st"]).stdoutText == "from-st")
         #expect(try cli(["-s", s, "set", "kc"], input: "from-kc").status == 0)
-        #expect(try secretTool(["lookup", "service", s, "username", "kc"]).stdoutText == "from-kc")
-        try peer { try pythonKeyring(["set", s, "py"], input: "from-py\n") }
+        #expect(try peer { try secretTool(["lookup", "service", s, "username", "kc"]) }.stdoutText == "from-kc")
+        #expect(try peer { try pythonKeyring(["set", s, "py"], input: "from-py\n") }.status == 0)
         #expect(try cli(["-s", s, "get", "py"]).stdoutText == "from-py")
         #expect(try cli(["-s", s, "set", "py"], input: "replaced").status == 0)
-        #expect(try pythonKeyring(["get", s, "py"]).stdoutText == "replaced\n")
+        #expect(try peer { try pythonKeyring(["get", s, "py"]) }.stdoutText == "replaced\n")
         #expect(try cli(["-s", s, "delete", "st"]).status == 0)
-        #expect(try secretTool(["lookup", "service", s, "username", "st"]).status == 1)
+        #expect(try peer { try secretTool(["lookup", "service", s, "username", "st"]) }.status == 1)
     }
 
     @Test func gitAndDockerHelpersStoreGetAndErase() throws {
@@ -144,11 +148,11 @@ struct KWalletTests {
         #expect(approve.status == 0, "\(approve.stderr)")
         let fill = try git(["credential", "fill"], input: credentialLines(["protocol": "https", "host": host]))
         #expect(fill.stdoutText.contains("username=al\npassword=gp\n"), "\(fill.stderr)")
-        #expect(try secretTool(["lookup", "protocol", "https", "server", host]).stdoutText == "gp")
+        #expect(try peer { try secretTool(["lookup", "protocol", "https", "server", host]) }.stdoutText == "gp")
         _ = try git(
             ["credential", "reject"],
             input: credentialLines(["protocol": "https", "host": host, "username": "al", "password": "gp"]))
-        #expect(try secretTool(["lookup", "protocol", "https", "server", host]).status == 1)
+        #expect(try peer { try secretTool(["lookup", "protocol", "https", "server", host]) }.status == 1)
 
         let registry = "https://\(uniqueService("reg")).example"
         let store = try dockerHelper("store", #"{"ServerURL":"\#(registry)","Username":"du","Secret":"ds"}"#)
@@ -193,7 +197,8 @@ struct KWalletTests {
         let s = uniqueService("kw")
         let watch = try WatchProcess(global: ["-s", s], service: s)
         defer { _ = watch.stop() }
-        try peer { try secretTool(["store", "--label=x", "service", s, "username", "w"], input: "1") }
+        #expect(
+            try peer { try secretTool(["store", "--label=x", "service", s, "username", "w"], input: "1") }.status == 0)
         #expect(watch.waitForLine(containing: "created \(s) w") != nil, "\(watch.stderr)")
         #expect(try cli(["-s", s, "set", "w"], input: "2").status == 0)
         #expect(watch.waitForLine(containing: "changed \(s) w") != nil, "\(watch.stderr)")
@@ -201,14 +206,15 @@ struct KWalletTests {
         #expect(watch.waitForLine(containing: "deleted \(s) w") != nil, "\(watch.stderr)")
     }
 
-    /// Runs a peer's store, once more if kwalletd5 refused its session (the peer's own defect,
-    /// about 1 in 100), and expects it to succeed.
-    private func peer(_ store: () throws -> ProcessResult) throws {
-        var result = try store()
-        if result.status != 0 {
-            print("a peer's store failed on kwalletd5, tried again: \(result.stderr)")
-            result = try store()
+    /// A peer's command, run again (twice at most) when it failed with a message: libsecret's and
+    /// SecretStorage's own sessions fail on kwalletd5 about once in 100 (theirs, not ours). A
+    /// plain miss (exit 1, nothing said) is not run again.
+    private func peer(_ run: () throws -> ProcessResult) throws -> ProcessResult {
+        var result = try run()
+        for _ in 0..<2 where result.status != 0 && !result.stderr.isEmpty {
+            print("a peer failed on kwalletd5, run again: \(result.stderr)")
+            result = try run()
         }
-        #expect(result.status == 0, "\(result.stderr)")
+        return result
     }
 }
