@@ -207,10 +207,10 @@ uninstall:
 		$(SHAREDIR)/man/man1/docker-credential-keychain-cli.1
 
 lint:
-	$(SWIFT) format lint --strict -r Sources Tests bench Fuzz Package.swift
+	$(SWIFT) format lint --strict -r Sources Tests bench Fuzz Examples Package.swift
 
 format:
-	$(SWIFT) format format -i -r Sources Tests bench Fuzz Package.swift
+	$(SWIFT) format format -i -r Sources Tests bench Fuzz Examples Package.swift
 
 clean:
 	rm -rf .build

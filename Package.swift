@@ -7,6 +7,8 @@ let package = Package(
     products: [
         .executable(name: "keychain-cli", targets: ["keychain-cli"]),
         .library(name: "KeychainCore", targets: ["KeychainCore"]),
+        // The facade and the vault alone: links swift-crypto, not GIO, libsecret, libgcrypt or libcurl.
+        .library(name: "KeychainVault", targets: ["KeychainFacade", "KeychainVault"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.6.0"),
@@ -31,15 +33,64 @@ let package = Package(
         // The OpenBao backend's HTTP client: libcurl's headers at build time, the library loaded
         // with dlopen on first use (see the shim), so that the other backends never load it.
         .systemLibrary(name: "CCurl", providers: [.apt(["libcurl4-openssl-dev"])]),
+        // The library, one target per layer (docs/development.md): each depends only on the ones
+        // below it, so the compiler keeps the arrows pointing down.
+        .target(name: "KeychainSystem", dependencies: ["CLinux"]),
+        .target(name: "KeychainCredentials", dependencies: ["KeychainSystem"]),
+        // The seam: SecretStore and what every backend shares. Crypto for the items' fingerprints.
+        .target(
+            name: "KeychainStore",
+            dependencies: ["KeychainSystem", "KeychainCredentials", .product(name: "Crypto", package: "swift-crypto")]
+        ),
+        .target(
+            name: "KeychainSecrets",
+            dependencies: ["KeychainStore", "KeychainSystem", .product(name: "Crypto", package: "swift-crypto")]
+        ),
+        .target(name: "KeychainFormats", dependencies: ["KeychainStore", "KeychainSystem"]),
+        .target(
+            name: "KeychainAge",
+            dependencies: [
+                "KeychainSystem",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "CryptoExtras", package: "swift-crypto"),
+            ]
+        ),
+        .target(
+            name: "KeychainVault",
+            dependencies: ["KeychainStore", "KeychainSystem", "KeychainFormats", "KeychainAge"]
+        ),
+        // GLib and GIO shared by the Secret Service client and provider.
+        .target(name: "KeychainGLib", dependencies: ["CLibSecret"]),
+        // The Secret Service's encrypted session, both sides (libgcrypt).
+        .target(name: "KeychainSecretSession", dependencies: ["KeychainStore", "KeychainSystem", "CLibGcrypt"]),
+        .target(
+            name: "KeychainSecretService",
+            dependencies: [
+                "KeychainStore", "KeychainSystem", "KeychainCredentials", "KeychainGLib", "KeychainSecretSession",
+                "CLibSecret",
+            ]
+        ),
+        .target(
+            name: "KeychainProvider",
+            dependencies: ["KeychainStore", "KeychainSystem", "KeychainGLib", "KeychainSecretSession", "CLibSecret"]
+        ),
+        .target(name: "KeychainOpenBao", dependencies: ["KeychainStore", "KeychainSystem", "CCurl"]),
+        // The facade knows the seam only; KeychainCore adds the desktop's default store.
+        .target(name: "KeychainFacade", dependencies: ["KeychainStore", "KeychainSystem"]),
         .target(
             name: "KeychainCore",
             dependencies: [
-                "CLinux",
-                "CCurl",
-                "CLibSecret",
-                "CLibGcrypt",
+                "KeychainSystem", "KeychainCredentials", "KeychainStore", "KeychainSecrets", "KeychainFormats",
+                "KeychainAge", "KeychainVault", "KeychainSecretService", "KeychainProvider", "KeychainOpenBao",
+                "KeychainFacade",
+            ]
+        ),
+        // Each parser of untrusted bytes as a fuzzing entry point (keychain-fuzz, the corpus tests).
+        .target(
+            name: "KeychainFuzzTargets",
+            dependencies: [
+                "KeychainStore", "KeychainCredentials", "KeychainFormats", "KeychainAge", "KeychainVault",
                 .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "CryptoExtras", package: "swift-crypto"),
             ]
         ),
         .executableTarget(
@@ -51,7 +102,10 @@ let package = Package(
             ]
         ),
         // `make fuzz`: libFuzzer over the parsers of untrusted bytes; otherwise a corpus replayer.
-        .executableTarget(name: "keychain-fuzz", dependencies: ["KeychainCore"], path: "Fuzz/keychain-fuzz"),
+        .executableTarget(name: "keychain-fuzz", dependencies: ["KeychainFuzzTargets"], path: "Fuzz/keychain-fuzz"),
+        // A program on the KeychainVault product alone (LibraryLinkTests: what it links).
+        .executableTarget(
+            name: "vault-only", dependencies: ["KeychainFacade", "KeychainVault"], path: "Examples/vault-only"),
         // `make bench`: the in-process cache benchmark (not installed).
         .executableTarget(name: "keychain-bench", dependencies: ["KeychainCore"], path: "bench/keychain-bench"),
         // Shared by the test targets: child processes, the private keyring session, the CLI runner.
@@ -59,10 +113,14 @@ let package = Package(
         // The engine over InMemorySecretStore: no backend, no processes.
         .testTarget(
             name: "KeychainCoreTests",
-            dependencies: ["KeychainCore", .product(name: "Crypto", package: "swift-crypto")]),
+            dependencies: [
+                "KeychainCore", "KeychainSecretSession", "KeychainFuzzTargets",
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]
+        ),
         // The built binary: help, exit codes, input and output rules, terminals (via expect).
         .testTarget(name: "CLITests", dependencies: ["TestSupport"]),
         // SecretServiceStore against a real gnome-keyring; interop with secret-tool and python keyring.
-        .testTarget(name: "IntegrationTests", dependencies: ["KeychainCore", "TestSupport"]),
+        .testTarget(name: "IntegrationTests", dependencies: ["KeychainCore", "KeychainSecretService", "TestSupport"]),
     ]
 )

@@ -5,7 +5,7 @@ import Glibc
 //   make fuzz                                  every target for FUZZ_SECONDS each (default 600)
 //   KEYCHAIN_FUZZ_TARGET=template .build-fuzz/debug/keychain-fuzz Fuzz/corpus/template
 //   .build/debug/keychain-fuzz template FILE…  (replay)
-import KeychainCore
+import KeychainFuzzTargets
 
 /// The target libFuzzer drives: `$KEYCHAIN_FUZZ_TARGET`.
 /// Writes `text` to standard error.

@@ -4,7 +4,8 @@ import Synchronization
 import TestSupport
 import Testing
 
-@_spi(Testing) @testable import KeychainCore
+@testable import KeychainCore
+@_spi(Testing) @testable import KeychainSecretService
 
 /// The only suite that calls libsecret inside the test process: GDBus keeps one session-bus
 /// connection per process, so this suite exports its private bus to the process before the

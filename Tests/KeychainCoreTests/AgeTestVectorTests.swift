@@ -2,6 +2,7 @@ import Crypto
 import Foundation
 import Testing
 
+@testable import KeychainAge
 @testable import KeychainCore
 
 /// The C2SP/CCTV age test vectors (age/internal/tests), restated as facts: each case builds, with

@@ -1,3 +1,4 @@
+@testable import KeychainAge
 @testable import KeychainCore
 
 // The cases of C2SP/CCTV's age/internal/tests, by the name of their generator, each built from

@@ -1,5 +1,6 @@
 import Testing
 
+@testable import KeychainAge
 @testable import KeychainCore
 
 /// BIP173's published test vectors, and age's key formats.

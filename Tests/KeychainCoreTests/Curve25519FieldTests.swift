@@ -1,6 +1,7 @@
 import Crypto
 import Testing
 
+@testable import KeychainAge
 @testable import KeychainCore
 
 /// The field arithmetic behind ssh-ed25519 recipients, checked against swift-crypto: the

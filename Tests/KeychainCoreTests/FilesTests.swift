@@ -2,6 +2,8 @@ import Foundation
 import Testing
 
 @testable import KeychainCore
+@testable import KeychainFormats
+@testable import KeychainSystem
 
 @Suite("Files: atomic writes")
 struct FilesTests {

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 @testable import KeychainCore
+@testable import KeychainFuzzTargets
 
 /// Every input in `Fuzz/corpus` (the seeds, and each crash or hang `make fuzz` ever found, kept as
 /// a regression) goes through its parser again here, in an ordinary build: none may crash or hang.

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 @testable import KeychainCore
+@testable import KeychainSystem
 
 /// The masking of `exec`'s output, as a stream: the same result however the output is split
 /// into writes, and no byte of any form left showing.

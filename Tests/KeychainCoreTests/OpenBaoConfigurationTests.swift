@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 @testable import KeychainCore
+@testable import KeychainOpenBao
 
 /// The openbao backend's settings from the environment, its paths and its field encoding, without
 /// a server (the server-side behaviour is in CLITests/OpenBaoTests and the cluster suite).

@@ -2,6 +2,7 @@ import FoundationEssentials
 import Testing
 
 @testable import KeychainCore
+@testable import KeychainSecrets
 
 /// `generate`'s random secrets: the alphabets, uniformity, and no modulo bias.
 @Suite("Random secrets")

@@ -1,6 +1,7 @@
 import Testing
 
 @testable import KeychainCore
+@testable import KeychainSecretService
 
 /// The Secret Service watcher reads an item once per batch of its signals, for the strongest
 /// reason among them, and anew after each deletion.

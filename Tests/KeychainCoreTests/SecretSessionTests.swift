@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 @testable import KeychainCore
+@testable import KeychainSecretSession
 
 private func bytes(_ hex: String) -> [UInt8] {
     var result: [UInt8] = []

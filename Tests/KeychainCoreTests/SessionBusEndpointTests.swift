@@ -1,6 +1,7 @@
 import Testing
 
 @testable import KeychainCore
+@testable import KeychainSecretService
 
 /// Which `$DBUS_SESSION_BUS_ADDRESS` values keychain-cli opens itself (a Unix socket by path or
 /// abstract name), and which it leaves to GIO (nil).

@@ -1,7 +1,9 @@
 import Foundation
 import Testing
 
+@testable import KeychainAge
 @testable import KeychainCore
+@testable import KeychainVault
 
 private let passphrase = Array("a passphrase".utf8)
 

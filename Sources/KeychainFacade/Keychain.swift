@@ -1,0 +1,238 @@
+import FoundationEssentials
+import KeychainStore
+import KeychainSystem
+
+/// The secrets of one service, read and written through a ``SecretStore``.
+///
+/// Reads are cache-aside: the first read of a key asks the backend, later reads of the same key
+/// are served from memory until this instance writes, deletes or resets that key (or
+/// ``removeCachedSecrets()`` is called). While the instance watches (``watch(pollingEvery:_:)``,
+/// ``changes(pollingEvery:)``), every change another program makes removes its key from the cache;
+/// otherwise their writes are not seen while a value is cached (create a new `Keychain`, or clear
+/// the cache, to read them). All methods are thread-safe.
+///
+/// ```swift
+/// let keychain = try Keychain(service: "my-app")          // the desktop's Secret Service
+/// try keychain.set("s3cr3t", for: KeychainKey("api-token"))
+/// let token = try keychain.string(for: KeychainKey("api-token"))
+/// ```
+public final class Keychain: Sendable {
+    /// The largest secret accepted, in bytes. Larger secrets are refused, never truncated.
+    public static let maximumSecretSize = KeychainStore.maximumSecretSize
+
+    /// The service whose items this instance reads and writes.
+    public let service: ServiceName
+    /// The backend.
+    public let store: any SecretStore
+
+    private struct Cache {
+        var secrets: [KeychainKey: Data] = [:]
+        // Bumped by every write so that a read racing a write never caches the older value.
+        var generation = 0
+    }
+
+    private let cache = Locked(Cache())
+    /// The backend's watch and its subscribers (see KeychainChanges.swift).
+    let watching = Locked(Watching())
+    /// Held while the backend's watch starts, so that two subscribers start one.
+    let watchStart = Locked(())
+
+    /// A keychain for `service` on `store`.
+    public init(service: ServiceName, store: any SecretStore) {
+        self.service = service
+        self.store = store
+    }
+
+    /// A watch still running when the instance goes away is stopped, not left running.
+    deinit {
+        watching.withLock { $0.watch }?.cancel()
+    }
+
+    /// A keychain for the service named `service` on `store`.
+    /// - Throws: ``KeychainError/invalidName(kind:reason:)`` when `service` is not a valid name.
+    public convenience init(service: String, store: any SecretStore) throws {
+        self.init(service: try ServiceName(service), store: store)
+    }
+
+    // MARK: Reading
+
+    /// The secret stored under `key`, or `nil` when there is none.
+    /// - Throws: ``KeychainError`` when the backend cannot answer.
+    public func data(for key: KeychainKey) throws -> Data? {
+        let (cached, generation) = cache.withLock { ($0.secrets[key], $0.generation) }
+        if let cached { return cached }
+        guard let secret = try store.secret(service: service, key: key) else { return nil }
+        cache.withLock {
+            if $0.generation == generation { $0.secrets[key] = secret }
+        }
+        return secret
+    }
+
+    /// Whether a secret is stored under `key`, without reading it where the backend allows (see
+    /// ``SecretStore/containsSecret(service:key:)``); a cached secret answers at once.
+    /// - Throws: ``KeychainError`` when the backend cannot answer.
+    public func exists(_ key: KeychainKey) throws -> Bool {
+        if cache.withLock({ $0.secrets[key] != nil }) { return true }
+        return try store.containsSecret(service: service, key: key)
+    }
+
+    /// `keychain[key]`: the secret stored under `key`, as ``data(for:)``. Throws, never hides an error.
+    public subscript(key: KeychainKey) -> Data? {
+        get throws { try data(for: key) }
+    }
+
+    /// `keychain[string: key]`: the secret as UTF-8 text, as ``string(for:)``.
+    public subscript(string key: KeychainKey) -> String? {
+        get throws { try string(for: key) }
+    }
+
+    /// `keychain[key, as: T.self]`: the secret decoded from JSON, as ``value(_:for:)``.
+    public subscript<T: Decodable>(key: KeychainKey, as type: T.Type) -> T? {
+        get throws { try value(type, for: key) }
+    }
+
+    /// The secret stored under `key` as UTF-8 text, or `nil` when there is none.
+    /// - Throws: ``KeychainError/invalidData(key:reason:)`` when the secret is not valid UTF-8,
+    ///   or any ``KeychainError`` of ``data(for:)``.
+    public func string(for key: KeychainKey) throws -> String? {
+        guard let data = try data(for: key) else { return nil }
+        guard let text = String(validating: data, as: UTF8.self) else {
+            throw KeychainError.invalidData(
+                key: key.rawValue, reason: "is not UTF-8 text; read it as bytes (data(for:))")
+        }
+        return text
+    }
+
+    /// The secret stored under `key` decoded from JSON as `type`, or `nil` when there is none.
+    /// - Throws: ``KeychainError/invalidData(key:reason:)`` when it does not decode as `type`,
+    ///   or any ``KeychainError`` of ``data(for:)``.
+    public func value<T: Decodable>(_ type: T.Type, for key: KeychainKey) throws -> T? {
+        guard let data = try data(for: key) else { return nil }
+        do {
+            return try JSONDecoder().decode(T.self, from: data)
+        } catch {
+            throw KeychainError.invalidData(
+                key: key.rawValue, reason: "does not decode as \(T.self). Store it again with set(value:for:)")
+        }
+    }
+
+    // MARK: Writing
+
+    /// Stores `secret` under `key`, replacing any secret there.
+    /// - Throws: ``KeychainError/secretTooLarge(limit:)`` above ``maximumSecretSize``,
+    ///   or any ``KeychainError`` of the backend.
+    public func set(_ secret: Data, for key: KeychainKey) throws {
+        guard secret.count <= Self.maximumSecretSize else {
+            throw KeychainError.secretTooLarge(limit: Self.maximumSecretSize)
+        }
+        defer { invalidate(key) }
+        try recordingEchoes(of: [key], [.created, .changed]) {
+            (try store.setSecret(secret, service: service, key: key), 1)
+        }
+    }
+
+    /// Stores `secret` under `key` only if nothing is stored there (see
+    /// ``SecretStore/addSecret(_:service:key:)`` for which backends decide that atomically).
+    /// - Returns: false, and nothing stored, when a secret is already there.
+    /// - Throws: as ``set(_:for:)-(Data,_)``.
+    public func add(_ secret: Data, for key: KeychainKey) throws -> Bool {
+        guard secret.count <= Self.maximumSecretSize else {
+            throw KeychainError.secretTooLarge(limit: Self.maximumSecretSize)
+        }
+        defer { invalidate(key) }
+        return try recordingEchoes(of: [key], [.created]) {
+            let added = try store.addSecret(secret, service: service, key: key)
+            return (added, added ? 1 : 0)
+        }
+    }
+
+    /// Stores `text` as UTF-8 under `key`.
+    /// - Throws: see ``set(_:for:)-(Data,_)``.
+    public func set(_ text: String, for key: KeychainKey) throws {
+        try set(Data(text.utf8), for: key)
+    }
+
+    /// Stores `value` encoded as JSON under `key`.
+    /// - Throws: ``KeychainError/invalidData(key:reason:)`` when `value` does not encode,
+    ///   or see ``set(_:for:)-(Data,_)``.
+    public func set<T: Encodable>(value: T, for key: KeychainKey) throws {
+        let data: Data
+        do {
+            data = try JSONEncoder().encode(value)
+        } catch {
+            throw KeychainError.invalidData(key: key.rawValue, reason: "could not be encoded as JSON: \(error)")
+        }
+        try set(data, for: key)
+    }
+
+    /// Stores `secrets`, of this service or any other, through this keychain's backend in as
+    /// few steps as it allows (the vault: one write, all or nothing), and forgets cached secrets.
+    /// - Parameter progress: told how many are stored so far.
+    /// - Throws: ``KeychainError/secretTooLarge(limit:)`` before anything is stored when one is
+    ///   above ``maximumSecretSize``, or any ``KeychainError`` of the backend.
+    public func storeAll(_ secrets: [SecretToStore], progress: (Int) -> Void = { _ in }) throws {
+        guard secrets.allSatisfy({ $0.secret.count <= Self.maximumSecretSize }) else {
+            throw KeychainError.secretTooLarge(limit: Self.maximumSecretSize)
+        }
+        defer { removeCachedSecrets() }
+        let mine = Set(secrets.lazy.filter { $0.service == self.service }.map(\.key))
+        try recordingEchoes(of: mine, [.created, .changed]) {
+            (try store.setSecrets(secrets, progress: progress), mine.count)
+        }
+    }
+
+    /// Removes the item stored under `key`.
+    /// - Returns: `false` when there was no such item.
+    /// - Throws: any ``KeychainError`` of the backend.
+    @discardableResult
+    public func delete(_ key: KeychainKey) throws -> Bool {
+        defer { invalidate(key) }
+        return try recordingEchoes(of: [key], [.deleted]) {
+            let deleted = try store.deleteSecret(service: service, key: key)
+            return (deleted, deleted ? 1 : 0)
+        }
+    }
+
+    /// Removes every item of this service (and of no other).
+    /// - Returns: how many items were removed.
+    /// - Throws: any ``KeychainError`` of the backend.
+    @discardableResult
+    public func reset() throws -> Int {
+        defer { removeCachedSecrets() }
+        return try recordingEchoes(of: nil, [.deleted]) {
+            let count = try store.deleteAll(service: service)
+            return (count, count)
+        }
+    }
+
+    // MARK: Listing
+
+    /// Metadata of this service's items, sorted by key. Never reads secrets.
+    /// - Throws: any ``KeychainError`` of the backend.
+    public func items() throws -> [ItemInfo] {
+        try store.items(service: service).sorted { $0.key < $1.key }
+    }
+
+    /// Metadata of the items of every service in the backend, sorted by service, then key.
+    /// - Throws: any ``KeychainError`` of the backend.
+    public func itemsOfAllServices() throws -> [ItemInfo] {
+        try store.items(service: nil).sorted { ($0.service, $0.key) < ($1.service, $1.key) }
+    }
+
+    // MARK: Cache
+
+    /// Forgets every cached secret, so the next reads ask the backend again.
+    public func removeCachedSecrets() {
+        cache.withLock {
+            $0.secrets.removeAll()
+            $0.generation += 1
+        }
+    }
+
+    func invalidate(_ key: KeychainKey) {
+        cache.withLock {
+            $0.secrets[key] = nil
+            $0.generation += 1
+        }
+    }
+}

@@ -1,0 +1,155 @@
+import FoundationEssentials
+import KeychainStore
+import KeychainSystem
+
+/// The JSON document of `export --format json`: every item exactly (binary secrets as base64).
+package struct ExportDocument: Codable, Sendable {
+    package static let formatName = "keychain-cli-export"
+    package var format = Self.formatName
+    package var version = 1
+    package var items: [VaultDocument.Item]
+
+    package init(items: [VaultDocument.Item]) {
+        self.items = items
+    }
+}
+
+/// `SERVICE/KEY` for a message, or only what it looks like when a part of it looks like a secret
+/// (an item whose key and secret fields were swapped).
+package func shownItem(_ service: ServiceName, _ key: KeychainKey) -> String {
+    let name = "\(service.rawValue)/\(key.rawValue)"
+    if let kind = secretKind(inAnyPartOf: name) { return "an item named with \(kind) (not shown)" }
+    return escapedForDisplay(name)
+}
+
+/// What `import` reads: an export document, a vault's plaintext, or dotenv lines.
+package enum ImportFile {
+    /// Every item of an export file (JSON, or dotenv lines for `defaultService`), validated, with
+    /// an entry given twice with the same secret kept once.
+    /// - Parameter json: the format, or nil to judge by the content ({ or [ first means JSON).
+    /// - Throws: ``FormatError`` for the first problem, naming the line or item and the reason.
+    package static func items(of text: String, source: String, json: Bool?, defaultService: ServiceName)
+        throws -> [SecretToStore]
+    {
+        // Judged scalar by scalar, after a byte order mark and white space: a JSON document starts
+        // with { (an export) or [ (refused below with its own message, not read as dotenv).
+        let start = text.unicodeScalars.first { !$0.properties.isWhitespace && $0 != "\u{FEFF}" }
+        let isJSON = json ?? (start == "{" || start == "[")
+        // Nothing at all is most often a command before the pipe that failed (export | import).
+        guard start != nil else {
+            throw FormatError("\(source) is empty; nothing was stored. Did the command that writes it fail?")
+        }
+        var items: [SecretToStore] = []
+        if isJSON {
+            if start == "[" {
+                throw FormatError(
+                    "\(source) is a JSON array; an export document is an object: "
+                        + "{\"format\": \"keychain-cli-export\", \"version\": 1, \"items\": [...]}")
+            }
+            let document: ExportDocument
+            do {
+                let decoder = JSONDecoder()
+                decoder.dateDecodingStrategy = .iso8601  // a vault's document has dates
+                let json = text.unicodeScalars.first == "\u{FEFF}" ? Data(text.utf8.dropFirst(3)) : Data(text.utf8)
+                document = try decoder.decode(ExportDocument.self, from: json)
+            } catch let error as DecodingError {
+                throw FormatError("\(source) is not a keychain-cli export document: \(describe(error))")
+            } catch {
+                throw FormatError("\(source) is not a keychain-cli export document")
+            }
+            if let repeated = RepeatedMember.first(in: text.utf8) {
+                throw FormatError(
+                    "\(source): \(repeated.item.map { "item \($0)" } ?? "the document") has the field "
+                        + "\(quotedValue(repeated.name, expected: "a field name")) twice; nothing was stored. JSON tools differ on "
+                        + "which one counts (python and jq read the last): keep one")
+            }
+            // An export, or a vault's plaintext (age --decrypt vault.age | keychain-cli import).
+            guard VaultDocument.formats.contains(document.format), document.version == 1 else {
+                throw FormatError(
+                    "\(source): format \(quotedValue(document.format, expected: "a format")) version \(document.version) "
+                        + "is not one this version reads (keychain-cli-export or a vault's document, version 1). "
+                        + "Export it again with this version, or read it with the version that wrote it"
+                )
+            }
+            for (index, entry) in document.items.enumerated() {
+                let location = "\(source): item \(index + 1)"
+                guard ["utf8", "base64"].contains(entry.encoding) else {
+                    throw FormatError(
+                        "\(location): the encoding \(quotedValue(entry.encoding, expected: "an encoding")) is not one this version reads "
+                            + "(utf8 or base64)")
+                }
+                guard let secret = entry.bytes else {
+                    throw FormatError("\(location): the secret does not decode as \(entry.encoding)")
+                }
+                items.append(try item(entry.service, entry.key, secret, at: location))
+            }
+        } else {
+            for pair in try DotEnv.parse(text, source: source) {
+                items.append(
+                    try item(
+                        defaultService.rawValue, pair.name, Data(pair.value.utf8), at: "\(source):\(pair.line)"))
+            }
+        }
+        // The same item twice with the same secret (a backup of two tools' items under one
+        // name) is one item; two different secrets under one name are refused.
+        var unique: [SecretToStore] = []
+        var first: [String: Int] = [:]
+        for (index, item) in items.enumerated() {
+            let address = "\(item.service.rawValue)\u{0}\(item.key.rawValue)"
+            guard let earlier = first[address] else {
+                first[address] = index
+                unique.append(item)
+                continue
+            }
+            if items[earlier].secret != item.secret {
+                throw FormatError(
+                    "\(source): \(shownItem(item.service, item.key)) appears twice with different secrets "
+                        + "(entries \(earlier + 1) and \(index + 1)); nothing was stored. Keep the one you want")
+            }
+        }
+        return unique
+    }
+
+    /// What is wrong in a JSON document, by item number and field, for people rather than
+    /// Swift's coding paths.
+    private static func describe(_ error: DecodingError) -> String {
+        func place(_ path: [any CodingKey]) -> String {
+            var words: [String] = []
+            for key in path {
+                if let index = key.intValue {
+                    words.append("item \(index + 1)")
+                } else if key.stringValue != "items" {
+                    words.append("field '\(key.stringValue)'")
+                }
+            }
+            return words.isEmpty ? "the document" : words.joined(separator: ", ")
+        }
+        switch error {
+        case .keyNotFound(let key, let context):
+            let holder = place(context.codingPath)
+            return "\(holder == "the document" ? "it" : holder) has no field '\(key.stringValue)'"
+        case .typeMismatch(let type, let context), .valueNotFound(let type, let context):
+            let expected = type == String.self ? "text" : type == Int.self ? "a whole number" : "\(type)"
+            return "\(place(context.codingPath)) should be \(expected)"
+        case .dataCorrupted(let context):
+            return context.codingPath.isEmpty
+                ? "it is not valid JSON. `python3 -m json.tool FILE` or `jq . FILE` names the line at fault"
+                : "\(place(context.codingPath)) is not valid (\(context.debugDescription))"
+        @unknown default:
+            return "it does not have the shape of one"
+        }
+    }
+
+    private static func item(_ service: String, _ key: String, _ secret: Data, at location: String) throws
+        -> SecretToStore
+    {
+        do {
+            guard secret.count <= maximumSecretSize else {
+                throw KeychainError.secretTooLarge(limit: maximumSecretSize)
+            }
+            return SecretToStore(service: try ServiceName(service), key: try KeychainKey(key), secret: secret)
+        } catch let error as KeychainError {
+            throw FormatError("\(location): \(error.description)")
+        }
+    }
+}

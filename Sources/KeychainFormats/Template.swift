@@ -1,0 +1,126 @@
+import KeychainSystem
+
+/// One `{{ keychain://SERVICE/KEY }}` in a template.
+package struct TemplateReference: Sendable {
+    /// Where it is in the template, in bytes.
+    package var range: Range<Int>
+    /// The whole reference, as written.
+    package var text: String
+    package var service: String
+    package var key: String
+    /// "FILE:LINE", for messages.
+    package var location: String
+
+    package static let scheme = Array("keychain://".utf8)
+
+    /// The references of the UTF-8 `template`, in order, found in one pass over its bytes (lines
+    /// are counted as the scan goes, so 20,000 references cost no more than one). `{{ … }}` that do
+    /// not start with keychain:// are left alone. A keychain:// reference that is not closed by
+    /// `}}` on its line, or has no service or key, is a usage error naming the line.
+    package static func all(in template: [UInt8], source: String) throws(FormatError) -> [TemplateReference] {
+        let open = (UInt8(ascii: "{"), UInt8(ascii: "{"))
+        let close = (UInt8(ascii: "}"), UInt8(ascii: "}"))
+        var references: [TemplateReference] = []
+        var line = 1
+        var counted = 0  // bytes before this offset have been counted into `line`
+        var index = 0
+        while let start = find(open, in: template, from: index) {
+            line += template[counted..<start].count(where: { $0 == UInt8(ascii: "\n") })
+            counted = start
+            let innerStart = skipSpaces(template, from: start + 2)
+            index = start + 2
+            guard template[innerStart...].starts(with: scheme) else { continue }
+            let location = "\(source):\(line)"
+            // The reference ends at the first }} on its line; a line end or another {{ first means
+            // it was never closed.
+            var end = innerStart
+            while end < template.count - 1 && !(template[end] == close.0 && template[end + 1] == close.1) {
+                if template[end] == UInt8(ascii: "\n") || (template[end] == open.0 && template[end + 1] == open.1) {
+                    break
+                }
+                end += 1
+            }
+            guard end < template.count - 1, template[end] == close.0, template[end + 1] == close.1 else {
+                let shown = String(decoding: template[innerStart..<min(end, innerStart + 200)], as: UTF8.self)
+                throw FormatError(
+                    "\(location): \(shownReference(String(shown.trimming(leading: false, where: isSpaceOrTab)), closed: false)) is not closed by }} on its line; "
+                        + "nothing was written. Write {{ keychain://SERVICE/KEY }}", isUsageError: true)
+            }
+            let inner = String(
+                String(decoding: template[innerStart..<end], as: UTF8.self).trimming(
+                    leading: false, where: isSpaceOrTab))
+            index = end + 2
+            let path = inner.dropFirst(scheme.count)
+            guard let slash = path.firstIndex(ofScalar: "/"), slash != path.startIndex,
+                path.unicodeScalars.index(after: slash) != path.endIndex
+            else {
+                throw FormatError(
+                    "\(location): \(shownReference(inner, closed: true)) should be {{ keychain://SERVICE/KEY }}; "
+                        + "nothing was written", isUsageError: true)
+            }
+            references.append(
+                TemplateReference(
+                    range: start..<(end + 2), text: inner, service: String(path[..<slash]),
+                    key: String(path[path.unicodeScalars.index(after: slash)...]), location: location))
+        }
+        return references
+    }
+
+    /// `template` with each of `references` (found in it by ``all(in:source:)``) replaced by
+    /// `value(reference)`, handed to `write` in blocks of about 64 KiB as it is made, so that a
+    /// result of gigabytes (a large secret referenced thousands of times) takes no more memory
+    /// than one block and one value. The bytes between references are kept as they are.
+    package static func render(
+        _ template: [UInt8], replacing references: [TemplateReference], with value: (TemplateReference) -> String,
+        into write: ([UInt8]) throws(FileError) -> Void
+    ) throws(FileError) {
+        let blockSize = 65_536
+        var block: [UInt8] = []
+        block.reserveCapacity(blockSize)
+        func append(_ bytes: some Collection<UInt8>) throws(FileError) {
+            if block.count + bytes.count > blockSize && !block.isEmpty {
+                try write(block)
+                block.removeAll(keepingCapacity: true)
+            }
+            if bytes.count >= blockSize {
+                try write(Array(bytes))
+            } else {
+                block += bytes
+            }
+        }
+        var cursor = 0
+        for reference in references {
+            try append(template[cursor..<reference.range.lowerBound])
+            try append(value(reference).utf8)
+            cursor = reference.range.upperBound
+        }
+        try append(template[cursor...])
+        if !block.isEmpty { try write(block) }
+    }
+
+    /// A reference for a message: `'{{ TEXT }}'` escaped, or only what it holds when that looks
+    /// like a secret (a token pasted into a template).
+    private static func shownReference(_ text: String, closed: Bool) -> String {
+        if let kind = secretKind(inAnyPartOf: text) { return "a reference holding \(kind) (not shown)" }
+        return "'{{ \(escapedForDisplay(text))\(closed ? " }}" : "")'"
+    }
+
+    /// The offset of the next `pair` of bytes at or after `from`.
+    private static func find(_ pair: (UInt8, UInt8), in bytes: [UInt8], from: Int) -> Int? {
+        var index = from
+        while index < bytes.count - 1 {
+            guard let next = bytes[index..<(bytes.count - 1)].firstIndex(of: pair.0) else { return nil }
+            if bytes[next + 1] == pair.1 { return next }
+            index = next + 1
+        }
+        return nil
+    }
+
+    private static func skipSpaces(_ bytes: [UInt8], from: Int) -> Int {
+        var index = from
+        while index < bytes.count && (bytes[index] == UInt8(ascii: " ") || bytes[index] == UInt8(ascii: "\t")) {
+            index += 1
+        }
+        return index
+    }
+}

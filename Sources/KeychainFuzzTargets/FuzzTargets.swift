@@ -1,0 +1,82 @@
+import Crypto
+import FoundationEssentials
+import KeychainAge
+import KeychainCredentials
+import KeychainFormats
+import KeychainStore
+import KeychainVault
+
+/// The parsers that read untrusted bytes, one entry point each, for `make fuzz` (libFuzzer) and
+/// for replaying the fuzz corpora in the tests. Each runs one parser on `bytes` and throws away
+/// the result or the error: a crash, a hang or a sanitizer report is what counts.
+package enum FuzzTargets {
+    /// The target names, as `KEYCHAIN_FUZZ_TARGET` and the corpus folders under `Fuzz/corpus` spell them.
+    package static let names = [
+        "age-header", "age-payload", "vault-document", "import", "env-file", "template", "credential", "age-keys",
+    ]
+
+    /// Runs the parser `name` on `bytes`; false for an unknown name.
+    package static func run(_ name: String, _ bytes: [UInt8]) -> Bool {
+        switch name {
+        case "age-header":
+            // The header grammar only: the passphrase is refused before scrypt would run.
+            // Recipient stanzas go to an X25519 and an ssh-ed25519 identity.
+            _ = try? AgeFile.decrypt(bytes, known: nil, identities: fuzzIdentities) {
+                throw AgeFile.Failure.wrongPassphrase
+            }
+        case "age-payload":
+            // The STREAM payload after a known header, whose file key is at hand without scrypt;
+            // forged chunks stop at their tag, so the same bytes also go round as a plaintext,
+            // which must come back unchanged whatever its length and chunking.
+            _ = try? AgeFile.decrypt(fuzzHeader.bytes + bytes, known: fuzzHeader) { [] }
+            let sealed = try! AgeFile.encrypt(bytes, header: fuzzHeader)
+            let opened = try! AgeFile.decrypt(sealed, known: fuzzHeader) { [] }.plaintext
+            precondition(opened == bytes, "an age round trip changed the plaintext")
+        case "vault-document":
+            _ = try? fuzzVault.decode(bytes)
+        case "import":
+            let text = String(decoding: bytes, as: UTF8.self)
+            let service = try! ServiceName("fuzz")
+            _ = try? ImportFile.items(of: text, source: "fuzz", json: nil, defaultService: service)
+        case "env-file":
+            _ = try? EnvironmentMapping.parse(String(decoding: bytes, as: UTF8.self), path: "fuzz")
+        case "template":
+            _ = try? TemplateReference.all(in: bytes, source: "fuzz")
+        case "credential":
+            // What git and docker hand their helpers, and the locations keyed backends store.
+            if let credential = GitCredentialMessage.parse(bytes) {
+                _ = GitCredentialMessage.format(credential)
+                let location = credential.location
+                precondition(
+                    NetworkCredential(location: location).map { $0.location == location } ?? true,
+                    "a location did not read back as itself")
+            }
+            _ = NetworkCredential(location: String(decoding: bytes, as: UTF8.self))
+            _ = try? JSONDecoder().decode(RegistryCredential.self, from: Data(bytes))
+        case "age-keys":
+            // Recipients files, identity files, and the binary OpenSSH private key format.
+            let text = String(decoding: bytes, as: UTF8.self)
+            _ = try? VaultRecipient.parse(recipientsFile: text)
+            _ = VaultIdentity.parse(identityFile: text)
+            _ = VaultIdentity.parse(
+                identityFile: "-----BEGIN OPENSSH PRIVATE KEY-----\n\(Data(bytes).base64EncodedString())\n"
+                    + "-----END OPENSSH PRIVATE KEY-----\n")
+        default:
+            return false
+        }
+        return true
+    }
+
+    /// A header made once with the lowest work factor, so that payloads can be tried against it.
+    private static let fuzzHeader = try! AgeFile.makeHeader(
+        passphrase: Array("fuzz".utf8), workFactor: 1)
+    private static let fuzzIdentities: [any AgeIdentity] = {
+        let ssh = Curve25519.Signing.PrivateKey()
+        return [
+            AgeX25519.Identity(),
+            try! AgeSSHEd25519.Identity(
+                seed: Array(ssh.rawRepresentation), publicKey: Array(ssh.publicKey.rawRepresentation)),
+        ]
+    }()
+    private static let fuzzVault = VaultStore(path: "/nonexistent/fuzz.age", workFactor: 1) { _ in [] }
+}

@@ -1,0 +1,65 @@
+package import CLibSecret
+
+// Small conversions between GLib's C types and Swift's, shared by the Secret Service files.
+
+/// A `GHashTable` of strings to strings, as libsecret takes attributes. The caller unrefs it.
+package func makeAttributes(_ pairs: some Sequence<(key: String, value: String)>) -> OpaquePointer {
+    let table = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free)!
+    for (name, value) in pairs {
+        g_hash_table_insert(table, g_strdup(name), g_strdup(value))
+    }
+    return table
+}
+
+/// The name of the D-Bus error a remote peer answered with, or nil for a local error.
+package func remoteErrorName(_ error: UnsafeMutablePointer<GError>) -> String? {
+    g_dbus_error_get_remote_error(error).map { name in
+        defer { g_free(name) }
+        return String(cString: name)
+    }
+}
+
+/// The strings of a NULL-terminated `gchar**`.
+package func strings(_ vector: UnsafeMutablePointer<UnsafeMutablePointer<gchar>?>?) -> [String] {
+    guard var cursor = vector else { return [] }
+    var result: [String] = []
+    while let string = cursor.pointee {
+        result.append(String(cString: string))
+        cursor += 1
+    }
+    return result
+}
+
+/// The string in child `index` of a tuple GVariant such as `(ss)`.
+package func variantString(_ tuple: OpaquePointer, child index: Int) -> String {
+    let child = g_variant_get_child_value(tuple, gsize(index))!
+    defer { g_variant_unref(child) }
+    return String(cString: g_variant_get_string(child, nil))
+}
+
+/// A new floating `ay` GVariant holding `bytes`: what variantBytes(_:child:) reads back.
+package func byteArrayVariant(_ bytes: [UInt8]) -> OpaquePointer {
+    bytes.withUnsafeBytes { buffer in
+        g_variant_new_fixed_array(keychain_cli_type_byte(), buffer.baseAddress, gsize(buffer.count), 1)!
+    }
+}
+
+/// The bytes of an `ay` GVariant, or of child `index` of a tuple GVariant.
+package func variantBytes(_ variant: OpaquePointer, child index: Int? = nil) -> [UInt8] {
+    if let index {
+        let child = g_variant_get_child_value(variant, gsize(index))!
+        defer { g_variant_unref(child) }
+        return variantBytes(child)
+    }
+    var count: gsize = 0
+    guard let base = g_variant_get_fixed_array(variant, &count, 1), count > 0 else { return [] }
+    return Array(UnsafeRawBufferPointer(start: base, count: Int(count)))
+}
+
+/// The value inside the first child of a `(v…)` reply, as Properties.Get and OpenSession return
+/// it; the caller unrefs it.
+package func propertyValue(_ reply: OpaquePointer) -> OpaquePointer {
+    let boxed = g_variant_get_child_value(reply, 0)!
+    defer { g_variant_unref(boxed) }
+    return g_variant_get_variant(boxed)!
+}

@@ -1,0 +1,268 @@
+internal import CLibSecret
+import FoundationEssentials
+import Glibc
+import KeychainStore
+import KeychainSystem
+
+/// The Secret Service (`org.freedesktop.secrets`) served from a ``DetailedSecretStore``: what
+/// `keychain-cli serve` runs, so that libsecret, python keyring, go-keyring and every other client
+/// keep their secrets in the vault, a team vault or OpenBao.
+///
+/// It serves the collection `login`, also the alias `default`, holding every item of the
+/// backend, and the collection `session`, whose items only its memory holds. Every write is
+/// stored in the backend before the client gets its reply, deciding what it overwrites on what
+/// the backend holds then (``DetailedSecretStore/addItem(_:details:at:)``,
+/// ``DetailedSecretStore/updateItem(at:movingTo:_:)``), and items other processes write
+/// meanwhile appear as the backend's watcher reports them. Secrets are read from the backend when
+/// asked for (the provider keeps no copy); the items' attributes, labels and dates are kept in
+/// memory to answer searches and properties: a view, never what decides a write.
+///
+/// GDBus runs it: everything happens on the thread that calls ``run(watching:)``, one call at a
+/// time, which is what keeps the backend's writes in the order clients made them.
+public final class SecretServiceProvider: @unchecked Sendable {
+    // @unchecked: the state below is touched only on the main loop's thread (every D-Bus call and
+    // every reload run there); the backend's watcher thread only sets `reloadPending` and wakes
+    // the loop.
+
+    /// How a ``run(watching:)`` ended.
+    public enum Exit: Sendable {
+        /// SIGTERM, SIGINT or SIGHUP.
+        case stopped
+        /// The watched child exited; its wait status.
+        case childExited(status: Int32)
+        /// Another process took the name (`--replace`); its description.
+        case nameLost(owner: String)
+        /// The backend could no longer be read (a re-keyed vault, say).
+        case backendFailed(KeychainError)
+        /// The bus closed our connection (it went away, or dropped us).
+        case busClosed
+    }
+
+    static let name = "org.freedesktop.secrets"
+
+    /// Every item of the backend.
+    let login: ServedCollection
+    /// Items kept in memory only, gone when serve stops (the specification's `session` alias).
+    let sessionItems: ServedCollection
+    var collections: [ServedCollection] { [login, sessionItems] }
+    var sessions: [String: ProviderSession] = [:]
+    var lastSession = 0
+    var opened = false
+    var handlingSignals = false
+    var connection: OpaquePointer?
+    /// The parts of the object tree registered on the bus (GDBus holds them unretained).
+    var subtrees: [ProviderSubtree] = []
+    var loop: OpaquePointer?
+    var exit: Exit?
+    var child: pid_t?
+    var watch: StoreWatch?
+    let reloadPending = Locked(false)
+    let watchFailure = Locked<KeychainError?>(nil)
+    /// Told every secret a client sends or is sent (`serve -- COMMAND` masks them in the
+    /// command's output); set before ``run(watching:)``.
+    public var secretObserver: (@Sendable (Data) -> Void)?
+
+    public init(store: any DetailedSecretStore) {
+        let now = UInt64(Date().timeIntervalSince1970)
+        login = ServedCollection(name: "login", store: store, label: "Login", created: now)
+        sessionItems = ServedCollection(
+            name: "session", store: InMemorySecretStore(), label: "Session", created: now)
+    }
+
+    /// Reads the backend's items (a vault asks its passphrase now), connects to the bus at
+    /// `address`, puts the objects on it and takes the name.
+    /// - Parameter replace: take the name from the process that owns it, if it allows that.
+    /// - Throws: ``KeychainError/nameTaken(name:owner:conflict:)`` when another process owns the name;
+    ///   the backend's errors; ``KeychainError/noSessionBus(detail:)``.
+    public func start(busAddress address: String, replace: Bool) throws(KeychainError) {
+        var error: UnsafeMutablePointer<GError>?
+        let flags = GDBusConnectionFlags(
+            rawValue: G_DBUS_CONNECTION_FLAGS_AUTHENTICATION_CLIENT.rawValue
+                | G_DBUS_CONNECTION_FLAGS_MESSAGE_BUS_CONNECTION.rawValue)
+        connection = g_dbus_connection_new_for_address_sync(address, flags, nil, nil, &error)
+        guard connection != nil else {
+            defer { g_error_free(error) }
+            throw .noSessionBus(detail: "cannot connect to \(address): \(String(cString: error!.pointee.message))")
+        }
+        g_dbus_connection_set_exit_on_close(connection, 0)
+        let closed: @convention(c) (OpaquePointer?, gboolean, UnsafeMutablePointer<GError>?, gpointer?) -> Void = {
+            _, _, _, data in
+            Unmanaged<SecretServiceProvider>.fromOpaque(data!).takeUnretainedValue().finish(.busClosed)
+        }
+        g_signal_connect_data(
+            UnsafeMutableRawPointer(connection), "closed", unsafeBitCast(closed, to: GCallback.self),
+            Unmanaged.passUnretained(self).toOpaque(), nil, G_CONNECT_DEFAULT)
+        // Before the passphrase is asked: a name already taken fails at once.
+        if !replace, let owner = ownerDescription() {
+            throw .nameTaken(name: Self.name, owner: owner, conflict: .owned)
+        }
+        try open()
+        try register(ProviderInterface.servicePath, .service)
+        for collection in collections { try register(collection.path, .collection(collection)) }
+        for alias in ServedCollection.aliases {
+            try register(ServedCollection.aliasPrefix + alias, .collection(aliased(alias)!))
+        }
+        try register(String(ProviderInterface.sessionPrefix.dropLast()), .sessions)
+        subscribeToNameChanges()
+        try requestName(replace: replace)
+        startWatching()
+    }
+
+    /// Watches the backend: any change another process makes, the index is made what the backend
+    /// holds then (``reload()``).
+    func startWatching() {
+        watch = try? login.store.watch(service: nil, interval: 2) { [self] event in
+            if case .failure(let failure) = event { watchFailure.withLock { $0 = failure } }
+            let wake = reloadPending.withLock { pending in
+                defer { pending = true }
+                return !pending
+            }
+            if wake { g_idle_add(providerReload, Unmanaged.passUnretained(self).toOpaque()) }
+        }
+    }
+
+    /// Whether serve goes on after its watcher failed with `failure`: an OpenBao server that
+    /// stopped answering, is sealed or has no leader comes back (the calls that need it fail
+    /// meanwhile); a vault re-keyed, damaged or removed, or a token no longer valid, does not.
+    static func outlives(_ failure: KeychainError) -> Bool {
+        switch failure {
+        case .serverUnavailable, .serverTimedOut: true
+        default: false
+        }
+    }
+
+    /// Watches again after a failure serve outlives, and catches up with what changed meanwhile;
+    /// tries again in 2 s while the backend cannot be watched.
+    func watchAgain() {
+        startWatching()
+        if watch == nil { return retryWatching() }
+        reload()
+    }
+
+    func retryWatching() {
+        g_timeout_add_seconds(2, providerWatchAgain, Unmanaged.passUnretained(self).toOpaque())
+    }
+
+    /// Opens the backend and reads its items (a vault asks its passphrase now, and pays its
+    /// scrypt); ``start(busAddress:replace:)`` does it first thing after the name check, unless
+    /// done before (`serve -- COMMAND` opens the backend before it makes its private bus, so
+    /// that a signal during the opening leaves nothing behind).
+    public func open() throws(KeychainError) {
+        guard !opened else { return }
+        try login.store.prepareForWrites()
+        _ = login.index.replace(with: try login.store.detailedItems())
+        // A token that may not read the secret-service secret still serves the rest.
+        login.label = (try? login.store.collectionLabel()).flatMap { $0 } ?? login.label
+        opened = true
+    }
+
+    /// Serves until SIGTERM, SIGINT or SIGHUP, until `child` exits, or until the name is lost.
+    /// With a `child`, those signals are passed on to it instead, and serving goes on until it
+    /// exits (so that it is never left running without its bus).
+    public func run(watching child: Int32? = nil) -> Exit {  // a pid_t
+        loop = g_main_loop_new(nil, 0)
+        self.child = child
+        handleStoppingSignals()
+        // A caller may have blocked them (a test runner's thread does): serve must still stop.
+        var stopping = sigset_t()
+        sigemptyset(&stopping)
+        for signal in [SIGTERM, SIGINT, SIGHUP] { sigaddset(&stopping, signal) }
+        pthread_sigmask(SIG_UNBLOCK, &stopping, nil)
+        if let child { g_child_watch_add(child, providerChildExited, Unmanaged.passUnretained(self).toOpaque()) }
+        g_main_loop_run(loop)
+        watch?.cancel()
+        if let connection { g_dbus_connection_close_sync(connection, nil, nil) }
+        return exit ?? .stopped
+    }
+
+    /// From now on SIGTERM, SIGINT and SIGHUP are handled by ``run(watching:)``'s loop (they wait
+    /// for it when they come before), whichever thread the kernel gives them to, instead of ending
+    /// the process. Called again, it does nothing.
+    public func handleStoppingSignals() {
+        guard !handlingSignals else { return }
+        handlingSignals = true
+        let me = Unmanaged.passUnretained(self).toOpaque()
+        for (signal, handler) in [(SIGTERM, providerSIGTERM), (SIGINT, providerSIGINT), (SIGHUP, providerSIGHUP)] {
+            g_unix_signal_add(signal, handler, me)
+        }
+    }
+
+    /// SIGTERM, SIGINT or SIGHUP: passed on to the child, else the end.
+    func received(_ signal: Int32) {
+        if let child, exit == nil {
+            kill(child, signal)
+        } else {
+            finish(.stopped)
+        }
+    }
+
+    func finish(_ reason: Exit) {
+        if exit == nil { exit = reason }
+        g_main_loop_quit(loop)
+    }
+
+    /// Makes the login collection's index what the backend holds now and tells clients what
+    /// changed, after another process wrote the backend. serve's own writes put what the backend
+    /// answered in the index, so they find nothing to announce again here.
+    func reload() {
+        reloadPending.withLock { $0 = false }
+        if let failure = watchFailure.withLock({ failure in
+            defer { failure = nil }
+            return failure
+        }) {
+            guard Self.outlives(failure) else { return finish(.backendFailed(failure)) }
+            watch?.cancel()
+            watch = nil
+            return retryWatching()
+        }
+        guard let listing = try? login.store.detailedItems() else { return }
+        let (added, changed, removed) = login.index.replace(with: listing)
+        announce(login, created: added, changed: changed, deleted: removed)
+    }
+
+    /// Sends the signals for items created, changed and deleted in `collection`: each once, from
+    /// the collection's path, as gnome-keyring sends them.
+    func announce(_ collection: ServedCollection, created: [Int] = [], changed: [Int] = [], deleted: [Int] = []) {
+        for (signal, numbers) in [("ItemCreated", created), ("ItemChanged", changed), ("ItemDeleted", deleted)] {
+            for number in numbers {
+                emit(
+                    ProviderInterface.collection, signal, from: collection.path,
+                    Variant.tuple([Variant.objectPath(collection.path(of: number))]))
+            }
+        }
+        objectsAdded(created.map(collection.path(of:)), ProviderInterface.item)
+        objectsRemoved(deleted.map(collection.path(of:)), ProviderInterface.item)
+        if !created.isEmpty || !deleted.isEmpty {
+            propertiesChanged(ProviderInterface.collection, ["Items"], at: collection.path)
+        }
+    }
+}
+
+private let providerReload: GSourceFunc = { data in
+    Unmanaged<SecretServiceProvider>.fromOpaque(data!).takeUnretainedValue().reload()
+    return 0
+}
+
+private let providerWatchAgain: GSourceFunc = { data in
+    Unmanaged<SecretServiceProvider>.fromOpaque(data!).takeUnretainedValue().watchAgain()
+    return 0
+}
+
+private let providerSIGTERM: GSourceFunc = { data in
+    Unmanaged<SecretServiceProvider>.fromOpaque(data!).takeUnretainedValue().received(SIGTERM)
+    return 1
+}
+
+private let providerSIGINT: GSourceFunc = { data in
+    Unmanaged<SecretServiceProvider>.fromOpaque(data!).takeUnretainedValue().received(SIGINT)
+    return 1
+}
+
+private let providerSIGHUP: GSourceFunc = { data in
+    Unmanaged<SecretServiceProvider>.fromOpaque(data!).takeUnretainedValue().received(SIGHUP)
+    return 1
+}
+
+private let providerChildExited: GChildWatchFunc = { _, status, data in
+    Unmanaged<SecretServiceProvider>.fromOpaque(data!).takeUnretainedValue().finish(.childExited(status: status))
+}

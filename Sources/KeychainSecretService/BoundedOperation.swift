@@ -1,0 +1,248 @@
+internal import CLibSecret
+import KeychainStore
+
+/// One bounded backend operation: a private GMainContext on which libsecret's and GDBus's
+/// asynchronous calls run, and a limit on how long the backend may go without answering.
+///
+/// libsecret's `…_sync` functions spin their own hidden main loop, which no timer of ours can
+/// reach; driving the asynchronous forms here lets a timeout source cancel the shared
+/// `GCancellable`, so an unanswered unlock prompt ends in ``KeychainError/timedOut(operation:seconds:)``
+/// instead of a hang. The limit restarts whenever a call completes, so a long operation that keeps
+/// progressing (gnome-keyring deletes the items of a large keyring one slow step at a time) is not cut short, while a
+/// backend or prompt that stops answering is. It holds even for a call that never calls back
+/// (libsecret's precondition failures return without one). Not thread-safe: one instance lives
+/// on one thread.
+final class BoundedOperation {
+    /// Where one call's callback leaves its result. Retained by the call's user data and released
+    /// by the callback, so a callback arriving after we gave up never touches freed memory.
+    fileprivate final class Completion {
+        var result: OpaquePointer?
+
+        deinit {
+            if let result { g_object_unref(UnsafeMutableRawPointer(result)) }
+        }
+    }
+
+    /// The callback of every call: keeps the result in the call's ``Completion``.
+    private static let complete: GAsyncReadyCallback = { _, result, data in
+        let completion = Unmanaged<Completion>.fromOpaque(data!).takeRetainedValue()
+        completion.result = OpaquePointer(g_object_ref(UnsafeMutableRawPointer(result)))
+    }
+
+    /// A call started by ``begin(_:)``, to be finished by ``end(_:finish:)``.
+    struct PendingCall {
+        fileprivate let completion: Completion
+    }
+
+    private let context: OpaquePointer
+    private let cancellable: UnsafeMutablePointer<GCancellable>
+    private var timer: UnsafeMutablePointer<GSource>?
+    private let what: String
+    private let seconds: Double
+    private var expired = false
+
+    /// Calls in flight at once in ``callEach(_:start:finish:)``, well under the session bus's
+    /// limit on pending replies per connection.
+    static let window = 128
+
+    /// Runs `body` with a new operation that is cancelled when the backend has not answered for
+    /// `seconds`.
+    /// `what` completes "timed out waiting for the Secret Service to …".
+    /// Every failure is a ``KeychainError``: the GLib and D-Bus layers below convert theirs, and
+    /// anything else is the Secret Service's failure.
+    static func run<T>(_ what: String, seconds: Double, _ body: (BoundedOperation) throws -> T) throws(KeychainError)
+        -> T
+    {
+        let operation = BoundedOperation(what: what, seconds: seconds)
+        defer { operation.close() }
+        do {
+            return try body(operation)
+        } catch let error as KeychainError {
+            throw error
+        } catch {
+            throw .backendFailure(detail: "the Secret Service failed: \(error)")
+        }
+    }
+
+    private init(what: String, seconds: Double) {
+        self.what = what
+        self.seconds = seconds
+        context = g_main_context_new()
+        cancellable = g_cancellable_new()
+        g_main_context_push_thread_default(context)
+        timer = newTimer()
+    }
+
+    /// A timeout source on this operation's context that cancels it after `seconds`.
+    private func newTimer() -> UnsafeMutablePointer<GSource> {
+        let milliseconds = max(1, min(Double(UInt32.max), (seconds * 1000).rounded(.up)))
+        let timer = g_timeout_source_new(UInt32(milliseconds))!
+        g_source_set_callback(
+            timer,
+            { data in
+                let operation = Unmanaged<BoundedOperation>.fromOpaque(data!).takeUnretainedValue()
+                operation.expired = true
+                g_cancellable_cancel(operation.cancellable)
+                return 0  // G_SOURCE_REMOVE
+            }, Unmanaged.passUnretained(self).toOpaque(), nil)
+        g_source_attach(timer, context)
+        return timer
+    }
+
+    /// The backend answered: it gets `seconds` again from now.
+    private func restartTimer() {
+        guard !expired else { return }
+        removeTimer()
+        timer = newTimer()
+    }
+
+    private func removeTimer() {
+        guard let timer else { return }
+        g_source_destroy(timer)
+        g_source_unref(timer)
+        self.timer = nil
+    }
+
+    private func close() {
+        removeTimer()
+        g_main_context_pop_thread_default(context)
+        g_main_context_unref(context)
+        g_object_unref(cancellable)
+    }
+
+    /// How long work outside GLib (a socket of our own) may wait for the backend, and the error
+    /// to throw when it has waited that long.
+    var limit: (seconds: Double, timedOut: KeychainError) {
+        (seconds, .timedOut(operation: what, seconds: seconds))
+    }
+
+    /// Starts one asynchronous call and iterates the context until it completes.
+    ///
+    /// - Parameters:
+    ///   - start: calls the asynchronous C function with the cancellable, callback and user data.
+    ///   - meanwhile: work to do while the call is under way.
+    ///   - finish: calls the matching `…_finish` function with the result and an error slot.
+    /// - Throws: the ``KeychainError`` the GError (or the deadline) stands for.
+    func call<T>(
+        _ start: (UnsafeMutablePointer<GCancellable>, GAsyncReadyCallback, gpointer) -> Void,
+        meanwhile: () -> Void = {},
+        finish: (OpaquePointer, UnsafeMutablePointer<UnsafeMutablePointer<GError>?>) -> T
+    ) throws -> T {
+        try callEach(
+            1, start: { _, c, callback, data in start(c, callback, data) }, meanwhile: meanwhile,
+            finish: { _, r, e in finish(r, e) })[0]
+    }
+
+    /// One D-Bus method call on `bus`, for the Secret Service and bus calls libsecret does not
+    /// offer. `parameters` is a floating tuple (consumed); the caller unrefs the reply.
+    func callMethod(
+        _ bus: OpaquePointer, _ destination: String, _ path: String, _ interface: String, _ method: String,
+        _ parameters: OpaquePointer?, replyType: OpaquePointer? = nil, meanwhile: () -> Void = {}
+    ) throws -> OpaquePointer {
+        try call(
+            {
+                g_dbus_connection_call(
+                    bus, destination, path, interface, method, parameters, replyType, G_DBUS_CALL_FLAGS_NONE, -1,
+                    $0, $1, $2)
+            },
+            meanwhile: meanwhile,
+            finish: { g_dbus_connection_call_finish(bus, $0, $1) })!
+    }
+
+    /// One D-Bus method call on the Secret Service object at `path` (an item): nil when the object
+    /// no longer exists, because another client deleted it after it was found.
+    func callItemMethod(
+        _ bus: OpaquePointer, _ destination: String, _ path: String, _ interface: String, _ method: String,
+        _ parameters: OpaquePointer?, replyType: OpaquePointer? = nil, meanwhile: () -> Void = {}
+    ) throws -> OpaquePointer? {
+        try call(
+            {
+                g_dbus_connection_call(
+                    bus, destination, path, interface, method, parameters, replyType, G_DBUS_CALL_FLAGS_NONE, -1,
+                    $0, $1, $2)
+            },
+            meanwhile: meanwhile,
+            finish: { finishItemCall(bus, $0, $1) })
+    }
+
+    /// Runs `count` asynchronous calls concurrently (at most ``window`` in flight) and returns
+    /// their finished values in order. The first error, or the deadline, ends them all.
+    /// `meanwhile` runs once, after the first calls are sent and before their answers are
+    /// awaited: work that would otherwise wait for them or keep them waiting.
+    func callEach<T>(
+        _ count: Int,
+        start: (Int, UnsafeMutablePointer<GCancellable>, GAsyncReadyCallback, gpointer) -> Void,
+        meanwhile: () -> Void = {},
+        finish: (Int, OpaquePointer, UnsafeMutablePointer<UnsafeMutablePointer<GError>?>) -> T
+    ) throws -> [T] {
+        var values: [T] = []
+        values.reserveCapacity(count)
+        var first = 0
+        while first < count {
+            let batch = first..<min(count, first + Self.window)
+            let completions = batch.map { _ in Completion() }
+            for (offset, index) in batch.enumerated() {
+                start(index, cancellable, Self.complete, Unmanaged.passRetained(completions[offset]).toOpaque())
+            }
+            if first == 0 { meanwhile() }
+            try wait(for: completions)
+            for (offset, index) in batch.enumerated() {
+                values.append(try finished(completions[offset]) { finish(index, $0, $1) })
+            }
+            first = batch.upperBound
+        }
+        return values
+    }
+
+    /// Starts one asynchronous call and returns without waiting: the caller does other work (or
+    /// starts other calls, which the peer answers in order), then waits in ``end(_:finish:)``.
+    func begin(_ start: (UnsafeMutablePointer<GCancellable>, GAsyncReadyCallback, gpointer) -> Void) -> PendingCall {
+        let completion = Completion()
+        start(cancellable, Self.complete, Unmanaged.passRetained(completion).toOpaque())
+        return PendingCall(completion: completion)
+    }
+
+    /// Waits for a call ``begin(_:)`` started and returns its finished value, as ``call(_:meanwhile:finish:)`` does.
+    func end<T>(
+        _ call: PendingCall, finish: (OpaquePointer, UnsafeMutablePointer<UnsafeMutablePointer<GError>?>) -> T
+    ) throws -> T {
+        try wait(for: [call.completion])
+        return try finished(call.completion, finish)
+    }
+
+    /// The value `finish` makes of a completed call, or the error it reports.
+    private func finished<T>(
+        _ completion: Completion, _ finish: (OpaquePointer, UnsafeMutablePointer<UnsafeMutablePointer<GError>?>) -> T
+    ) throws -> T {
+        var error: UnsafeMutablePointer<GError>?
+        let value = finish(completion.result!, &error)
+        if let error {
+            defer { g_error_free(error) }
+            throw KeychainError(error.pointee, operation: what, seconds: seconds, expired: expired)
+        }
+        return value
+    }
+
+    private func wait(for completions: [Completion]) throws {
+        func completed() -> Int { completions.count { $0.result != nil } }
+        func done() -> Bool { completed() == completions.count }
+        var answered = completed()
+        while !done() && !expired {
+            g_main_context_iteration(context, 1)
+            let now = completed()
+            if now > answered {
+                answered = now
+                restartTimer()
+            }
+        }
+        // Cancelled calls complete on the next iterations; a call that ignores cancellation or
+        // never calls back must not hold the command past its deadline.
+        let grace = g_get_monotonic_time() + 250_000
+        while !done() && g_get_monotonic_time() < grace {
+            if g_main_context_iteration(context, 0) == 0 { g_usleep(1000) }
+        }
+        if !done() {
+            throw KeychainError.timedOut(operation: what, seconds: seconds)
+        }
+    }
+}

@@ -1,0 +1,173 @@
+internal import CLibSecret
+import FoundationEssentials
+import KeychainGLib
+import KeychainSecretSession
+import KeychainStore
+import KeychainSystem
+
+// Many secrets in a few calls: the items' paths, then `Service.GetSecrets` for a thousand items
+// at a time. Asked item by item (a search and a GetSecret each, one after the other)
+// gnome-keyring spends several times longer per item than GetSecrets costs it.
+//
+// The paths come from the listing just made when there is one (`export` lists the items, asks,
+// then reads them): finding them again costs a search per service and every item's attributes,
+// which for thousands of items is most of gnome-keyring's time (it looks each item up among all
+// of them).
+extension SecretServiceStore {
+    /// How many items one `GetSecrets` call asks for.
+    static let secretsPerCall = 1_000
+
+    /// What one listing found, as it found it: the item paths, their metadata (nil for an item
+    /// gone or not addressable) and which paths are in a locked keyring. Kept as is: only a
+    /// following ``secrets(of:)`` needs it by address, and a plain `list` should not pay for that.
+    struct ListedPaths: Sendable {
+        let paths: [String]
+        let infos: [ItemInfo?]
+        let locked: Set<String>
+
+        /// The first item of each address (as a lookup reads it).
+        func byAddress() -> [SecretAddress: String] {
+            var first: [SecretAddress: String] = [:]
+            for (path, info) in zip(paths, infos) {
+                // An item gone, or another tool's with a name no key may have, has no address.
+                guard let info, let service = try? ServiceName(info.service), let key = try? KeychainKey(info.key)
+                else { continue }
+                let address = SecretAddress(service: service, key: key)
+                if first[address] == nil { first[address] = path }
+            }
+            return first
+        }
+    }
+
+    /// The secrets of `addresses`, in order (nil: no such item). Right after a listing that
+    /// named them all, the listed items are read without searching again (the listing is used
+    /// once); an item gone since then is looked for afresh.
+    public func secrets(of addresses: [SecretAddress]) throws(KeychainError) -> [Data?] {
+        guard !addresses.isEmpty else { return [] }
+        let listing = lastListing.withLock { listing in
+            defer { listing = nil }
+            return listing
+        }
+        return try BoundedOperation.run("read the secrets", seconds: timeout) { operation in
+            let bus = try connection.sessionBus(operation, preparingSession: true)
+            defer { g_object_unref(UnsafeMutableRawPointer(bus)) }
+            var found: [SecretAddress: Data] = [:]
+            var missing = addresses
+            if let listing, case let listed = listing.byAddress(), addresses.allSatisfy({ listed[$0] != nil }) {
+                let paths = addresses.map { listed[$0]! }
+                let secrets = try readSecrets(
+                    of: Array(Set(paths)), locked: listing.locked.intersection(paths), operation, bus)
+                for (address, path) in zip(addresses, paths) { found[address] = secrets[path] }
+                missing = addresses.filter { found[$0] == nil }
+            }
+            if !missing.isEmpty {
+                let paths = try searchFirstPaths(of: missing, operation, bus)
+                let secrets = try readSecrets(of: paths.unlocked, locked: paths.locked, operation, bus)
+                for (address, path) in paths.byAddress { found[address] = secrets[path] }
+            }
+            return addresses.map { found[$0] }
+        }
+    }
+
+    /// The first item of each address among `addresses` (a search per service and every found
+    /// item's attributes), and which of those paths are in a locked keyring.
+    private func searchFirstPaths(of addresses: [SecretAddress], _ operation: BoundedOperation, _ bus: OpaquePointer)
+        throws -> (byAddress: [SecretAddress: String], unlocked: [String], locked: Set<String>)
+    {
+        var candidates: [String] = []
+        var locked: Set<String> = []
+        for service in Set(addresses.map(\.service)).sorted() {
+            let found = try connection.searchPaths(operation, bus, ["service": service.rawValue])
+            candidates += found.unlocked + found.locked
+            locked.formUnion(found.locked)
+        }
+        let wanted = Set(addresses)
+        let found = ListedPaths(
+            paths: candidates, infos: try connection.infos(operation, bus, candidates, keysOnly: true), locked: locked)
+        let paths = found.byAddress().filter { wanted.contains($0.key) }
+        let needed = Set(paths.values)
+        return (paths, needed.subtracting(locked).sorted(), needed.intersection(locked))
+    }
+
+    /// The secrets of the items at `paths` and `locked` (unlocked first, which may prompt): in
+    /// this store's session, or through libsecret for a service without one. An item gone
+    /// meanwhile is left out.
+    private func readSecrets(
+        of paths: [String], locked: Set<String>, _ operation: BoundedOperation, _ bus: OpaquePointer
+    ) throws -> [String: Data] {
+        var readable = paths.filter { !locked.contains($0) }
+        if !locked.isEmpty {
+            let unlocked = try connection.unlock(locked.sorted(), operation)
+            guard unlocked.count == locked.count else {
+                throw KeychainError.locked(detail: "some items are in a locked keyring that could not be unlocked")
+            }
+            readable += unlocked
+        }
+        return try connection.inSession(operation, bus) { session in
+            try getSecrets(readable, in: session, operation, bus)
+        }
+            ?? Dictionary(
+                uniqueKeysWithValues: try readable.compactMap { path in
+                    try connection.readSecretThroughLibsecret(at: path, operation).map { (path, $0) }
+                })
+    }
+
+    /// The secrets of the items at `paths` (an item gone or locked meanwhile is left out), in
+    /// `Service.GetSecrets` calls of ``secretsPerCall`` items.
+    private func getSecrets(
+        _ paths: [String], in session: SecretSession, _ operation: BoundedOperation, _ bus: OpaquePointer
+    ) throws -> [String: Data] {
+        var secrets: [String: Data] = [:]
+        for start in stride(from: 0, to: paths.count, by: Self.secretsPerCall) {
+            let chunk = paths[start..<min(start + Self.secretsPerCall, paths.count)]
+            let items = chunk.map { g_variant_new_object_path($0) }
+            let arguments = g_variant_new_tuple(
+                [
+                    g_variant_new_array(keychain_cli_type_object_path(), items, gsize(items.count)),
+                    g_variant_new_object_path(session.path),
+                ], 2)
+            // org.freedesktop.Secret.Service.GetSecrets(ao items, o session) -> (a{o(oayays)} secrets)
+            let answer: OpaquePointer? = try operation.call(
+                {
+                    g_dbus_connection_call(
+                        bus, SecretServiceConnection.busName, "/org/freedesktop/secrets",
+                        "org.freedesktop.Secret.Service", "GetSecrets", arguments,
+                        keychain_cli_type_get_secrets_reply(), G_DBUS_CALL_FLAGS_NONE, -1, $0, $1, $2)
+                }, meanwhile: session.deriveKey,
+                finish: { result, error in
+                    let reply = g_dbus_connection_call_finish(bus, result, error)
+                    // A provider that will not send so many secrets in one reply (keychain-cli
+                    // serve, past 64 MiB) answers Failed, and kwalletd5 answers InvalidArgs ("Can't
+                    // find item at path") for the whole call when one item was deleted since the
+                    // search: then each item is read alone, and one that is gone is skipped.
+                    if let failure = error.pointee,
+                        ["org.freedesktop.DBus.Error.Failed", "org.freedesktop.DBus.Error.InvalidArgs"].contains(
+                            remoteErrorName(failure))
+                    {
+                        g_clear_error(error)
+                    }
+                    return reply
+                })
+            guard let reply = answer else {
+                for path in chunk {
+                    if let secret = try connection.getSecret(at: path, in: session, operation, bus) {
+                        secrets[path] = secret
+                    }
+                }
+                continue
+            }
+            defer { g_variant_unref(reply) }
+            let entries = g_variant_get_child_value(reply, 0)!
+            defer { g_variant_unref(entries) }
+            for index in 0..<Int(g_variant_n_children(entries)) {
+                let entry = g_variant_get_child_value(entries, gsize(index))!
+                defer { g_variant_unref(entry) }
+                let secret = g_variant_get_child_value(entry, 1)!
+                defer { g_variant_unref(secret) }
+                let path = variantString(entry, child: 0)
+                secrets[path] = try connection.confirmingEmpty(session.open(secret), at: path, operation, bus)
+            }
+        }
+        return secrets
+    }
+}

@@ -1,0 +1,118 @@
+internal import CLibSecret
+import KeychainGLib
+import KeychainStore
+
+// Every item at once: every item's properties in one call, from a provider that offers D-Bus's
+// standard ObjectManager on /org/freedesktop/secrets (keychain-cli serve does; gnome-keyring does
+// not), and every collection's items, from a provider whose search cannot list them all.
+extension SecretServiceConnection {
+    /// The items of every collection, as the Service's `Collections` and each collection's
+    /// `Items` and `Locked` properties give them: those of unlocked collections, then of locked.
+    func collectionsItems(_ operation: BoundedOperation, _ bus: OpaquePointer) throws
+        -> (unlocked: [String], locked: [String])
+    {
+        var found: (unlocked: [String], locked: [String]) = ([], [])
+        let collections = try property("/org/freedesktop/secrets", "Service", "Collections", operation, bus)
+        for collection in Self.paths(collections) {
+            let items = Self.paths(try property(collection, "Collection", "Items", operation, bus))
+            if Self.isTrue(try property(collection, "Collection", "Locked", operation, bus)) {
+                found.locked += items
+            } else {
+                found.unlocked += items
+            }
+        }
+        return found
+    }
+
+    /// ``searchPaths(_:_:_:)``, except that finding nothing in a locked default collection that
+    /// shows no item is an error: KeePassXC hides a locked database's items, so such a search
+    /// proves nothing (gnome-keyring shows a locked collection's items).
+    func searchVisiblePaths(
+        _ operation: BoundedOperation, _ bus: OpaquePointer, _ pairs: KeyValuePairs<String, String>
+    ) throws -> (unlocked: [String], locked: [String]) {
+        let found = try searchPaths(operation, bus, pairs)
+        if found.unlocked.isEmpty && found.locked.isEmpty, try hiddenByLock(operation, bus) {
+            throw KeychainError.locked(detail: "the default keyring is locked and hides its items until it is unlocked")
+        }
+        return found
+    }
+
+    /// Whether the default collection is locked and shows no item; false when there is no
+    /// default collection.
+    private func hiddenByLock(_ operation: BoundedOperation, _ bus: OpaquePointer) throws -> Bool {
+        let alias = "/org/freedesktop/secrets/aliases/default"
+        guard let locked = try? property(alias, "Collection", "Locked", operation, bus), Self.isTrue(locked) else {
+            return false
+        }
+        return Self.paths(try property(alias, "Collection", "Items", operation, bus)).isEmpty
+    }
+
+    /// The property `name` of the Secret Service interface `interface` (Service, Collection)
+    /// of the object at `path`, unboxed; the caller unrefs it.
+    private func property(
+        _ path: String, _ interface: String, _ name: String, _ operation: BoundedOperation, _ bus: OpaquePointer
+    ) throws -> OpaquePointer {
+        let reply = try operation.callMethod(
+            bus, Self.busName, path, "org.freedesktop.DBus.Properties", "Get",
+            g_variant_new_tuple(
+                [g_variant_new_string("org.freedesktop.Secret.\(interface)"), g_variant_new_string(name)], 2))
+        defer { g_variant_unref(reply) }
+        return propertyValue(reply)
+    }
+
+    /// The object paths of an `ao` (none for another type); unrefs it.
+    private static func paths(_ value: OpaquePointer) -> [String] {
+        defer { g_variant_unref(value) }
+        guard g_variant_is_of_type(value, keychain_cli_type_object_paths()) != 0 else { return [] }
+        return (0..<Int(g_variant_n_children(value))).map { variantString(value, child: $0) }
+    }
+
+    /// Whether a value is the boolean true; unrefs it.
+    private static func isTrue(_ value: OpaquePointer) -> Bool {
+        defer { g_variant_unref(value) }
+        return g_variant_is_of_type(value, keychain_cli_type_boolean()) != 0 && g_variant_get_boolean(value) != 0
+    }
+
+    /// From how many items on one GetManagedObjects call (which carries every object the provider
+    /// has) is asked before their Properties.Get calls.
+    static let managedObjectsThreshold = 64
+
+    /// The Item properties (`a{sv}`) of every item the provider has, by object path, from one
+    /// GetManagedObjects call; nil when the provider does not answer it (gnome-keyring's
+    /// UnknownMethod, or any other error but the deadline's): then the caller asks each item.
+    /// The caller unrefs the values.
+    func managedItemProperties(_ operation: BoundedOperation, _ bus: OpaquePointer) throws -> [String: OpaquePointer]? {
+        let reply: OpaquePointer? = try operation.call(
+            {
+                g_dbus_connection_call(
+                    bus, Self.busName, "/org/freedesktop/secrets", "org.freedesktop.DBus.ObjectManager",
+                    "GetManagedObjects", nil, keychain_cli_type_managed_objects_reply(), G_DBUS_CALL_FLAGS_NONE, -1,
+                    $0, $1, $2)
+            },
+            finish: { result, error in
+                let reply = g_dbus_connection_call_finish(bus, result, error)
+                if let failure = error.pointee,
+                    failure.pointee.domain != keychain_cli_io_error_quark()
+                        || failure.pointee.code != Int32(G_IO_ERROR_CANCELLED.rawValue)
+                {
+                    g_clear_error(error)
+                }
+                return reply
+            })
+        guard let reply else { return nil }
+        defer { g_variant_unref(reply) }
+        let objects = g_variant_get_child_value(reply, 0)!
+        defer { g_variant_unref(objects) }
+        var items: [String: OpaquePointer] = [:]
+        for index in 0..<g_variant_n_children(objects) {
+            let object = g_variant_get_child_value(objects, index)!
+            defer { g_variant_unref(object) }
+            let interfaces = g_variant_get_child_value(object, 1)!
+            defer { g_variant_unref(interfaces) }
+            if let properties = g_variant_lookup_value(interfaces, "org.freedesktop.Secret.Item", nil) {
+                items[variantString(object, child: 0)] = properties
+            }
+        }
+        return items
+    }
+}

@@ -1,0 +1,114 @@
+internal import CLibSecret
+import FoundationEssentials
+import KeychainGLib
+import KeychainSecretSession
+import KeychainSystem
+
+/// How a ``SecretServiceStore`` reaches the Secret Service: a session bus connection (our own
+/// socket where it can be, ``SessionBusSocket``), the encrypted session kept on it
+/// (``SecretSession``), and libsecret's service proxy only for what libsecret must do (unlock
+/// prompts, creating the default collection, writes it falls back to). Its item queries are in
+/// SecretServiceQueries.swift, its secret reads in SecretServiceReads.swift; the store's reads,
+/// writes, listings, credentials and watches are built on them.
+final class SecretServiceConnection: Sendable {
+    /// An encrypted session and the bus connection (referenced) it was opened on.
+    struct KeptSession: @unchecked Sendable {
+        let bus: OpaquePointer
+        let session: SecretSession
+    }
+    /// The session of the last read, for the next one.
+    let kept = Locked<KeptSession?>(nil)
+    /// Our half of a key exchange computed ahead (see ``sessionBus(_:preparingSession:)``), for
+    /// the next session opened; used once.
+    let preparedExchange = Locked<SecretSession.KeyExchange?>(nil)
+    /// libsecret's schema of our items (`org.freedesktop.Secret.Generic`, not matched by name).
+    var schema: UnsafePointer<SecretSchema> { keychain_cli_schema() }
+
+    deinit {
+        kept.withLock { slot in
+            if let old = slot { g_object_unref(UnsafeMutableRawPointer(old.bus)) }
+        }
+    }
+
+    /// The bus name of the Secret Service: `$SECRET_SERVICE_BUS_NAME` or the well-known name, as
+    /// libsecret chooses it; read once per process, as libsecret's shared service proxy did, not
+    /// once per D-Bus call (a list of 1,000 items makes 1,001).
+    static let busName: String =
+        getenv("SECRET_SERVICE_BUS_NAME").map { String(cString: $0) } ?? "org.freedesktop.secrets"
+
+    /// A session bus connection for the calls made without libsecret's service proxy. Building
+    /// that proxy costs seven D-Bus calls before the first useful one (three AddMatch, two
+    /// GetNameOwner, StartServiceByName, GetAll; seen with dbus-monitor), which reads, lists and
+    /// deletes of unlocked items do not need: a `get` is Hello, SearchItems, OpenSession and
+    /// GetSecret. The connection is ``SessionBusSocket``'s where it can open one, else GIO's
+    /// shared one (libsecret's too). The caller unrefs it.
+    ///
+    /// `preparingSession`: the caller will most likely read or write a secret, so while the bus
+    /// answers the connection this one computes our half of the session's key exchange (a large
+    /// share of a whole `get`'s work), unless a session is kept or a prepared
+    /// half is already waiting. ``openSession(_:_:meanwhile:)`` takes it.
+    func sessionBus(_ operation: BoundedOperation, preparingSession: Bool = false) throws -> OpaquePointer {
+        let prepare = {
+            guard preparingSession, self.kept.withLock({ $0 == nil }) else { return }
+            self.preparedExchange.withLock { $0 = $0 ?? SecretSession.KeyExchange() }
+        }
+        if let bus = try SessionBusSocket.connection(operation, meanwhile: prepare) { return bus }
+        return try sharedSessionBus(operation, meanwhile: prepare)
+    }
+
+    /// GIO's shared session bus connection (connected on its own thread, `meanwhile` running
+    /// here), the one libsecret uses: a message bus connection to GDBus, which sends the bus the
+    /// `AddMatch` rules that signal subscriptions need. The caller unrefs it.
+    func sharedSessionBus(_ operation: BoundedOperation, meanwhile: () -> Void = {}) throws -> OpaquePointer {
+        // g_bus_get / g_bus_get_finish
+        try operation.call(
+            { g_bus_get(G_BUS_TYPE_SESSION, $0, $1, $2) }, meanwhile: meanwhile,
+            finish: { g_bus_get_finish($0, $1) })!
+    }
+
+    /// The shared SecretService proxy; `openSession` negotiates the encrypted session that
+    /// transferring secrets needs (a Diffie-Hellman exchange that metadata does not need).
+    func connect(_ operation: BoundedOperation, openSession: Bool) throws -> UnsafeMutablePointer<SecretService> {
+        let flags = openSession ? SECRET_SERVICE_OPEN_SESSION : SECRET_SERVICE_NONE
+        // secret_service_get / secret_service_get_finish
+        return try operation.call(
+            { secret_service_get(flags, $0, $1, $2) },
+            finish: { secret_service_get_finish($0, $1) })!
+    }
+
+    /// Calls `body` with every item of every collection whose attributes include `pairs`, after
+    /// asking the Secret Service to unlock the locked ones (which may prompt, within the deadline).
+    func search<T>(
+        _ operation: BoundedOperation, _ connection: UnsafeMutablePointer<SecretService>,
+        _ pairs: some Sequence<(key: String, value: String)>, schema: UnsafePointer<SecretSchema>? = nil,
+        _ body: ([UnsafeMutablePointer<SecretItem>]) throws -> T
+    ) throws -> T {
+        let schema = schema ?? self.schema
+        let attributes = makeAttributes(pairs)
+        defer { g_hash_table_unref(attributes) }
+        let flags = SecretSearchFlags(rawValue: SECRET_SEARCH_ALL.rawValue | SECRET_SEARCH_UNLOCK.rawValue)
+        // secret_service_search / secret_service_search_finish. libsecret loads every item it
+        // finds, and fails the whole search when one was deleted by another client in between:
+        // search again (a few times: each retry means another client is deleting items right now).
+        var list: UnsafeMutablePointer<GList>?
+        for attempt in 1...5 {
+            var vanished = false
+            list = try operation.call(
+                { secret_service_search(connection, schema, attributes, flags, $0, $1, $2) },
+                finish: { result, error in
+                    let list = secret_service_search_finish(connection, result, error)
+                    vanished = attempt < 5 && clearingVanishedItemError(error)
+                    return list
+                })
+            if !vanished { break }
+        }
+        defer { g_list_free_full(list, g_object_unref) }
+        var items: [UnsafeMutablePointer<SecretItem>] = []
+        var node = list
+        while let current = node {
+            if let data = current.pointee.data { items.append(data.assumingMemoryBound(to: SecretItem.self)) }
+            node = current.pointee.next
+        }
+        return try body(items)
+    }
+}

@@ -1,0 +1,96 @@
+internal import CLibSecret
+import KeychainGLib
+import KeychainStore
+
+// What the Secret Service's and libsecret's errors mean to a caller: one KeychainError case each
+// (DESIGN.md lists the measured errors), and an item that vanished under us, which is no error.
+
+extension KeychainError {
+    /// The case a libsecret/GDBus error stands for (see DESIGN.md for the measured errors).
+    init(_ error: GError, operation: String, seconds: Double, expired: Bool) {
+        let message = error.message.map { String(cString: $0) } ?? "unknown error"
+        var mutableError = error
+        let remoteName = remoteErrorName(&mutableError)
+        let detail = Self.strippingRemotePrefix(message)
+
+        if error.domain == keychain_cli_io_error_quark() && error.code == Int32(G_IO_ERROR_CANCELLED.rawValue) {
+            self =
+                expired
+                ? .timedOut(operation: operation, seconds: seconds)
+                : .backendFailure(detail: "the Secret Service call was cancelled")
+            return
+        }
+        if error.domain == keychain_cli_secret_error_quark() {
+            switch error.code {
+            case Int32(SECRET_ERROR_IS_LOCKED.rawValue): self = .locked(detail: detail)
+            case Int32(SECRET_ERROR_NO_SUCH_OBJECT.rawValue): self = .noDefaultCollection(detail: detail)
+            default: self = .backendFailure(detail: "the Secret Service failed: \(detail)")
+            }
+            return
+        }
+        switch remoteName {
+        case "org.freedesktop.DBus.Error.ServiceUnknown", "org.freedesktop.DBus.Error.NameHasNoOwner":
+            self = .noSecretService(detail: detail)
+        // KeePassXC (Qt's D-Bus) answers UnknownInterface for the path of an item it removed.
+        case "org.freedesktop.DBus.Error.UnknownMethod", "org.freedesktop.DBus.Error.UnknownObject",
+            "org.freedesktop.DBus.Error.UnknownInterface", "org.freedesktop.Secret.Error.NoSuchObject":
+            self = .noDefaultCollection(detail: detail)
+        case "org.freedesktop.Secret.Error.IsLocked":
+            self = .locked(detail: detail)
+        case "org.freedesktop.DBus.Error.AccessDenied", "org.freedesktop.DBus.Error.AuthFailed":
+            self = .permissionDenied(detail: detail)
+        case "org.freedesktop.DBus.Error.NoReply" where message.contains("disconnected"):
+            // The provider quit (or crashed) with our call pending: the bus answers for it.
+            self = .noSecretService(detail: "the Secret Service quit before it answered: \(detail)")
+        case "org.freedesktop.DBus.Error.NoReply", "org.freedesktop.DBus.Error.Timeout":
+            self = .timedOut(operation: operation, seconds: seconds)
+        case .some:
+            self = .backendFailure(detail: "the Secret Service failed: \(detail)")
+        case .none:
+            // Errors that never reached a remote peer come from connecting to the bus itself.
+            self =
+                error.domain == keychain_cli_io_error_quark()
+                ? .noSessionBus(detail: detail) : .backendFailure(detail: "the Secret Service failed: \(detail)")
+        }
+    }
+
+    /// GDBus prefixes remote errors with "GDBus.Error:org.freedesktop…: "; users need the text after it.
+    private static func strippingRemotePrefix(_ message: String) -> String {
+        guard message.hasPrefix("GDBus.Error:"), let colon = message.dropFirst(12).firstIndex(of: ":") else {
+            return message
+        }
+        return String(message[message.index(after: colon)...].drop(while: { $0 == " " }))
+    }
+}
+
+/// Finishes a D-Bus call made on one item: nil, and no error, when the item no longer exists. An
+/// item deleted by another client between our search and this call is answered with
+/// `UnknownMethod` "Object does not exist at path" (gnome-keyring 42), which for a collection
+/// would mean no default keyring, but for an item means only that it is gone.
+func finishItemCall(
+    _ bus: OpaquePointer, _ result: OpaquePointer, _ error: UnsafeMutablePointer<UnsafeMutablePointer<GError>?>
+) -> OpaquePointer? {
+    let reply = g_dbus_connection_call_finish(bus, result, error)
+    _ = clearingVanishedItemError(error)
+    return reply
+}
+
+/// Clears `error` and returns true when it says the item a call was made on no longer exists
+/// (see ``finishItemCall(_:_:_:)``; libsecret reports it as `SECRET_ERROR_NO_SUCH_OBJECT`).
+func clearingVanishedItemError(_ error: UnsafeMutablePointer<UnsafeMutablePointer<GError>?>) -> Bool {
+    guard let failure = error.pointee else { return false }
+    let vanished: Bool
+    if failure.pointee.domain == keychain_cli_secret_error_quark() {
+        vanished = failure.pointee.code == Int32(SECRET_ERROR_NO_SUCH_OBJECT.rawValue)
+    } else {
+        switch remoteErrorName(failure) {
+        // KeePassXC (Qt's D-Bus) answers UnknownInterface for the path of an item it removed.
+        case "org.freedesktop.DBus.Error.UnknownMethod", "org.freedesktop.DBus.Error.UnknownObject",
+            "org.freedesktop.DBus.Error.UnknownInterface", "org.freedesktop.Secret.Error.NoSuchObject":
+            vanished = true
+        default: vanished = false
+        }
+    }
+    if vanished { g_clear_error(error) }
+    return vanished
+}

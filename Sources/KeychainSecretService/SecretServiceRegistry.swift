@@ -1,0 +1,93 @@
+internal import CLibSecret
+import FoundationEssentials
+import KeychainCredentials
+import KeychainGLib
+import KeychainStore
+
+/// Registry credentials on the Secret Service are docker-credential-secretservice's items:
+/// schema `io.docker.Credentials`, label = the server URL, attributes `label=Docker Credentials`,
+/// `server` (the URL as docker gives it), `username`, `docker_cli=1`. Each reads the other's.
+extension SecretServiceStore: RegistryCredentialStore {
+    /// Its own docker items, as the other tools of the field keep them (not those of `service`).
+    public func registryCredentials(service: ServiceName) -> any RegistryCredentialStore { self }
+
+    public func registryCredential(for serverURL: String) throws(KeychainError) -> RegistryCredential? {
+        try BoundedOperation.run("look up the registry credential", seconds: timeout) { operation in
+            let bus = try connection.sessionBus(operation, preparingSession: true)
+            defer { g_object_unref(UnsafeMutableRawPointer(bus)) }
+            // Of several users' items for one server (other tools keep them), the one `list` names:
+            // the last found, as docker-credential-secretservice's list and get both answer.
+            guard let (attributes, path) = try dockerItems(["server": serverURL], operation, bus).last else {
+                return nil
+            }
+            guard let secret = try connection.readSecret(at: path, operation, bus) else { return nil }
+            return RegistryCredential(
+                serverURL: serverURL, username: attributes["username"] ?? "",
+                secret: String(decoding: secret, as: UTF8.self))
+        }
+    }
+
+    public func storeRegistryCredential(_ credential: RegistryCredential) throws(KeychainError) {
+        let pairs = [
+            ("label", "Docker Credentials"), ("server", credential.serverURL), ("username", credential.username),
+            ("docker_cli", "1"),
+        ]
+        let attributes = makeAttributes(Dictionary(uniqueKeysWithValues: pairs))
+        defer { g_hash_table_unref(attributes) }
+        try BoundedOperation.run("store the registry credential", seconds: timeout) { operation in
+            // In our own session where it can be (libsecret's fails on kwalletd5 about once in 100), else
+            // secret_password_storev / secret_password_store_finish: each replaces the item with
+            // the same attributes.
+            let schema = String(cString: keychain_cli_docker_schema().pointee.name)
+            let stored = try storeDirectly(
+                Data(credential.secret.utf8), attributes: pairs + [("xdg:schema", schema)],
+                label: credential.serverURL, contentType: "text/plain", operation)
+            if !stored {
+                _ = try operation.call(
+                    {
+                        secret_password_storev(
+                            keychain_cli_docker_schema(), attributes, SECRET_COLLECTION_DEFAULT, credential.serverURL,
+                            credential.secret, $0, $1, $2)
+                    },
+                    finish: { secret_password_store_finish($0, $1) })
+            }
+            // One item per server: one of another user name goes, once the new one is stored.
+            let bus = try connection.sessionBus(operation)
+            defer { g_object_unref(UnsafeMutableRawPointer(bus)) }
+            let others = try dockerItems(["server": credential.serverURL], operation, bus)
+                .filter { $0.attributes["username"] != credential.username }.map(\.path)
+            guard !others.isEmpty else { return }
+            _ = try connection.deleteItems(at: others, operation, bus)
+        }
+    }
+
+    public func eraseRegistryCredential(for serverURL: String) throws(KeychainError) -> Bool {
+        try BoundedOperation.run("erase the registry credential", seconds: timeout) { operation in
+            let bus = try connection.sessionBus(operation)
+            defer { g_object_unref(UnsafeMutableRawPointer(bus)) }
+            let paths = try dockerItems(["server": serverURL], operation, bus).map(\.path)
+            return try connection.deleteItems(at: paths, operation, bus) > 0
+        }
+    }
+
+    public func registryUsernames() throws(KeychainError) -> [String: String] {
+        try BoundedOperation.run("list the registry credentials", seconds: timeout) { operation in
+            let bus = try connection.sessionBus(operation)
+            defer { g_object_unref(UnsafeMutableRawPointer(bus)) }
+            var result: [String: String] = [:]
+            for (attributes, _) in try dockerItems([:], operation, bus) {
+                if let server = attributes["server"] { result[server] = attributes["username"] ?? "" }
+            }
+            return result
+        }
+    }
+
+    /// The docker items whose attributes include `pairs` (unlocked first), with their paths:
+    /// those of docker's schema only, as docker-credential-secretservice finds them.
+    private func dockerItems(_ pairs: [String: String], _ operation: BoundedOperation, _ bus: OpaquePointer) throws
+        -> [(attributes: [String: String], path: String)]
+    {
+        try connection.findItems(
+            pairs, schema: String(cString: keychain_cli_docker_schema().pointee.name), operation, bus)
+    }
+}

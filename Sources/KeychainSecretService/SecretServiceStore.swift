@@ -1,0 +1,212 @@
+internal import CLibSecret
+import FoundationEssentials
+import KeychainGLib
+import KeychainSecretSession
+import KeychainStore
+import KeychainSystem
+
+/// A ``SecretStore`` on the freedesktop Secret Service (gnome-keyring, KeePassXC, KWallet, `serve`).
+///
+/// Reads, writes, lists and deletes call the Secret Service's D-Bus API directly, on a session
+/// bus connection the process keeps (``SessionBusSocket``), and secrets travel encrypted in a
+/// ``SecretSession`` the store opens on its first read or write and keeps. libsecret unlocks
+/// locked items and keyrings, creates a missing default keyring and shows prompts.
+///
+/// Items are written with the attributes `service`, `username` (the key) and
+/// `application=keychain-cli` under the schema `org.freedesktop.Secret.Generic`, and found by
+/// `service` and `username` alone, so items of secret-tool, python keyring, go-keyring and
+/// keyring-rs are read and written too. Every wait is bounded by ``timeout``: an unanswered
+/// unlock prompt becomes ``KeychainError/timedOut(operation:seconds:)``, never a hang.
+public final class SecretServiceStore: SecretStore {
+    /// How long an operation waits for the Secret Service to answer, in seconds. The limit restarts
+    /// at every answer, so long operations that keep progressing (a reset of thousands of items)
+    /// finish, while an unanswered prompt or a stalled keyring ends in ``KeychainError/timedOut(operation:seconds:)``.
+    public let timeout: Double
+    /// What ``items(service:)`` reads of each item.
+    public let listing: ListingDetail
+    /// The bus, the kept session and libsecret's proxy, and the queries on them.
+    let connection = SecretServiceConnection()
+
+    /// The object path of the kept session (for tests).
+    @_spi(Testing) public var keptSessionPath: String? { connection.kept.withLock { $0?.session.path } }
+    /// Whether a prepared half of a key exchange is waiting (for tests).
+    @_spi(Testing) public var hasPreparedExchange: Bool { connection.preparedExchange.withLock { $0 != nil } }
+    /// What the last ``items(service:)`` found, for the next ``secrets(of:)`` (used once).
+    let lastListing = Locked<ListedPaths?>(nil)
+    /// How many items the listing waiting for ``secrets(of:)`` holds; nil when none waits (for tests).
+    @_spi(Testing) public var pendingListingCount: Int? { lastListing.withLock { $0?.paths.count } }
+
+    /// Closes the kept session on the service but keeps it here, as a restarted service would
+    /// have forgotten it (for tests: the service lets only the connection that opened a session
+    /// close it).
+    @_spi(Testing) public func closeKeptSessionOnTheService() throws {
+        guard let path = keptSessionPath else { return }
+        try BoundedOperation.run("close the session", seconds: timeout) { operation in
+            let bus = try connection.sessionBus(operation)
+            defer { g_object_unref(UnsafeMutableRawPointer(bus)) }
+            g_variant_unref(
+                try operation.callMethod(
+                    bus, SecretServiceConnection.busName, path, "org.freedesktop.Secret.Session", "Close", nil))
+        }
+    }
+
+    /// A store whose operations give up when the Secret Service has not answered for `timeout` seconds.
+    public init(timeout: Double = defaultStoreTimeout, listing: ListingDetail = .full) {
+        self.timeout = timeout
+        self.listing = listing
+    }
+
+    public func secret(service: ServiceName, key: KeychainKey) throws(KeychainError) -> Data? {
+        try BoundedOperation.run("return the secret", seconds: timeout) { operation in
+            let bus = try connection.sessionBus(operation, preparingSession: true)
+            defer { g_object_unref(UnsafeMutableRawPointer(bus)) }
+            // Searching first needs no encrypted session, so a miss costs no key exchange;
+            // libsecret's lookup opens the session before it searches.
+            let found = try connection.searchVisiblePaths(
+                operation, bus, ["service": service.rawValue, "username": key.rawValue])
+            if found.unlocked.isEmpty && found.locked.isEmpty { return nil }
+            // An item another client deletes after the search is not there: the next one, or a miss.
+            for path in found.unlocked {
+                if let secret = try connection.readSecret(at: path, operation, bus) { return secret }
+            }
+            if found.locked.isEmpty { return nil }
+            let unlocked = try connection.unlock(found.locked, operation)
+            guard !unlocked.isEmpty else {
+                throw KeychainError.locked(detail: "the item is in a locked keyring that could not be unlocked")
+            }
+            for path in unlocked {
+                if let secret = try connection.readSecret(at: path, operation, bus) { return secret }
+            }
+            return nil
+        }
+    }
+
+    /// A search only: no encrypted session, and an item in a locked keyring counts without
+    /// unlocking it.
+    public func containsSecret(service: ServiceName, key: KeychainKey) throws(KeychainError) -> Bool {
+        try BoundedOperation.run("look for the item", seconds: timeout) { operation in
+            let bus = try connection.sessionBus(operation)
+            defer { g_object_unref(UnsafeMutableRawPointer(bus)) }
+            let found = try connection.searchPaths(
+                operation, bus, ["service": service.rawValue, "username": key.rawValue])
+            return !found.unlocked.isEmpty || !found.locked.isEmpty
+        }
+    }
+
+    public func setSecret(_ secret: Data, service: ServiceName, key: KeychainKey) throws(KeychainError) {
+        // secret_value_new copies the bytes into (non-pageable) memory of its own.
+        let value = secret.withUnsafeBytes { buffer in
+            guard let base = buffer.baseAddress else { return secret_value_new("", 0, "application/octet-stream")! }
+            return secret_value_new(
+                base.assumingMemoryBound(to: CChar.self), gssize(buffer.count), "application/octet-stream")!
+        }
+        defer { secret_value_unref(UnsafeMutableRawPointer(value)) }
+        try BoundedOperation.run("store the secret", seconds: timeout) { operation in
+            // Directly on the bus when it can be (see SecretServiceWrites.swift), else through
+            // libsecret, which unlocks, creates a default collection and shows prompts.
+            if try setSecretDirectly(secret, service: service, key: key, operation) { return }
+            let proxy = try connection.connect(operation, openSession: true)
+            defer { g_object_unref(proxy) }
+            // An item another tool stored under the same service and key (with other extra
+            // attributes) gets the new secret in place, so that every tool, and every later
+            // lookup, sees one value; otherwise a new item is created.
+            try connection.search(operation, proxy, ["service": service.rawValue, "username": key.rawValue]) {
+                existing in
+                var updated = 0
+                for item in existing {
+                    // secret_item_set_secret / secret_item_set_secret_finish; an item another
+                    // client deleted since the search is skipped.
+                    let done = try operation.call(
+                        { secret_item_set_secret(item, value, $0, $1, $2) },
+                        finish: { result, error in
+                            secret_item_set_secret_finish(item, result, error) != 0 || !clearingVanishedItemError(error)
+                        })
+                    guard done else { continue }
+                    updated += 1
+                    try announceSecretChanged(item, operation)
+                }
+                if updated == 0 {
+                    let attributes = makeAttributes([
+                        "service": service.rawValue, "username": key.rawValue, "application": "keychain-cli",
+                    ])
+                    defer { g_hash_table_unref(attributes) }
+                    let label = ItemInfo.defaultLabel(service: service, key: key)
+                    // secret_service_store / secret_service_store_finish
+                    _ = try operation.call(
+                        {
+                            secret_service_store(
+                                proxy, connection.schema, attributes, SECRET_COLLECTION_DEFAULT, label, value, $0, $1,
+                                $2)
+                        },
+                        finish: { secret_service_store_finish(proxy, $0, $1) })
+                }
+            }
+        }
+    }
+
+    public func deleteSecret(service: ServiceName, key: KeychainKey) throws(KeychainError) -> Bool {
+        try deleteMatching(["service": service.rawValue, "username": key.rawValue], what: "delete the secret") > 0
+    }
+
+    /// Removes the items ``items(service:)`` lists for `service`, and no other: an item of another
+    /// application with a `service` attribute but no `username` (node keytar's `account`, say) is
+    /// neither listed nor deleted.
+    public func deleteAll(service: ServiceName) throws(KeychainError) -> Int {
+        try deleteMatching(["service": service.rawValue], requiring: "username", what: "delete the service's secrets")
+    }
+
+    public func items(service: ServiceName?) throws(KeychainError) -> [ItemInfo] {
+        let pairs: KeyValuePairs<String, String> = service.map { ["service": $0.rawValue] } ?? [:]
+        return try BoundedOperation.run("list the items", seconds: timeout) { operation in
+            let bus = try connection.sessionBus(operation)
+            defer { g_object_unref(UnsafeMutableRawPointer(bus)) }
+            // libsecret builds a D-Bus proxy per found item and refuses an empty search; asking
+            // for the paths, then for every item's properties in pipelined Properties calls on the
+            // same connection, costs one round trip per window and gnome-keyring's own time per
+            // item (less for Attributes alone than for GetAll); one GetManagedObjects call where
+            // the provider answers it (keychain-cli serve). Numbers: bench/RESULTS.md.
+            let found = try connection.searchVisiblePaths(operation, bus, pairs)
+            let paths = found.unlocked + found.locked
+            let infos = try connection.infos(operation, bus, paths, keysOnly: listing == .keysOnly)
+            lastListing.withLock { $0 = ListedPaths(paths: paths, infos: infos, locked: Set(found.locked)) }
+            return infos.compactMap { $0 }
+        }
+    }
+
+    // MARK: libsecret steps, each one asynchronous call on a bounded operation
+
+    /// Deletes every item whose attributes include `pairs`, and the attribute `requiring` when one
+    /// is named (unlocking locked ones first), with pipelined Item.Delete calls: one proxy and one
+    /// round trip per item was far slower for a large service. Items another client deleted meanwhile are not counted.
+    private func deleteMatching(
+        _ pairs: KeyValuePairs<String, String>, requiring: String? = nil, what: String
+    ) throws(KeychainError) -> Int {
+        try BoundedOperation.run(what, seconds: timeout) { operation in
+            let bus = try connection.sessionBus(operation)
+            defer { g_object_unref(UnsafeMutableRawPointer(bus)) }
+            var found = try connection.searchVisiblePaths(operation, bus, pairs)
+            if let requiring {
+                // The Secret Service searches by value only: read each item's attributes to keep
+                // those that have the attribute at all.
+                found.unlocked = try paths(found.unlocked, having: requiring, operation, bus)
+                found.locked = try paths(found.locked, having: requiring, operation, bus)
+            }
+            let unlocked = try connection.unlock(found.locked, operation)
+            guard unlocked.count == found.locked.count else {
+                throw KeychainError.locked(detail: "items to delete are in a locked keyring that could not be unlocked")
+            }
+            return try connection.deleteItems(at: found.unlocked + unlocked, operation, bus)
+        }
+    }
+
+    /// Those of `paths` whose items have the attribute `name` (and still exist).
+    private func paths(
+        _ paths: [String], having name: String, _ operation: BoundedOperation, _ bus: OpaquePointer
+    ) throws -> [String] {
+        let replies = try connection.itemProperty("Attributes", of: paths, operation, bus) {
+            SecretServiceConnection.dictionary($0)[name] != nil
+        }
+        return zip(paths, replies).compactMap { $1 == true ? $0 : nil }
+    }
+
+}
