@@ -59,8 +59,9 @@ let package = Package(
             name: "KeychainVault",
             dependencies: ["KeychainStore", "KeychainSystem", "KeychainFormats", "KeychainAge"]
         ),
-        // GLib and GIO shared by the Secret Service client and provider.
-        .target(name: "KeychainGLib", dependencies: ["CLibSecret"]),
+        // GLib and GIO shared by the Secret Service client and provider: who owns which reference,
+        // the bounded main-context runner.
+        .target(name: "KeychainGLib", dependencies: ["KeychainStore", "CLibSecret"]),
         // The Secret Service's encrypted session, both sides (libgcrypt).
         .target(name: "KeychainSecretSession", dependencies: ["KeychainStore", "KeychainSystem", "CLibGcrypt"]),
         .target(

@@ -2,15 +2,6 @@ package import CLibSecret
 
 // Small conversions between GLib's C types and Swift's, shared by the Secret Service files.
 
-/// A `GHashTable` of strings to strings, as libsecret takes attributes. The caller unrefs it.
-package func makeAttributes(_ pairs: some Sequence<(key: String, value: String)>) -> OpaquePointer {
-    let table = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free)!
-    for (name, value) in pairs {
-        g_hash_table_insert(table, g_strdup(name), g_strdup(value))
-    }
-    return table
-}
-
 /// The name of the D-Bus error a remote peer answered with, or nil for a local error.
 package func remoteErrorName(_ error: UnsafeMutablePointer<GError>) -> String? {
     g_dbus_error_get_remote_error(error).map { name in
@@ -56,10 +47,7 @@ package func variantBytes(_ variant: OpaquePointer, child index: Int? = nil) -> 
     return Array(UnsafeRawBufferPointer(start: base, count: Int(count)))
 }
 
-/// The value inside the first child of a `(v…)` reply, as Properties.Get and OpenSession return
-/// it; the caller unrefs it.
-package func propertyValue(_ reply: OpaquePointer) -> OpaquePointer {
-    let boxed = g_variant_get_child_value(reply, 0)!
-    defer { g_variant_unref(boxed) }
-    return g_variant_get_variant(boxed)!
+/// The value inside the first child of a `(v…)` reply, as Properties.Get and OpenSession return it.
+package func propertyValue(_ reply: OwnedVariant) -> OwnedVariant {
+    reply.child(0).unboxed
 }

@@ -41,6 +41,7 @@ struct TLSSettings: Sendable, Equatable {
 /// libcurl's functions, loaded once per process on the first request (see the CCurl shim).
 private let curlLibrary: CurlLibrary? = CurlLibrary()
 
+// @unchecked: libcurl's function pointers, written once by the global's initializer and only read.
 private struct CurlLibrary: @unchecked Sendable {
     var api = keychain_curl_api()
     init?() {
@@ -53,6 +54,8 @@ private struct CurlLibrary: @unchecked Sendable {
 /// one: a request never waits behind another thread's (serve's watcher polling a server that
 /// stalls must not hold up a client's write for its whole time limit).
 final class HTTPClient: Sendable {
+    // @unchecked: an easy handle is used by one request at a time, taken from and given back to
+    // `idle` under its lock.
     private struct Handle: @unchecked Sendable { var pointer: UnsafeMutableRawPointer }
     /// The handles no request is using now.
     private let idle = Locked<[Handle]>([])

@@ -1,5 +1,6 @@
 internal import CLibSecret
 import FoundationEssentials
+import KeychainGLib
 import KeychainStore
 
 // The provider's objects on the bus: their interfaces (introspection data), their registration
@@ -152,20 +153,20 @@ extension SecretServiceProvider {
         var vtable = GDBusSubtreeVTable(
             enumerate: providerEnumerate, introspect: providerIntrospect, dispatch: providerDispatch,
             padding: (nil, nil, nil, nil, nil, nil, nil, nil))
-        var error: UnsafeMutablePointer<GError>?
-        let id = g_dbus_connection_register_subtree(
-            connection, root, &vtable, G_DBUS_SUBTREE_FLAGS_DISPATCH_TO_UNENUMERATED_NODES,
-            Unmanaged.passUnretained(subtree).toOpaque(), nil, &error)
+        let (id, error) = catchingError {
+            g_dbus_connection_register_subtree(
+                connection, root, &vtable, G_DBUS_SUBTREE_FLAGS_DISPATCH_TO_UNENUMERATED_NODES,
+                Unmanaged.passUnretained(subtree).toOpaque(), nil, $0)
+        }
         guard id != 0 else {
-            defer { g_error_free(error) }
-            throw .backendFailure(detail: "cannot put \(root) on the bus: \(String(cString: error!.pointee.message))")
+            throw .backendFailure(detail: "cannot put \(root) on the bus: \(error?.message ?? "unknown error")")
         }
         subtrees.append(subtree)
     }
 
     /// Sends `signal` of `interface` from `path`.
-    func emit(_ interface: String, _ signal: String, from path: String, _ argument: OpaquePointer) {
-        g_dbus_connection_emit_signal(connection, nil, path, interface, signal, argument, nil)
+    func emit(_ interface: String, _ signal: String, from path: String, _ argument: OwnedVariant) {
+        g_dbus_connection_emit_signal(connection, nil, path, interface, signal, argument.raw, nil)
     }
 
     /// Tells clients that cache properties (libsecret's proxies) that `names` of `interface` at
@@ -173,7 +174,7 @@ extension SecretServiceProvider {
     func propertiesChanged(_ interface: String, _ names: [String], at path: String) {
         let values = names.compactMap { name in (try? property(interface, name, at: path)).map { (name, $0) } }
         let arguments = Variant.tuple([
-            Variant.string(interface), Variant.propertyMap(values), g_variant_new_strv(nil, 0)!,
+            Variant.string(interface), Variant.propertyMap(values), Variant.noStrings(),
         ])
         emit("org.freedesktop.DBus.Properties", "PropertiesChanged", from: path, arguments)
     }
@@ -227,7 +228,7 @@ private let providerMethodCall: GDBusInterfaceMethodCallFunc = {
         parameters: parameters!)
     do throws(ProviderError) {
         let reply = try Unmanaged<SecretServiceProvider>.fromOpaque(data!).takeUnretainedValue().handle(call)
-        g_dbus_method_invocation_return_value(invocation, reply)
+        reply.use { g_dbus_method_invocation_return_value(invocation, $0) }
     } catch {
         g_dbus_method_invocation_return_dbus_error(invocation, error.name, error.message)
     }
@@ -241,12 +242,10 @@ struct ProviderCall {
     let method: String
     let parameters: OpaquePointer
 
-    /// Child `index` of the arguments; the caller unrefs it.
-    func argument(_ index: Int) -> OpaquePointer { Variant.child(parameters, index) }
-
-    func string(_ index: Int) -> String {
-        let value = argument(index)
-        defer { g_variant_unref(value) }
-        return Variant.text(value)
+    /// Child `index` of the arguments.
+    func argument(_ index: Int) -> OwnedVariant {
+        OwnedVariant(taking: g_variant_get_child_value(parameters, gsize(index))!)
     }
+
+    func string(_ index: Int) -> String { argument(index).string }
 }

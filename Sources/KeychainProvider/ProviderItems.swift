@@ -7,7 +7,7 @@ import KeychainStore
 // reply, and decides what it overwrites on what the store holds then (addItem, updateItem):
 // the index is only a view, which another process's write may have outdated.
 extension SecretServiceProvider {
-    func handleCollectionCall(_ call: ProviderCall) throws(ProviderError) -> OpaquePointer {
+    func handleCollectionCall(_ call: ProviderCall) throws(ProviderError) -> OwnedVariant {
         guard let collection = collection(at: call.path) else { throw .unknownObject(call.path) }
         switch call.method {
         case "SearchItems":
@@ -21,7 +21,7 @@ extension SecretServiceProvider {
         }
     }
 
-    func handleItemCall(_ call: ProviderCall) throws(ProviderError) -> OpaquePointer {
+    func handleItemCall(_ call: ProviderCall) throws(ProviderError) -> OwnedVariant {
         guard let (collection, item) = item(at: call.path) else { throw .unknownObject(call.path) }
         switch call.method {
         case "GetSecret":
@@ -39,8 +39,7 @@ extension SecretServiceProvider {
             return Variant.tuple([try session.encode(secret, contentType: item.details.contentType)])
         case "SetSecret":
             let argument = call.argument(0)
-            defer { g_variant_unref(argument) }
-            let session = try session(variantString(argument, child: 0), for: call)
+            let session = try session(argument.child(0).string, for: call)
             try requireUnlocked(collection)
             let (secret, contentType) = try session.decode(argument)
             secretObserver?(secret)
@@ -66,28 +65,21 @@ extension SecretServiceProvider {
     }
 
     private func createItem(_ call: ProviderCall, in collection: ServedCollection) throws(ProviderError)
-        -> OpaquePointer
+        -> OwnedVariant
     {
-        let propertiesArgument = call.argument(0)
-        let properties = Variant.properties(propertiesArgument)
-        g_variant_unref(propertiesArgument)
-        defer { for value in properties.values { g_variant_unref(value) } }
+        let properties = Variant.properties(call.argument(0))
         let secretArgument = call.argument(1)
-        defer { g_variant_unref(secretArgument) }
-        let replaceArgument = call.argument(2)
-        let replace = g_variant_get_boolean(replaceArgument) != 0
-        g_variant_unref(replaceArgument)
-
-        let session = try session(variantString(secretArgument, child: 0), for: call)
+        let replace = call.argument(2).boolean
+        let session = try session(secretArgument.child(0).string, for: call)
         try requireUnlocked(collection)
         // gnome-keyring refuses the properties it does not know, and so does serve.
         if let unknown = properties.keys.sorted().first(where: { !Self.creatable.contains($0) }) {
             throw .invalidArguments("CreateItem does not take the property \(unknown)")
         }
         var attributes = try Self.value(properties, "Attributes", "a{ss}", Variant.strings) ?? [:]
-        let label = try Self.value(properties, "Label", "s", Variant.text) ?? ""
+        let label = try Self.value(properties, "Label", "s", \.string) ?? ""
         // The item's type is its xdg:schema attribute, as gnome-keyring keeps it.
-        if let type = try Self.value(properties, "Type", "s", Variant.text),
+        if let type = try Self.value(properties, "Type", "s", \.string),
             attributes["xdg:schema"] == nil
         {
             attributes["xdg:schema"] = type
@@ -239,10 +231,10 @@ extension SecretServiceProvider {
     /// The property `name` of CreateItem's properties (`org.freedesktop.Secret.Item.NAME`), of
     /// type `signature`, read by `read`; nil when not given.
     private static func value<Value>(
-        _ properties: [String: OpaquePointer], _ name: String, _ signature: String, _ read: (OpaquePointer) -> Value
+        _ properties: [String: OwnedVariant], _ name: String, _ signature: String, _ read: (OwnedVariant) -> Value
     ) throws(ProviderError) -> Value? {
         guard let value = properties["org.freedesktop.Secret.Item.\(name)"] else { return nil }
-        guard String(cString: g_variant_get_type_string(value)) == signature else {
+        guard value.typeString == signature else {
             throw .invalidArguments("org.freedesktop.Secret.Item.\(name) must be of type \(signature)")
         }
         return read(value)

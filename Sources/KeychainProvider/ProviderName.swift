@@ -14,14 +14,12 @@ extension SecretServiceProvider {
         let flags: UInt32 = 1 | (replace ? 2 : 0) | 4
         guard
             let reply = busCall(
-                "RequestName", Variant.tuple([Variant.string(Self.name), g_variant_new_uint32(flags)!]),
+                "RequestName",
+                Variant.tuple([Variant.string(Self.name), OwnedVariant(sinking: g_variant_new_uint32(flags))]),
                 keychain_cli_type_uint32_reply())
         else { throw .noSessionBus(detail: "the bus did not answer RequestName") }
-        defer { g_variant_unref(reply) }
-        let child = Variant.child(reply, 0)
-        defer { g_variant_unref(child) }
         // 1: primary owner; 4: already the owner. 2 (queued) cannot happen with DO_NOT_QUEUE.
-        guard [1, 4].contains(g_variant_get_uint32(child)) else {
+        guard [1, 4].contains(reply.child(0).uint32) else {
             throw .nameTaken(
                 name: Self.name, owner: ownerDescription() ?? "another process",
                 conflict: replace ? .replacementRefused : .owned)
@@ -34,30 +32,25 @@ extension SecretServiceProvider {
             let reply = busCall(
                 "GetNameOwner", Variant.tuple([Variant.string(Self.name)]), keychain_cli_type_string_reply())
         else { return nil }
-        let owner = variantString(reply, child: 0)
-        g_variant_unref(reply)
+        let owner = reply.child(0).string
         guard
             let pidReply = busCall(
                 "GetConnectionUnixProcessID", Variant.tuple([Variant.string(owner)]), keychain_cli_type_uint32_reply())
         else { return owner }
-        let child = Variant.child(pidReply, 0)
-        let pid = g_variant_get_uint32(child)
-        g_variant_unref(child)
-        g_variant_unref(pidReply)
+        let pid = pidReply.child(0).uint32
         return "\(processCommand(pid)?.program ?? owner) (pid \(pid))"
     }
 
     /// Calls `method` on the bus itself; nil when it fails.
-    private func busCall(_ method: String, _ arguments: OpaquePointer, _ reply: OpaquePointer)
-        -> OpaquePointer?
-    {
-        g_dbus_connection_call_sync(
-            connection, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", method, arguments,
-            reply, G_DBUS_CALL_FLAGS_NONE, Int32(defaultStoreTimeout * 1000), nil, nil)
+    private func busCall(_ method: String, _ arguments: OwnedVariant, _ reply: OpaquePointer) -> OwnedVariant? {
+        OwnedVariant(
+            takingIfAny: g_dbus_connection_call_sync(
+                connection, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", method,
+                arguments.raw, reply, G_DBUS_CALL_FLAGS_NONE, Int32(defaultStoreTimeout * 1000), nil, nil))
     }
 
     func subscribeToNameChanges() {
-        g_dbus_connection_signal_subscribe(
+        nameSubscription = g_dbus_connection_signal_subscribe(
             connection, "org.freedesktop.DBus", "org.freedesktop.DBus", "NameOwnerChanged", "/org/freedesktop/DBus",
             nil, G_DBUS_SIGNAL_FLAGS_NONE, providerNameOwnerChanged, Unmanaged.passUnretained(self).toOpaque(), nil)
     }

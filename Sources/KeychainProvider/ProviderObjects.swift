@@ -1,4 +1,5 @@
 internal import CLibSecret
+import KeychainGLib
 import KeychainStore
 
 // D-Bus's standard ObjectManager on /org/freedesktop/secrets: every object under it (the
@@ -9,7 +10,7 @@ import KeychainStore
 extension SecretServiceProvider {
     /// The reply to GetManagedObjects, `(a{oa{sa{sv}}})`, unless it would be larger than a bus
     /// takes (then the client asks each object, as it does of other providers).
-    func managedObjects() throws(ProviderError) -> OpaquePointer {
+    func managedObjects() throws(ProviderError) -> OwnedVariant {
         var objects = (collections.map(\.path) + [ServedCollection.defaultAliasPath]).map {
             managedObject($0, ProviderInterface.collection)
         }
@@ -19,7 +20,6 @@ extension SecretServiceProvider {
         objects += sessions.keys.sorted().map { managedObject($0, ProviderInterface.session) }
         let reply = Variant.tuple([Variant.array(of: keychain_cli_type_managed_object(), objects)])
         guard Variant.fitsInMessage(reply) else {
-            g_variant_unref(g_variant_ref_sink(reply))
             throw .failed("the objects are more than one reply can carry: read their properties one by one")
         }
         return reply
@@ -57,7 +57,6 @@ extension SecretServiceProvider {
             Variant.objectPath(collection.path(of: item.number)),
             Self.interfaceEntry(ProviderInterface.item, Self.itemProperties(item, in: collection)),
         ])
-        defer { g_variant_unref(g_variant_ref_sink(announcement)) }
         guard Variant.fitsInMessage(announcement) else {
             throw .invalidArguments("the item's label and attributes are more than one D-Bus message can carry")
         }
@@ -66,14 +65,14 @@ extension SecretServiceProvider {
     /// One object's entry, already serialized: a tree of GVariants costs far more memory than
     /// its bytes (the reply for 10,000 items doubled serve's peak memory), and GLib frees the
     /// tree once the value is serialized.
-    private func managedObject(_ path: String, _ interface: String) -> OpaquePointer {
-        let entry = g_variant_new_dict_entry(Variant.objectPath(path), interfaces(interface, at: path))!
-        _ = g_variant_get_data(entry)
+    private func managedObject(_ path: String, _ interface: String) -> OwnedVariant {
+        let entry = Variant.entry(Variant.objectPath(path), interfaces(interface, at: path))
+        _ = g_variant_get_data(entry.raw)
         return entry
     }
 
     /// `a{sa{sv}}`: `interface` with its properties at `path`.
-    private func interfaces(_ interface: String, at path: String) -> OpaquePointer {
+    private func interfaces(_ interface: String, at path: String) -> OwnedVariant {
         if interface == ProviderInterface.item, let (collection, item) = item(at: path) {
             return Self.interfaceEntry(interface, Self.itemProperties(item, in: collection))
         }
@@ -83,16 +82,16 @@ extension SecretServiceProvider {
         return Self.interfaceEntry(interface, values)
     }
 
-    private static func itemProperties(_ item: ServedItem, in collection: ServedCollection) -> [(String, OpaquePointer)]
+    private static func itemProperties(_ item: ServedItem, in collection: ServedCollection) -> [(String, OwnedVariant)]
     {
         propertyNames(ProviderInterface.item).compactMap { name in
             itemProperty(name, of: item, in: collection).map { (name, $0) }
         }
     }
 
-    private static func interfaceEntry(_ interface: String, _ values: [(String, OpaquePointer)]) -> OpaquePointer {
+    private static func interfaceEntry(_ interface: String, _ values: [(String, OwnedVariant)]) -> OwnedVariant {
         Variant.array(
             of: keychain_cli_type_interface_entry(),
-            [g_variant_new_dict_entry(Variant.string(interface), Variant.propertyMap(values))!])
+            [Variant.entry(Variant.string(interface), Variant.propertyMap(values))])
     }
 }

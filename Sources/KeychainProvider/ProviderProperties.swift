@@ -1,11 +1,12 @@
 internal import CLibSecret
+import KeychainGLib
 import KeychainStore
 
 // org.freedesktop.DBus.Properties on every object: GDBus hands these calls to the provider's one
 // method handler (no getter or setter in the interface table), so that they are answered in
 // turn with the other calls, and fail with the same error names.
 extension SecretServiceProvider {
-    func handlePropertiesCall(_ call: ProviderCall) throws(ProviderError) -> OpaquePointer {
+    func handlePropertiesCall(_ call: ProviderCall) throws(ProviderError) -> OwnedVariant {
         let interface = call.string(0)
         switch call.method {
         case "Get":
@@ -15,17 +16,13 @@ extension SecretServiceProvider {
             }
             return Variant.tuple([Variant.boxed(value)])
         case "GetAll":
-            var values: [(String, OpaquePointer)] = []
+            var values: [(String, OwnedVariant)] = []
             for name in Self.propertyNames(interface) {
                 if let value = try property(interface, name, at: call.path) { values.append((name, value)) }
             }
             return Variant.tuple([Variant.propertyMap(values)])
         case "Set":
-            let boxed = call.argument(2)
-            let value = g_variant_get_variant(boxed)!
-            g_variant_unref(boxed)
-            defer { g_variant_unref(value) }
-            try setProperty(interface, call.string(1), to: value, at: call.path)
+            try setProperty(interface, call.string(1), to: call.argument(2).unboxed, at: call.path)
             return Variant.tuple([])
         default:
             throw .notSupported("org.freedesktop.DBus.Properties.\(call.method) is not supported")
@@ -44,7 +41,7 @@ extension SecretServiceProvider {
 
     /// The property `name` of `interface` at `path`; nil for a property it does not have.
     /// - Throws: `unknownObject` when no such object exists (now).
-    func property(_ interface: String, _ name: String, at path: String) throws(ProviderError) -> OpaquePointer? {
+    func property(_ interface: String, _ name: String, at path: String) throws(ProviderError) -> OwnedVariant? {
         switch interface {
         case ProviderInterface.service:
             return name == "Collections" ? Variant.objectPaths(collections.map(\.path)) : nil
@@ -69,7 +66,7 @@ extension SecretServiceProvider {
         }
     }
 
-    static func itemProperty(_ name: String, of item: ServedItem, in collection: ServedCollection) -> OpaquePointer? {
+    static func itemProperty(_ name: String, of item: ServedItem, in collection: ServedCollection) -> OwnedVariant? {
         switch name {
         case "Locked": Variant.boolean(collection.locked)
         case "Attributes": Variant.stringMap(item.details.attributes)
@@ -85,13 +82,13 @@ extension SecretServiceProvider {
     /// collection's label (kept in its store, so that the login collection's outlives serve), an
     /// item's label, attributes or type (its xdg:schema attribute, which gnome-keyring lets clients
     /// set though the specification has no Type).
-    private func setProperty(_ interface: String, _ name: String, to value: OpaquePointer, at path: String)
+    private func setProperty(_ interface: String, _ name: String, to value: OwnedVariant, at path: String)
         throws(ProviderError)
     {
         if interface == ProviderInterface.collection {
             guard let collection = collection(at: path) else { throw .unknownObject(path) }
             try requireUnlocked(collection)
-            let label = Variant.text(value)
+            let label = value.string
             try backend { () throws(KeychainError) in try collection.store.setCollectionLabel(label) }
             collection.label = label
             return propertiesChanged(interface, ["Label"], at: collection.path)
@@ -100,9 +97,9 @@ extension SecretServiceProvider {
         try requireUnlocked(collection)
         var details = item.details
         switch name {
-        case "Label": details.label = Variant.text(value)
+        case "Label": details.label = value.string
         case "Attributes": details.attributes = Variant.strings(value)
-        case "Type": details.attributes["xdg:schema"] = Variant.text(value)  // as gnome-keyring
+        case "Type": details.attributes["xdg:schema"] = value.string  // as gnome-keyring
         default: throw .notSupported("\(name) cannot be set")
         }
         try change(item, in: collection, to: details, path: path)

@@ -1,5 +1,6 @@
 internal import CLibSecret
 import FoundationEssentials
+import KeychainGLib
 import KeychainSecretSession
 import KeychainStore
 
@@ -7,7 +8,7 @@ import KeychainStore
 // every call to its handler.
 extension SecretServiceProvider {
     /// The reply to `call` (a tuple), or the D-Bus error to answer it with.
-    func handle(_ call: ProviderCall) throws(ProviderError) -> OpaquePointer {
+    func handle(_ call: ProviderCall) throws(ProviderError) -> OwnedVariant {
         switch (call.interface, call.method) {
         case ("org.freedesktop.DBus.Properties", _): return try handlePropertiesCall(call)
         case (ProviderInterface.service, "OpenSession"): return try openSession(call)
@@ -76,11 +77,8 @@ extension SecretServiceProvider {
         return (collection, item)
     }
 
-    private func openSession(_ call: ProviderCall) throws(ProviderError) -> OpaquePointer {
-        let boxed = call.argument(1)
-        defer { g_variant_unref(boxed) }
-        let input = g_variant_get_variant(boxed)!
-        defer { g_variant_unref(input) }
+    private func openSession(_ call: ProviderCall) throws(ProviderError) -> OwnedVariant {
+        let input = call.argument(1).unboxed
         let path = "\(ProviderInterface.sessionPrefix)\(lastSession + 1)"
         let algorithm = call.string(0)
         guard
@@ -104,13 +102,13 @@ extension SecretServiceProvider {
         return session
     }
 
-    private func getSecrets(_ call: ProviderCall) throws(ProviderError) -> OpaquePointer {
+    private func getSecrets(_ call: ProviderCall) throws(ProviderError) -> OwnedVariant {
         let session = try session(call.string(1), for: call)
         // Each item once (a dictionary holds each path once), those of a locked collection left
         // out as gnome-keyring leaves them out; each collection's store read once.
         let paths = pathsArgument(call, 0)
         var seen: Set<String> = []
-        var entries: [OpaquePointer] = []
+        var entries: [OwnedVariant] = []
         for collection in collections where !collection.locked {
             let items = paths.compactMap { path in
                 item(at: path).flatMap { $0.0 === collection ? $0.1 : nil }
@@ -122,14 +120,12 @@ extension SecretServiceProvider {
                 guard let secret else { continue }
                 secretObserver?(secret)
                 let encoded = try session.encode(secret, contentType: item.details.contentType)
-                entries.append(
-                    g_variant_new_dict_entry(Variant.objectPath(collection.path(of: item.number)), encoded)!)
+                entries.append(Variant.entry(Variant.objectPath(collection.path(of: item.number)), encoded))
             }
         }
         let reply = Variant.tuple([Variant.array(of: keychain_cli_type_secret_entry(), entries)])
         // A reply over the bus's limits would make the bus drop serve's connection.
         guard Variant.fitsInMessage(reply) else {
-            g_variant_unref(g_variant_ref_sink(reply))
             throw .failed("the secrets asked for are more than one D-Bus message can carry: ask for fewer at a time")
         }
         return reply
@@ -137,7 +133,7 @@ extension SecretServiceProvider {
 
     /// Unlocks or locks the collections of the objects named (a collection, an alias or an
     /// item); the reply names exactly the objects asked for that exist, as go-keyring expects.
-    private func setLocked(_ lock: Bool, _ call: ProviderCall) -> OpaquePointer {
+    private func setLocked(_ lock: Bool, _ call: ProviderCall) -> OwnedVariant {
         var known: [String] = []
         for path in pathsArgument(call, 0) {
             guard let collection = collection(at: path) ?? item(at: path)?.0 else { continue }
@@ -152,14 +148,8 @@ extension SecretServiceProvider {
     }
 
     func attributesArgument(_ call: ProviderCall, _ index: Int) -> [String: String] {
-        let value = call.argument(index)
-        defer { g_variant_unref(value) }
-        return Variant.strings(value)
+        Variant.strings(call.argument(index))
     }
 
-    func pathsArgument(_ call: ProviderCall, _ index: Int) -> [String] {
-        let value = call.argument(index)
-        defer { g_variant_unref(value) }
-        return Variant.texts(value)
-    }
+    func pathsArgument(_ call: ProviderCall, _ index: Int) -> [String] { Variant.texts(call.argument(index)) }
 }

@@ -19,8 +19,8 @@ struct ProviderSession {
     /// The session for `algorithm` and the client's `input`, and the output to send back;
     /// nil output when the algorithm is not one we speak.
     /// - Throws: `ProviderError.invalidArguments` for a public value no key may come from.
-    static func open(algorithm: String, input: OpaquePointer, path: String, owner: String) throws(ProviderError)
-        -> (ProviderSession, output: OpaquePointer)?
+    static func open(algorithm: String, input: OwnedVariant, path: String, owner: String) throws(ProviderError)
+        -> (ProviderSession, output: OwnedVariant)?
     {
         switch algorithm {
         case plain:
@@ -34,12 +34,12 @@ struct ProviderSession {
                 throw .invalidArguments("the input of \(algorithm) is the client's public value, an array of bytes")
             }
             let exchange = SecretSession.KeyExchange()
-            guard let key = exchange.sharedKey(peer: variantBytes(input)) else {
+            guard let key = exchange.sharedKey(peer: input.bytes) else {
                 throw .invalidArguments("the client's public value is outside the group")
             }
             let session = ProviderSession(
                 path: path, owner: owner, encryption: SecretSession(path: path, key: key))
-            return (session, byteArrayVariant(exchange.publicValue))
+            return (session, Variant.bytes(exchange.publicValue))
         default:
             return nil
         }
@@ -48,7 +48,7 @@ struct ProviderSession {
     /// `secret` as a secret struct `(oayays)` in this session.
     /// - Throws: `ProviderError.failed` when an encrypted session cannot encrypt it: the secret is
     ///   then not sent at all, never sent in the clear instead.
-    func encode(_ secret: Data, contentType: String) throws(ProviderError) -> OpaquePointer {
+    func encode(_ secret: Data, contentType: String) throws(ProviderError) -> OwnedVariant {
         guard let encryption else {
             return Variant.secret(session: path, parameters: [], value: Array(secret), contentType: contentType)
         }
@@ -59,10 +59,10 @@ struct ProviderSession {
     }
 
     /// The plaintext and content type of a secret struct a client sent in this session.
-    func decode(_ secret: OpaquePointer) throws(ProviderError) -> (Data, contentType: String) {
-        let parameters = variantBytes(secret, child: 1)
-        let value = variantBytes(secret, child: 2)
-        let contentType = variantString(secret, child: 3)
+    func decode(_ secret: OwnedVariant) throws(ProviderError) -> (Data, contentType: String) {
+        let parameters = secret.child(1).bytes
+        let value = secret.child(2).bytes
+        let contentType = secret.child(3).string
         var plaintext = Data(value)
         guard encryption != nil || parameters.isEmpty else {
             throw .invalidArguments("a secret of a plain session has no parameters")

@@ -1,6 +1,7 @@
 internal import CLibSecret
 import FoundationEssentials
 import Glibc
+import KeychainGLib
 import KeychainStore
 import KeychainSystem
 
@@ -21,8 +22,8 @@ import KeychainSystem
 /// time, which is what keeps the backend's writes in the order clients made them.
 public final class SecretServiceProvider: @unchecked Sendable {
     // @unchecked: the state below is touched only on the main loop's thread (every D-Bus call and
-    // every reload run there); the backend's watcher thread only sets `reloadPending` and wakes
-    // the loop.
+    // every reload run there); the backend's watcher thread only adds the reload's idle source,
+    // under the lock of `reloadSource` (ServeRaceTests and the TSan run exercise both threads).
 
     /// How a ``run(watching:)`` ended.
     public enum Exit: Sendable {
@@ -49,14 +50,24 @@ public final class SecretServiceProvider: @unchecked Sendable {
     var lastSession = 0
     var opened = false
     var handlingSignals = false
-    var connection: OpaquePointer?
+    /// Our bus connection, kept until the provider goes.
+    var bus: OwnedObject?
+    var connection: OpaquePointer? { bus?.opaque }
+    /// What GLib calls back with this provider unretained, undone when ``run(watching:)`` ends:
+    /// the connection's `closed` handler, the NameOwnerChanged subscription, the child's watch
+    /// and the watcher's retry (0: none). The stopping signals' sources stay for the process.
+    var closedHandler: gulong = 0
+    var nameSubscription: guint = 0
+    var childWatch: guint = 0
+    var retrySource: guint = 0
     /// The parts of the object tree registered on the bus (GDBus holds them unretained).
     var subtrees: [ProviderSubtree] = []
     var loop: OpaquePointer?
     var exit: Exit?
     var child: pid_t?
     var watch: StoreWatch?
-    let reloadPending = Locked(false)
+    /// The idle source that runs ``reload()``, while one is pending (0: none).
+    let reloadSource = Locked<guint>(0)
     let watchFailure = Locked<KeychainError?>(nil)
     /// Told every secret a client sends or is sent (`serve -- COMMAND` masks them in the
     /// command's output); set before ``run(watching:)``.
@@ -75,21 +86,20 @@ public final class SecretServiceProvider: @unchecked Sendable {
     /// - Throws: ``KeychainError/nameTaken(name:owner:conflict:)`` when another process owns the name;
     ///   the backend's errors; ``KeychainError/noSessionBus(detail:)``.
     public func start(busAddress address: String, replace: Bool) throws(KeychainError) {
-        var error: UnsafeMutablePointer<GError>?
         let flags = GDBusConnectionFlags(
             rawValue: G_DBUS_CONNECTION_FLAGS_AUTHENTICATION_CLIENT.rawValue
                 | G_DBUS_CONNECTION_FLAGS_MESSAGE_BUS_CONNECTION.rawValue)
-        connection = g_dbus_connection_new_for_address_sync(address, flags, nil, nil, &error)
-        guard connection != nil else {
-            defer { g_error_free(error) }
-            throw .noSessionBus(detail: "cannot connect to \(address): \(String(cString: error!.pointee.message))")
+        let (connected, error) = catchingError { g_dbus_connection_new_for_address_sync(address, flags, nil, nil, $0) }
+        guard let connected else {
+            throw .noSessionBus(detail: "cannot connect to \(address): \(error?.message ?? "unknown error")")
         }
+        bus = OwnedObject(taking: UnsafeMutableRawPointer(connected))
         g_dbus_connection_set_exit_on_close(connection, 0)
         let closed: @convention(c) (OpaquePointer?, gboolean, UnsafeMutablePointer<GError>?, gpointer?) -> Void = {
             _, _, _, data in
             Unmanaged<SecretServiceProvider>.fromOpaque(data!).takeUnretainedValue().finish(.busClosed)
         }
-        g_signal_connect_data(
+        closedHandler = g_signal_connect_data(
             UnsafeMutableRawPointer(connection), "closed", unsafeBitCast(closed, to: GCallback.self),
             Unmanaged.passUnretained(self).toOpaque(), nil, G_CONNECT_DEFAULT)
         // Before the passphrase is asked: a name already taken fails at once.
@@ -113,11 +123,9 @@ public final class SecretServiceProvider: @unchecked Sendable {
     func startWatching() {
         watch = try? login.store.watch(service: nil, interval: 2) { [self] event in
             if case .failure(let failure) = event { watchFailure.withLock { $0 = failure } }
-            let wake = reloadPending.withLock { pending in
-                defer { pending = true }
-                return !pending
+            reloadSource.withLock { source in
+                if source == 0 { source = g_idle_add(providerReload, Unmanaged.passUnretained(self).toOpaque()) }
             }
-            if wake { g_idle_add(providerReload, Unmanaged.passUnretained(self).toOpaque()) }
         }
     }
 
@@ -140,7 +148,7 @@ public final class SecretServiceProvider: @unchecked Sendable {
     }
 
     func retryWatching() {
-        g_timeout_add_seconds(2, providerWatchAgain, Unmanaged.passUnretained(self).toOpaque())
+        retrySource = g_timeout_add_seconds(2, providerWatchAgain, Unmanaged.passUnretained(self).toOpaque())
     }
 
     /// Opens the backend and reads its items (a vault asks its passphrase now, and pays its
@@ -168,11 +176,29 @@ public final class SecretServiceProvider: @unchecked Sendable {
         sigemptyset(&stopping)
         for signal in [SIGTERM, SIGINT, SIGHUP] { sigaddset(&stopping, signal) }
         pthread_sigmask(SIG_UNBLOCK, &stopping, nil)
-        if let child { g_child_watch_add(child, providerChildExited, Unmanaged.passUnretained(self).toOpaque()) }
+        if let child {
+            childWatch = g_child_watch_add(child, providerChildExited, Unmanaged.passUnretained(self).toOpaque())
+        }
         g_main_loop_run(loop)
         watch?.cancel()
+        disconnect()
         if let connection { g_dbus_connection_close_sync(connection, nil, nil) }
         return exit ?? .stopped
+    }
+
+    /// Undoes what GLib would call back with this provider once ``run(watching:)`` is over.
+    private func disconnect() {
+        reloadSource.withLock { source in
+            if source != 0 { g_source_remove(source) }
+            source = 0
+        }
+        for source in [childWatch, retrySource] where source != 0 { g_source_remove(source) }
+        (childWatch, retrySource) = (0, 0)
+        if let connection {
+            if closedHandler != 0 { g_signal_handler_disconnect(UnsafeMutableRawPointer(connection), closedHandler) }
+            if nameSubscription != 0 { g_dbus_connection_signal_unsubscribe(connection, nameSubscription) }
+        }
+        (closedHandler, nameSubscription) = (0, 0)
     }
 
     /// From now on SIGTERM, SIGINT and SIGHUP are handled by ``run(watching:)``'s loop (they wait
@@ -205,7 +231,7 @@ public final class SecretServiceProvider: @unchecked Sendable {
     /// changed, after another process wrote the backend. serve's own writes put what the backend
     /// answered in the index, so they find nothing to announce again here.
     func reload() {
-        reloadPending.withLock { $0 = false }
+        reloadSource.withLock { $0 = 0 }
         if let failure = watchFailure.withLock({ failure in
             defer { failure = nil }
             return failure
@@ -244,7 +270,9 @@ private let providerReload: GSourceFunc = { data in
 }
 
 private let providerWatchAgain: GSourceFunc = { data in
-    Unmanaged<SecretServiceProvider>.fromOpaque(data!).takeUnretainedValue().watchAgain()
+    let provider = Unmanaged<SecretServiceProvider>.fromOpaque(data!).takeUnretainedValue()
+    provider.retrySource = 0
+    provider.watchAgain()
     return 0
 }
 
@@ -264,5 +292,7 @@ private let providerSIGHUP: GSourceFunc = { data in
 }
 
 private let providerChildExited: GChildWatchFunc = { _, status, data in
-    Unmanaged<SecretServiceProvider>.fromOpaque(data!).takeUnretainedValue().finish(.childExited(status: status))
+    let provider = Unmanaged<SecretServiceProvider>.fromOpaque(data!).takeUnretainedValue()
+    provider.childWatch = 0
+    provider.finish(.childExited(status: status))
 }

@@ -48,9 +48,7 @@ extension SecretServiceStore {
             defer { listing = nil }
             return listing
         }
-        return try BoundedOperation.run("read the secrets", seconds: timeout) { operation in
-            let bus = try connection.sessionBus(operation, preparingSession: true)
-            defer { g_object_unref(UnsafeMutableRawPointer(bus)) }
+        return try connection.onBus("read the secrets", seconds: timeout, preparingSession: true) { operation, bus in
             var found: [SecretAddress: Data] = [:]
             var missing = addresses
             if let listing, case let listed = listing.byAddress(), addresses.allSatisfy({ listed[$0] != nil }) {
@@ -121,21 +119,23 @@ extension SecretServiceStore {
         for start in stride(from: 0, to: paths.count, by: Self.secretsPerCall) {
             let chunk = paths[start..<min(start + Self.secretsPerCall, paths.count)]
             let items = chunk.map { g_variant_new_object_path($0) }
-            let arguments = g_variant_new_tuple(
-                [
-                    g_variant_new_array(keychain_cli_type_object_path(), items, gsize(items.count)),
-                    g_variant_new_object_path(session.path),
-                ], 2)
+            let arguments = OwnedVariant.tuple([
+                g_variant_new_array(keychain_cli_type_object_path(), items, gsize(items.count)),
+                g_variant_new_object_path(session.path),
+            ])
             // org.freedesktop.Secret.Service.GetSecrets(ao items, o session) -> (a{o(oayays)} secrets)
-            let answer: OpaquePointer? = try operation.call(
+            let answer = try operation.call(
                 {
-                    g_dbus_connection_call(
-                        bus, SecretServiceConnection.busName, "/org/freedesktop/secrets",
-                        "org.freedesktop.Secret.Service", "GetSecrets", arguments,
-                        keychain_cli_type_get_secrets_reply(), G_DBUS_CALL_FLAGS_NONE, -1, $0, $1, $2)
+                    let (cancellable, callback, data) = ($0, $1, $2)
+                    arguments.use {
+                        g_dbus_connection_call(
+                            bus, SecretServiceConnection.busName, "/org/freedesktop/secrets",
+                            "org.freedesktop.Secret.Service", "GetSecrets", $0, keychain_cli_type_get_secrets_reply(),
+                            G_DBUS_CALL_FLAGS_NONE, -1, cancellable, callback, data)
+                    }
                 }, meanwhile: session.deriveKey,
                 finish: { result, error in
-                    let reply = g_dbus_connection_call_finish(bus, result, error)
+                    let reply = OwnedVariant(takingIfAny: g_dbus_connection_call_finish(bus, result, error))
                     // A provider that will not send so many secrets in one reply (keychain-cli
                     // serve, past 64 MiB) answers Failed, and kwalletd5 answers InvalidArgs ("Can't
                     // find item at path") for the whole call when one item was deleted since the
@@ -144,7 +144,7 @@ extension SecretServiceStore {
                         ["org.freedesktop.DBus.Error.Failed", "org.freedesktop.DBus.Error.InvalidArgs"].contains(
                             remoteErrorName(failure))
                     {
-                        g_clear_error(error)
+                        _ = takeError(error)
                     }
                     return reply
                 })
@@ -156,16 +156,9 @@ extension SecretServiceStore {
                 }
                 continue
             }
-            defer { g_variant_unref(reply) }
-            let entries = g_variant_get_child_value(reply, 0)!
-            defer { g_variant_unref(entries) }
-            for index in 0..<Int(g_variant_n_children(entries)) {
-                let entry = g_variant_get_child_value(entries, gsize(index))!
-                defer { g_variant_unref(entry) }
-                let secret = g_variant_get_child_value(entry, 1)!
-                defer { g_variant_unref(secret) }
-                let path = variantString(entry, child: 0)
-                secrets[path] = try connection.confirmingEmpty(session.open(secret), at: path, operation, bus)
+            for entry in reply.child(0).children {
+                let path = entry.child(0).string
+                secrets[path] = try connection.confirmingEmpty(session.open(entry.child(1)), at: path, operation, bus)
             }
         }
         return secrets

@@ -48,29 +48,25 @@ extension SecretServiceConnection {
     }
 
     /// The property `name` of the Secret Service interface `interface` (Service, Collection)
-    /// of the object at `path`, unboxed; the caller unrefs it.
+    /// of the object at `path`, unboxed.
     private func property(
         _ path: String, _ interface: String, _ name: String, _ operation: BoundedOperation, _ bus: OpaquePointer
-    ) throws -> OpaquePointer {
+    ) throws -> OwnedVariant {
         let reply = try operation.callMethod(
             bus, Self.busName, path, "org.freedesktop.DBus.Properties", "Get",
-            g_variant_new_tuple(
-                [g_variant_new_string("org.freedesktop.Secret.\(interface)"), g_variant_new_string(name)], 2))
-        defer { g_variant_unref(reply) }
+            .tuple([g_variant_new_string("org.freedesktop.Secret.\(interface)"), g_variant_new_string(name)]))
         return propertyValue(reply)
     }
 
-    /// The object paths of an `ao` (none for another type); unrefs it.
-    private static func paths(_ value: OpaquePointer) -> [String] {
-        defer { g_variant_unref(value) }
-        guard g_variant_is_of_type(value, keychain_cli_type_object_paths()) != 0 else { return [] }
-        return (0..<Int(g_variant_n_children(value))).map { variantString(value, child: $0) }
+    /// The object paths of an `ao` (none for another type).
+    private static func paths(_ value: OwnedVariant) -> [String] {
+        guard value.isOfType(keychain_cli_type_object_paths()) else { return [] }
+        return value.children.map(\.string)
     }
 
-    /// Whether a value is the boolean true; unrefs it.
-    private static func isTrue(_ value: OpaquePointer) -> Bool {
-        defer { g_variant_unref(value) }
-        return g_variant_is_of_type(value, keychain_cli_type_boolean()) != 0 && g_variant_get_boolean(value) != 0
+    /// Whether a value is the boolean true.
+    private static func isTrue(_ value: OwnedVariant) -> Bool {
+        value.isOfType(keychain_cli_type_boolean()) && value.boolean
     }
 
     /// From how many items on one GetManagedObjects call (which carries every object the provider
@@ -80,9 +76,8 @@ extension SecretServiceConnection {
     /// The Item properties (`a{sv}`) of every item the provider has, by object path, from one
     /// GetManagedObjects call; nil when the provider does not answer it (gnome-keyring's
     /// UnknownMethod, or any other error but the deadline's): then the caller asks each item.
-    /// The caller unrefs the values.
-    func managedItemProperties(_ operation: BoundedOperation, _ bus: OpaquePointer) throws -> [String: OpaquePointer]? {
-        let reply: OpaquePointer? = try operation.call(
+    func managedItemProperties(_ operation: BoundedOperation, _ bus: OpaquePointer) throws -> [String: OwnedVariant]? {
+        let reply = try operation.call(
             {
                 g_dbus_connection_call(
                     bus, Self.busName, "/org/freedesktop/secrets", "org.freedesktop.DBus.ObjectManager",
@@ -90,27 +85,17 @@ extension SecretServiceConnection {
                     $0, $1, $2)
             },
             finish: { result, error in
-                let reply = g_dbus_connection_call_finish(bus, result, error)
-                if let failure = error.pointee,
-                    failure.pointee.domain != keychain_cli_io_error_quark()
-                        || failure.pointee.code != Int32(G_IO_ERROR_CANCELLED.rawValue)
-                {
-                    g_clear_error(error)
+                let reply = OwnedVariant(takingIfAny: g_dbus_connection_call_finish(bus, result, error))
+                if let failure = error.pointee, !GLibError(failure).isIOError(G_IO_ERROR_CANCELLED) {
+                    _ = takeError(error)
                 }
                 return reply
             })
         guard let reply else { return nil }
-        defer { g_variant_unref(reply) }
-        let objects = g_variant_get_child_value(reply, 0)!
-        defer { g_variant_unref(objects) }
-        var items: [String: OpaquePointer] = [:]
-        for index in 0..<g_variant_n_children(objects) {
-            let object = g_variant_get_child_value(objects, index)!
-            defer { g_variant_unref(object) }
-            let interfaces = g_variant_get_child_value(object, 1)!
-            defer { g_variant_unref(interfaces) }
-            if let properties = g_variant_lookup_value(interfaces, "org.freedesktop.Secret.Item", nil) {
-                items[variantString(object, child: 0)] = properties
+        var items: [String: OwnedVariant] = [:]
+        for object in reply.child(0).children {
+            if let properties = object.child(1).lookup("org.freedesktop.Secret.Item") {
+                items[object.child(0).string] = properties
             }
         }
         return items

@@ -2,6 +2,7 @@ internal import CLibSecret
 import FoundationEssentials
 import KeychainGLib
 import KeychainSecretSession
+import KeychainStore
 import KeychainSystem
 
 /// How a ``SecretServiceStore`` reaches the Secret Service: a session bus connection (our own
@@ -11,9 +12,9 @@ import KeychainSystem
 /// SecretServiceQueries.swift, its secret reads in SecretServiceReads.swift; the store's reads,
 /// writes, listings, credentials and watches are built on them.
 final class SecretServiceConnection: Sendable {
-    /// An encrypted session and the bus connection (referenced) it was opened on.
-    struct KeptSession: @unchecked Sendable {
-        let bus: OpaquePointer
+    /// An encrypted session and the bus connection it was opened on.
+    struct KeptSession: Sendable {
+        let bus: OwnedObject
         let session: SecretSession
     }
     /// The session of the last read, for the next one.
@@ -23,12 +24,6 @@ final class SecretServiceConnection: Sendable {
     let preparedExchange = Locked<SecretSession.KeyExchange?>(nil)
     /// libsecret's schema of our items (`org.freedesktop.Secret.Generic`, not matched by name).
     var schema: UnsafePointer<SecretSchema> { keychain_cli_schema() }
-
-    deinit {
-        kept.withLock { slot in
-            if let old = slot { g_object_unref(UnsafeMutableRawPointer(old.bus)) }
-        }
-    }
 
     /// The bus name of the Secret Service: `$SECRET_SERVICE_BUS_NAME` or the well-known name, as
     /// libsecret chooses it; read once per process, as libsecret's shared service proxy did, not
@@ -41,13 +36,13 @@ final class SecretServiceConnection: Sendable {
     /// GetNameOwner, StartServiceByName, GetAll; seen with dbus-monitor), which reads, lists and
     /// deletes of unlocked items do not need: a `get` is Hello, SearchItems, OpenSession and
     /// GetSecret. The connection is ``SessionBusSocket``'s where it can open one, else GIO's
-    /// shared one (libsecret's too). The caller unrefs it.
+    /// shared one (libsecret's too).
     ///
     /// `preparingSession`: the caller will most likely read or write a secret, so while the bus
     /// answers the connection this one computes our half of the session's key exchange (a large
     /// share of a whole `get`'s work), unless a session is kept or a prepared
     /// half is already waiting. ``openSession(_:_:meanwhile:)`` takes it.
-    func sessionBus(_ operation: BoundedOperation, preparingSession: Bool = false) throws -> OpaquePointer {
+    func sessionBus(_ operation: BoundedOperation, preparingSession: Bool = false) throws -> OwnedObject {
         let prepare = {
             guard preparingSession, self.kept.withLock({ $0 == nil }) else { return }
             self.preparedExchange.withLock { $0 = $0 ?? SecretSession.KeyExchange() }
@@ -56,59 +51,65 @@ final class SecretServiceConnection: Sendable {
         return try sharedSessionBus(operation, meanwhile: prepare)
     }
 
+    /// Runs `body` as a bounded operation (``BoundedOperation/run(_:seconds:_:)``) on the session
+    /// bus connection ``sessionBus(_:preparingSession:)`` gives, kept until `body` returns.
+    func onBus<T>(
+        _ what: String, seconds: Double, preparingSession: Bool = false,
+        _ body: (BoundedOperation, OpaquePointer) throws -> T
+    ) throws(KeychainError) -> T {
+        try BoundedOperation.run(what, seconds: seconds) { operation in
+            try sessionBus(operation, preparingSession: preparingSession).use { try body(operation, $0) }
+        }
+    }
+
     /// GIO's shared session bus connection (connected on its own thread, `meanwhile` running
     /// here), the one libsecret uses: a message bus connection to GDBus, which sends the bus the
-    /// `AddMatch` rules that signal subscriptions need. The caller unrefs it.
-    func sharedSessionBus(_ operation: BoundedOperation, meanwhile: () -> Void = {}) throws -> OpaquePointer {
+    /// `AddMatch` rules that signal subscriptions need.
+    func sharedSessionBus(_ operation: BoundedOperation, meanwhile: () -> Void = {}) throws -> OwnedObject {
         // g_bus_get / g_bus_get_finish
         try operation.call(
             { g_bus_get(G_BUS_TYPE_SESSION, $0, $1, $2) }, meanwhile: meanwhile,
-            finish: { g_bus_get_finish($0, $1) })!
+            finish: { g_bus_get_finish($0, $1).map { OwnedObject(taking: UnsafeMutableRawPointer($0)) } })!
     }
 
     /// The shared SecretService proxy; `openSession` negotiates the encrypted session that
     /// transferring secrets needs (a Diffie-Hellman exchange that metadata does not need).
-    func connect(_ operation: BoundedOperation, openSession: Bool) throws -> UnsafeMutablePointer<SecretService> {
+    func connect(_ operation: BoundedOperation, openSession: Bool) throws -> OwnedObject {
         let flags = openSession ? SECRET_SERVICE_OPEN_SESSION : SECRET_SERVICE_NONE
         // secret_service_get / secret_service_get_finish
         return try operation.call(
             { secret_service_get(flags, $0, $1, $2) },
-            finish: { secret_service_get_finish($0, $1) })!
+            finish: { secret_service_get_finish($0, $1).map { OwnedObject(taking: $0) } })!
     }
 
     /// Calls `body` with every item of every collection whose attributes include `pairs`, after
     /// asking the Secret Service to unlock the locked ones (which may prompt, within the deadline).
     func search<T>(
-        _ operation: BoundedOperation, _ connection: UnsafeMutablePointer<SecretService>,
+        _ operation: BoundedOperation, _ service: OwnedObject,
         _ pairs: some Sequence<(key: String, value: String)>, schema: UnsafePointer<SecretSchema>? = nil,
         _ body: ([UnsafeMutablePointer<SecretItem>]) throws -> T
     ) throws -> T {
         let schema = schema ?? self.schema
-        let attributes = makeAttributes(pairs)
-        defer { g_hash_table_unref(attributes) }
+        let attributes = OwnedAttributes(pairs)
+        let connection = service.pointer(to: SecretService.self)
         let flags = SecretSearchFlags(rawValue: SECRET_SEARCH_ALL.rawValue | SECRET_SEARCH_UNLOCK.rawValue)
         // secret_service_search / secret_service_search_finish. libsecret loads every item it
         // finds, and fails the whole search when one was deleted by another client in between:
         // search again (a few times: each retry means another client is deleting items right now).
-        var list: UnsafeMutablePointer<GList>?
+        var items: [OwnedObject] = []
         for attempt in 1...5 {
             var vanished = false
-            list = try operation.call(
-                { secret_service_search(connection, schema, attributes, flags, $0, $1, $2) },
+            items = try operation.call(
+                { cancellable, callback, data in
+                    attributes.use { secret_service_search(connection, schema, $0, flags, cancellable, callback, data) }
+                },
                 finish: { result, error in
                     let list = secret_service_search_finish(connection, result, error)
                     vanished = attempt < 5 && clearingVanishedItemError(error)
-                    return list
+                    return takeObjects(list)
                 })
             if !vanished { break }
         }
-        defer { g_list_free_full(list, g_object_unref) }
-        var items: [UnsafeMutablePointer<SecretItem>] = []
-        var node = list
-        while let current = node {
-            if let data = current.pointee.data { items.append(data.assumingMemoryBound(to: SecretItem.self)) }
-            node = current.pointee.next
-        }
-        return try body(items)
+        return try withExtendedLifetime(items) { try body(items.map { $0.pointer(to: SecretItem.self) }) }
     }
 }

@@ -14,9 +14,7 @@ extension SecretServiceStore: NetworkCredentialStore {
     public func networkCredentials(service: ServiceName) -> any NetworkCredentialStore { self }
 
     public func credential(matching query: NetworkCredential) throws(KeychainError) -> NetworkCredential? {
-        try BoundedOperation.run("look up the credential", seconds: timeout) { operation in
-            let bus = try connection.sessionBus(operation, preparingSession: true)
-            defer { g_object_unref(UnsafeMutableRawPointer(bus)) }
+        try connection.onBus("look up the credential", seconds: timeout, preparingSession: true) { operation, bus in
             guard let (found, path) = try matchingItems(query, operation, bus).first else { return nil }
             var credential = found
             guard let secret = try connection.readSecret(at: path, operation, bus) else { return nil }
@@ -27,8 +25,7 @@ extension SecretServiceStore: NetworkCredentialStore {
 
     public func store(_ credential: NetworkCredential) throws(KeychainError) {
         let pairs = Self.attributes(of: credential)
-        let attributes = makeAttributes(pairs)
-        defer { g_hash_table_unref(attributes) }
+        let attributes = OwnedAttributes(pairs)
         var label = "\(credential.protocol)://\(credential.host)" + (credential.port.map { ":\($0)" } ?? "")
         label += "/" + (credential.path ?? "")
         let secret = credential.storedSecret
@@ -44,19 +41,19 @@ extension SecretServiceStore: NetworkCredentialStore {
             // secret_password_storev / secret_password_store_finish: replaces the item with the
             // same attributes, as git-credential-libsecret does.
             _ = try operation.call(
-                {
-                    secret_password_storev(
-                        keychain_cli_network_schema(), attributes, SECRET_COLLECTION_DEFAULT, label, secret, $0, $1,
-                        $2)
+                { cancellable, callback, data in
+                    attributes.use {
+                        secret_password_storev(
+                            keychain_cli_network_schema(), $0, SECRET_COLLECTION_DEFAULT, label, secret, cancellable,
+                            callback, data)
+                    }
                 },
                 finish: { secret_password_store_finish($0, $1) })
         }
     }
 
     public func erase(matching query: NetworkCredential) throws(KeychainError) -> Int {
-        try BoundedOperation.run("erase the credential", seconds: timeout) { operation in
-            let bus = try connection.sessionBus(operation)
-            defer { g_object_unref(UnsafeMutableRawPointer(bus)) }
+        try connection.onBus("erase the credential", seconds: timeout) { operation, bus in
             var paths = try matchingItems(query, operation, bus).map(\.path)
             if query.password != nil {
                 // Only those whose password is the query's (git's reject of a rejected password).

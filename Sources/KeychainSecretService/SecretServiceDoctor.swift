@@ -12,56 +12,50 @@ extension SecretServiceStore {
     /// - Returns: the checks, and the error of the first failure (nil when all passed).
     public func diagnose() -> (checks: [HealthCheck], failure: KeychainError?) {
         var report = HealthReport()
-        var bus: OpaquePointer?
-        defer { if let bus { g_object_unref(UnsafeMutableRawPointer(bus)) } }
+        var connected: OwnedObject?
         var collection = ""
 
         report.run("session bus") {
-            bus = try BoundedOperation.run("connect to the session bus", seconds: timeout) { operation in
-                // g_bus_get / g_bus_get_finish
-                try operation.call({ g_bus_get(G_BUS_TYPE_SESSION, $0, $1, $2) }, finish: { g_bus_get_finish($0, $1) })
+            connected = try BoundedOperation.run("connect to the session bus", seconds: timeout) { operation in
+                try connection.sharedSessionBus(operation)
             }
             let address = getenv("DBUS_SESSION_BUS_ADDRESS").map { String(cString: $0) }
             return address.map { "connected (\($0))" } ?? "connected"
         }
+        // Kept until the checks are done.
+        let bus = connected?.opaque
+        defer { withExtendedLifetime(connected) {} }
         report.run("Secret Service provider") {
+            guard let bus else { return "" }
             let owned = try boolean(
-                bus!, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", "NameHasOwner")
-            if owned { return "org.freedesktop.secrets is owned\(providerDescription(bus!))" }
+                bus, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", "NameHasOwner")
+            if owned { return "org.freedesktop.secrets is owned\(providerDescription(bus))" }
             let reply = try call(
-                bus!, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", "ListActivatableNames",
+                bus, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", "ListActivatableNames",
                 nil)
-            defer { g_variant_unref(reply) }
-            let names = g_variant_get_child_value(reply, 0)!
-            defer { g_variant_unref(names) }
-            if (0..<Int(g_variant_n_children(names))).contains(where: {
-                variantString(names, child: $0) == "org.freedesktop.secrets"
-            }) {
+            if reply.child(0).children.contains(where: { $0.string == "org.freedesktop.secrets" }) {
                 return "org.freedesktop.secrets can be activated"
             }
             throw KeychainError.noSecretService(detail: "nothing owns or can activate org.freedesktop.secrets")
         }
         report.run("default keyring") {
+            guard let bus else { return "" }
             let reply = try call(
-                bus!, "org.freedesktop.secrets", "/org/freedesktop/secrets", "org.freedesktop.Secret.Service",
+                bus, "org.freedesktop.secrets", "/org/freedesktop/secrets", "org.freedesktop.Secret.Service",
                 "ReadAlias",
-                g_variant_new_tuple([g_variant_new_string("default")], 1))
-            defer { g_variant_unref(reply) }
-            collection = variantString(reply, child: 0)
+                .tuple([g_variant_new_string("default")]))
+            collection = reply.child(0).string
             guard collection != "/" else {
                 throw KeychainError.noDefaultCollection(detail: "the alias 'default' points to no collection")
             }
             return collection
         }
         report.run("default keyring unlocked") {
+            guard let bus else { return "" }
             let reply = try call(
-                bus!, "org.freedesktop.secrets", collection, "org.freedesktop.DBus.Properties", "Get",
-                g_variant_new_tuple(
-                    [g_variant_new_string("org.freedesktop.Secret.Collection"), g_variant_new_string("Locked")], 2))
-            defer { g_variant_unref(reply) }
-            let value = propertyValue(reply)
-            defer { g_variant_unref(value) }
-            if g_variant_get_boolean(value) != 0 {
+                bus, "org.freedesktop.secrets", collection, "org.freedesktop.DBus.Properties", "Get",
+                .tuple([g_variant_new_string("org.freedesktop.Secret.Collection"), g_variant_new_string("Locked")]))
+            if propertyValue(reply).boolean {
                 throw KeychainError.locked(detail: "\(collection) is locked")
             }
             return "yes"
@@ -81,11 +75,11 @@ extension SecretServiceStore {
         return (report.checks, report.failure)
     }
 
-    /// One D-Bus method call on `bus`, bounded by ``timeout``; the caller unrefs the reply.
+    /// One D-Bus method call on `bus`, bounded by ``timeout``.
     private func call(
         _ bus: OpaquePointer, _ destination: String, _ path: String, _ interface: String, _ method: String,
-        _ parameters: OpaquePointer?
-    ) throws -> OpaquePointer {
+        _ parameters: OwnedVariant?
+    ) throws -> OwnedVariant {
         try BoundedOperation.run("answer \(method)", seconds: timeout) { operation in
             try operation.callMethod(bus, destination, path, interface, method, parameters)
         }
@@ -97,12 +91,9 @@ extension SecretServiceStore {
         guard
             let reply = try? call(
                 bus, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
-                "GetConnectionUnixProcessID", g_variant_new_tuple([g_variant_new_string("org.freedesktop.secrets")], 1))
+                "GetConnectionUnixProcessID", .tuple([g_variant_new_string("org.freedesktop.secrets")]))
         else { return "" }
-        defer { g_variant_unref(reply) }
-        let value = g_variant_get_child_value(reply, 0)!
-        defer { g_variant_unref(value) }
-        let pid = g_variant_get_uint32(value)
+        let pid = reply.child(0).uint32
         guard let (program, arguments) = processCommand(pid) else { return " (pid \(pid))" }
         if program == "keychain-cli" && arguments.contains("serve") {
             return " by keychain-cli serve (pid \(pid)): its items are kept in that serve's backend"
@@ -132,10 +123,7 @@ extension SecretServiceStore {
     ) throws -> Bool {
         let reply = try call(
             bus, destination, path, interface, method,
-            g_variant_new_tuple([g_variant_new_string("org.freedesktop.secrets")], 1))
-        defer { g_variant_unref(reply) }
-        let value = g_variant_get_child_value(reply, 0)!
-        defer { g_variant_unref(value) }
-        return g_variant_get_boolean(value) != 0
+            .tuple([g_variant_new_string("org.freedesktop.secrets")]))
+        return reply.child(0).boolean
     }
 }

@@ -7,13 +7,12 @@ import KeychainStore
 
 extension KeychainError {
     /// The case a libsecret/GDBus error stands for (see DESIGN.md for the measured errors).
-    init(_ error: GError, operation: String, seconds: Double, expired: Bool) {
-        let message = error.message.map { String(cString: $0) } ?? "unknown error"
-        var mutableError = error
-        let remoteName = remoteErrorName(&mutableError)
+    init(_ error: GLibError, operation: String, seconds: Double, expired: Bool) {
+        let message = error.message
+        let remoteName = error.remoteName
         let detail = Self.strippingRemotePrefix(message)
 
-        if error.domain == keychain_cli_io_error_quark() && error.code == Int32(G_IO_ERROR_CANCELLED.rawValue) {
+        if error.isIOError(G_IO_ERROR_CANCELLED) {
             self =
                 expired
                 ? .timedOut(operation: operation, seconds: seconds)
@@ -67,23 +66,21 @@ extension KeychainError {
 /// item deleted by another client between our search and this call is answered with
 /// `UnknownMethod` "Object does not exist at path" (gnome-keyring 42), which for a collection
 /// would mean no default keyring, but for an item means only that it is gone.
-func finishItemCall(
-    _ bus: OpaquePointer, _ result: OpaquePointer, _ error: UnsafeMutablePointer<UnsafeMutablePointer<GError>?>
-) -> OpaquePointer? {
-    let reply = g_dbus_connection_call_finish(bus, result, error)
+func finishItemCall(_ bus: OpaquePointer, _ result: OpaquePointer, _ error: GErrorSlot) -> OwnedVariant? {
+    let reply = OwnedVariant(takingIfAny: g_dbus_connection_call_finish(bus, result, error))
     _ = clearingVanishedItemError(error)
     return reply
 }
 
 /// Clears `error` and returns true when it says the item a call was made on no longer exists
 /// (see ``finishItemCall(_:_:_:)``; libsecret reports it as `SECRET_ERROR_NO_SUCH_OBJECT`).
-func clearingVanishedItemError(_ error: UnsafeMutablePointer<UnsafeMutablePointer<GError>?>) -> Bool {
-    guard let failure = error.pointee else { return false }
+func clearingVanishedItemError(_ error: GErrorSlot) -> Bool {
+    guard let failure = error.pointee.map(GLibError.init) else { return false }
     let vanished: Bool
-    if failure.pointee.domain == keychain_cli_secret_error_quark() {
-        vanished = failure.pointee.code == Int32(SECRET_ERROR_NO_SUCH_OBJECT.rawValue)
+    if failure.domain == keychain_cli_secret_error_quark() {
+        vanished = failure.code == Int32(SECRET_ERROR_NO_SUCH_OBJECT.rawValue)
     } else {
-        switch remoteErrorName(failure) {
+        switch failure.remoteName {
         // KeePassXC (Qt's D-Bus) answers UnknownInterface for the path of an item it removed.
         case "org.freedesktop.DBus.Error.UnknownMethod", "org.freedesktop.DBus.Error.UnknownObject",
             "org.freedesktop.DBus.Error.UnknownInterface", "org.freedesktop.Secret.Error.NoSuchObject":
@@ -91,6 +88,35 @@ func clearingVanishedItemError(_ error: UnsafeMutablePointer<UnsafeMutablePointe
         default: vanished = false
         }
     }
-    if vanished { g_clear_error(error) }
+    if vanished { _ = takeError(error) }
     return vanished
+}
+
+extension BoundedOperation {
+    /// Runs `body` as ``run(_:seconds:meaning:failure:_:)`` does, with what the Secret Service's
+    /// and libsecret's errors mean.
+    static func run<T>(_ what: String, seconds: Double, _ body: (BoundedOperation) throws -> T) throws(KeychainError)
+        -> T
+    {
+        try run(
+            what, seconds: seconds,
+            meaning: { KeychainError($0, operation: what, seconds: seconds, expired: $1) },
+            failure: "the Secret Service failed", body)
+    }
+
+    /// One D-Bus method call on the Secret Service object at `path` (an item): nil when the object
+    /// no longer exists, because another client deleted it after it was found.
+    func callItemMethod(
+        _ bus: OpaquePointer, _ destination: String, _ path: String, _ interface: String, _ method: String,
+        _ parameters: OwnedVariant?, replyType: OpaquePointer? = nil, meanwhile: () -> Void = {}
+    ) throws -> OwnedVariant? {
+        try call(
+            {
+                g_dbus_connection_call(
+                    bus, destination, path, interface, method, parameters?.raw, replyType, G_DBUS_CALL_FLAGS_NONE,
+                    -1, $0, $1, $2)
+            },
+            meanwhile: meanwhile,
+            finish: { finishItemCall(bus, $0, $1) })
+    }
 }

@@ -39,15 +39,13 @@ extension SecretServiceConnection {
     final class PendingSearch {
         fileprivate let operation: BoundedOperation
         fileprivate let bus: OpaquePointer
-        fileprivate let attributes: OpaquePointer
+        fileprivate let attributes: OwnedVariant
         fileprivate let call: BoundedOperation.PendingCall
 
-        fileprivate init(_ operation: BoundedOperation, _ bus: OpaquePointer, _ attributes: OpaquePointer) {
+        fileprivate init(_ operation: BoundedOperation, _ bus: OpaquePointer, _ attributes: OwnedVariant) {
             (self.operation, self.bus, self.attributes) = (operation, bus, attributes)
             call = SecretServiceConnection.startSearch(operation, bus, attributes)
         }
-
-        deinit { g_variant_unref(attributes) }
     }
 
     /// Sends the search for `pairs` (see ``searchPaths(_:_:_:)``) without waiting for
@@ -60,7 +58,7 @@ extension SecretServiceConnection {
         }
         return PendingSearch(
             operation, bus,
-            g_variant_ref_sink(g_variant_new_array(keychain_cli_type_string_pair(), entries, gsize(entries.count)))!)
+            OwnedVariant(sinking: g_variant_new_array(keychain_cli_type_string_pair(), entries, gsize(entries.count))))
     }
 
     /// The answer to a search ``beginSearch(_:_:_:)`` sent.
@@ -78,23 +76,18 @@ extension SecretServiceConnection {
         guard let reply else {
             throw KeychainError.backendFailure(detail: "the Secret Service's search kept failing while items changed")
         }
-        defer { g_variant_unref(reply) }
-        let lists = (0..<2).map { index in
-            let paths = g_variant_get_child_value(reply, gsize(index))!
-            defer { g_variant_unref(paths) }
-            return (0..<Int(g_variant_n_children(paths))).map { variantString(paths, child: $0) }
-        }
+        let lists = (0..<2).map { reply.child($0).children.map(\.string) }
         return (lists[0], lists[1])
     }
 
     /// org.freedesktop.Secret.Service.SearchItems(a{ss}) -> (ao unlocked, ao locked), started.
     fileprivate static func startSearch(
-        _ operation: BoundedOperation, _ bus: OpaquePointer, _ attributes: OpaquePointer
+        _ operation: BoundedOperation, _ bus: OpaquePointer, _ attributes: OwnedVariant
     ) -> BoundedOperation.PendingCall {
         operation.begin {
             g_dbus_connection_call(
                 bus, busName, "/org/freedesktop/secrets", "org.freedesktop.Secret.Service", "SearchItems",
-                g_variant_new_tuple([attributes], 1), keychain_cli_type_search_reply(), G_DBUS_CALL_FLAGS_NONE, -1,
+                g_variant_new_tuple([attributes.raw], 1), keychain_cli_type_search_reply(), G_DBUS_CALL_FLAGS_NONE, -1,
                 $0, $1, $2)
         }
     }
@@ -117,9 +110,7 @@ extension SecretServiceConnection {
             guard !keysOnly else {
                 return ItemInfo(service: service, key: key, label: nil, application: attributes["application"])
             }
-            let label =
-                g_variant_is_of_type(values[1], keychain_cli_type_string()) != 0
-                ? String(cString: g_variant_get_string(values[1], nil)) : nil
+            let label = values[1].isOfType(keychain_cli_type_string()) ? values[1].string : nil
             return ItemInfo(
                 service: service, key: key, label: label, application: attributes["application"],
                 created: Self.date(variant: values[2]), modified: Self.date(variant: values[3]))
@@ -130,7 +121,7 @@ extension SecretServiceConnection {
     /// property's value; nil for an item that is gone. Asked in pipelined Properties.Get calls.
     func itemProperty<T>(
         _ name: String, of paths: [String], _ operation: BoundedOperation, _ bus: OpaquePointer,
-        decode: (OpaquePointer) -> T?
+        decode: (OwnedVariant) -> T?
     ) throws -> [T?] {
         try itemProperties([name], of: paths, operation, bus) { decode($0[0]) }
     }
@@ -142,17 +133,12 @@ extension SecretServiceConnection {
     /// provider answers it, else in pipelined Properties.Get calls, an item's one after the other.
     func itemProperties<T>(
         _ names: [String], of paths: [String], _ operation: BoundedOperation, _ bus: OpaquePointer,
-        decode: ([OpaquePointer]) -> T?
+        decode: ([OwnedVariant]) -> T?
     ) throws -> [T?] {
         if paths.count >= Self.managedObjectsThreshold, let managed = try managedItemProperties(operation, bus) {
-            defer { for properties in managed.values { g_variant_unref(properties) } }
             return paths.map { path in
                 guard let properties = managed[path] else { return nil }
-                let values = names.map { name in
-                    g_variant_lookup_value(properties, name, nil) ?? g_variant_ref_sink(g_variant_new_tuple(nil, 0))!
-                }
-                defer { for value in values { g_variant_unref(value) } }
-                return decode(values)
+                return decode(names.map { properties.lookup($0) ?? .emptyTuple() })
             }
         }
         let values = try operation.callEach(
@@ -168,12 +154,8 @@ extension SecretServiceConnection {
                     nil, G_DBUS_CALL_FLAGS_NONE, -1, cancellable, callback, data)
             },
             finish: { _, result, error in
-                finishItemCall(bus, result, error).map { reply in
-                    defer { g_variant_unref(reply) }
-                    return propertyValue(reply)
-                } ?? absentProperty(error)
+                finishItemCall(bus, result, error).map(propertyValue) ?? absentProperty(error)
             })
-        defer { for case let value? in values { g_variant_unref(value) } }
         return paths.indices.map { item in
             let properties = values[item * names.count..<(item + 1) * names.count].compactMap { $0 }
             return properties.count == names.count ? decode(properties) : nil
@@ -182,36 +164,32 @@ extension SecretServiceConnection {
 
     /// An empty tuple, clearing `error`, when it says the property asked for does not exist
     /// (`UnknownProperty`; GDBus answers `InvalidArgs` "No such property"); else nil.
-    private func absentProperty(_ error: UnsafeMutablePointer<UnsafeMutablePointer<GError>?>) -> OpaquePointer? {
+    private func absentProperty(_ error: GErrorSlot) -> OwnedVariant? {
         guard let failure = error.pointee else { return nil }
         switch remoteErrorName(failure) {
         case "org.freedesktop.DBus.Error.UnknownProperty", "org.freedesktop.DBus.Error.InvalidArgs":
-            g_clear_error(error)
-            return g_variant_ref_sink(g_variant_new_tuple(nil, 0))
+            _ = takeError(error)
+            return .emptyTuple()
         default: return nil
         }
     }
 
     /// The pairs of an `a{ss}` GVariant; none for a value of another type.
-    static func dictionary(_ table: OpaquePointer) -> [String: String] {
+    static func dictionary(_ table: OwnedVariant) -> [String: String] {
         var result: [String: String] = [:]
-        guard g_variant_is_of_type(table, keychain_cli_type_string_map()) != 0 else { return result }
-        for index in 0..<g_variant_n_children(table) {
-            let entry = g_variant_get_child_value(table, index)!
-            defer { g_variant_unref(entry) }
-            result[variantString(entry, child: 0)] = variantString(entry, child: 1)
-        }
+        guard table.isOfType(keychain_cli_type_string_map()) else { return result }
+        for entry in table.children { result[entry.child(0).string] = entry.child(1).string }
         return result
     }
 
-    static func date(_ secondsSince1970: guint64) -> Date? {
+    static func date(_ secondsSince1970: UInt64) -> Date? {
         secondsSince1970 == 0 ? nil : Date(timeIntervalSince1970: Double(secondsSince1970))
     }
 
     /// The time in an item's `Created` or `Modified` value (`t`, seconds since 1970); nil for 0 or
     /// a value of another type.
-    static func date(variant value: OpaquePointer) -> Date? {
-        g_variant_is_of_type(value, keychain_cli_type_uint64()) != 0 ? date(g_variant_get_uint64(value)) : nil
+    static func date(variant value: OwnedVariant) -> Date? {
+        value.isOfType(keychain_cli_type_uint64()) ? date(value.uint64) : nil
     }
 
     /// Deletes the (unlocked) items at `paths` with pipelined Item.Delete calls; how many were
@@ -226,10 +204,7 @@ extension SecretServiceConnection {
                     keychain_cli_type_object_path_reply(), G_DBUS_CALL_FLAGS_NONE, -1, cancellable, callback, data)
             },
             finish: { _, result, error in
-                finishItemCall(bus, result, error).map { reply in
-                    defer { g_variant_unref(reply) }
-                    return variantString(reply, child: 0)
-                }
+                finishItemCall(bus, result, error).map { $0.child(0).string }
             })
         try performPrompts(prompts.compactMap { $0 }.filter { $0 != "/" }, operation)
         return prompts.count { $0 != nil }
@@ -241,17 +216,17 @@ extension SecretServiceConnection {
     /// refusal.
     private func performPrompts(_ prompts: [String], _ operation: BoundedOperation) throws {
         guard !prompts.isEmpty else { return }
-        let connection = try connect(operation, openSession: false)
-        defer { g_object_unref(connection) }
-        for prompt in prompts {
-            // secret_service_prompt_at_dbus_path / …_finish: nil, and no error, when dismissed.
-            let result: OpaquePointer? = try operation.call(
-                { secret_service_prompt_at_dbus_path(connection, prompt, nil, $0, $1, $2) },
-                finish: { secret_service_prompt_at_dbus_path_finish(connection, $0, $1) })
-            guard let result else {
-                throw KeychainError.permissionDenied(detail: "the deletion was declined at the Secret Service's prompt")
+        try connect(operation, openSession: false).use(as: SecretService.self) { service in
+            for prompt in prompts {
+                // secret_service_prompt_at_dbus_path / …_finish: nil, and no error, when dismissed.
+                let result = try operation.call(
+                    { secret_service_prompt_at_dbus_path(service, prompt, nil, $0, $1, $2) },
+                    finish: { OwnedVariant(takingIfAny: secret_service_prompt_at_dbus_path_finish(service, $0, $1)) })
+                guard result != nil else {
+                    throw KeychainError.permissionDenied(
+                        detail: "the deletion was declined at the Secret Service's prompt")
+                }
             }
-            g_variant_unref(result)
         }
     }
 }

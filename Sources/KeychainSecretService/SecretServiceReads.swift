@@ -30,7 +30,7 @@ extension SecretServiceConnection {
     func inSession<T>(
         _ operation: BoundedOperation, _ bus: OpaquePointer, _ body: (SecretSession) throws -> T
     ) throws -> T? {
-        if let session = kept.withLock({ $0?.bus == bus ? $0?.session : nil }) {
+        if let session = kept.withLock({ $0?.bus.opaque == bus ? $0?.session : nil }) {
             do {
                 return try body(session)
             } catch {
@@ -40,11 +40,8 @@ extension SecretServiceConnection {
         // Four sessions in a row without agreement: a 2^-32 chance, or a service that pads oddly.
         for attempt in 1...4 {
             guard let session = try openSession(operation, bus) else { return nil }
-            kept.withLock { slot in
-                if let old = slot { g_object_unref(UnsafeMutableRawPointer(old.bus)) }
-                g_object_ref(UnsafeMutableRawPointer(bus))
-                slot = KeptSession(bus: bus, session: session)
-            }
+            let kept = KeptSession(bus: OwnedObject(adding: UnsafeMutableRawPointer(bus)), session: session)
+            self.kept.withLock { $0 = kept }
             do {
                 return try body(session)
             } catch let error as KeychainError where error == SecretSession.keyNotAgreed && attempt < 4 {
@@ -66,35 +63,37 @@ extension SecretServiceConnection {
             return prepared
         }
         let exchange = prepared ?? SecretSession.KeyExchange()
-        let publicValue = byteArrayVariant(exchange.paddedPublicValue)
-        let parameters = g_variant_new_tuple(
-            [g_variant_new_string(SecretSession.algorithm), g_variant_new_variant(publicValue)], 2)
+        let parameters = OwnedVariant.tuple([
+            g_variant_new_string(SecretSession.algorithm),
+            g_variant_new_variant(byteArrayVariant(exchange.paddedPublicValue)),
+        ])
         // org.freedesktop.Secret.Service.OpenSession(s algorithm, v input) -> (v output, o result)
         let reply = try operation.call(
-            {
-                g_dbus_connection_call(
-                    bus, Self.busName, "/org/freedesktop/secrets", "org.freedesktop.Secret.Service", "OpenSession",
-                    parameters, keychain_cli_type_open_session_reply(), G_DBUS_CALL_FLAGS_NONE, -1, $0, $1, $2)
+            { cancellable, callback, data in
+                parameters.use {
+                    g_dbus_connection_call(
+                        bus, Self.busName, "/org/freedesktop/secrets", "org.freedesktop.Secret.Service", "OpenSession",
+                        $0, keychain_cli_type_open_session_reply(), G_DBUS_CALL_FLAGS_NONE, -1, cancellable, callback,
+                        data)
+                }
             },
             meanwhile: meanwhile,
             finish: { result, error in
-                let reply = g_dbus_connection_call_finish(bus, result, error)
+                let reply = OwnedVariant(takingIfAny: g_dbus_connection_call_finish(bus, result, error))
                 // A service without this session: no reply and no error, so the caller falls back.
                 if let failure = error.pointee, remoteErrorName(failure) == "org.freedesktop.DBus.Error.NotSupported" {
-                    g_clear_error(error)
+                    _ = takeError(error)
                 }
                 return reply
             })
         guard let reply else { return nil }
-        defer { g_variant_unref(reply) }
         let output = propertyValue(reply)
-        defer { g_variant_unref(output) }
-        guard g_variant_is_of_type(output, keychain_cli_type_bytestring()) != 0 else {
+        guard output.isOfType(keychain_cli_type_bytestring()) else {
             throw KeychainError.backendFailure(
                 detail: "the Secret Service answered the session's key exchange with no public value")
         }
         // The key is derived while the first request in the session is under way.
-        return SecretSession(path: variantString(reply, child: 1), exchange: exchange, peer: variantBytes(output))
+        return SecretSession(path: reply.child(1).string, exchange: exchange, peer: output.bytes)
     }
 
     /// The secret of the item at `path`, sent and decrypted in `session`; nil when the item is gone.
@@ -105,13 +104,10 @@ extension SecretServiceConnection {
         guard
             let reply = try operation.callItemMethod(
                 bus, Self.busName, path, "org.freedesktop.Secret.Item", "GetSecret",
-                g_variant_new_tuple([g_variant_new_object_path(session.path)], 1),
+                .tuple([g_variant_new_object_path(session.path)]),
                 replyType: keychain_cli_type_get_secret_reply(), meanwhile: session.deriveKey)
         else { return nil }
-        defer { g_variant_unref(reply) }
-        let secret = g_variant_get_child_value(reply, 0)!
-        defer { g_variant_unref(secret) }
-        return try confirmingEmpty(session.open(secret), at: path, operation, bus)
+        return try confirmingEmpty(session.open(reply.child(0)), at: path, operation, bus)
     }
 
     /// `secret`, or nil when it is empty and the item at `path` is gone by now. kwalletd5
@@ -125,31 +121,25 @@ extension SecretServiceConnection {
         // org.freedesktop.DBus.Properties.Get(s interface, s name) -> (v value)
         let reply = try operation.callItemMethod(
             bus, Self.busName, path, "org.freedesktop.DBus.Properties", "Get",
-            g_variant_new_tuple(
-                [g_variant_new_string("org.freedesktop.Secret.Item"), g_variant_new_string("Label")], 2))
-        guard let reply else { return nil }
-        g_variant_unref(reply)
-        return secret
+            .tuple([g_variant_new_string("org.freedesktop.Secret.Item"), g_variant_new_string("Label")]))
+        return reply == nil ? nil : secret
     }
 
     /// The secret of the item at `path` through libsecret, for a service without an encrypted session.
     func readSecretThroughLibsecret(at path: String, _ operation: BoundedOperation) throws -> Data? {
-        let connection = try connect(operation, openSession: false)
-        defer { g_object_unref(connection) }
-        // secret_service_get_secret_for_dbus_path / …_finish (opens the session if needed);
-        // the path is a C copy that outlives the asynchronous call, not a Swift temporary.
-        let cPath = strdup(path)!
-        defer { free(cPath) }
-        let value = try operation.call(
-            { secret_service_get_secret_for_dbus_path(connection, cPath, $0, $1, $2) },
-            finish: { secret_service_get_secret_for_dbus_path_finish(connection, $0, $1) })
-        guard let value else {
-            throw KeychainError.locked(detail: "the item was locked again before its secret was read")
+        try connect(operation, openSession: false).use(as: SecretService.self) { connection in
+            // secret_service_get_secret_for_dbus_path / …_finish (opens the session if needed);
+            // the path is a C copy that outlives the asynchronous call, not a Swift temporary.
+            let cPath = strdup(path)!
+            defer { free(cPath) }
+            let value = try operation.call(
+                { secret_service_get_secret_for_dbus_path(connection, cPath, $0, $1, $2) },
+                finish: { secret_service_get_secret_for_dbus_path_finish(connection, $0, $1).map(takeSecretValue) })
+            guard let value else {
+                throw KeychainError.locked(detail: "the item was locked again before its secret was read")
+            }
+            return value
         }
-        defer { secret_value_unref(UnsafeMutableRawPointer(value)) }
-        var length: gsize = 0
-        guard let bytes = secret_value_get(value, &length) else { return Data() }
-        return Data(bytes: bytes, count: Int(length))
     }
 
     /// Asks the Secret Service to unlock the locked items at `paths` (which may prompt, within the
@@ -157,30 +147,31 @@ extension SecretServiceConnection {
     /// or the prompt was dismissed.
     func unlock(_ paths: [String], _ operation: BoundedOperation) throws -> [String] {
         guard !paths.isEmpty else { return [] }
-        let connection = try connect(operation, openSession: false)
-        defer { g_object_unref(connection) }
-        var unlocked: UnsafeMutablePointer<UnsafeMutablePointer<gchar>?>?
-        defer { g_strfreev(unlocked) }
-        let copies = paths.map { strdup($0)! }
-        defer {
-            for copy in copies { free(copy) }
+        return try connect(operation, openSession: false).use(as: SecretService.self) { connection in
+            let copies = paths.map { strdup($0)! }
+            defer {
+                for copy in copies { free(copy) }
+            }
+            var vector: [UnsafePointer<gchar>?] = copies.map { UnsafePointer($0) } + [nil]
+            // secret_service_unlock_dbus_paths / …_finish
+            return try operation.call(
+                { secret_service_unlock_dbus_paths(connection, &vector, $0, $1, $2) },
+                finish: { result, error in
+                    var unlocked: UnsafeMutablePointer<UnsafeMutablePointer<gchar>?>?
+                    _ = secret_service_unlock_dbus_paths_finish(connection, result, &unlocked, error)
+                    return takeStrings(unlocked)
+                })
         }
-        var vector: [UnsafePointer<gchar>?] = copies.map { UnsafePointer($0) } + [nil]
-        // secret_service_unlock_dbus_paths / …_finish
-        _ = try operation.call(
-            { secret_service_unlock_dbus_paths(connection, &vector, $0, $1, $2) },
-            finish: { secret_service_unlock_dbus_paths_finish(connection, $0, &unlocked, $1) })
-        return strings(unlocked)
     }
 }
 
 extension SecretSession {
     /// The plaintext of a `(oayays)` secret struct the service sent (session, IV, ciphertext,
     /// content type), which must name this session.
-    func open(_ secret: OpaquePointer) throws -> Data {
-        guard variantString(secret, child: 0) == path else {
+    func open(_ secret: OwnedVariant) throws -> Data {
+        guard secret.child(0).string == path else {
             throw KeychainError.backendFailure(detail: "the Secret Service sent the secret in another session")
         }
-        return try decrypt(parameters: variantBytes(secret, child: 1), value: variantBytes(secret, child: 2))
+        return try decrypt(parameters: secret.child(1).bytes, value: secret.child(2).bytes)
     }
 }

@@ -12,9 +12,8 @@ extension SecretServiceStore: RegistryCredentialStore {
     public func registryCredentials(service: ServiceName) -> any RegistryCredentialStore { self }
 
     public func registryCredential(for serverURL: String) throws(KeychainError) -> RegistryCredential? {
-        try BoundedOperation.run("look up the registry credential", seconds: timeout) { operation in
-            let bus = try connection.sessionBus(operation, preparingSession: true)
-            defer { g_object_unref(UnsafeMutableRawPointer(bus)) }
+        try connection.onBus("look up the registry credential", seconds: timeout, preparingSession: true) {
+            operation, bus in
             // Of several users' items for one server (other tools keep them), the one `list` names:
             // the last found, as docker-credential-secretservice's list and get both answer.
             guard let (attributes, path) = try dockerItems(["server": serverURL], operation, bus).last else {
@@ -32,8 +31,7 @@ extension SecretServiceStore: RegistryCredentialStore {
             ("label", "Docker Credentials"), ("server", credential.serverURL), ("username", credential.username),
             ("docker_cli", "1"),
         ]
-        let attributes = makeAttributes(Dictionary(uniqueKeysWithValues: pairs))
-        defer { g_hash_table_unref(attributes) }
+        let attributes = OwnedAttributes(Dictionary(uniqueKeysWithValues: pairs))
         try BoundedOperation.run("store the registry credential", seconds: timeout) { operation in
             // In our own session where it can be (libsecret's fails on kwalletd5 about once in 100), else
             // secret_password_storev / secret_password_store_finish: each replaces the item with
@@ -44,36 +42,34 @@ extension SecretServiceStore: RegistryCredentialStore {
                 label: credential.serverURL, contentType: "text/plain", operation)
             if !stored {
                 _ = try operation.call(
-                    {
-                        secret_password_storev(
-                            keychain_cli_docker_schema(), attributes, SECRET_COLLECTION_DEFAULT, credential.serverURL,
-                            credential.secret, $0, $1, $2)
+                    { cancellable, callback, data in
+                        attributes.use {
+                            secret_password_storev(
+                                keychain_cli_docker_schema(), $0, SECRET_COLLECTION_DEFAULT, credential.serverURL,
+                                credential.secret, cancellable, callback, data)
+                        }
                     },
                     finish: { secret_password_store_finish($0, $1) })
             }
             // One item per server: one of another user name goes, once the new one is stored.
-            let bus = try connection.sessionBus(operation)
-            defer { g_object_unref(UnsafeMutableRawPointer(bus)) }
-            let others = try dockerItems(["server": credential.serverURL], operation, bus)
-                .filter { $0.attributes["username"] != credential.username }.map(\.path)
-            guard !others.isEmpty else { return }
-            _ = try connection.deleteItems(at: others, operation, bus)
+            try connection.sessionBus(operation).use { bus in
+                let others = try dockerItems(["server": credential.serverURL], operation, bus)
+                    .filter { $0.attributes["username"] != credential.username }.map(\.path)
+                guard !others.isEmpty else { return }
+                _ = try connection.deleteItems(at: others, operation, bus)
+            }
         }
     }
 
     public func eraseRegistryCredential(for serverURL: String) throws(KeychainError) -> Bool {
-        try BoundedOperation.run("erase the registry credential", seconds: timeout) { operation in
-            let bus = try connection.sessionBus(operation)
-            defer { g_object_unref(UnsafeMutableRawPointer(bus)) }
+        try connection.onBus("erase the registry credential", seconds: timeout) { operation, bus in
             let paths = try dockerItems(["server": serverURL], operation, bus).map(\.path)
             return try connection.deleteItems(at: paths, operation, bus) > 0
         }
     }
 
     public func registryUsernames() throws(KeychainError) -> [String: String] {
-        try BoundedOperation.run("list the registry credentials", seconds: timeout) { operation in
-            let bus = try connection.sessionBus(operation)
-            defer { g_object_unref(UnsafeMutableRawPointer(bus)) }
+        try connection.onBus("list the registry credentials", seconds: timeout) { operation, bus in
             var result: [String: String] = [:]
             for (attributes, _) in try dockerItems([:], operation, bus) {
                 if let server = attributes["server"] { result[server] = attributes["username"] ?? "" }

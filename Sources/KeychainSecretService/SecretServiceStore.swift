@@ -41,12 +41,9 @@ public final class SecretServiceStore: SecretStore {
     /// close it).
     @_spi(Testing) public func closeKeptSessionOnTheService() throws {
         guard let path = keptSessionPath else { return }
-        try BoundedOperation.run("close the session", seconds: timeout) { operation in
-            let bus = try connection.sessionBus(operation)
-            defer { g_object_unref(UnsafeMutableRawPointer(bus)) }
-            g_variant_unref(
-                try operation.callMethod(
-                    bus, SecretServiceConnection.busName, path, "org.freedesktop.Secret.Session", "Close", nil))
+        try connection.onBus("close the session", seconds: timeout) { operation, bus in
+            _ = try operation.callMethod(
+                bus, SecretServiceConnection.busName, path, "org.freedesktop.Secret.Session", "Close", nil)
         }
     }
 
@@ -57,9 +54,7 @@ public final class SecretServiceStore: SecretStore {
     }
 
     public func secret(service: ServiceName, key: KeychainKey) throws(KeychainError) -> Data? {
-        try BoundedOperation.run("return the secret", seconds: timeout) { operation in
-            let bus = try connection.sessionBus(operation, preparingSession: true)
-            defer { g_object_unref(UnsafeMutableRawPointer(bus)) }
+        try connection.onBus("return the secret", seconds: timeout, preparingSession: true) { operation, bus in
             // Searching first needs no encrypted session, so a miss costs no key exchange;
             // libsecret's lookup opens the session before it searches.
             let found = try connection.searchVisiblePaths(
@@ -84,9 +79,7 @@ public final class SecretServiceStore: SecretStore {
     /// A search only: no encrypted session, and an item in a locked keyring counts without
     /// unlocking it.
     public func containsSecret(service: ServiceName, key: KeychainKey) throws(KeychainError) -> Bool {
-        try BoundedOperation.run("look for the item", seconds: timeout) { operation in
-            let bus = try connection.sessionBus(operation)
-            defer { g_object_unref(UnsafeMutableRawPointer(bus)) }
+        try connection.onBus("look for the item", seconds: timeout) { operation, bus in
             let found = try connection.searchPaths(
                 operation, bus, ["service": service.rawValue, "username": key.rawValue])
             return !found.unlocked.isEmpty || !found.locked.isEmpty
@@ -94,30 +87,25 @@ public final class SecretServiceStore: SecretStore {
     }
 
     public func setSecret(_ secret: Data, service: ServiceName, key: KeychainKey) throws(KeychainError) {
-        // secret_value_new copies the bytes into (non-pageable) memory of its own.
-        let value = secret.withUnsafeBytes { buffer in
-            guard let base = buffer.baseAddress else { return secret_value_new("", 0, "application/octet-stream")! }
-            return secret_value_new(
-                base.assumingMemoryBound(to: CChar.self), gssize(buffer.count), "application/octet-stream")!
-        }
-        defer { secret_value_unref(UnsafeMutableRawPointer(value)) }
+        let value = OwnedSecretValue(secret, contentType: "application/octet-stream")
         try BoundedOperation.run("store the secret", seconds: timeout) { operation in
             // Directly on the bus when it can be (see SecretServiceWrites.swift), else through
             // libsecret, which unlocks, creates a default collection and shows prompts.
             if try setSecretDirectly(secret, service: service, key: key, operation) { return }
-            let proxy = try connection.connect(operation, openSession: true)
-            defer { g_object_unref(proxy) }
+            let libsecret = try connection.connect(operation, openSession: true)
             // An item another tool stored under the same service and key (with other extra
             // attributes) gets the new secret in place, so that every tool, and every later
             // lookup, sees one value; otherwise a new item is created.
-            try connection.search(operation, proxy, ["service": service.rawValue, "username": key.rawValue]) {
+            try connection.search(operation, libsecret, ["service": service.rawValue, "username": key.rawValue]) {
                 existing in
                 var updated = 0
                 for item in existing {
                     // secret_item_set_secret / secret_item_set_secret_finish; an item another
                     // client deleted since the search is skipped.
                     let done = try operation.call(
-                        { secret_item_set_secret(item, value, $0, $1, $2) },
+                        { cancellable, callback, data in
+                            value.use { secret_item_set_secret(item, $0, cancellable, callback, data) }
+                        },
                         finish: { result, error in
                             secret_item_set_secret_finish(item, result, error) != 0 || !clearingVanishedItemError(error)
                         })
@@ -126,21 +114,32 @@ public final class SecretServiceStore: SecretStore {
                     try announceSecretChanged(item, operation)
                 }
                 if updated == 0 {
-                    let attributes = makeAttributes([
-                        "service": service.rawValue, "username": key.rawValue, "application": "keychain-cli",
-                    ])
-                    defer { g_hash_table_unref(attributes) }
-                    let label = ItemInfo.defaultLabel(service: service, key: key)
-                    // secret_service_store / secret_service_store_finish
-                    _ = try operation.call(
-                        {
-                            secret_service_store(
-                                proxy, connection.schema, attributes, SECRET_COLLECTION_DEFAULT, label, value, $0, $1,
-                                $2)
-                        },
-                        finish: { secret_service_store_finish(proxy, $0, $1) })
+                    try store(value, service: service, key: key, libsecret, operation)
                 }
             }
+        }
+    }
+
+    /// Stores `value` as a new item of the default collection through libsecret.
+    private func store(
+        _ value: OwnedSecretValue, service: ServiceName, key: KeychainKey, _ libsecret: OwnedObject,
+        _ operation: BoundedOperation
+    ) throws {
+        let attributes = OwnedAttributes([
+            "service": service.rawValue, "username": key.rawValue, "application": "keychain-cli",
+        ])
+        let label = ItemInfo.defaultLabel(service: service, key: key)
+        try libsecret.use(as: SecretService.self) { proxy in
+            // secret_service_store / secret_service_store_finish
+            _ = try operation.call(
+                { cancellable, callback, data in
+                    withExtendedLifetime((attributes, value)) {
+                        secret_service_store(
+                            proxy, connection.schema, attributes.raw, SECRET_COLLECTION_DEFAULT, label, value.raw,
+                            cancellable, callback, data)
+                    }
+                },
+                finish: { secret_service_store_finish(proxy, $0, $1) })
         }
     }
 
@@ -157,9 +156,7 @@ public final class SecretServiceStore: SecretStore {
 
     public func items(service: ServiceName?) throws(KeychainError) -> [ItemInfo] {
         let pairs: KeyValuePairs<String, String> = service.map { ["service": $0.rawValue] } ?? [:]
-        return try BoundedOperation.run("list the items", seconds: timeout) { operation in
-            let bus = try connection.sessionBus(operation)
-            defer { g_object_unref(UnsafeMutableRawPointer(bus)) }
+        return try connection.onBus("list the items", seconds: timeout) { operation, bus in
             // libsecret builds a D-Bus proxy per found item and refuses an empty search; asking
             // for the paths, then for every item's properties in pipelined Properties calls on the
             // same connection, costs one round trip per window and gnome-keyring's own time per
@@ -181,9 +178,7 @@ public final class SecretServiceStore: SecretStore {
     private func deleteMatching(
         _ pairs: KeyValuePairs<String, String>, requiring: String? = nil, what: String
     ) throws(KeychainError) -> Int {
-        try BoundedOperation.run(what, seconds: timeout) { operation in
-            let bus = try connection.sessionBus(operation)
-            defer { g_object_unref(UnsafeMutableRawPointer(bus)) }
+        try connection.onBus(what, seconds: timeout) { operation, bus in
             var found = try connection.searchVisiblePaths(operation, bus, pairs)
             if let requiring {
                 // The Secret Service searches by value only: read each item's attributes to keep

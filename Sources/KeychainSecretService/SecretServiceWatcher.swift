@@ -44,8 +44,7 @@ extension SecretServiceStore {
     func finishAnnouncement(
         _ ping: BoundedOperation.PendingCall, _ bus: OpaquePointer, _ operation: BoundedOperation
     ) throws {
-        let reply = try operation.end(ping) { g_dbus_connection_call_finish(bus, $0, $1) }
-        if let reply { g_variant_unref(reply) }
+        _ = try operation.end(ping) { OwnedVariant(takingIfAny: g_dbus_connection_call_finish(bus, $0, $1)) }
     }
 
     /// Reports changes as the Secret Service signals them (sender `org.freedesktop.secrets`, every
@@ -65,21 +64,17 @@ extension SecretServiceStore {
         service: ServiceName?, interval: Double, report: @escaping @Sendable (WatchEvent) -> Void
     ) throws(KeychainError) -> StoreWatch {
         try StoreWatch.start { watch, ready in
-            let context = g_main_context_new()!
-            g_main_context_push_thread_default(context)
-            defer {
-                g_main_context_pop_thread_default(context)
-                g_main_context_unref(context)
+            withThreadDefaultContext { context in
+                let watcher = SignalWatcher(store: self, service: service, report: report)
+                defer { watcher.end() }
+                do {
+                    try watcher.begin()
+                } catch {
+                    return ready(error as? KeychainError ?? .backendFailure(detail: "\(error)"))
+                }
+                ready(nil)
+                watcher.run(watch, context: context, interval: interval)
             }
-            let watcher = SignalWatcher(store: self, service: service, report: report)
-            defer { watcher.end() }
-            do {
-                try watcher.begin()
-            } catch {
-                return ready(error as? KeychainError ?? .backendFailure(detail: "\(error)"))
-            }
-            ready(nil)
-            watcher.run(watch, context: context, interval: interval)
         }
     }
 }
@@ -103,7 +98,9 @@ final class SignalWatcher {
     let store: SecretServiceStore
     let service: ServiceName?
     let report: @Sendable (WatchEvent) -> Void
-    var bus: OpaquePointer?
+    /// The bus connection, kept until ``end()``.
+    var connected: OwnedObject?
+    var bus: OpaquePointer? { connected?.opaque }
     var subscriptions: [guint] = []
     /// Every watched item, by object path.
     var known: [String: Known] = [:]
@@ -125,10 +122,11 @@ final class SignalWatcher {
 
     /// Subscribes first, then lists the items, so that no change falls between the two.
     func begin() throws {
-        let bus = try BoundedOperation.run("connect", seconds: store.timeout) {
+        let connected = try BoundedOperation.run("connect", seconds: store.timeout) {
             try store.connection.sharedSessionBus($0)
         }
-        self.bus = bus
+        self.connected = connected
+        let bus = connected.opaque
         let me = Unmanaged.passUnretained(self).toOpaque()
         subscriptions.append(
             g_dbus_connection_signal_subscribe(
@@ -173,20 +171,16 @@ final class SignalWatcher {
     func end() {
         guard let bus else { return }
         for subscription in subscriptions { g_dbus_connection_signal_unsubscribe(bus, subscription) }
-        g_object_unref(UnsafeMutableRawPointer(bus))
+        subscriptions = []
+        connected = nil
     }
 
     /// Handles signals as they come, and polls `Modified` every `interval` seconds, until the
     /// watch is cancelled or fails.
     func run(_ watch: StoreWatch, context: OpaquePointer, interval: Double) {
         // Wakes the loop every 100 ms, to see a cancellation.
-        let tick = g_timeout_source_new(100)!
-        g_source_set_callback(tick, { _ in 1 }, nil, nil)
-        g_source_attach(tick, context)
-        defer {
-            g_source_destroy(tick)
-            g_source_unref(tick)
-        }
+        let tick = WakeUpSource(milliseconds: 100, on: context)
+        defer { withExtendedLifetime(tick) {} }
         var nextPoll = Date() + interval
         while !watch.isCancelled {
             g_main_context_iteration(context, 1)

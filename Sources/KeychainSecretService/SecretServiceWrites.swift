@@ -16,8 +16,14 @@ extension SecretServiceStore {
     func setSecretDirectly(
         _ secret: Data, service: ServiceName, key: KeychainKey, _ operation: BoundedOperation
     ) throws -> Bool {
-        let bus = try connection.sessionBus(operation, preparingSession: true)
-        defer { g_object_unref(UnsafeMutableRawPointer(bus)) }
+        try connection.sessionBus(operation, preparingSession: true).use {
+            try setSecretDirectly(secret, service: service, key: key, operation, $0)
+        }
+    }
+
+    private func setSecretDirectly(
+        _ secret: Data, service: ServiceName, key: KeychainKey, _ operation: BoundedOperation, _ bus: OpaquePointer
+    ) throws -> Bool {
         // A write always needs the session: OpenSession is sent right behind the search, so the
         // service answers both in one round trip, and the session's key is derived while the
         // search's answer is on its way. (A locked item found leaves the session unused.) The
@@ -65,13 +71,10 @@ extension SecretServiceStore {
         _ bus: OpaquePointer, meanwhile: () -> Void
     ) throws -> Bool {
         // org.freedesktop.Secret.Item.SetSecret((oayays) secret)
-        guard
-            let reply = try operation.callItemMethod(
-                bus, SecretServiceConnection.busName, path, "org.freedesktop.Secret.Item", "SetSecret",
-                g_variant_new_tuple([try secretVariant(secret, session)], 1), meanwhile: meanwhile)
-        else { return false }
-        g_variant_unref(reply)
-        return true
+        let reply = try operation.callItemMethod(
+            bus, SecretServiceConnection.busName, path, "org.freedesktop.Secret.Item", "SetSecret",
+            .tuple([try secretVariant(secret, session)]), meanwhile: meanwhile)
+        return reply != nil
     }
 
     /// Stores `secret` in the default collection as libsecret's `secret_password_storev` does (a
@@ -82,11 +85,11 @@ extension SecretServiceStore {
         _ secret: Data, attributes: [(String, String)], label: String, contentType: String,
         _ operation: BoundedOperation
     ) throws -> Bool {
-        let bus = try connection.sessionBus(operation, preparingSession: true)
-        defer { g_object_unref(UnsafeMutableRawPointer(bus)) }
-        let stored = try connection.inSession(operation, bus) { session in
-            try createItem(
-                secret, attributes: attributes, label: label, contentType: contentType, in: session, operation, bus)
+        let stored = try connection.sessionBus(operation, preparingSession: true).use { bus in
+            try connection.inSession(operation, bus) { session in
+                try createItem(
+                    secret, attributes: attributes, label: label, contentType: contentType, in: session, operation, bus)
+            }
         }
         return stored ?? false
     }
@@ -113,45 +116,45 @@ extension SecretServiceStore {
                 g_variant_new_array(keychain_cli_type_string_pair(), attributes, gsize(attributes.count))
             ),
         ].map { g_variant_new_dict_entry(g_variant_new_string($0.0), g_variant_new_variant($0.1)) }
-        let parameters = g_variant_new_tuple(
-            [
-                g_variant_new_array(keychain_cli_type_property_pair(), properties, gsize(properties.count)),
-                sealed, g_variant_new_boolean(1),
-            ], 3)
+        let parameters = OwnedVariant.tuple([
+            OwnedVariant(
+                sinking: g_variant_new_array(keychain_cli_type_property_pair(), properties, gsize(properties.count))),
+            sealed, OwnedVariant(sinking: g_variant_new_boolean(1)),
+        ])
         // org.freedesktop.Secret.Collection.CreateItem(a{sv} properties, (oayays) secret, b replace)
         //   -> (o item, o prompt)
         let reply = try operation.call(
-            {
-                g_dbus_connection_call(
-                    bus, SecretServiceConnection.busName, collection, "org.freedesktop.Secret.Collection", "CreateItem",
-                    parameters,
-                    keychain_cli_type_create_item_reply(), G_DBUS_CALL_FLAGS_NONE, -1, $0, $1, $2)
+            { cancellable, callback, data in
+                parameters.use {
+                    g_dbus_connection_call(
+                        bus, SecretServiceConnection.busName, collection, "org.freedesktop.Secret.Collection",
+                        "CreateItem", $0, keychain_cli_type_create_item_reply(), G_DBUS_CALL_FLAGS_NONE, -1,
+                        cancellable, callback, data)
+                }
             },
             finish: { result, error in
-                let reply = g_dbus_connection_call_finish(bus, result, error)
+                let reply = OwnedVariant(takingIfAny: g_dbus_connection_call_finish(bus, result, error))
                 // A locked collection: libsecret unlocks it (with a prompt, within the deadline); no
                 // default collection (no object at the alias): libsecret creates one.
                 if let failure = error.pointee, remoteErrorName(failure) == "org.freedesktop.Secret.Error.IsLocked" {
-                    g_clear_error(error)
+                    _ = takeError(error)
                 }
                 _ = clearingVanishedItemError(error)
                 return reply
             })
         guard let reply else { return false }
-        defer { g_variant_unref(reply) }
         // A prompt would have to be shown before the item exists: left to libsecret.
-        return variantString(reply, child: 1) == "/"
+        return reply.child(1).string == "/"
     }
 
     /// The `(oayays)` secret struct: session, IV, ciphertext, content type.
     private func secretVariant(
         _ secret: Data, _ session: SecretSession, contentType: String = "application/octet-stream"
-    ) throws -> OpaquePointer {
+    ) throws -> OwnedVariant {
         let (parameters, value) = try session.encrypt(secret)
-        return g_variant_new_tuple(
-            [
-                g_variant_new_object_path(session.path), byteArrayVariant(parameters), byteArrayVariant(value),
-                g_variant_new_string(contentType),
-            ], 4)!
+        return .tuple([
+            g_variant_new_object_path(session.path), byteArrayVariant(parameters), byteArrayVariant(value),
+            g_variant_new_string(contentType),
+        ])
     }
 }

@@ -1,5 +1,6 @@
 internal import CLibSecret
 import Glibc
+import KeychainGLib
 import KeychainSystem
 
 /// The session bus connection for the Secret Service calls made without libsecret, opened the way
@@ -19,13 +20,13 @@ import KeychainSystem
 enum SessionBusSocket {
     /// The connection for `address`, or nil when that address goes to GIO's connection (not a
     /// socket opened here, or its bus refused us), so that later operations do not try again.
-    private struct Kept: @unchecked Sendable {
+    private struct Kept: Sendable {
         let address: String
-        let bus: OpaquePointer?
+        let bus: OwnedObject?
 
         enum Lookup {
-            /// A new reference to the connection kept for the address.
-            case open(OpaquePointer)
+            /// The connection kept for the address.
+            case open(OwnedObject)
             /// The address is known to go to GIO's connection.
             case toGIO
             /// Another address, or the kept connection was closed: open one.
@@ -35,18 +36,18 @@ enum SessionBusSocket {
         func lookup(_ current: String) -> Lookup {
             guard address == current else { return .unknown }
             guard let bus else { return .toGIO }
-            guard g_dbus_connection_is_closed(bus) == 0 else { return .unknown }
-            return .open(OpaquePointer(g_object_ref(UnsafeMutableRawPointer(bus))))
+            guard bus.use({ g_dbus_connection_is_closed($0) }) == 0 else { return .unknown }
+            return .open(bus)
         }
     }
     private static let kept = Locked<Kept?>(nil)
     /// The address of the connection kept open (for tests).
     static var keptAddress: String? { kept.withLock { $0?.bus == nil ? nil : $0?.address } }
 
-    /// A new reference to the connection for the current `$DBUS_SESSION_BUS_ADDRESS` (opened on
+    /// The connection for the current `$DBUS_SESSION_BUS_ADDRESS` (opened on
     /// first use), or nil when that address is not one opened here. `meanwhile` runs once, while
     /// the bus answers the authentication (or at once for a kept connection).
-    static func connection(_ operation: BoundedOperation, meanwhile: () -> Void) throws -> OpaquePointer? {
+    static func connection(_ operation: BoundedOperation, meanwhile: () -> Void) throws -> OwnedObject? {
         guard let address = getenv("DBUS_SESSION_BUS_ADDRESS").map({ String(cString: $0) }) else { return nil }
         switch kept.withLock({ $0?.lookup(address) ?? .unknown }) {
         case .open(let bus):
@@ -56,10 +57,7 @@ enum SessionBusSocket {
         case .unknown: break
         }
         let bus = try Endpoint(address).flatMap { try open($0, operation, meanwhile) }
-        kept.withLock { slot in
-            if let old = slot?.bus { g_object_unref(UnsafeMutableRawPointer(old)) }
-            slot = Kept(address: address, bus: bus.map { OpaquePointer(g_object_ref(UnsafeMutableRawPointer($0))) })
-        }
+        kept.withLock { $0 = Kept(address: address, bus: bus) }
         return bus
     }
 
@@ -111,7 +109,7 @@ enum SessionBusSocket {
 
     /// Connects and authenticates; nil when the bus cannot be reached this way.
     private static func open(_ endpoint: Endpoint, _ operation: BoundedOperation, _ meanwhile: () -> Void) throws
-        -> OpaquePointer?
+        -> OwnedObject?
     {
         // Non-blocking from the start, so that neither a full listen queue nor a silent bus can
         // hold the caller past the operation's limit.
@@ -131,22 +129,16 @@ enum SessionBusSocket {
             endpoint.guid.map({ answer.dropFirst(3) == $0 }) ?? true
         else { return nil }
         handedOver = true
-        var error: UnsafeMutablePointer<GError>?
-        guard let bus = keychain_cli_connection_on_socket(fd, &error) else {
-            if let error { g_error_free(error) }
-            return nil
-        }
+        guard let bus = catchingError({ keychain_cli_connection_on_socket(fd, $0) }).value else { return nil }
         // org.freedesktop.DBus.Hello() -> (s unique name): the bus takes no other message first,
         // and answers it before the requests sent behind it; the reply is not needed.
         g_dbus_connection_call(
             bus, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", "Hello", nil, nil,
             G_DBUS_CALL_FLAGS_NONE, -1, nil,
             { source, result, _ in
-                if let reply = g_dbus_connection_call_finish(OpaquePointer(source), result, nil) {
-                    g_variant_unref(reply)
-                }
+                _ = OwnedVariant(takingIfAny: g_dbus_connection_call_finish(OpaquePointer(source), result, nil))
             }, nil)
-        return bus
+        return OwnedObject(taking: UnsafeMutableRawPointer(bus))
     }
 
     /// The bus's one line of answer, without its CRLF; nil when the bus closes the connection or

@@ -188,8 +188,9 @@ package struct SecretSession: Sendable {
         let failure = KeychainError.backendFailure(
             detail: "the Secret Service sent a secret that does not decrypt in the session it opened")
         guard parameters.count == 16, !value.isEmpty, value.count % 16 == 0,
-            let padded = Gcrypt.aes128CBC(decrypting: value, key: key, iv: parameters)
+            var padded = Gcrypt.aes128CBC(decrypting: value, key: key, iv: parameters)
         else { throw failure }
+        defer { wipe(&padded) }
         // PKCS#7: the last byte n (1…16) says how many bytes of value n end the plaintext.
         let count = Int(padded[padded.count - 1])
         guard (1...16).contains(count), padded.suffix(count).allSatisfy({ $0 == UInt8(count) }) else { throw failure }
@@ -202,7 +203,8 @@ package struct SecretSession: Sendable {
         let key = try key()
         let iv = Self.randomBytes(16)
         let count = 16 - secret.count % 16
-        let padded = Array(secret) + [UInt8](repeating: UInt8(count), count: count)
+        var padded = Array(secret) + [UInt8](repeating: UInt8(count), count: count)
+        defer { wipe(&padded) }
         return (iv, Gcrypt.aes128CBC(encrypting: padded, key: key, iv: iv)!)
     }
 }

@@ -60,6 +60,7 @@ public final class StoreWatch: Sendable {
         _ body: @escaping @Sendable (StoreWatch, _ ready: (KeychainError?) -> Void) -> Void
     ) throws(KeychainError) -> StoreWatch {
         let watch = StoreWatch()
+        // @unchecked: handed to the new thread once, and only that thread calls `run`.
         final class Box: @unchecked Sendable {
             let run: () -> Void
             init(_ run: @escaping () -> Void) { self.run = run }

@@ -104,6 +104,7 @@ extension VaultStore {
 /// into a directory that is swapped atomically (a Kubernetes secret: `vault.age ->
 /// ..data/vault.age`, `..data -> ..2026_11_24_…`) is followed to the new directory. Used on the
 /// watcher's thread only.
+// @unchecked: built and used on the watcher's thread only (it crosses into it once).
 private final class VaultDirectories: @unchecked Sendable {
     let path: String
     let descriptor: Int32

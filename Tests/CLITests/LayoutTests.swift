@@ -44,12 +44,13 @@ struct LayoutTests {
         #expect(output.contains("does not name the folder Sources/keychain-cli/Commands"), "\(output)")
     }
 
-    /// The check sees an arrow pointing up the map, and an import the target does not declare
-    /// (SwiftPM lets a file import any target its dependencies depend on).
+    /// The check sees an arrow pointing up the map, an import the target does not declare
+    /// (SwiftPM lets a file import any target its dependencies depend on), and a GLib reference
+    /// dropped by hand outside the GLib support target.
     @Test func theLayoutCheckSeesAnArrowUpAndAnUndeclaredImport() throws {
         let copy = FileManager.default.temporaryDirectory.appendingPathComponent("kc-arrows-\(getpid())")
         defer { try? FileManager.default.removeItem(at: copy) }
-        for folder in ["Sources/Top", "Sources/Middle", "Sources/Bottom", "docs"] {
+        for folder in ["Sources/Top", "Sources/Middle", "Sources/Bottom", "Sources/KeychainGLib", "docs"] {
             try FileManager.default.createDirectory(
                 at: copy.appendingPathComponent(folder), withIntermediateDirectories: true)
         }
@@ -64,8 +65,11 @@ struct LayoutTests {
             """,
             "Sources/Top/Top.swift": "import Bottom\n",
             "Sources/Middle/Middle.swift": "internal import Bottom\n",
-            "Sources/Bottom/Bottom.swift": "// import Top\n",
-            "docs/development.md": "# Map\n\n## Map\n\n```\nSources/Top/\nSources/Middle/\nSources/Bottom/\n```\n",
+            "Sources/Bottom/Bottom.swift": "// import Top; g_free(x)\nlet s = \"g_object_unref(y)\"\n",
+            "Sources/Middle/Reply.swift": "func f(_ v: OpaquePointer) { g_variant_unref (v) }\n",
+            "Sources/KeychainGLib/Owned.swift": "final class Owned { deinit { g_object_unref(raw) } }\n",
+            "docs/development.md":
+                "# Map\n\n## Map\n\n```\nSources/Top/\nSources/Middle/\nSources/KeychainGLib/\nSources/Bottom/\n```\n",
         ]
         for (path, text) in files {
             try text.write(to: copy.appendingPathComponent(path), atomically: true, encoding: .utf8)
@@ -78,6 +82,7 @@ struct LayoutTests {
         #expect(
             lines.sorted() == [
                 "Package.swift: Bottom depends on Middle, which docs/development.md's map puts above it",
+                "Sources/Middle/Reply.swift calls g_variant_unref: GLib's references are owned in Sources/KeychainGLib",
                 "Sources/Top/Top.swift imports Bottom, which Package.swift does not list as a dependency of Top",
             ], "\(lines)")
     }

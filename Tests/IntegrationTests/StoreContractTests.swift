@@ -182,9 +182,7 @@ struct SecretServiceStoreTests {
         for key in ["first", "second"] {
             try store.setSecret(Data(key.utf8), service: service, key: KeychainKey(key))
         }
-        let attributes = try BoundedOperation.run("read", seconds: 10) { operation in
-            let bus = try store.connection.sessionBus(operation)
-            defer { g_object_unref(UnsafeMutableRawPointer(bus)) }
+        let attributes = try store.connection.onBus("read", seconds: 10) { operation, bus in
             let paths = try store.connection.searchPaths(operation, bus, ["service": service.rawValue]).unlocked
             return try store.connection.itemProperty("Attributes", of: paths, operation, bus) {
                 SecretServiceConnection.dictionary($0)
@@ -203,14 +201,12 @@ struct SecretServiceStoreTests {
     @Test func aPropertyTheServiceLacksReadsAsAbsentNotAsAFailure() throws {
         let service = try ServiceName(uniqueService())
         try store.setSecret(Data("x".utf8), service: service, key: KeychainKey("k"))
-        let types = try BoundedOperation.run("read", seconds: 10) { operation in
-            let bus = try store.connection.sessionBus(operation)
-            defer { g_object_unref(UnsafeMutableRawPointer(bus)) }
+        let types = try store.connection.onBus("read", seconds: 10) { operation, bus in
             let paths = try store.connection.searchPaths(operation, bus, ["service": service.rawValue]).unlocked
             let gone = "/org/freedesktop/secrets/collection/login/999999"
             return try store.connection.itemProperties(["Label", "NoSuchProperty"], of: paths + [gone], operation, bus)
             {
-                $0.map { String(cString: g_variant_get_type_string($0)) }
+                $0.map(\.typeString)
             }
         }
         #expect(types == [["s", "()"], nil])

@@ -69,9 +69,11 @@ extension KeychainCLI {
             provider.handleStoppingSignals()
             let bus = try PrivateBus.start()
             defer { bus.stop() }
-            try provider.start(busAddress: bus.address, replace: false)
+            // The command's environment, set before start() starts the backend's watcher thread
+            // (libcurl reads proxy variables there): no thread may read the environment while it changes.
             settings.withholdSecretsFromCommands()
             setenv("DBUS_SESSION_BUS_ADDRESS", bus.address, 1)
+            try provider.start(busAddress: bus.address, replace: false)
             let relay = noMask ? nil : try MaskedRelay(provider: provider, store: detailed)
             let child = try spawn(command, output: relay?.output.given ?? [])
             bus.guardCommand(child)

@@ -1,4 +1,4 @@
-internal import CLibSecret
+package import CLibSecret
 import KeychainStore
 
 /// One bounded backend operation: a private GMainContext on which libsecret's and GDBus's
@@ -11,31 +11,30 @@ import KeychainStore
 /// progressing (gnome-keyring deletes the items of a large keyring one slow step at a time) is not cut short, while a
 /// backend or prompt that stops answering is. It holds even for a call that never calls back
 /// (libsecret's precondition failures return without one). Not thread-safe: one instance lives
-/// on one thread.
-final class BoundedOperation {
+/// on one thread, whose thread-default main context it is while it runs.
+package final class BoundedOperation {
     /// Where one call's callback leaves its result. Retained by the call's user data and released
     /// by the callback, so a callback arriving after we gave up never touches freed memory.
     fileprivate final class Completion {
-        var result: OpaquePointer?
-
-        deinit {
-            if let result { g_object_unref(UnsafeMutableRawPointer(result)) }
-        }
+        var object: OwnedObject?
+        var result: OpaquePointer? { object?.opaque }
     }
 
     /// The callback of every call: keeps the result in the call's ``Completion``.
     private static let complete: GAsyncReadyCallback = { _, result, data in
         let completion = Unmanaged<Completion>.fromOpaque(data!).takeRetainedValue()
-        completion.result = OpaquePointer(g_object_ref(UnsafeMutableRawPointer(result)))
+        completion.object = OwnedObject(adding: UnsafeMutableRawPointer(result!))
     }
 
     /// A call started by ``begin(_:)``, to be finished by ``end(_:finish:)``.
-    struct PendingCall {
+    package struct PendingCall {
         fileprivate let completion: Completion
     }
 
     private let context: OpaquePointer
-    private let cancellable: UnsafeMutablePointer<GCancellable>
+    private let cancellable: OwnedObject
+    /// What a GError (and whether the deadline passed) means to the caller.
+    private let meaning: (GLibError, _ expired: Bool) -> KeychainError
     private var timer: UnsafeMutablePointer<GSource>?
     private let what: String
     private let seconds: Double
@@ -43,32 +42,34 @@ final class BoundedOperation {
 
     /// Calls in flight at once in ``callEach(_:start:finish:)``, well under the session bus's
     /// limit on pending replies per connection.
-    static let window = 128
+    package static let window = 128
 
     /// Runs `body` with a new operation that is cancelled when the backend has not answered for
     /// `seconds`.
     /// `what` completes "timed out waiting for the Secret Service to …".
-    /// Every failure is a ``KeychainError``: the GLib and D-Bus layers below convert theirs, and
-    /// anything else is the Secret Service's failure.
-    static func run<T>(_ what: String, seconds: Double, _ body: (BoundedOperation) throws -> T) throws(KeychainError)
-        -> T
-    {
-        let operation = BoundedOperation(what: what, seconds: seconds)
+    /// Every failure is a ``KeychainError``: `meaning` says what a GError stands for, and anything
+    /// else thrown is `failure`'s.
+    package static func run<T>(
+        _ what: String, seconds: Double, meaning: @escaping (GLibError, _ expired: Bool) -> KeychainError,
+        failure: String, _ body: (BoundedOperation) throws -> T
+    ) throws(KeychainError) -> T {
+        let operation = BoundedOperation(what: what, seconds: seconds, meaning: meaning)
         defer { operation.close() }
         do {
             return try body(operation)
         } catch let error as KeychainError {
             throw error
         } catch {
-            throw .backendFailure(detail: "the Secret Service failed: \(error)")
+            throw .backendFailure(detail: "\(failure): \(error)")
         }
     }
 
-    private init(what: String, seconds: Double) {
+    private init(what: String, seconds: Double, meaning: @escaping (GLibError, _ expired: Bool) -> KeychainError) {
         self.what = what
         self.seconds = seconds
+        self.meaning = meaning
         context = g_main_context_new()
-        cancellable = g_cancellable_new()
+        cancellable = OwnedObject(taking: g_cancellable_new())
         g_main_context_push_thread_default(context)
         timer = newTimer()
     }
@@ -82,7 +83,7 @@ final class BoundedOperation {
             { data in
                 let operation = Unmanaged<BoundedOperation>.fromOpaque(data!).takeUnretainedValue()
                 operation.expired = true
-                g_cancellable_cancel(operation.cancellable)
+                g_cancellable_cancel(operation.cancellable.pointer(to: GCancellable.self))
                 return 0  // G_SOURCE_REMOVE
             }, Unmanaged.passUnretained(self).toOpaque(), nil)
         g_source_attach(timer, context)
@@ -107,12 +108,11 @@ final class BoundedOperation {
         removeTimer()
         g_main_context_pop_thread_default(context)
         g_main_context_unref(context)
-        g_object_unref(cancellable)
     }
 
     /// How long work outside GLib (a socket of our own) may wait for the backend, and the error
     /// to throw when it has waited that long.
-    var limit: (seconds: Double, timedOut: KeychainError) {
+    package var limit: (seconds: Double, timedOut: KeychainError) {
         (seconds, .timedOut(operation: what, seconds: seconds))
     }
 
@@ -123,7 +123,7 @@ final class BoundedOperation {
     ///   - meanwhile: work to do while the call is under way.
     ///   - finish: calls the matching `…_finish` function with the result and an error slot.
     /// - Throws: the ``KeychainError`` the GError (or the deadline) stands for.
-    func call<T>(
+    package func call<T>(
         _ start: (UnsafeMutablePointer<GCancellable>, GAsyncReadyCallback, gpointer) -> Void,
         meanwhile: () -> Void = {},
         finish: (OpaquePointer, UnsafeMutablePointer<UnsafeMutablePointer<GError>?>) -> T
@@ -134,42 +134,27 @@ final class BoundedOperation {
     }
 
     /// One D-Bus method call on `bus`, for the Secret Service and bus calls libsecret does not
-    /// offer. `parameters` is a floating tuple (consumed); the caller unrefs the reply.
-    func callMethod(
+    /// offer.
+    package func callMethod(
         _ bus: OpaquePointer, _ destination: String, _ path: String, _ interface: String, _ method: String,
-        _ parameters: OpaquePointer?, replyType: OpaquePointer? = nil, meanwhile: () -> Void = {}
-    ) throws -> OpaquePointer {
-        try call(
+        _ parameters: OwnedVariant?, replyType: OpaquePointer? = nil, meanwhile: () -> Void = {}
+    ) throws -> OwnedVariant {
+        let reply = try call(
             {
                 g_dbus_connection_call(
-                    bus, destination, path, interface, method, parameters, replyType, G_DBUS_CALL_FLAGS_NONE, -1,
-                    $0, $1, $2)
+                    bus, destination, path, interface, method, parameters?.raw, replyType, G_DBUS_CALL_FLAGS_NONE,
+                    -1, $0, $1, $2)
             },
             meanwhile: meanwhile,
-            finish: { g_dbus_connection_call_finish(bus, $0, $1) })!
-    }
-
-    /// One D-Bus method call on the Secret Service object at `path` (an item): nil when the object
-    /// no longer exists, because another client deleted it after it was found.
-    func callItemMethod(
-        _ bus: OpaquePointer, _ destination: String, _ path: String, _ interface: String, _ method: String,
-        _ parameters: OpaquePointer?, replyType: OpaquePointer? = nil, meanwhile: () -> Void = {}
-    ) throws -> OpaquePointer? {
-        try call(
-            {
-                g_dbus_connection_call(
-                    bus, destination, path, interface, method, parameters, replyType, G_DBUS_CALL_FLAGS_NONE, -1,
-                    $0, $1, $2)
-            },
-            meanwhile: meanwhile,
-            finish: { finishItemCall(bus, $0, $1) })
+            finish: { g_dbus_connection_call_finish(bus, $0, $1) })
+        return OwnedVariant(taking: reply!)
     }
 
     /// Runs `count` asynchronous calls concurrently (at most ``window`` in flight) and returns
     /// their finished values in order. The first error, or the deadline, ends them all.
     /// `meanwhile` runs once, after the first calls are sent and before their answers are
     /// awaited: work that would otherwise wait for them or keep them waiting.
-    func callEach<T>(
+    package func callEach<T>(
         _ count: Int,
         start: (Int, UnsafeMutablePointer<GCancellable>, GAsyncReadyCallback, gpointer) -> Void,
         meanwhile: () -> Void = {},
@@ -182,7 +167,9 @@ final class BoundedOperation {
             let batch = first..<min(count, first + Self.window)
             let completions = batch.map { _ in Completion() }
             for (offset, index) in batch.enumerated() {
-                start(index, cancellable, Self.complete, Unmanaged.passRetained(completions[offset]).toOpaque())
+                start(
+                    index, cancellable.pointer(to: GCancellable.self), Self.complete,
+                    Unmanaged.passRetained(completions[offset]).toOpaque())
             }
             if first == 0 { meanwhile() }
             try wait(for: completions)
@@ -196,14 +183,16 @@ final class BoundedOperation {
 
     /// Starts one asynchronous call and returns without waiting: the caller does other work (or
     /// starts other calls, which the peer answers in order), then waits in ``end(_:finish:)``.
-    func begin(_ start: (UnsafeMutablePointer<GCancellable>, GAsyncReadyCallback, gpointer) -> Void) -> PendingCall {
+    package func begin(_ start: (UnsafeMutablePointer<GCancellable>, GAsyncReadyCallback, gpointer) -> Void)
+        -> PendingCall
+    {
         let completion = Completion()
-        start(cancellable, Self.complete, Unmanaged.passRetained(completion).toOpaque())
+        start(cancellable.pointer(to: GCancellable.self), Self.complete, Unmanaged.passRetained(completion).toOpaque())
         return PendingCall(completion: completion)
     }
 
     /// Waits for a call ``begin(_:)`` started and returns its finished value, as ``call(_:meanwhile:finish:)`` does.
-    func end<T>(
+    package func end<T>(
         _ call: PendingCall, finish: (OpaquePointer, UnsafeMutablePointer<UnsafeMutablePointer<GError>?>) -> T
     ) throws -> T {
         try wait(for: [call.completion])
@@ -214,12 +203,8 @@ final class BoundedOperation {
     private func finished<T>(
         _ completion: Completion, _ finish: (OpaquePointer, UnsafeMutablePointer<UnsafeMutablePointer<GError>?>) -> T
     ) throws -> T {
-        var error: UnsafeMutablePointer<GError>?
-        let value = finish(completion.result!, &error)
-        if let error {
-            defer { g_error_free(error) }
-            throw KeychainError(error.pointee, operation: what, seconds: seconds, expired: expired)
-        }
+        let (value, error) = catchingError { finish(completion.result!, $0) }
+        if let error { throw meaning(error, expired) }
         return value
     }
 

@@ -1,0 +1,11 @@
+import Glibc
+
+/// Overwrites `bytes` with zeros in place, in a way the optimizer may not drop (`explicit_bzero`):
+/// for a buffer of ours that held a secret (a decrypted or padded plaintext) before it is freed.
+/// Copies Swift made earlier (an array grown, a value passed on) are not reached.
+package func wipe(_ bytes: inout [UInt8]) {
+    bytes.withUnsafeMutableBytes { buffer in
+        guard let base = buffer.baseAddress else { return }
+        explicit_bzero(base, buffer.count)
+    }
+}
