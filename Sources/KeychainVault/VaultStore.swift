@@ -195,26 +195,26 @@ public final class VaultStore: SecretStore {
     ) throws(KeychainError) -> Result {
         let file = filePath
         let (directory, _) = splitPath(file)
-        return try state.withLock { state throws(KeychainError) in
-            do {
-                var info = stat()
-                if stat(directory, &info) != 0 && errno == ENOENT {
-                    if let result = try withoutDirectory() { return result }
-                    try makeDirectories(directory)
-                }
-                let result = try withDirectoryLock(directory, timeout: lockTimeout) { () throws in
-                    removeStrayTemporaries(of: file)
-                    return try body(&state, file)
-                }
-                guard let result else { throw KeychainError.vaultBusy(path: path, seconds: lockTimeout) }
-                return result
-            } catch let error as KeychainError {
-                throw error
-            } catch let error as FileError {
-                throw KeychainError.vaultIO(detail: error.description)
-            } catch {
-                throw KeychainError.vaultIO(detail: "cannot write the vault \(quotedPath(path)): \(error)")
+        do {
+            var info = stat()
+            if stat(directory, &info) != 0 && errno == ENOENT {
+                if let result = try withoutDirectory() { return result }
+                try makeDirectories(directory)
             }
+            // The directory's lock first, then the state's: a write waiting for another's (this
+            // process's other threads take the directory's lock too) holds nothing a read needs.
+            let result = try withDirectoryLock(directory, timeout: lockTimeout) { () throws in
+                removeStrayTemporaries(of: file)
+                return try state.withLock { state in try body(&state, file) }
+            }
+            guard let result else { throw KeychainError.vaultBusy(path: path, seconds: lockTimeout) }
+            return result
+        } catch let error as KeychainError {
+            throw error
+        } catch let error as FileError {
+            throw KeychainError.vaultIO(detail: error.description)
+        } catch {
+            throw KeychainError.vaultIO(detail: "cannot write the vault \(quotedPath(path)): \(error)")
         }
     }
 

@@ -190,4 +190,40 @@ final class VaultStoreTests {
         #expect(try reopened.deleteSecret(service: service, key: key))
         #expect(try reopened.detailedItems().isEmpty)
     }
+
+    /// A write waiting for another writer's directory lock holds nothing a read of the same store
+    /// needs: the read answers from the file at once, and the write still fails as busy.
+    @Test func aReadDoesNotWaitBehindAWriteWaitingForTheDirectoryLock() throws {
+        let path = scratchPath("busy.age")
+        let service = try ServiceName("s")
+        let key = try KeychainKey("k")
+        let store = VaultStore(path: path, workFactor: 10, lockTimeout: 3) { _ in passphrase }
+        try store.setSecret(Data("kept".utf8), service: service, key: key)
+        // Another writer (here, this test's own descriptor) holds the directory's lock.
+        let directory = open(scratch.path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        defer { close(directory) }
+        #expect(flock(directory, LOCK_EX) == 0)
+        let writeEnded = DispatchSemaphore(value: 0)
+        // nil while the write waits; then its error, or nil in the inner optional for success.
+        let writeFailure = Locked<KeychainError??>(nil)
+        Thread.detachNewThread {
+            var failure: KeychainError?
+            do throws(KeychainError) {
+                try store.setSecret(Data("new".utf8), service: service, key: key)
+            } catch {
+                failure = error
+            }
+            writeFailure.withLock { $0 = .some(failure) }
+            writeEnded.signal()
+        }
+        Thread.sleep(forTimeInterval: 0.3)  // the write is waiting for the lock by now
+        #expect(try store.secret(service: service, key: key) == Data("kept".utf8))
+        // The read came back while the write still waited (for 3 s): it did not wait behind it.
+        #expect(writeFailure.withLock { $0 } == nil, "the read waited for the write")
+        writeEnded.wait()
+        #expect(writeFailure.withLock { $0 } == .some(.vaultBusy(path: path, seconds: 3)))
+        flock(directory, LOCK_UN)
+        try store.setSecret(Data("new".utf8), service: service, key: key)
+        #expect(try store.secret(service: service, key: key) == Data("new".utf8))
+    }
 }
