@@ -74,7 +74,8 @@ extension Keychain {
 }
 
 /// Runs `work` on a new serial dispatch queue, whose work lands on libdispatch's overcommitting
-/// root queue: a thread is found or made for it even when every other one is blocked.
+/// root queue: a thread is found or made for it even when every other one is blocked. (One
+/// shared concurrent queue runs only a few blocked calls at once: KeychainAsyncTests fails.)
 func offCooperativePool<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
     let result: Result<T, any Error> = await withCheckedContinuation { continuation in
         DispatchQueue(label: "KeychainCore.blocking").async {
