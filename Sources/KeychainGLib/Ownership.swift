@@ -2,8 +2,8 @@ package import CLibSecret
 import FoundationEssentials
 
 // Who owns what GLib hands us: each reference the library keeps is one of these objects, and is
-// dropped when the object is, on every path out (a return, a thrown error). No other file of the
-// library calls g_object_unref, g_variant_unref, g_free or g_error_free.
+// dropped when the object is, on every path out (a return, a thrown error). No Swift file outside
+// this target calls g_object_unref, g_variant_unref, g_free or g_error_free (check-layout).
 
 /// A reference to a GVariant, dropped with this object.
 ///
