@@ -14,7 +14,8 @@ import Glibc
 enum FastPath {
     /// The exit status, or nil when the arguments need the full parser.
     static func run(_ arguments: ArraySlice<String>) -> Int32? {
-        guard getenv("KEYCHAIN_CLI_NO_FAST_PATH") == nil else { return nil }
+        // Set and not empty, as every variable of ours is read (``environment(_:)``).
+        if let off = getenv("KEYCHAIN_CLI_NO_FAST_PATH"), off.pointee != 0 { return nil }
         if arguments.elementsEqual(["--version"]) {
             // What the parser prints for it, without the time it spends looking the commands up.
             print(KeychainCLI.version)

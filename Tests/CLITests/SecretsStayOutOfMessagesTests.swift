@@ -43,6 +43,10 @@ final class SecretsStayOutOfMessagesTests {
             (["--vault", vault, "get", "k"], ["KEYCHAIN_IDENTITY": sshKey], "$KEYCHAIN_IDENTITY an ssh key"),
             (["--vault", vault, "get", "k"], ["KEYCHAIN_IDENTITY": ageIdentity], "$KEYCHAIN_IDENTITY an age identity"),
             (
+                ["--vault", vault, "get", "k"], ["KEYCHAIN_IDENTITY": ageIdentity, "KEYCHAIN_IDENTITY_FD": ""],
+                "$KEYCHAIN_IDENTITY an age identity, $KEYCHAIN_IDENTITY_FD empty (read as unset, as everywhere)"
+            ),
+            (
                 ["--vault", vault, "--identity", sshKey, "get", "k"], [:],
                 "--identity an ssh key (an option to the parser)"
             ),

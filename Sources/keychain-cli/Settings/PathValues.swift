@@ -36,7 +36,7 @@ extension PathValue {
         if settings.vault == nil { try check(try environment("KEYCHAIN_VAULT"), of: "$KEYCHAIN_VAULT") }
         try check(settings.passphraseFile, of: "--passphrase-file")
         try check(settings.identity, of: "--identity")
-        if settings.identity == nil && settings.identityFD == nil && getenv("KEYCHAIN_IDENTITY_FD") == nil {
+        if settings.identity == nil && settings.identityFD == nil, try environment("KEYCHAIN_IDENTITY_FD") == nil {
             try check(try environment("KEYCHAIN_IDENTITY"), of: "$KEYCHAIN_IDENTITY")
         }
     }
