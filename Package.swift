@@ -115,7 +115,7 @@ let package = Package(
         .testTarget(
             name: "KeychainCoreTests",
             dependencies: [
-                "KeychainCore", "KeychainSecretSession", "KeychainFuzzTargets",
+                "KeychainCore", "KeychainSecretSession", "KeychainProvider", "KeychainFuzzTargets",
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),

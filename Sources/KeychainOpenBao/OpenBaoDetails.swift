@@ -32,8 +32,13 @@ extension OpenBaoStore: DetailedSecretStore {
     /// whose answer does not decode, is left out rather than failing the whole listing (serve on
     /// a mount shared with other teams).
     public func detailedItems() throws(KeychainError) -> [DetailedItem] {
+        try detailedItems(in: Set(try secretPaths()))
+    }
+
+    /// One read of each service's secret (and its metadata), not a listing of every service.
+    public func detailedItems(in services: Set<ServiceName>) throws(KeychainError) -> [DetailedItem] {
         var items: [DetailedItem] = []
-        for service in try secretPaths() {
+        for service in services.sorted() {
             guard let secret = try readableSecret(service) else { continue }
             // KV keeps one creation time per secret (service), the date its keys all show.
             let created = try creationDate(service)

@@ -106,9 +106,12 @@ struct ProviderIndex {
 
     /// Makes the index what the store holds, keeping the numbers of the items still there; an
     /// item whose details and revision are as the index has them is unchanged (OpenBao dates a
-    /// write of one key on every key of its service).
+    /// write of one key on every key of its service). With `services`, `listing` holds the items
+    /// of those services only, and the index's items of other services are left as they are.
     /// - Returns: the numbers of the items added, changed and removed.
-    mutating func replace(with listing: [DetailedItem]) -> (added: [Int], changed: [Int], removed: [Int]) {
+    mutating func replace(with listing: [DetailedItem], within services: Set<ServiceName>? = nil)
+        -> (added: [Int], changed: [Int], removed: [Int])
+    {
         var added: [Int] = []
         var changed: [Int] = []
         var gone: [Int] = []
@@ -133,7 +136,9 @@ struct ProviderIndex {
             seen.insert(number)
             added.append(number)
         }
-        let removed = items.keys.filter { !seen.contains($0) }
+        let removed = items.filter { number, item in
+            !seen.contains(number) && services.map { $0.contains(item.address.service) } != false
+        }.map(\.key)
         for number in removed { remove(number) }
         return (added.sorted(), changed.sorted(), (removed + gone).sorted())
     }

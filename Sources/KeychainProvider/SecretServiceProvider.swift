@@ -23,7 +23,7 @@ import KeychainSystem
 public final class SecretServiceProvider: @unchecked Sendable {
     // @unchecked: the state below is touched only on the main loop's thread (every D-Bus call and
     // every reload run there); the backend's watcher thread only adds the reload's idle source,
-    // under the lock of `reloadSource` (ServeRaceTests and the TSan run exercise both threads).
+    // under the lock of `pendingReload` (ServeRaceTests and the TSan run exercise both threads).
 
     /// How a ``run(watching:)`` ended.
     public enum Exit: Sendable {
@@ -66,8 +66,8 @@ public final class SecretServiceProvider: @unchecked Sendable {
     var exit: Exit?
     var child: pid_t?
     var watch: StoreWatch?
-    /// The idle source that runs ``reload()``, while one is pending (0: none).
-    let reloadSource = Locked<guint>(0)
+    /// The reload the watcher asked for, waiting for the main loop.
+    let pendingReload = Locked(PendingReload())
     let watchFailure = Locked<KeychainError?>(nil)
     /// Told every secret a client sends or is sent (`serve -- COMMAND` masks them in the
     /// command's output); set before ``run(watching:)``.
@@ -118,13 +118,21 @@ public final class SecretServiceProvider: @unchecked Sendable {
         startWatching()
     }
 
-    /// Watches the backend: any change another process makes, the index is made what the backend
-    /// holds then (``reload()``).
+    /// Watches the backend: for any change another process makes, the services it changed are
+    /// made what the backend holds then (``reload(only:)``). serve's own writes come back too, and
+    /// find the index as the backend answered them: one read of their service, no signal.
     func startWatching() {
         watch = try? login.store.watch(service: nil, interval: 2) { [self] event in
             if case .failure(let failure) = event { watchFailure.withLock { $0 = failure } }
-            reloadSource.withLock { source in
-                if source == 0 { source = g_idle_add(providerReload, Unmanaged.passUnretained(self).toOpaque()) }
+            pendingReload.withLock { pending in
+                if case .change(let change) = event, let service = try? ServiceName(change.service) {
+                    pending.services?.insert(service)
+                } else {
+                    pending.services = nil
+                }
+                if pending.source == 0 {
+                    pending.source = g_idle_add(providerReload, Unmanaged.passUnretained(self).toOpaque())
+                }
             }
         }
     }
@@ -144,7 +152,7 @@ public final class SecretServiceProvider: @unchecked Sendable {
     func watchAgain() {
         startWatching()
         if watch == nil { return retryWatching() }
-        reload()
+        reload(only: nil)
     }
 
     func retryWatching() {
@@ -188,9 +196,9 @@ public final class SecretServiceProvider: @unchecked Sendable {
 
     /// Undoes what GLib would call back with this provider once ``run(watching:)`` is over.
     private func disconnect() {
-        reloadSource.withLock { source in
-            if source != 0 { g_source_remove(source) }
-            source = 0
+        pendingReload.withLock { pending in
+            if pending.source != 0 { g_source_remove(pending.source) }
+            pending = PendingReload()
         }
         for source in [childWatch, retrySource] where source != 0 { g_source_remove(source) }
         (childWatch, retrySource) = (0, 0)
@@ -227,11 +235,10 @@ public final class SecretServiceProvider: @unchecked Sendable {
         g_main_loop_quit(loop)
     }
 
-    /// Makes the login collection's index what the backend holds now and tells clients what
-    /// changed, after another process wrote the backend. serve's own writes put what the backend
-    /// answered in the index, so they find nothing to announce again here.
-    func reload() {
-        reloadSource.withLock { $0 = 0 }
+    /// Makes the login collection's index what the backend holds now, for `services` (nil: every
+    /// one), and tells clients what changed, after another process wrote the backend. serve's own
+    /// writes put what the backend answered in the index, so they find nothing to announce again.
+    func reload(only services: Set<ServiceName>?) {
         if let failure = watchFailure.withLock({ failure in
             defer { failure = nil }
             return failure
@@ -241,8 +248,9 @@ public final class SecretServiceProvider: @unchecked Sendable {
             watch = nil
             return retryWatching()
         }
-        guard let listing = try? login.store.detailedItems() else { return }
-        let (added, changed, removed) = login.index.replace(with: listing)
+        let listing = try? services.map(login.store.detailedItems(in:)) ?? login.store.detailedItems()
+        guard let listing else { return }
+        let (added, changed, removed) = login.index.replace(with: listing, within: services)
         announce(login, created: added, changed: changed, deleted: removed)
     }
 
@@ -265,7 +273,12 @@ public final class SecretServiceProvider: @unchecked Sendable {
 }
 
 private let providerReload: GSourceFunc = { data in
-    Unmanaged<SecretServiceProvider>.fromOpaque(data!).takeUnretainedValue().reload()
+    let provider = Unmanaged<SecretServiceProvider>.fromOpaque(data!).takeUnretainedValue()
+    let services = provider.pendingReload.withLock { pending in
+        defer { pending = PendingReload() }
+        return pending.services
+    }
+    provider.reload(only: services)
     return 0
 }
 
@@ -295,4 +308,11 @@ private let providerChildExited: GChildWatchFunc = { _, status, data in
     let provider = Unmanaged<SecretServiceProvider>.fromOpaque(data!).takeUnretainedValue()
     provider.childWatch = 0
     provider.finish(.childExited(status: status))
+}
+
+/// A reload the watcher asked for: the idle source that will run it (0: none yet), and the
+/// services whose items changed (nil: every service, after a report that names none).
+struct PendingReload {
+    var source: guint = 0
+    var services: Set<ServiceName>? = []
 }

@@ -77,6 +77,11 @@ public protocol DetailedSecretStore: SecretStore {
     /// - Throws: ``KeychainError`` when the backend cannot answer.
     func detailedItems() throws(KeychainError) -> [DetailedItem]
 
+    /// The items of `services` only, as ``detailedItems()`` gives them: what a reader that was
+    /// told which services changed reads again (the default filters the whole listing).
+    /// - Throws: ``KeychainError`` when the backend cannot answer.
+    func detailedItems(in services: Set<ServiceName>) throws(KeychainError) -> [DetailedItem]
+
     /// Stores `secret` and `details` under `service` and `key` in one write, replacing any item
     /// there.
     /// - Returns: the item as stored.
@@ -126,4 +131,8 @@ public protocol DetailedSecretStore: SecretStore {
 
 extension DetailedSecretStore {
     public func prepareForWrites() throws(KeychainError) {}
+
+    public func detailedItems(in services: Set<ServiceName>) throws(KeychainError) -> [DetailedItem] {
+        try detailedItems().filter { services.contains($0.address.service) }
+    }
 }

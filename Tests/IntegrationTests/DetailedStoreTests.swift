@@ -144,4 +144,25 @@ struct DetailedStoreTests {
         #expect(try again.collectionLabel() == "Team secrets")
         #expect(try again.items(service: nil).isEmpty)
     }
+
+    /// The items of some services (what serve reads again when its watcher names them) are those
+    /// services' items of the whole listing, details, dates and revisions alike; a service with
+    /// no item has none.
+    @Test(arguments: kinds)
+    func theItemsOfSomeServicesAreThoseOfTheWholeListing(on kind: StoreKind) throws {
+        let store = try detailedStore(kind)
+        let services = try (0..<3).map { _ in try ServiceName(uniqueService()) }
+        for (index, service) in services.enumerated() {
+            for key in ["a", "b"] {
+                try store.setSecret(
+                    Data("\(index)\(key)".utf8), details: details(key), service: service, key: KeychainKey(key))
+            }
+        }
+        let chosen: Set = [services[0], services[2], try ServiceName(uniqueService())]
+        let some = try store.detailedItems(in: chosen)
+        let all = try store.detailedItems().filter { chosen.contains($0.address.service) }
+        #expect(some.count == 4)
+        #expect(Set(some) == Set(all))
+        #expect(try store.detailedItems(in: []).isEmpty)
+    }
 }
