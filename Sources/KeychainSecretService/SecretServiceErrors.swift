@@ -3,10 +3,12 @@ import KeychainGLib
 import KeychainStore
 
 // What the Secret Service's and libsecret's errors mean to a caller: one KeychainError case each
-// (DESIGN.md lists the measured errors), and an item that vanished under us, which is no error.
+// (the answers gnome-keyring, KeePassXC and kwalletd5 give, as the integration tests meet them;
+// docs/exit-codes.md says what each case means to a user), and an item that vanished under us,
+// which is no error.
 
 extension KeychainError {
-    /// The case a libsecret/GDBus error stands for (see DESIGN.md for the measured errors).
+    /// The case a libsecret/GDBus error stands for.
     init(_ error: GLibError, operation: String, seconds: Double, expired: Bool) {
         let message = error.message
         let remoteName = error.remoteName
