@@ -23,7 +23,8 @@ import KeychainSystem
 public final class SecretServiceProvider: @unchecked Sendable {
     // @unchecked: the state below is touched only on the main loop's thread (every D-Bus call and
     // every reload run there); the backend's watcher thread only adds the reload's idle source,
-    // under the lock of `pendingReload` (ServeRaceTests and the TSan run exercise both threads).
+    // under the lock of `pendingReload` (ServeRaceTests race both threads; the TSan run, which
+    // covers the library's own tests, does not reach serve).
 
     /// How a ``run(watching:)`` ended.
     public enum Exit: Sendable {
