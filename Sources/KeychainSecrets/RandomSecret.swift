@@ -65,7 +65,7 @@ public struct RandomSecret: Sendable {
         var secret: [UInt8] = []
         secret.reserveCapacity(length)
         var buffer = [UInt8](repeating: 0, count: min(max(length + length / 2, 16), 65_536))
-        defer { buffer.withUnsafeMutableBytes { _ = memset($0.baseAddress!, 0, $0.count) } }
+        defer { wipe(&buffer) }
         while secret.count < length {
             random(&buffer)
             for byte in buffer where Int(byte) < limit {
