@@ -126,7 +126,7 @@ package final class BoundedOperation {
     package func call<T>(
         _ start: (UnsafeMutablePointer<GCancellable>, GAsyncReadyCallback, gpointer) -> Void,
         meanwhile: () -> Void = {},
-        finish: (OpaquePointer, UnsafeMutablePointer<UnsafeMutablePointer<GError>?>) -> T
+        finish: (OpaquePointer, GErrorSlot) -> T
     ) throws -> T {
         try callEach(
             1, start: { _, c, callback, data in start(c, callback, data) }, meanwhile: meanwhile,
@@ -139,15 +139,26 @@ package final class BoundedOperation {
         _ bus: OpaquePointer, _ destination: String, _ path: String, _ interface: String, _ method: String,
         _ parameters: OwnedVariant?, replyType: OpaquePointer? = nil, meanwhile: () -> Void = {}
     ) throws -> OwnedVariant {
-        let reply = try call(
+        let reply = try callMethod(
+            bus, destination, path, interface, method, parameters, replyType: replyType, meanwhile: meanwhile,
+            finish: { g_dbus_connection_call_finish(bus, $0, $1) })
+        return OwnedVariant(taking: reply!)
+    }
+
+    /// One D-Bus method call on `bus`, its reply made by `finish` (which calls
+    /// `g_dbus_connection_call_finish` and may decide what an error means).
+    package func callMethod<T>(
+        _ bus: OpaquePointer, _ destination: String, _ path: String, _ interface: String, _ method: String,
+        _ parameters: OwnedVariant?, replyType: OpaquePointer? = nil, meanwhile: () -> Void = {},
+        finish: (OpaquePointer, GErrorSlot) -> T
+    ) throws -> T {
+        try call(
             {
                 g_dbus_connection_call(
                     bus, destination, path, interface, method, parameters?.raw, replyType, G_DBUS_CALL_FLAGS_NONE,
                     -1, $0, $1, $2)
             },
-            meanwhile: meanwhile,
-            finish: { g_dbus_connection_call_finish(bus, $0, $1) })
-        return OwnedVariant(taking: reply!)
+            meanwhile: meanwhile, finish: finish)
     }
 
     /// Runs `count` asynchronous calls concurrently (at most ``window`` in flight) and returns
@@ -158,7 +169,7 @@ package final class BoundedOperation {
         _ count: Int,
         start: (Int, UnsafeMutablePointer<GCancellable>, GAsyncReadyCallback, gpointer) -> Void,
         meanwhile: () -> Void = {},
-        finish: (Int, OpaquePointer, UnsafeMutablePointer<UnsafeMutablePointer<GError>?>) -> T
+        finish: (Int, OpaquePointer, GErrorSlot) -> T
     ) throws -> [T] {
         var values: [T] = []
         values.reserveCapacity(count)
@@ -193,7 +204,7 @@ package final class BoundedOperation {
 
     /// Waits for a call ``begin(_:)`` started and returns its finished value, as ``call(_:meanwhile:finish:)`` does.
     package func end<T>(
-        _ call: PendingCall, finish: (OpaquePointer, UnsafeMutablePointer<UnsafeMutablePointer<GError>?>) -> T
+        _ call: PendingCall, finish: (OpaquePointer, GErrorSlot) -> T
     ) throws -> T {
         try wait(for: [call.completion])
         return try finished(call.completion, finish)
@@ -201,7 +212,7 @@ package final class BoundedOperation {
 
     /// The value `finish` makes of a completed call, or the error it reports.
     private func finished<T>(
-        _ completion: Completion, _ finish: (OpaquePointer, UnsafeMutablePointer<UnsafeMutablePointer<GError>?>) -> T
+        _ completion: Completion, _ finish: (OpaquePointer, GErrorSlot) -> T
     ) throws -> T {
         let (value, error) = catchingError { finish(completion.result!, $0) }
         if let error { throw meaning(error, expired) }

@@ -10,41 +10,19 @@ package func remoteErrorName(_ error: UnsafeMutablePointer<GError>) -> String? {
     }
 }
 
-/// The strings of a NULL-terminated `gchar**`.
-package func strings(_ vector: UnsafeMutablePointer<UnsafeMutablePointer<gchar>?>?) -> [String] {
-    guard var cursor = vector else { return [] }
-    var result: [String] = []
-    while let string = cursor.pointee {
-        result.append(String(cString: string))
-        cursor += 1
-    }
-    return result
-}
-
-/// The string in child `index` of a tuple GVariant such as `(ss)`.
+/// The string in child `index` of a tuple GVariant such as `(ss)` that is not ours: the
+/// parameters GDBus lends a signal handler.
 package func variantString(_ tuple: OpaquePointer, child index: Int) -> String {
     let child = g_variant_get_child_value(tuple, gsize(index))!
     defer { g_variant_unref(child) }
     return String(cString: g_variant_get_string(child, nil))
 }
 
-/// A new floating `ay` GVariant holding `bytes`: what variantBytes(_:child:) reads back.
+/// A new floating `ay` GVariant holding `bytes`: what ``OwnedVariant/bytes`` reads back.
 package func byteArrayVariant(_ bytes: [UInt8]) -> OpaquePointer {
     bytes.withUnsafeBytes { buffer in
         g_variant_new_fixed_array(keychain_cli_type_byte(), buffer.baseAddress, gsize(buffer.count), 1)!
     }
-}
-
-/// The bytes of an `ay` GVariant, or of child `index` of a tuple GVariant.
-package func variantBytes(_ variant: OpaquePointer, child index: Int? = nil) -> [UInt8] {
-    if let index {
-        let child = g_variant_get_child_value(variant, gsize(index))!
-        defer { g_variant_unref(child) }
-        return variantBytes(child)
-    }
-    var count: gsize = 0
-    guard let base = g_variant_get_fixed_array(variant, &count, 1), count > 0 else { return [] }
-    return Array(UnsafeRawBufferPointer(start: base, count: Int(count)))
 }
 
 /// The value inside the first child of a `(v…)` reply, as Properties.Get and OpenSession return it.

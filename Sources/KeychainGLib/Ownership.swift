@@ -74,7 +74,11 @@ package final class OwnedVariant {
     package var string: String { String(cString: g_variant_get_string(raw, nil)) }
 
     /// The bytes of an `ay`.
-    package var bytes: [UInt8] { variantBytes(raw) }
+    package var bytes: [UInt8] {
+        var count: gsize = 0
+        guard let base = g_variant_get_fixed_array(raw, &count, 1), count > 0 else { return [] }
+        return Array(UnsafeRawBufferPointer(start: base, count: Int(count)))
+    }
 
     /// The value of a `b`.
     package var boolean: Bool { g_variant_get_boolean(raw) != 0 }
@@ -167,17 +171,16 @@ package func catchingError<T>(_ body: (GErrorSlot) -> T) -> (value: T, error: GL
     return (value, takeError(&error))
 }
 
-/// The string GLib gave us to free (`g_dbus_connection_get_unique_name` does not), freed.
-package func takeString(_ string: UnsafeMutablePointer<gchar>?) -> String? {
-    guard let string else { return nil }
-    defer { g_free(string) }
-    return String(cString: string)
-}
-
 /// The strings of a NULL-terminated `gchar**` GLib gave us to free, freed.
 package func takeStrings(_ vector: UnsafeMutablePointer<UnsafeMutablePointer<gchar>?>?) -> [String] {
     defer { g_strfreev(vector) }
-    return strings(vector)
+    guard var cursor = vector else { return [] }
+    var result: [String] = []
+    while let string = cursor.pointee {
+        result.append(String(cString: string))
+        cursor += 1
+    }
+    return result
 }
 
 /// The GObjects of a `GList` whose elements and list GLib gave us: each taken, the list freed.

@@ -15,7 +15,7 @@ extension SecretServiceProvider {
         guard
             let reply = busCall(
                 "RequestName",
-                Variant.tuple([Variant.string(Self.name), OwnedVariant(sinking: g_variant_new_uint32(flags))]),
+                Variant.tuple([Variant.string(Self.name), Variant.uint32(flags)]),
                 keychain_cli_type_uint32_reply())
         else { throw .noSessionBus(detail: "the bus did not answer RequestName") }
         // 1: primary owner; 4: already the owner. 2 (queued) cannot happen with DO_NOT_QUEUE.

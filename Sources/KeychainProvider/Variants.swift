@@ -7,6 +7,7 @@ import KeychainGLib
 enum Variant {
     static func string(_ text: String) -> OwnedVariant { OwnedVariant(sinking: g_variant_new_string(text)) }
     static func boolean(_ value: Bool) -> OwnedVariant { OwnedVariant(sinking: g_variant_new_boolean(value ? 1 : 0)) }
+    static func uint32(_ value: UInt32) -> OwnedVariant { OwnedVariant(sinking: g_variant_new_uint32(guint32(value))) }
     static func uint64(_ value: UInt64) -> OwnedVariant { OwnedVariant(sinking: g_variant_new_uint64(guint64(value))) }
     static func objectPath(_ path: String) -> OwnedVariant { OwnedVariant(sinking: g_variant_new_object_path(path)) }
     static func bytes(_ bytes: [UInt8]) -> OwnedVariant { OwnedVariant(sinking: byteArrayVariant(bytes)) }

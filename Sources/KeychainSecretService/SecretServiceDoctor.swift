@@ -22,16 +22,15 @@ extension SecretServiceStore {
             let address = getenv("DBUS_SESSION_BUS_ADDRESS").map { String(cString: $0) }
             return address.map { "connected (\($0))" } ?? "connected"
         }
-        // Kept until the checks are done.
+        // Kept until the checks are done. The checks below run only when the first one connected.
         let bus = connected?.opaque
         defer { withExtendedLifetime(connected) {} }
         report.run("Secret Service provider") {
-            guard let bus else { return "" }
             let owned = try boolean(
-                bus, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", "NameHasOwner")
-            if owned { return "org.freedesktop.secrets is owned\(providerDescription(bus))" }
+                bus!, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", "NameHasOwner")
+            if owned { return "org.freedesktop.secrets is owned\(providerDescription(bus!))" }
             let reply = try call(
-                bus, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", "ListActivatableNames",
+                bus!, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", "ListActivatableNames",
                 nil)
             if reply.child(0).children.contains(where: { $0.string == "org.freedesktop.secrets" }) {
                 return "org.freedesktop.secrets can be activated"
@@ -39,9 +38,8 @@ extension SecretServiceStore {
             throw KeychainError.noSecretService(detail: "nothing owns or can activate org.freedesktop.secrets")
         }
         report.run("default keyring") {
-            guard let bus else { return "" }
             let reply = try call(
-                bus, "org.freedesktop.secrets", "/org/freedesktop/secrets", "org.freedesktop.Secret.Service",
+                bus!, "org.freedesktop.secrets", "/org/freedesktop/secrets", "org.freedesktop.Secret.Service",
                 "ReadAlias",
                 .tuple([g_variant_new_string("default")]))
             collection = reply.child(0).string
@@ -51,9 +49,8 @@ extension SecretServiceStore {
             return collection
         }
         report.run("default keyring unlocked") {
-            guard let bus else { return "" }
             let reply = try call(
-                bus, "org.freedesktop.secrets", collection, "org.freedesktop.DBus.Properties", "Get",
+                bus!, "org.freedesktop.secrets", collection, "org.freedesktop.DBus.Properties", "Get",
                 .tuple([g_variant_new_string("org.freedesktop.Secret.Collection"), g_variant_new_string("Locked")]))
             if propertyValue(reply).boolean {
                 throw KeychainError.locked(detail: "\(collection) is locked")

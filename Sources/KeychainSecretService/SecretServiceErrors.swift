@@ -112,13 +112,8 @@ extension BoundedOperation {
         _ bus: OpaquePointer, _ destination: String, _ path: String, _ interface: String, _ method: String,
         _ parameters: OwnedVariant?, replyType: OpaquePointer? = nil, meanwhile: () -> Void = {}
     ) throws -> OwnedVariant? {
-        try call(
-            {
-                g_dbus_connection_call(
-                    bus, destination, path, interface, method, parameters?.raw, replyType, G_DBUS_CALL_FLAGS_NONE,
-                    -1, $0, $1, $2)
-            },
-            meanwhile: meanwhile,
+        try callMethod(
+            bus, destination, path, interface, method, parameters, replyType: replyType, meanwhile: meanwhile,
             finish: { finishItemCall(bus, $0, $1) })
     }
 }
