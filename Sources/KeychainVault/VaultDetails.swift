@@ -21,10 +21,7 @@ extension VaultStore: DetailedSecretStore {
 
     /// Opens the vault, or asks the passphrase of the vault the first write will create.
     public func prepareForWrites() throws(KeychainError) {
-        try state.withLock { state throws(KeychainError) in
-            _ = try load(&state)
-            if state.header == nil && state.recipients == nil { _ = try passphrase(.create, state: &state) }
-        }
+        try openBeforeWriting(creating: true)
     }
 
     @discardableResult
@@ -101,26 +98,17 @@ extension VaultStore: DetailedSecretStore {
 
     /// Read with the items, from the vault's document.
     public func collectionLabel() throws(KeychainError) -> String? {
-        try state.withLock { state throws(KeychainError) in
-            _ = try load(&state)
-            return state.collectionLabel
-        }
+        try load().collectionLabel
     }
 
     /// Written in the vault's document (which becomes version 2), under the write lock.
     public func setCollectionLabel(_ label: String) throws(KeychainError) {
         try underWriteLock(
             withoutDirectory: { nil },
-            { state, file in
-                let entries = try load(&state)
-                let previous = state.collectionLabel
-                state.collectionLabel = label
-                do {
-                    try write(entries, to: file, state: &state)
-                } catch {
-                    state.collectionLabel = previous
-                    throw error
-                }
+            { file in
+                var contents = try load()
+                contents.collectionLabel = label
+                try write(contents, to: file)
             })
     }
 

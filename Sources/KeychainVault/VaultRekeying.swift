@@ -20,12 +20,10 @@ extension VaultStore {
 
     /// What the vault is encrypted to; opening it takes an identity or the passphrase.
     public func lock() throws(KeychainError) -> VaultLock {
-        try state.withLock { state throws(KeychainError) in
-            _ = try load(&state)
-            guard state.file != nil, let header = state.header else { return .noVault }
-            return header.stanzaTypes == ["scrypt"]
-                ? .passphrase : .recipients(state.recipients, stanzaTypes: header.stanzaTypes)
-        }
+        let contents = try load()
+        guard contents.file != nil, let header = contents.header else { return .noVault }
+        return header.stanzaTypes == ["scrypt"]
+            ? .passphrase : .recipients(contents.recipients, stanzaTypes: header.stanzaTypes)
     }
 
     /// Re-encrypts the vault to the recipients `change` makes of the current ones, with a new
@@ -45,56 +43,51 @@ extension VaultStore {
         before: [VaultRecipient], after: [VaultRecipient]
     ) {
         try underWriteLock(
-            withoutDirectory: { nil },
-            { state, file in
-                let entries = try load(&state)
-                let before = state.recipients ?? []
+            creating: false, withoutDirectory: { nil },
+            { file in
+                var contents = try load()
+                let before = contents.recipients ?? []
                 let after = try change(before)
                 guard !after.isEmpty else {
                     throw KeychainError.badConfiguration(
                         detail:
                             "a team vault needs at least one recipient; \(quotedPath(path)) was left as it was")
                 }
-                let header = try AgeFile.makeHeader(recipients: after.map(\.recipient))
-                try rewrite(entries, to: file, state: &state, header: header, recipients: after)
+                (contents.header, contents.recipients) = (
+                    try AgeFile.makeHeader(recipients: after.map(\.recipient)), after
+                )
+                try write(contents, to: file)
                 return (before, after)
             })
     }
 
     /// Re-encrypts the vault to a new passphrase, asked of the passphrase source with
     /// ``PassphrasePurpose/change`` once the vault is open, with a new file key at this store's
-    /// work factor; a team vault becomes a passphrase vault.
+    /// work factor; a team vault becomes a passphrase vault. The new passphrase is asked, and its
+    /// scrypt run, before the write lock is taken.
     /// - Returns: false when there is no vault to change.
     public func changePassphrase() throws(KeychainError) -> Bool {
-        try underWriteLock(
-            withoutDirectory: { false },
-            { state, file in
-                let entries = try load(&state)
-                guard state.file != nil else { return false }
-                let passphrase = try passphraseSource(.change)
-                guard !passphrase.isEmpty else {
-                    throw KeychainError.noNewPassphrase(detail: "it is empty")
-                }
-                let header = try AgeFile.makeHeader(passphrase: passphrase, workFactor: workFactor)
-                try rewrite(entries, to: file, state: &state, header: header, recipients: nil)
-                state.passphrase = passphrase
+        guard try load().file != nil else { return false }
+        let passphrase = try passphraseSource(.change)
+        guard !passphrase.isEmpty else {
+            throw KeychainError.noNewPassphrase(detail: "it is empty")
+        }
+        let header: AgeFile.Header
+        do {
+            header = try AgeFile.makeHeader(passphrase: passphrase, workFactor: workFactor)
+        } catch {
+            throw KeychainError.vaultIO(detail: "cannot make the vault's header: \(error)")
+        }
+        return try underWriteLock(
+            creating: false, withoutDirectory: { false },
+            { file in
+                var contents = try load()
+                guard contents.file != nil else { return false }
+                (contents.header, contents.recipients) = (header, nil)
+                try write(contents, to: file)
+                state.withLock { $0.passphrase = passphrase }
                 return true
             })
-    }
-
-    /// Writes the vault with a new header and recipient list, which the state keeps only when the
-    /// write succeeded.
-    private func rewrite(
-        _ entries: Entries, to file: String, state: inout State, header: AgeFile.Header, recipients: [VaultRecipient]?
-    ) throws {
-        let previous = state.recipients
-        state.recipients = recipients
-        do {
-            try write(entries, to: file, state: &state, header: header)
-        } catch {
-            state.recipients = previous
-            throw error
-        }
     }
 
     /// The recipients of the identities this store was given whose stanza the vault's header

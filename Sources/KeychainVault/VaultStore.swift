@@ -47,19 +47,11 @@ public final class VaultStore: SecretStore {
     /// Tried on a vault encrypted to age recipients (X25519, ssh-ed25519).
     let identities: [VaultIdentity]
 
+    /// What this process knows of the vault, behind `state`'s lock, held only to copy it or to
+    /// store what a read or write found: never across the file lock's wait, scrypt or a prompt.
     struct State {
+        var contents = Contents()
         var passphrase: [UInt8]?
-        var header: AgeFile.Header?
-        /// The file as last read or written, and what it holds.
-        var file: [UInt8]?
-        /// The stamp the file had when `file` was last read: the same stamp, no need to read
-        /// it again (a long-running serve reads per request).
-        var stamp: FileStamp?
-        var entries: Entries = [:]
-        /// The recipients the document lists (a team vault), nil for a passphrase vault.
-        var recipients: [VaultRecipient]?
-        /// The label `serve` gives its collection, once set.
-        var collectionLabel: String?
         /// The passphrase that no longer opened the vault once another process re-keyed it: the
         /// source is asked again (``PassphrasePurpose/reopen``), and the same answer costs no scrypt.
         var stalePassphrase: [UInt8]?
@@ -75,6 +67,9 @@ public final class VaultStore: SecretStore {
 
     package typealias Entries = [ServiceName: [KeychainKey: Entry]]
     let state = Locked(State())
+    /// Held by the one thread asking the passphrase source, so that it is asked once; taken
+    /// before `state`'s lock, never while holding it.
+    let asking = Locked(())
 
     /// A store for the vault at `path`, which need not exist yet: the first write creates it.
     /// - Parameters:
@@ -161,160 +156,4 @@ public final class VaultStore: SecretStore {
     /// The time a write stamps on its items, in whole seconds as the document keeps them: what
     /// this process holds after a write is what every reader of the file gets.
     static func now() -> Date { Date(timeIntervalSince1970: Date().timeIntervalSince1970.rounded(.down)) }
-
-    // MARK: Reading and writing the file
-
-    func read<Result: Sendable>(_ body: (Entries) -> Result) throws(KeychainError) -> Result {
-        try readWithPresence(body).result
-    }
-
-    /// Runs `change` on the current contents under the directory lock, and writes the result
-    /// when `change` says it changed anything.
-    func modify<Result: Sendable>(_ change: (inout Entries) -> (Result, changed: Bool)) throws(KeychainError)
-        -> Result
-    {
-        try underWriteLock(
-            withoutDirectory: {
-                // No directory, so no vault: a change that changes nothing creates nothing.
-                var empty: Entries = [:]
-                let (result, changed) = change(&empty)
-                return changed ? nil : result
-            },
-            { state, file in
-                var entries = try load(&state)
-                let (result, changed) = change(&entries)
-                if changed { try write(entries, to: file, state: &state) }
-                return result
-            })
-    }
-
-    /// Runs `body` with the state and the file to write, under the directory lock (the
-    /// directory made first, unless `withoutDirectory` gives the result when there is none).
-    func underWriteLock<Result: Sendable>(
-        withoutDirectory: () throws(KeychainError) -> Result?, _ body: (inout State, String) throws -> Result
-    ) throws(KeychainError) -> Result {
-        let file = filePath
-        let (directory, _) = splitPath(file)
-        do {
-            var info = stat()
-            if stat(directory, &info) != 0 && errno == ENOENT {
-                if let result = try withoutDirectory() { return result }
-                try makeDirectories(directory)
-            }
-            // The directory's lock first, then the state's: a write waiting for another's (this
-            // process's other threads take the directory's lock too) holds nothing a read needs.
-            let result = try withDirectoryLock(directory, timeout: lockTimeout) { () throws in
-                removeStrayTemporaries(of: file)
-                return try state.withLock { state in try body(&state, file) }
-            }
-            guard let result else { throw KeychainError.vaultBusy(path: path, seconds: lockTimeout) }
-            return result
-        } catch let error as KeychainError {
-            throw error
-        } catch let error as FileError {
-            throw KeychainError.vaultIO(detail: error.description)
-        } catch {
-            throw KeychainError.vaultIO(detail: "cannot write the vault \(quotedPath(path)): \(error)")
-        }
-    }
-
-    /// The vault's current contents (empty when there is no file yet), decrypted only when the
-    /// file differs from the one last seen.
-    func load(_ state: inout State) throws(KeychainError) -> Entries {
-        // Taken before the read: if the file changes in between, the next load reads it again.
-        let stamp = FileStamp(filePath)
-        if state.file != nil, let stamp, stamp == state.stamp { return state.entries }
-        let file: [UInt8]?
-        do {
-            file = try readFileIfPresent(filePath, limit: Self.maximumFileSize)
-        } catch {
-            throw KeychainError.vaultIO(detail: error.description)
-        }
-        guard let file else {
-            state.file = nil
-            state.entries = [:]
-            state.recipients = nil
-            state.collectionLabel = nil
-            return [:]
-        }
-        if file == state.file {
-            state.stamp = stamp
-            return state.entries
-        }
-        let openedBefore = state.file != nil
-        let plaintext: [UInt8]
-        do {
-            (plaintext, state.header) = try AgeFile.decrypt(
-                file, known: state.header, identities: identities.map(\.key)
-            ) {
-                try passphrase(state.stalePassphrase == nil ? .unlock : .reopen, state: &state)
-            }
-        } catch AgeFile.Failure.malformed(let reason) {
-            throw KeychainError.vaultCorrupt(path: path, reason: reason)
-        } catch AgeFile.Failure.wrongPassphrase where openedBefore, AgeFile.Failure.needsIdentity where openedBefore,
-            AgeFile.Failure.noIdentityMatches where openedBefore, KeychainError.noPassphrase where openedBefore
-        {
-            // A version this store opened before, replaced by one that what opened it cannot open
-            // (a passphrase vault asks for another passphrase or for an identity, a team vault no
-            // longer lists this identity or asks for a passphrase): another process re-keyed the
-            // vault; nothing was mistyped. (With a passphrase known, `state.passphrase` asks nothing.)
-            throw KeychainError.vaultRekeyed(path: path)
-        } catch AgeFile.Failure.wrongPassphrase {
-            throw KeychainError.wrongPassphrase(path: path)
-        } catch AgeFile.Failure.needsIdentity(let types) {
-            throw KeychainError.noMatchingIdentity(
-                path: path,
-                detail: "it is encrypted to age recipients (\(types.joined(separator: ", "))), not to a passphrase")
-        } catch AgeFile.Failure.noIdentityMatches {
-            throw KeychainError.noMatchingIdentity(
-                path: path, detail: "none of the identities given is one of its recipients")
-        } catch let error as KeychainError {
-            throw error
-        } catch {
-            throw KeychainError.vaultCorrupt(path: path, reason: "\(error)")
-        }
-        (state.entries, state.recipients, state.collectionLabel) = try decode(plaintext)
-        state.file = file
-        state.stamp = stamp
-        return state.entries
-    }
-
-    /// Encrypts and replaces the vault, with `header` or else the one read before; the caller maps
-    /// the errors.
-    func write(_ entries: Entries, to path: String, state: inout State, header given: AgeFile.Header? = nil) throws {
-        let header: AgeFile.Header
-        if let known = given ?? state.header {
-            header = known  // one scrypt per process: reuse the header read or made before
-        } else {
-            header = try AgeFile.makeHeader(passphrase: passphrase(.create, state: &state), workFactor: workFactor)
-        }
-        let file = try AgeFile.encrypt(
-            encode(entries, recipients: state.recipients, collectionLabel: state.collectionLabel), header: header)
-        try writeFileAtomically(path, file)
-        state.header = header
-        state.file = file
-        state.stamp = nil  // the next load reads what is there now
-        state.entries = entries
-    }
-
-    /// The file to read and replace: `path`, or the file it links to, so that a symbolic link
-    /// (to a mounted secret, say) stays a link and its target gets the new vault.
-    /// A dangling link stays one too: the file it names is created.
-    var filePath: String { followingSymbolicLinks(path) }
-
-    /// Asks the passphrase source now (doctor), keeping the answer for later operations.
-    func obtainPassphrase() throws(KeychainError) {
-        _ = try state.withLock { state throws(KeychainError) in try passphrase(.unlock, state: &state) }
-    }
-
-    func passphrase(_ purpose: PassphrasePurpose, state: inout State) throws(KeychainError) -> [UInt8] {
-        if let passphrase = state.passphrase { return passphrase }
-        let passphrase = try passphraseSource(purpose)
-        guard !passphrase.isEmpty else {
-            throw KeychainError.noPassphrase(detail: "the passphrase given is empty")
-        }
-        if purpose == .reopen && passphrase == state.stalePassphrase { throw KeychainError.vaultRekeyed(path: path) }
-        state.passphrase = passphrase
-        return passphrase
-    }
 }

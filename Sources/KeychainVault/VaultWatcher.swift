@@ -81,10 +81,8 @@ extension VaultStore {
     func readWithPresence<Result: Sendable>(_ body: (Entries) -> Result) throws(KeychainError) -> (
         result: Result, present: Bool
     ) {
-        try state.withLock { state throws(KeychainError) in
-            let entries = try load(&state)
-            return (body(entries), state.file != nil)
-        }
+        let contents = try load()
+        return (body(contents.entries), contents.file != nil)
     }
 
     /// After ``KeychainError/vaultRekeyed(path:)``: forgets the passphrase (and header) that no
@@ -94,7 +92,7 @@ extension VaultStore {
         state.withLock { state in
             if let passphrase = state.passphrase { state.stalePassphrase = passphrase }
             state.passphrase = nil
-            state.header = nil
+            state.contents.header = nil
         }
     }
 }

@@ -226,4 +226,55 @@ final class VaultStoreTests {
         try store.setSecret(Data("new".utf8), service: service, key: key)
         #expect(try store.secret(service: service, key: key) == Data("new".utf8))
     }
+
+    /// A passphrase being asked (a prompt) holds no lock: a read of the same store answers at
+    /// once, and another writer of the vault is not kept waiting behind the prompt.
+    @Test func aPromptHoldsNoLockAReaderOrAnotherWriterWaitsFor() throws {
+        let path = scratchPath("prompt.age")
+        let (service, mine, theirs) = (try ServiceName("s"), try KeychainKey("mine"), try KeychainKey("theirs"))
+        let answer = DispatchSemaphore(value: 0)
+        let asked = DispatchSemaphore(value: 0)
+        let asks = Locked(0)
+        let slow = VaultStore(path: path, workFactor: 10, lockTimeout: 1) { _ in
+            asks.withLock { $0 += 1 }
+            asked.signal()
+            answer.wait()  // the user is typing
+            return passphrase
+        }
+        let writeEnded = DispatchSemaphore(value: 0)
+        let failure = Locked<KeychainError?>(nil)
+        // The vault does not exist yet: the write asks the passphrase of the vault it creates.
+        Thread.detachNewThread {
+            do throws(KeychainError) {
+                try slow.setSecret(Data("mine".utf8), service: service, key: mine)
+            } catch {
+                failure.withLock { $0 = error }
+            }
+            writeEnded.signal()
+        }
+        asked.wait()
+        let listed = Locked<Int?>(nil)
+        let readEnded = DispatchSemaphore(value: 0)
+        Thread.detachNewThread {
+            let count = try? slow.items(service: nil).count
+            listed.withLock { $0 = count }
+            readEnded.signal()
+        }
+        let readWaited = readEnded.wait(timeout: .now() + 0.5) == .timedOut
+        #expect(!readWaited, "the read waited for the prompt")
+        // Another writer creates the vault meanwhile, within its 1 s of patience.
+        let other = VaultStore(path: path, workFactor: 10, lockTimeout: 1) { _ in passphrase }
+        #expect(throws: Never.self) { try other.setSecret(Data("theirs".utf8), service: service, key: theirs) }
+        Thread.sleep(forTimeInterval: 1.2)  // longer than either writer would wait for the lock
+        answer.signal()
+        writeEnded.wait()
+        if readWaited { readEnded.wait() }
+        #expect(listed.withLock { $0 } == 0)
+        #expect(failure.withLock { $0 } == nil)
+        // Both writes are in the vault: the slow one read the other's version under the lock.
+        let reopened = VaultStore(path: path, workFactor: 10) { _ in passphrase }
+        #expect(try reopened.secret(service: service, key: theirs) == Data("theirs".utf8))
+        #expect(try reopened.secret(service: service, key: mine) == Data("mine".utf8))
+        #expect(asks.withLock { $0 } == 1)
+    }
 }
