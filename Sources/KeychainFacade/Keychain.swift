@@ -26,9 +26,20 @@ public final class Keychain: Sendable {
     public let store: any SecretStore
 
     private struct Cache {
-        var secrets: [KeychainKey: Data] = [:]
+        /// Copies of the secrets read, owned by the cache alone (a reader gets a `Data` of its
+        /// own), so that forgetting one overwrites the cache's only copy.
+        var secrets: [KeychainKey: [UInt8]] = [:]
         // Bumped by every write so that a read racing a write never caches the older value.
         var generation = 0
+
+        mutating func forget(_ key: KeychainKey) {
+            guard var secret = secrets.removeValue(forKey: key) else { return }
+            wipe(&secret)
+        }
+
+        mutating func forgetAll() {
+            for key in Array(secrets.keys) { forget(key) }
+        }
     }
 
     private let cache = Locked(Cache())
@@ -46,6 +57,7 @@ public final class Keychain: Sendable {
     /// A watch still running when the instance goes away is stopped, not left running.
     deinit {
         watching.withLock { $0.watch }?.cancel()
+        cache.withLock { $0.forgetAll() }
     }
 
     /// A keychain for the service named `service` on `store`.
@@ -60,10 +72,10 @@ public final class Keychain: Sendable {
     /// - Throws: ``KeychainError`` when the backend cannot answer.
     public func data(for key: KeychainKey) throws -> Data? {
         let (cached, generation) = cache.withLock { ($0.secrets[key], $0.generation) }
-        if let cached { return cached }
+        if let cached { return Data(cached) }
         guard let secret = try store.secret(service: service, key: key) else { return nil }
         cache.withLock {
-            if $0.generation == generation { $0.secrets[key] = secret }
+            if $0.generation == generation { $0.secrets[key] = Array(secret) }
         }
         return secret
     }
@@ -221,17 +233,18 @@ public final class Keychain: Sendable {
 
     // MARK: Cache
 
-    /// Forgets every cached secret, so the next reads ask the backend again.
+    /// Forgets every cached secret, overwriting the cache's copies, so the next reads ask the
+    /// backend again. (A `Keychain` going away does the same.)
     public func removeCachedSecrets() {
         cache.withLock {
-            $0.secrets.removeAll()
+            $0.forgetAll()
             $0.generation += 1
         }
     }
 
     func invalidate(_ key: KeychainKey) {
         cache.withLock {
-            $0.secrets[key] = nil
+            $0.forget(key)
             $0.generation += 1
         }
     }

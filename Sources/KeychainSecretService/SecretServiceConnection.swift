@@ -29,7 +29,7 @@ final class SecretServiceConnection: Sendable {
     /// libsecret chooses it; read once per process, as libsecret's shared service proxy did, not
     /// once per D-Bus call (a list of 1,000 items makes 1,001).
     static let busName: String =
-        getenv("SECRET_SERVICE_BUS_NAME").map { String(cString: $0) } ?? "org.freedesktop.secrets"
+        Environment.value("SECRET_SERVICE_BUS_NAME") ?? "org.freedesktop.secrets"
 
     /// A session bus connection for the calls made without libsecret's service proxy. Building
     /// that proxy costs seven D-Bus calls before the first useful one (three AddMatch, two

@@ -19,7 +19,7 @@ extension SecretServiceStore {
             connected = try BoundedOperation.run("connect to the session bus", seconds: timeout) { operation in
                 try connection.sharedSessionBus(operation)
             }
-            let address = getenv("DBUS_SESSION_BUS_ADDRESS").map { String(cString: $0) }
+            let address = Environment.value("DBUS_SESSION_BUS_ADDRESS")
             return address.map { "connected (\($0))" } ?? "connected"
         }
         // Kept until the checks are done. The checks below run only when the first one connected.

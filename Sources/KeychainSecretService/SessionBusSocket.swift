@@ -48,7 +48,7 @@ enum SessionBusSocket {
     /// first use), or nil when that address is not one opened here. `meanwhile` runs once, while
     /// the bus answers the authentication (or at once for a kept connection).
     static func connection(_ operation: BoundedOperation, meanwhile: () -> Void) throws -> OwnedObject? {
-        guard let address = getenv("DBUS_SESSION_BUS_ADDRESS").map({ String(cString: $0) }) else { return nil }
+        guard let address = Environment.value("DBUS_SESSION_BUS_ADDRESS") else { return nil }
         switch kept.withLock({ $0?.lookup(address) ?? .unknown }) {
         case .open(let bus):
             meanwhile()

@@ -1,3 +1,4 @@
+import FoundationEssentials
 import Glibc
 
 /// Overwrites `bytes` with zeros in place, in a way the optimizer may not drop (`explicit_bzero`):
@@ -5,6 +6,15 @@ import Glibc
 /// Copies Swift made earlier (an array grown, a value passed on) are not reached.
 package func wipe(_ bytes: inout [UInt8]) {
     bytes.withUnsafeMutableBytes { buffer in
+        guard let base = buffer.baseAddress else { return }
+        explicit_bzero(base, buffer.count)
+    }
+}
+
+/// `wipe` for a `Data`: overwrites its bytes in place when this is the only
+/// reference to them (a `Data` shared with another holder is copied first, and the copy wiped).
+package func wipe(_ data: inout Data) {
+    data.withUnsafeMutableBytes { buffer in
         guard let base = buffer.baseAddress else { return }
         explicit_bzero(base, buffer.count)
     }

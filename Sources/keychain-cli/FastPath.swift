@@ -1,4 +1,4 @@
-import Glibc
+import KeychainCore
 
 /// The invocations scripts repeat in loops, `get KEY` and `set KEY` with their everyday options
 /// (the service, the timeout, and the backend's: --backend, --vault, --passphrase-file|fd,
@@ -14,8 +14,7 @@ import Glibc
 enum FastPath {
     /// The exit status, or nil when the arguments need the full parser.
     static func run(_ arguments: ArraySlice<String>) -> Int32? {
-        // Set and not empty, as every variable of ours is read (``environment(_:)``).
-        if let off = getenv("KEYCHAIN_CLI_NO_FAST_PATH"), off.pointee != 0 { return nil }
+        if Environment.isSet("KEYCHAIN_CLI_NO_FAST_PATH") { return nil }
         if arguments.elementsEqual(["--version"]) {
             // What the parser prints for it, without the time it spends looking the commands up.
             print(KeychainCLI.version)
@@ -49,10 +48,8 @@ enum FastPath {
                 words.append(argument)
             }
         }
-        // Two sources of one thing: the parser's error.
-        guard words.count == 2, settings.passphraseFile == nil || settings.passphraseFD == nil,
-            settings.identity == nil || settings.identityFD == nil
-        else { return nil }
+        // Options the parser refuses (Settings.misuse): the parser's error.
+        guard words.count == 2, settings.misuse == nil else { return nil }
         let key = words[1]
         switch words[0] {
         case "get":

@@ -38,6 +38,26 @@ struct FastPathTests {
         }
     }
 
+    /// Every variable of ours and of the Secret Service reads empty as unset (docs/commands.md,
+    /// Environment): an empty bus name is the default one, not a name no service owns.
+    @Test func emptyVariablesReadAsUnset() throws {
+        let s = uniqueService()
+        let empty = [
+            "KEYCHAIN_TIMEOUT": "", "KEYCHAIN_BACKEND": "", "SECRET_SERVICE_BUS_NAME": "", "KEYCHAIN_VAULT": "",
+            "KEYCHAIN_IDENTITY": "", "KEYCHAIN_IDENTITY_FD": "",
+        ]
+        for fastPath in ["", "1"] {
+            let extra = empty.merging(["KEYCHAIN_SERVICE": s, "KEYCHAIN_CLI_NO_FAST_PATH": fastPath]) { $1 }
+            let set = try cli(["set", "k"], stdin: Data("value \(fastPath)".utf8), extra: extra)
+            #expect(set.status == 0, "\(set.stderr)")
+            let get = try cli(["get", "k"], extra: extra)
+            #expect(get.status == 0 && get.stdoutText == "value \(fastPath)", "\(get.stderr)")
+        }
+        // The default service, which has no such key.
+        let blank = try cli(["get", "k-\(s)"], extra: ["KEYCHAIN_SERVICE": ""])
+        #expect(blank.status == 1, "\(blank.stderr)")
+    }
+
     /// `--version` alone is answered without the parser, as it answers; with anything else it
     /// goes to the parser.
     @Test func versionAgrees() throws {

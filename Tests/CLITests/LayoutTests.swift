@@ -68,6 +68,7 @@ struct LayoutTests {
             "Sources/Bottom/Bottom.swift": "// import Top; g_free(x)\nlet s = \"g_object_unref(y)\"\n",
             "Sources/Middle/Reply.swift": "func f(_ v: OpaquePointer) { g_variant_unref (v) }\n",
             "Sources/KeychainGLib/Owned.swift": "final class Owned { deinit { g_object_unref(raw) } }\n",
+            "Sources/Top/Options.swift": "let home = getenv(\"HOME\") // getenv(\"X\") in a comment\n",
             "docs/development.md":
                 "# Map\n\n## Map\n\n```\nSources/Top/\nSources/Middle/\nSources/KeychainGLib/\nSources/Bottom/\n```\n",
         ]
@@ -83,6 +84,8 @@ struct LayoutTests {
             lines.sorted() == [
                 "Package.swift: Bottom depends on Middle, which docs/development.md's map puts above it",
                 "Sources/Middle/Reply.swift calls g_variant_unref: GLib's references are owned in Sources/KeychainGLib",
+                "Sources/Top/Options.swift calls getenv: the environment is read through "
+                    + "Sources/KeychainSystem/Environment.swift",
                 "Sources/Top/Top.swift imports Bottom, which Package.swift does not list as a dependency of Top",
             ], "\(lines)")
     }

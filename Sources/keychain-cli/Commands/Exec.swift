@@ -144,7 +144,9 @@ extension KeychainCLI {
             let directory = try contents.isEmpty ? nil : CredentialsDirectory(writing: contents)
             if let directory { setenv("CREDENTIALS_DIRECTORY", directory.path, 1) }
             if noMask { try replaceProcess(with: command) }
-            try runMasked(command, hiding: OutputMasks(secrets.map(\.1)), cleanup: { directory?.remove() })
+            try runMasked(
+                command, hiding: OutputMasks(secrets.map(\.1)), erasing: values.map(\.0),
+                cleanup: { directory?.remove() })
         }
 
         /// Tells GitHub's runner to mask the secrets too (in this step's log and the later

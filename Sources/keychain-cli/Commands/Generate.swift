@@ -63,7 +63,7 @@ extension KeychainCLI {
             let keychain = try keychain()
             let generator = RandomSecret(charset: charset, unambiguous: unambiguous)
             var secret = Data(generator.generate(length: length))
-            defer { secret.resetBytes(in: 0..<secret.count) }
+            defer { wipe(&secret) }
             // Shown first and stored after, so that a clipboard or output that fails leaves the
             // stored secret as it was. A key already there is checked first, so that nothing is
             // shown for it; the vault decides again under its lock when it adds.

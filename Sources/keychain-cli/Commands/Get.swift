@@ -72,7 +72,7 @@ struct GetRequest {
         guard var secret = try keychain.data(for: key) else {
             throw KeychainError.notFound(service: keychain.service.rawValue, key: key.rawValue)
         }
-        defer { secret.resetBytes(in: 0..<secret.count) }
+        defer { wipe(&secret) }
         if output == .json {
             try writeJSON(SecretDocument(service: keychain.service, key: key, secret: secret))
             return

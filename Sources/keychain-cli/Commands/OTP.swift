@@ -43,7 +43,7 @@ extension KeychainCLI {
             guard var stored = try keychain.data(for: key) else {
                 throw KeychainError.notFound(service: keychain.service.rawValue, key: key.rawValue)
             }
-            defer { stored.resetBytes(in: 0..<stored.count) }
+            defer { wipe(&stored) }
             let password = try OneTimePassword(stored: stored, key: key)
             let now = self.time ?? Int64(Glibc.time(nil))
             let code = password.code(at: now)

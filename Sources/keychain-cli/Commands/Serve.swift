@@ -52,7 +52,7 @@ extension KeychainCLI {
             }
             let provider = SecretServiceProvider(store: detailed)
             if command.isEmpty {
-                guard let address = getenv("DBUS_SESSION_BUS_ADDRESS").map({ String(cString: $0) }), !address.isEmpty
+                guard let address = Environment.value("DBUS_SESSION_BUS_ADDRESS")
                 else {
                     throw KeychainError.noSessionBus(
                         detail:

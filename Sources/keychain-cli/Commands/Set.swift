@@ -79,7 +79,7 @@ struct SetRequest {
         let key = try KeychainKey(key)
         let keychain = try keychain()
         var secret = try readSecret(for: key)
-        defer { secret.resetBytes(in: 0..<secret.count) }
+        defer { wipe(&secret) }
         if secret.isEmpty && !allowEmpty { throw KeychainError.emptySecret }
         try keychain.set(secret, for: key)
     }
@@ -88,12 +88,12 @@ struct SetRequest {
         let limit = Keychain.maximumSecretSize
         let bytes: [UInt8]
         if let name = fromEnvironment {
-            guard let value = getenv(name) else {
+            guard let value = Environment.bytes(name) else {
                 throw CommandFailure.usage(
                     "the environment variable \(quotedValue(name, expected: "a variable name")) is not set. "
                         + "Export it, or pipe the secret")
             }
-            bytes = Array(UnsafeBufferPointer(start: value, count: strlen(value)).map { UInt8(bitPattern: $0) })
+            bytes = value
         } else if fromFile == nil && isTerminal(STDIN_FILENO) {
             return Data(try promptTwice(for: key))
         } else {

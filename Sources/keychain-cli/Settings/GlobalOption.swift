@@ -40,44 +40,31 @@ enum GlobalOption: CaseIterable {
         }
     }
 
-    /// Sets this option of `settings` to `value`, as the argument parser would accept it: false
-    /// when it was given already or `value` is not one the parser takes (the parser words the error).
+    /// Sets this option of `settings` to `value`, as the argument parser reads it: false when
+    /// it was given already or the parser would not take `value` for it (not a number, a
+    /// backend's name, or, for an option that does not read its value unconditionally, a word
+    /// starting with a dash). Whether the options together are valid is ``Settings/misuse``.
     func assign(_ value: String, to settings: inout Settings) -> Bool {
         switch self {
-        case .service:
-            guard settings.service == nil, !value.hasPrefix("-") else { return false }
-            settings.service = value
-        case .timeout:
-            guard settings.timeout == nil, let seconds = Double(value), Settings.isValidTimeout(seconds) else {
-                return false
-            }
-            settings.timeout = seconds
-        case .backend:
-            guard settings.backend == nil, let backend = Backend(rawValue: value) else { return false }
-            settings.backend = backend
-        case .vault, .passphraseFile, .identity:
-            guard !value.isEmpty, !value.hasPrefix("-") else { return false }
-            return assignPath(value, to: &settings)
-        case .passphraseFD, .identityFD:
-            guard let fd = Int32(value), fd >= 0 else { return false }
-            if self == .passphraseFD, settings.passphraseFD == nil {
-                settings.passphraseFD = fd
-            } else if self == .identityFD, settings.identityFD == nil {
-                settings.identityFD = fd
-            } else {
-                return false
-            }
+        case .service where settings.service == nil && !value.hasPrefix("-"): settings.service = value
+        case .timeout where settings.timeout == nil: settings.timeout = Double(value)
+        case .backend where settings.backend == nil && !value.hasPrefix("-"):
+            settings.backend = Backend(rawValue: value)
+        case .vault where settings.vault == nil && !value.hasPrefix("-"): settings.vault = value
+        case .passphraseFile where settings.passphraseFile == nil && !value.hasPrefix("-"):
+            settings.passphraseFile = value
+        case .identity where settings.identity == nil && !value.hasPrefix("-"): settings.identity = value
+        case .passphraseFD where settings.passphraseFD == nil: settings.passphraseFD = Int32(value)
+        case .identityFD where settings.identityFD == nil: settings.identityFD = Int32(value)
+        default: return false
         }
-        return true
-    }
-
-    private func assignPath(_ value: String, to settings: inout Settings) -> Bool {
-        switch self {
-        case .vault where settings.vault == nil: settings.vault = value
-        case .passphraseFile where settings.passphraseFile == nil: settings.passphraseFile = value
-        case .identity where settings.identity == nil: settings.identity = value
-        default: return false  // given twice
+        // A value the parser cannot convert leaves the option unset.
+        return switch self {
+        case .timeout: settings.timeout != nil
+        case .backend: settings.backend != nil
+        case .passphraseFD: settings.passphraseFD != nil
+        case .identityFD: settings.identityFD != nil
+        default: true
         }
-        return true
     }
 }

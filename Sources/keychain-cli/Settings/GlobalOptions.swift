@@ -72,24 +72,10 @@ struct GlobalOptions: ParsableArguments {
     var identityFD: Int32?
 
     func validate() throws {
-        if let timeout, !Settings.isValidTimeout(timeout) {
-            throw ValidationError("--timeout must be \(Settings.timeoutRule)")
-        }
-        if passphraseFile != nil && passphraseFD != nil {
-            throw ValidationError("give the passphrase by --passphrase-file or by --passphrase-fd, not both")
-        }
-        if vault?.isEmpty == true || passphraseFile?.isEmpty == true || identity?.isEmpty == true {
-            throw ValidationError("--vault, --passphrase-file and --identity need a path")
-        }
-        if let passphraseFD, passphraseFD < 0 {
-            throw ValidationError("--passphrase-fd must be an open file descriptor number")
-        }
-        if let identityFD, identityFD < 0 {
-            throw ValidationError("--identity-fd must be an open file descriptor number")
-        }
-        if identity != nil && identityFD != nil {
-            throw ValidationError("give the identity by --identity or by --identity-fd, not both")
-        }
+        let given = Settings(
+            service: service, timeout: timeout, backend: backend, vault: vault, passphraseFile: passphraseFile,
+            passphraseFD: passphraseFD, identity: identity, identityFD: identityFD)
+        if let misuse = given.misuse { throw ValidationError(misuse) }
     }
 
     /// These options, with those not given here taken from `outer` (given before the command name).

@@ -34,7 +34,7 @@ enum KeyCompletion {
         // zsh inserts a `!` unquoted (history expansion is off where its completion runs), so
         // that the line would fail: such a key is not offered there.
         let afterTerminator = words.prefix(index).contains("--")
-        let shell = getenv("SAP_SHELL").map { String(cString: $0) } ?? ""
+        let shell = Environment.value("SAP_SHELL") ?? ""
         // bash passes the word as typed (`A\$H`, `'A$H`); the keys are matched against it unquoted.
         let typed = shellWord(prefix)
         return items.map(\.key)
@@ -136,7 +136,7 @@ enum KeyCompletion {
         var result = ""
         var quote: Character? = nil
         var index = 0
-        func environment(_ name: String) -> String { getenv(name).map { String(cString: $0) } ?? "" }
+        func environment(_ name: String) -> String { Environment.value(name) ?? "" }
         while index < characters.count {
             let character = characters[index]
             index += 1

@@ -46,7 +46,7 @@ enum PassphraseInput: Sendable, CustomStringConvertible {
             self = .descriptor(descriptor, option: "--\(prefix)passphrase-fd")
         } else if let file {
             self = .file(file, option: "--\(prefix)passphrase-file")
-        } else if getenv(variable) != nil {
+        } else if Environment.bytes(variable) != nil {
             self = .environment(variable)
         } else if !new, let credential = Self.credential() {
             self = .file(credential, option: "the credential")
@@ -58,7 +58,7 @@ enum PassphraseInput: Sendable, CustomStringConvertible {
     /// systemd's credential of this service (`LoadCredential=keychain-cli.passphrase:…`,
     /// `LoadCredentialEncrypted=`), where one is given.
     private static func credential() -> String? {
-        guard let directory = getenv("CREDENTIALS_DIRECTORY").map({ String(cString: $0) }), directory.hasPrefix("/")
+        guard let directory = Environment.value("CREDENTIALS_DIRECTORY"), directory.hasPrefix("/")
         else { return nil }
         let path = "\(directory)/keychain-cli.passphrase"
         return access(path, F_OK) == 0 ? path : nil
@@ -84,10 +84,10 @@ enum PassphraseInput: Sendable, CustomStringConvertible {
             case .file(let path, _):
                 return try strippingNewline(readInput(path: path, limit: Self.limit), from: description)
             case .environment(let name):
-                guard let value = getenv(name) else {
+                guard let value = Environment.bytes(name) else {
                     throw KeychainError.noPassphrase(detail: "$\(name) was unset")
                 }
-                return Array(UnsafeRawBufferPointer(start: value, count: strlen(value)))  // the bytes, as given
+                return value  // the bytes, as given
             case .terminal:
                 guard purpose != .reopen else {
                     throw KeychainError.noPassphrase(detail: "it is not asked again at the terminal")

@@ -21,6 +21,25 @@ struct Settings {
     static func isValidTimeout(_ seconds: Double) -> Bool { seconds > 0 && seconds <= 86_400 }
     static let timeoutRule = "a number of seconds above 0 and at most 86400"
 
+    /// What is wrong with these options together, as the argument parser words it; nil when
+    /// nothing is. The one list of the global options' rules: ``GlobalOptions`` throws it, and
+    /// the fast path leaves a line that breaks one to the parser.
+    var misuse: String? {
+        if let timeout, !Self.isValidTimeout(timeout) { return "--timeout must be \(Self.timeoutRule)" }
+        if passphraseFile != nil && passphraseFD != nil {
+            return "give the passphrase by --passphrase-file or by --passphrase-fd, not both"
+        }
+        if vault?.isEmpty == true || passphraseFile?.isEmpty == true || identity?.isEmpty == true {
+            return "--vault, --passphrase-file and --identity need a path"
+        }
+        if let passphraseFD, passphraseFD < 0 { return "--passphrase-fd must be an open file descriptor number" }
+        if let identityFD, identityFD < 0 { return "--identity-fd must be an open file descriptor number" }
+        if identity != nil && identityFD != nil {
+            return "give the identity by --identity or by --identity-fd, not both"
+        }
+        return nil
+    }
+
     /// Whether an option of the vault (--vault, --passphrase-*, --identity*) is given.
     var hasVaultOption: Bool {
         vault != nil || passphraseFile != nil || passphraseFD != nil || identity != nil || identityFD != nil
@@ -83,11 +102,11 @@ enum Backend: String, CaseIterable {
 /// - Throws: a usage error when it is not valid UTF-8 (Swift would turn bad bytes into U+FFFD,
 ///   so that two different values would name the same service or file).
 func environment(_ name: String) throws -> String? {
-    guard let value = getenv(name) else { return nil }
-    guard let text = String(validatingCString: value) else {
+    do {
+        return try Environment.text(name)
+    } catch {
         throw CommandFailure.usage("$\(name) is not valid UTF-8 text. Set it to UTF-8 text, or unset it")
     }
-    return text.isEmpty ? nil : text
 }
 
 extension Settings {
@@ -104,10 +123,10 @@ extension Settings {
     /// once read it is /dev/null, see PassphraseInput); `KEYCHAIN_IDENTITY_FD` goes with its
     /// descriptor, so that a keychain-cli inside the command does not read a closed one.
     func withholdSecretsFromCommands() {
-        let identityDescriptor = identityFD ?? getenv("KEYCHAIN_IDENTITY_FD").flatMap { Int32(String(cString: $0)) }
+        let identityDescriptor = identityFD ?? Environment.value("KEYCHAIN_IDENTITY_FD").flatMap { Int32($0) }
         for name in Self.secretVariables { unsetenv(name) }
         // systemd's credentials directory, where it holds our passphrase (PassphraseInput).
-        if let directory = getenv("CREDENTIALS_DIRECTORY").map({ String(cString: $0) }),
+        if let directory = Environment.value("CREDENTIALS_DIRECTORY"),
             access("\(directory)/keychain-cli.passphrase", F_OK) == 0
         {
             unsetenv("CREDENTIALS_DIRECTORY")

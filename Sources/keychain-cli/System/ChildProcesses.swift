@@ -50,7 +50,7 @@ func spawn(_ command: [String], output: [Int32] = [], ownGroup: Bool = false, ma
 
 /// The path of the executable `name` in PATH, as execvp would find it.
 func executable(named name: String) -> String? {
-    let path = getenv("PATH").map { String(cString: $0) } ?? "/usr/bin:/bin"
+    let path = Environment.value("PATH") ?? "/usr/bin:/bin"
     for directory in path.split(separator: ":", omittingEmptySubsequences: false) {
         let candidate = "\(directory.isEmpty ? "." : directory)/\(name)"
         if access(candidate, X_OK) == 0 { return candidate }

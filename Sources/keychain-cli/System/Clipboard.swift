@@ -38,8 +38,8 @@ enum ClipboardTool: String, CaseIterable {
     /// when DISPLAY is.
     /// - Throws: ``CommandFailure`` (69) naming the package to install, or saying there is no display.
     static func find() throws -> ClipboardTool {
-        let wayland = getenv("WAYLAND_DISPLAY").map { $0.pointee != 0 } ?? false
-        let x11 = getenv("DISPLAY").map { $0.pointee != 0 } ?? false
+        let wayland = Environment.isSet("WAYLAND_DISPLAY")
+        let x11 = Environment.isSet("DISPLAY")
         let installed = { (name: String) in executable(named: name) != nil }
         if wayland && installed("wl-copy") && installed("wl-paste") { return .wlClipboard }
         if x11, let tool = [ClipboardTool.xclip, .xsel].first(where: { installed($0.rawValue) }) { return tool }
@@ -83,7 +83,9 @@ func copyToClipboard(_ secret: Data, clearAfter: Int, naming key: KeychainKey) t
         close(input.write)
         throw CommandFailure.io("cannot start the clipboard's clearer (\(String(cString: strerror(errno))))")
     }
-    _ = Array(secret).withUnsafeBufferPointer { writeAll(input.write, $0) }
+    var bytes = Array(secret)
+    _ = bytes.withUnsafeBufferPointer { writeAll(input.write, $0) }
+    wipe(&bytes)
     close(input.write)
     // One line: "ok", or the tool's failure. The clearer gives up on the tool after 5 seconds,
     // and on a clipboard that does not answer after 2 more; this waits no longer than that.
@@ -112,7 +114,7 @@ func copyToClipboard(_ secret: Data, clearAfter: Int, naming key: KeychainKey) t
         let reason = line.isEmpty ? "it ended without a word" : String(line.dropLast())
         throw CommandFailure.unavailable(
             "could not put the secret on the clipboard with \(tool.rawValue): \(reason). Check the display "
-                + "(\(getenv("WAYLAND_DISPLAY") != nil ? "WAYLAND_DISPLAY" : "DISPLAY")), or drop --clip")
+                + "(\(Environment.isSet("WAYLAND_DISPLAY") ? "WAYLAND_DISPLAY" : "DISPLAY")), or drop --clip")
     }
     writeError(
         "Copied '\(escapedForDisplay(key.rawValue))' to the clipboard; it is cleared in \(clearAfter) s "
@@ -126,5 +128,5 @@ private func clipboardVariables() -> [String] {
         "PATH", "HOME", "DISPLAY", "XAUTHORITY", "WAYLAND_DISPLAY", "XDG_RUNTIME_DIR", "XDG_SESSION_TYPE", "LANG",
         "LC_ALL", "LC_CTYPE",
     ]
-    return names.compactMap { name in getenv(name).map { "\(name)=\(String(cString: $0))" } }
+    return names.compactMap { name in Environment.value(name).map { "\(name)=\($0)" } }
 }

@@ -40,7 +40,7 @@ enum ClipboardKeeper {
                 ["keychain-cli", toolArgument, String(getpid())] + tool.copyCommand, path: "/proc/self/exe",
                 descriptors: [input.read, nil, errors.write])
         else {
-            secret.withUnsafeMutableBufferPointer { $0.initialize(repeating: 0) }
+            wipe(&secret)
             return report("\(tool.rawValue) could not be started")
         }
         close(input.read)
@@ -50,7 +50,7 @@ enum ClipboardKeeper {
         let started = monotonicSeconds()
         let written = write(secret, to: input.write, until: started + startSeconds)
         close(input.write)
-        secret.withUnsafeMutableBufferPointer { $0.initialize(repeating: 0) }
+        wipe(&secret)
         secret = []
         guard written else {
             terminate(copier, graceSeconds: 1)
@@ -195,9 +195,9 @@ enum ClipboardKeeper {
         }
         close(output.write)
         var content: [UInt8] = []
-        defer { content.withUnsafeMutableBufferPointer { $0.initialize(repeating: 0) } }
+        defer { wipe(&content) }
         var chunk = [UInt8](repeating: 0, count: 65_536)
-        defer { chunk.withUnsafeMutableBufferPointer { $0.initialize(repeating: 0) } }
+        defer { wipe(&chunk) }
         let deadline = monotonicSeconds() + pasteSeconds
         while content.count <= maximumSecretSize {
             var poller = pollfd(fd: output.read, events: Int16(POLLIN), revents: 0)

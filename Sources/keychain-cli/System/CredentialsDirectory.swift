@@ -20,7 +20,7 @@ struct CredentialsDirectory {
     /// Writes `files` into a new directory.
     /// - Throws: ``CommandFailure``: no tmpfs to write them to, or a failed write (74).
     init(writing files: [(name: String, secret: [UInt8])]) throws {
-        let runtime = getenv("XDG_RUNTIME_DIR").map { String(cString: $0) }
+        let runtime = Environment.value("XDG_RUNTIME_DIR")
         guard let base = [runtime, "/dev/shm"].compactMap(\.self).first(where: Self.isSafeMemory) else {
             throw CommandFailure(
                 kind: .io,

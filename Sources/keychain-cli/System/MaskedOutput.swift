@@ -94,8 +94,12 @@ func pipeFailure() -> CommandFailure {
 /// Runs `command` with its output masked (``relay(_:masks:wake:ended:)``), and ends as it ended:
 /// its exit status, or the signal that ended it, raised again (a shell shows 128+N). Its standard
 /// input is ours. Signals sent to keychain-cli are passed on. `cleanup` runs before keychain-cli ends.
+/// `variables`, set in our environment for the command alone, are erased from it once the command
+/// has started.
 /// - Throws: ``CommandFailure`` when the command cannot be started (127, 126).
-func runMasked(_ command: [String], hiding masks: OutputMasks, cleanup: () -> Void) throws -> Never {
+func runMasked(_ command: [String], hiding masks: OutputMasks, erasing variables: [String], cleanup: () -> Void)
+    throws -> Never
+{
     let output = try MaskedOutput.open()
     guard let wake = makePipe() else { throw pipeFailure() }
     _ = fcntl(wake.write, F_SETFL, O_NONBLOCK)
@@ -113,6 +117,7 @@ func runMasked(_ command: [String], hiding masks: OutputMasks, cleanup: () -> Vo
     sigprocmask(SIG_UNBLOCK, &handled, &original)
     Startup.restoreForExec()  // the core limit we were given, for the command (we stay undumpable)
     let child = try spawn(command, output: output.given, ownGroup: ownGroup, mask: original)
+    Environment.erase(variables)  // the command has its copy; ours would only wait here
     output.commandStarted(child)
     var status: Int32? = nil
     let lost = relay(output, masks: masks, wake: wake.read) {

@@ -144,7 +144,7 @@ struct PrivateBus {
 
     private static func temporaryDirectory() -> String {
         for name in ["XDG_RUNTIME_DIR", "TMPDIR"] {
-            if let value = getenv(name).map({ String(cString: $0) }), value.hasPrefix("/") { return value }
+            if let value = Environment.value(name), value.hasPrefix("/") { return value }
         }
         return "/tmp"
     }
