@@ -100,9 +100,18 @@ test-swift:
 # The library's tests under ThreadSanitizer (its own build directory; about 2 minutes to build).
 # A report fails the run (TSan exits 66). KeychainCore's locks are pthread mutexes (Locked.swift):
 # TSan on Linux reports a false race inside every Synchronization.Mutex.withLock.
+# Then serve's racing-writer suites on the keychain-cli of that build: every keychain-cli the
+# tests start (serve, and the writers racing it) writes any report to .build-tsan/reports, and
+# one report fails the run.
+TSAN_SERVE_SUITES = ServeRaceTests|concurrentClientsAndOtherWritersLoseNothing
 test-tsan:
 	$(SWIFT) build --build-tests --sanitize=thread --scratch-path .build-tsan
 	$(SWIFT) test --skip-build --sanitize=thread --scratch-path .build-tsan --filter KeychainCoreTests
+	rm -rf .build-tsan/reports && mkdir -p .build-tsan/reports
+	TSAN_OPTIONS=log_path=$(CURDIR)/.build-tsan/reports/report \
+		$(SWIFT) test --skip-build --sanitize=thread --scratch-path .build-tsan --filter '$(TSAN_SERVE_SUITES)'
+	@if ls .build-tsan/reports/report.* >/dev/null 2>&1; then \
+		echo "ThreadSanitizer reported (.build-tsan/reports):"; head -n 60 .build-tsan/reports/report.*; exit 1; fi
 
 demo: deps release
 	@scripts/with-keyring $(MAKE) --no-print-directory demo-steps

@@ -73,5 +73,8 @@ public enum CLIBackend: String, CaseIterable, Sendable, CustomTestStringConverti
 public func cliEnvironment(session: KeyringSession? = KeyringSession.current) -> [String: String] {
     var environment = session?.environment ?? ["PATH": "/usr/bin:/bin", "HOME": NSTemporaryDirectory()]
     for (name, value) in CLIBackend.overrides { environment[name] = value }
+    // `make test-tsan` runs the serve suites on a keychain-cli built with ThreadSanitizer, whose
+    // reports go where these options say.
+    if let options = ProcessInfo.processInfo.environment["TSAN_OPTIONS"] { environment["TSAN_OPTIONS"] = options }
     return environment
 }
