@@ -58,7 +58,7 @@ extension VaultStore: DetailedSecretStore {
     ) throws(KeychainError) -> ItemUpdate {
         let now = Self.now()
         let target = destination ?? address
-        return try modify { entries in
+        return try modify(creating: false) { entries in
             guard let old = entries[address.service]?[address.key] else { return (.missing, false) }
             if target != address && entries[target.service]?[target.key] != nil { return (.destinationTaken, false) }
             guard let new = change(ItemContents(secret: old.secret, details: old.details)) else {
@@ -75,7 +75,7 @@ extension VaultStore: DetailedSecretStore {
     public func deleteItem(at address: SecretAddress, if matches: (ItemDetails?) -> Bool) throws(KeychainError)
         -> Bool
     {
-        try modify { entries in
+        try modify(creating: false) { entries in
             guard let entry = entries[address.service]?[address.key], matches(entry.details) else {
                 return (false, false)
             }

@@ -35,11 +35,13 @@ extension VaultStore {
     }
 
     /// Runs `change` on the current contents under the directory lock, and writes the result
-    /// when `change` says it changed anything.
-    func modify<Result: Sendable>(_ change: (inout Entries) -> (Result, changed: Bool)) throws(KeychainError)
-        -> Result
+    /// when `change` says it changed anything. `creating`: whether the change may create a
+    /// missing vault (a delete changes nothing there, and asks for no passphrase).
+    func modify<Result: Sendable>(creating: Bool = true, _ change: (inout Entries) -> (Result, changed: Bool))
+        throws(KeychainError) -> Result
     {
         try underWriteLock(
+            creating: creating,
             withoutDirectory: {
                 // No directory, so no vault: a change that changes nothing creates nothing.
                 var empty: Entries = [:]

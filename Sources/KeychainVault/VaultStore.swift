@@ -124,7 +124,7 @@ public final class VaultStore: SecretStore {
     }
 
     public func deleteSecret(service: ServiceName, key: KeychainKey) throws(KeychainError) -> Bool {
-        try modify { entries in
+        try modify(creating: false) { entries in
             guard entries[service]?.removeValue(forKey: key) != nil else { return (false, false) }
             if entries[service]?.isEmpty == true { entries[service] = nil }
             return (true, true)
@@ -147,7 +147,7 @@ public final class VaultStore: SecretStore {
     }
 
     public func deleteAll(service: ServiceName) throws(KeychainError) -> Int {
-        try modify { entries in
+        try modify(creating: false) { entries in
             let count = entries.removeValue(forKey: service)?.count ?? 0
             return (count, count > 0)
         }

@@ -121,6 +121,11 @@ final class VaultStoreTests {
         #expect(asked.withLock { $0 }.isEmpty)
         let directory = (path as NSString).deletingLastPathComponent
         #expect(!FileManager.default.fileExists(atPath: directory), "a delete of nothing created the vault's directory")
+        // The directory, but no vault in it: a delete still asks nothing (it creates no vault).
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        #expect(try !store.deleteSecret(service: service, key: KeychainKey("k")))
+        #expect(try store.deleteAll(service: service) == 0)
+        #expect(asked.withLock { $0 }.isEmpty, "a delete in the vault's empty directory asked for a passphrase")
         try store.setSecret(Data("v".utf8), service: service, key: KeychainKey("k"))
         #expect(asked.withLock { $0 } == [.create])
         let reader = VaultStore(path: path, workFactor: 10) { purpose in
