@@ -19,6 +19,8 @@ final class SecretServiceConnection: Sendable {
     }
     /// The session of the last read, for the next one.
     let kept = Locked<KeptSession?>(nil)
+    /// The bus socket this connection opened itself, where it could (``sessionBus(_:preparingSession:)``).
+    let socket = SessionBusSocket()
     /// Our half of a key exchange computed ahead (see ``sessionBus(_:preparingSession:)``), for
     /// the next session opened; used once.
     let preparedExchange = Locked<SecretSession.KeyExchange?>(nil)
@@ -47,7 +49,7 @@ final class SecretServiceConnection: Sendable {
             guard preparingSession, self.kept.withLock({ $0 == nil }) else { return }
             self.preparedExchange.withLock { $0 = $0 ?? SecretSession.KeyExchange() }
         }
-        if let bus = try SessionBusSocket.connection(operation, meanwhile: prepare) { return bus }
+        if let bus = try socket.connection(operation, meanwhile: prepare) { return bus }
         return try sharedSessionBus(operation, meanwhile: prepare)
     }
 

@@ -8,7 +8,7 @@ import KeychainSystem
 /// A ``SecretStore`` on the freedesktop Secret Service (gnome-keyring, KeePassXC, KWallet, `serve`).
 ///
 /// Reads, writes, lists and deletes call the Secret Service's D-Bus API directly, on a session
-/// bus connection the process keeps (``SessionBusSocket``), and secrets travel encrypted in a
+/// bus connection the store keeps (``SessionBusSocket``), and secrets travel encrypted in a
 /// ``SecretSession`` the store opens on its first read or write and keeps. libsecret unlocks
 /// locked items and keyrings, creates a missing default keyring and shows prompts.
 ///

@@ -15,9 +15,12 @@ import KeychainSystem
 /// here, and only a plain `OK` is taken; anything else (another transport, an unset variable,
 /// a bus that refuses EXTERNAL) falls back to GIO's connection, which knows them all. The
 /// connection is not a "message bus connection" to GDBus, which then sends no `AddMatch` for a
-/// signal subscription: the watcher uses GIO's shared connection. It is kept for the rest of the
-/// process, per address.
-enum SessionBusSocket {
+/// signal subscription: the watcher uses GIO's shared connection. Each store's connection
+/// (``SecretServiceConnection``) owns one, which keeps the socket it opened while the address
+/// stays the same; the socket closes when the store goes away (GDBus finalizes the connection
+/// with its last reference; closing it first would leave its "closed" signal queued on a main
+/// context nobody runs, which keeps both alive).
+final class SessionBusSocket: Sendable {
     /// The connection for `address`, or nil when that address goes to GIO's connection (not a
     /// socket opened here, or its bus refused us), so that later operations do not try again.
     private struct Kept: Sendable {
@@ -40,14 +43,14 @@ enum SessionBusSocket {
             return .open(bus)
         }
     }
-    private static let kept = Locked<Kept?>(nil)
+    private let kept = Locked<Kept?>(nil)
     /// The address of the connection kept open (for tests).
-    static var keptAddress: String? { kept.withLock { $0?.bus == nil ? nil : $0?.address } }
+    var keptAddress: String? { kept.withLock { $0?.bus == nil ? nil : $0?.address } }
 
     /// The connection for the current `$DBUS_SESSION_BUS_ADDRESS` (opened on
     /// first use), or nil when that address is not one opened here. `meanwhile` runs once, while
     /// the bus answers the authentication (or at once for a kept connection).
-    static func connection(_ operation: BoundedOperation, meanwhile: () -> Void) throws -> OwnedObject? {
+    func connection(_ operation: BoundedOperation, meanwhile: () -> Void) throws -> OwnedObject? {
         guard let address = Environment.value("DBUS_SESSION_BUS_ADDRESS") else { return nil }
         switch kept.withLock({ $0?.lookup(address) ?? .unknown }) {
         case .open(let bus):
@@ -56,7 +59,7 @@ enum SessionBusSocket {
         case .toGIO: return nil
         case .unknown: break
         }
-        let bus = try Endpoint(address).flatMap { try open($0, operation, meanwhile) }
+        let bus = try Endpoint(address).flatMap { try Self.open($0, operation, meanwhile) }
         kept.withLock { $0 = Kept(address: address, bus: bus) }
         return bus
     }

@@ -268,6 +268,42 @@ struct SecretServiceStoreTests {
         #expect(full.allSatisfy { $0.label != nil && $0.created != nil })
     }
 
+    /// Each store owns the bus socket it opened, and closes it when it goes away: a program that
+    /// makes a store per request does not gather open sockets.
+    @Test func aStoreThatGoesAwayClosesItsBusSocket() throws {
+        /// The descriptors open now, by kind (socket, anon_inode:[eventfd], pipe, a path).
+        func open() -> [String: Int] {
+            let names = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
+            return names.reduce(into: [:]) { kinds, name in
+                let target =
+                    (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/" + name)) ?? "?"
+                kinds[target.hasPrefix("anon_inode:") ? target : String(target.prefix { $0 != ":" }), default: 0] += 1
+            }
+        }
+        let service = try ServiceName(uniqueService())
+        _ = try SecretServiceStore(timeout: 10).secret(service: service, key: KeychainKey("k"))
+        Thread.sleep(forTimeInterval: 0.2)
+        let before = open()
+        for _ in 0..<30 {
+            weak var gone: SessionBusSocket?
+            do {
+                let store = SecretServiceStore(timeout: 10)
+                #expect(try store.secret(service: service, key: KeychainKey("k")) == nil)
+                #expect(store.connection.socket.keptAddress != nil, "not a socket of its own")
+                gone = store.connection.socket
+            }
+            #expect(gone == nil, "the store's socket outlived it")
+        }
+        Thread.sleep(forTimeInterval: 0.5)  // GDBus's worker closes the stream on its thread
+        let after = open()
+        // Each leaked store would leave a socket and a main context's eventfd (30 of each); other
+        // suites running meanwhile may hold a few.
+        for kind in ["socket", "anon_inode:[eventfd]"] {
+            #expect(
+                after[kind, default: 0] < before[kind, default: 0] + 10, "\(kind): before \(before), after \(after)")
+        }
+    }
+
     @Test func readsKeepOneEncryptedSessionAndReopenItWhenTheServiceForgetsIt() throws {
         let service = try ServiceName(uniqueService())
         let key = try KeychainKey("k")
@@ -278,7 +314,7 @@ struct SecretServiceStoreTests {
         #expect(try reader.secret(service: service, key: try KeychainKey("missing")) == nil)
         #expect(reader.keptSessionPath == nil, "a miss needs no session")
         #expect(reader.hasPreparedExchange, "our half of the exchange was computed while connecting")
-        #expect(SessionBusSocket.keptAddress == KeyringSession.current?.busAddress, "not GIO's connection")
+        #expect(reader.connection.socket.keptAddress == KeyringSession.current?.busAddress, "not GIO's connection")
         #expect(try reader.secret(service: service, key: key) == secret)
         let first = try #require(reader.keptSessionPath)
         #expect(first.hasPrefix("/org/freedesktop/secrets/session/"))
