@@ -231,6 +231,14 @@ public final class Keychain: Sendable {
         try store.items(service: nil).sorted { ($0.service, $0.key) < ($1.service, $1.key) }
     }
 
+    /// ``items()`` (or ``itemsOfAllServices()``), with what the backend found them by, for a
+    /// read of many of them right after (``SecretStore/secrets(of:listedIn:)``).
+    /// - Throws: any ``KeychainError`` of the backend.
+    public func listing(ofAllServices: Bool = false) throws -> ItemListing {
+        let listing = try store.listing(service: ofAllServices ? nil : service)
+        return listing.with(items: listing.items.sorted { ($0.service, $0.key) < ($1.service, $1.key) })
+    }
+
     // MARK: Cache
 
     /// Forgets every cached secret, overwriting the cache's copies, so the next reads ask the

@@ -71,6 +71,11 @@ extension Keychain {
     public func itemsOfAllServices() async throws -> [ItemInfo] {
         try await offCooperativePool { try self.itemsOfAllServices() }
     }
+
+    /// See ``listing(ofAllServices:)``.
+    public func listing(ofAllServices: Bool = false) async throws -> ItemListing {
+        try await offCooperativePool { try self.listing(ofAllServices: ofAllServices) }
+    }
 }
 
 /// Runs `work` on a new serial dispatch queue, whose work lands on libdispatch's overcommitting

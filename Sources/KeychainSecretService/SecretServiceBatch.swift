@@ -9,8 +9,8 @@ import KeychainSystem
 // at a time. Asked item by item (a search and a GetSecret each, one after the other)
 // gnome-keyring spends several times longer per item than GetSecrets costs it.
 //
-// The paths come from the listing just made when there is one (`export` lists the items, asks,
-// then reads them): finding them again costs a search per service and every item's attributes,
+// The paths come from the listing just made when the caller gives it (`export` lists the items,
+// asks, then reads them): finding them again costs a search per service and every item's attributes,
 // which for thousands of items is most of gnome-keyring's time (it looks each item up among all
 // of them).
 extension SecretServiceStore {
@@ -19,7 +19,7 @@ extension SecretServiceStore {
 
     /// What one listing found, as it found it: the item paths, their metadata (nil for an item
     /// gone or not addressable) and which paths are in a locked keyring. Kept as is: only a
-    /// following ``secrets(of:)`` needs it by address, and a plain `list` should not pay for that.
+    /// read of the listing (``secrets(of:listedIn:)``) needs it by address, and a plain `list` should not pay for that.
     struct ListedPaths: Sendable {
         let paths: [String]
         let infos: [ItemInfo?]
@@ -39,15 +39,24 @@ extension SecretServiceStore {
         }
     }
 
-    /// The secrets of `addresses`, in order (nil: no such item). Right after a listing that
-    /// named them all, the listed items are read without searching again (the listing is used
-    /// once); an item gone since then is looked for afresh.
+    /// The secrets of `addresses`, in order (nil: no such item), each item searched for.
     public func secrets(of addresses: [SecretAddress]) throws(KeychainError) -> [Data?] {
+        try secrets(of: addresses, listed: nil)
+    }
+
+    /// The secrets of `addresses`, in order (nil: no such item). When `listing` (this store's)
+    /// named them all, the listed items are read without searching again; an item gone since
+    /// then is looked for afresh.
+    public func secrets(of addresses: [SecretAddress], listedIn listing: ItemListing) throws(KeychainError)
+        -> [Data?]
+    {
+        try secrets(of: addresses, listed: listing.found as? ListedPaths)
+    }
+
+    private func secrets(of addresses: [SecretAddress], listed listing: ListedPaths?) throws(KeychainError)
+        -> [Data?]
+    {
         guard !addresses.isEmpty else { return [] }
-        let listing = lastListing.withLock { listing in
-            defer { listing = nil }
-            return listing
-        }
         return try connection.onBus("read the secrets", seconds: timeout, preparingSession: true) { operation, bus in
             var found: [SecretAddress: Data] = [:]
             var missing = addresses

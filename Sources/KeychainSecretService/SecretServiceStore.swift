@@ -31,10 +31,6 @@ public final class SecretServiceStore: SecretStore {
     @_spi(Testing) public var keptSessionPath: String? { connection.kept.withLock { $0?.session.path } }
     /// Whether a prepared half of a key exchange is waiting (for tests).
     @_spi(Testing) public var hasPreparedExchange: Bool { connection.preparedExchange.withLock { $0 != nil } }
-    /// What the last ``items(service:)`` found, for the next ``secrets(of:)`` (used once).
-    let lastListing = Locked<ListedPaths?>(nil)
-    /// How many items the listing waiting for ``secrets(of:)`` holds; nil when none waits (for tests).
-    @_spi(Testing) public var pendingListingCount: Int? { lastListing.withLock { $0?.paths.count } }
 
     /// Closes the kept session on the service but keeps it here, as a restarted service would
     /// have forgotten it (for tests: the service lets only the connection that opened a session
@@ -155,6 +151,12 @@ public final class SecretServiceStore: SecretStore {
     }
 
     public func items(service: ServiceName?) throws(KeychainError) -> [ItemInfo] {
+        try listing(service: service).items
+    }
+
+    /// The items, and the object paths they were found at (``ListedPaths``), for
+    /// ``secrets(of:listedIn:)``.
+    public func listing(service: ServiceName?) throws(KeychainError) -> ItemListing {
         let pairs: KeyValuePairs<String, String> = service.map { ["service": $0.rawValue] } ?? [:]
         return try connection.onBus("list the items", seconds: timeout) { operation, bus in
             // libsecret builds a D-Bus proxy per found item and refuses an empty search; asking
@@ -165,8 +167,9 @@ public final class SecretServiceStore: SecretStore {
             let found = try connection.searchVisiblePaths(operation, bus, pairs)
             let paths = found.unlocked + found.locked
             let infos = try connection.infos(operation, bus, paths, keysOnly: listing == .keysOnly)
-            lastListing.withLock { $0 = ListedPaths(paths: paths, infos: infos, locked: Set(found.locked)) }
-            return infos.compactMap { $0 }
+            return ItemListing(
+                items: infos.compactMap { $0 },
+                found: ListedPaths(paths: paths, infos: infos, locked: Set(found.locked)))
         }
     }
 

@@ -39,11 +39,20 @@ public protocol SecretStore: Sendable {
 
     /// The secrets of many items at once, in the order of `addresses` (nil for an item that is
     /// not there): what `export` reads. The Secret Service asks for them in a few calls
-    /// (`GetSecrets`) instead of a search and a read per item, and right after ``items(service:)``
-    /// reads the items that listing found instead of finding them again; the default reads one
-    /// at a time.
+    /// (`GetSecrets`) instead of a search and a read per item; the default reads one at a time.
     /// - Throws: ``KeychainError`` when the backend cannot read one.
     func secrets(of addresses: [SecretAddress]) throws(KeychainError) -> [Data?]
+
+    /// ``items(service:)``, with what the store found the items by, for a read of them right
+    /// after (``secrets(of:listedIn:)``); the default keeps nothing.
+    /// - Throws: ``KeychainError`` when the backend cannot answer.
+    func listing(service: ServiceName?) throws(KeychainError) -> ItemListing
+
+    /// ``secrets(of:)`` of items `listing` (this store's, made just before) found: the Secret
+    /// Service reads the items at the paths the listing found instead of finding them again,
+    /// and looks afresh for one gone since; the default ignores the listing.
+    /// - Throws: ``KeychainError`` when the backend cannot read one.
+    func secrets(of addresses: [SecretAddress], listedIn listing: ItemListing) throws(KeychainError) -> [Data?]
 
     /// Whether an item is stored under `service` and `key`, reading as little as the backend
     /// allows: the Secret Service only searches (no encrypted session, no unlock prompt, even for
@@ -121,9 +130,36 @@ public struct SecretAddress: Hashable, Sendable {
     }
 }
 
+/// What one listing found (``SecretStore/listing(service:)``): the items, and the store's own
+/// record of where it found them, which only that store reads.
+public struct ItemListing: Sendable {
+    /// The items, as ``SecretStore/items(service:)`` gives them.
+    public let items: [ItemInfo]
+    /// The store's record (the Secret Service: the items' object paths); nil when it keeps none.
+    package let found: (any Sendable)?
+
+    package init(items: [ItemInfo], found: (any Sendable)? = nil) {
+        self.items = items
+        self.found = found
+    }
+
+    /// The same listing with its items in another order.
+    package func with(items: [ItemInfo]) -> ItemListing { ItemListing(items: items, found: found) }
+}
+
 extension SecretStore {
     public func secrets(of addresses: [SecretAddress]) throws(KeychainError) -> [Data?] {
         try addresses.map { (address) throws(KeychainError) in try secret(service: address.service, key: address.key) }
+    }
+
+    public func listing(service: ServiceName?) throws(KeychainError) -> ItemListing {
+        ItemListing(items: try items(service: service))
+    }
+
+    public func secrets(of addresses: [SecretAddress], listedIn listing: ItemListing) throws(KeychainError)
+        -> [Data?]
+    {
+        try secrets(of: addresses)
     }
 
     public func containsSecret(service: ServiceName, key: KeychainKey) throws(KeychainError) -> Bool {

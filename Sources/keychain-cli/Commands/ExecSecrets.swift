@@ -11,7 +11,8 @@ extension KeychainCLI.Exec {
     ///   service that become one name (65).
     func variables(of service: String, store: any SecretStore) throws -> [(name: String, key: String, value: String)] {
         let keychain = Keychain(service: try ServiceName(service), store: store)
-        let keys = Swift.Set(try keychain.items().map(\.key)).sorted().filter { key in
+        let listing = try keychain.listing()
+        let keys = Swift.Set(listing.items.map(\.key)).sorted().filter { key in
             (only.isEmpty || only.contains { fnmatch($0, key, 0) == 0 })
                 && !except.contains { fnmatch($0, key, 0) == 0 }
         }
@@ -24,7 +25,7 @@ extension KeychainCLI.Exec {
         }
         let addresses = try keys.map { SecretAddress(service: keychain.service, key: try KeychainKey($0)) }
         var secrets: [(key: String, value: String)] = []
-        for (key, secret) in zip(keys, try store.secrets(of: addresses)) {
+        for (key, secret) in zip(keys, try store.secrets(of: addresses, listedIn: listing)) {
             guard let secret else { continue }  // deleted since the listing
             guard let text = String(validating: secret, as: UTF8.self), !text.utf8.contains(0) else {
                 throw CommandFailure.badData(

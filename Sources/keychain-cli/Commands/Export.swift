@@ -81,12 +81,12 @@ extension KeychainCLI {
             }
             try settings.checkOutput(output)
             let keychain = try keychain(listing: .keysOnly)
-            let items = allServices ? try keychain.itemsOfAllServices() : try keychain.items()
+            let listing = try keychain.listing(ofAllServices: allServices)
             // One entry per service and key: two tools' items under one name are one secret to
             // get, and an import of the backup restores that one (export → reset → import).
             var addresses: [(service: String, key: String)] = []
             var seen: Swift.Set<String> = []
-            for item in items where seen.insert("\(item.service)\u{0}\(item.key)").inserted {
+            for item in listing.items where seen.insert("\(item.service)\u{0}\(item.key)").inserted {
                 addresses.append((item.service, item.key))
             }
             let scope = allServices ? "every service" : "service '\(keychain.service)'"
@@ -110,7 +110,8 @@ extension KeychainCLI {
             }
             // All at once (the Secret Service: a few GetSecrets calls); an item deleted since the
             // listing is simply not exported.
-            let documents = zip(valid, try keychain.store.secrets(of: valid)).compactMap { address, secret in
+            let documents = zip(valid, try keychain.store.secrets(of: valid, listedIn: listing)).compactMap {
+                address, secret in
                 secret.map { SecretDocument(service: address.service, key: address.key, secret: $0) }
             }
             let bytes = format == .json ? try json(documents) : try variables(documents)
