@@ -122,16 +122,18 @@ extension VaultStore {
         (loaded.file, loaded.stamp) = (file, stamp)
         if file == nil {
             (loaded.entries, loaded.recipients, loaded.collectionLabel) = ([:], nil, nil)
+            if known.file != nil { loaded.header = nil }  // removed since it was read
         } else if file != known.file, let file {
             let plaintext: [UInt8]
             (plaintext, loaded.header) = try decrypt(file, known: known, reopening: reopening)
             (loaded.entries, loaded.recipients, loaded.collectionLabel) = try decode(plaintext)
         }
         state.withLock { state in
-            // Unless another thread stored a newer file meanwhile; a missing file keeps the header
-            // made for the vault a write will create.
+            // Unless another thread stored a newer file meanwhile. A missing file keeps the header
+            // made for the vault a write will create, not that of a vault removed since it was
+            // read (a new vault is a passphrase vault, with a header of its own).
             guard state.contents.file == known.file, state.contents.stamp == known.stamp else { return }
-            let header = loaded.file == nil ? state.contents.header : loaded.header
+            let header = loaded.file == nil && known.file == nil ? state.contents.header : loaded.header
             state.contents = loaded
             state.contents.header = header
         }

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 
 @testable import TestSupport
@@ -6,6 +7,43 @@ import Testing
 /// `generate` and `otp` on every backend; `otp` side by side with oathtool (Debian's oathtool).
 @Suite("generate and otp", .keyringSession)
 struct GenerateAndOTPTests {
+    /// Two `generate --print` of one key at once, both past the check for it (another writer holds
+    /// the vault's lock meanwhile): one stores and prints what it stored, the other exits 73 and
+    /// prints nothing. (Shown before stored, the loser printed a secret that was never stored.)
+    @Test func ofTwoGeneratesOfOneKeyTheOneThatLostShowsNothing() throws {
+        try CLIBackend.withVault { vault in
+            _ = try cli(["set", "seed"], input: "x")  // the vault and its directory exist
+            let environment = cliEnvironment()
+            let directory = open((vault as NSString).deletingLastPathComponent, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+            defer { close(directory) }
+            #expect(flock(directory, LOCK_EX) == 0)
+            let results = Mutex<[ProcessResult]>([])
+            let ended = DispatchGroup()
+            for _ in 0..<2 {
+                ended.enter()
+                Thread.detachNewThread {
+                    if let result = try? runProcess(
+                        keychainCLIPath, ["generate", "pw", "--print"], environment: environment, timeout: 30)
+                    {
+                        results.withLock { $0.append(result) }
+                    }
+                    ended.leave()
+                }
+            }
+            Thread.sleep(forTimeInterval: 1.5)  // both found no "pw" and wait for the lock
+            flock(directory, LOCK_UN)
+            ended.wait()
+            let (winner, loser) = try results.withLock { results in
+                try #require(results.count == 2)
+                return results[0].status == 0 ? (results[0], results[1]) : (results[1], results[0])
+            }
+            #expect(winner.status == 0 && loser.status == 73, "\(winner.stderr) \(loser.stderr)")
+            #expect(loser.stdout.isEmpty, "the generate that lost printed a secret")
+            let stored = try cli(["get", "pw"]).stdoutText
+            #expect(winner.stdoutText.count == 32 && winner.stdoutText == stored)
+        }
+    }
+
     @Test(arguments: CLIBackend.allCases)
     func generateStoresQuietlyAndKeepsWhatIsThere(on backend: CLIBackend) throws {
         try backend.run {

@@ -108,6 +108,17 @@ struct TeamVaultTests {
                 + ["get", "k"],
             environment: environment)
         #expect(nested.status == 0 && nested.stdoutText == "npm_team|unset|own", "\(nested.stderr)")
+        // The identity on standard input (a file, which the command could reopen or seek back
+        // in): read once, then /dev/null for exec's command, as for --passphrase-fd 0.
+        let identity = try Data(contentsOf: URL(fileURLWithPath: ours))
+        for mask in [[], ["--no-mask"]] {
+            let command = ["sh", "-c", #"cat /dev/stdin; [ -n "$T" ] && printf set"#]
+            let exec = try cli(
+                ["--identity-fd", "0", "-s", "ci", "exec"] + mask + ["--env", "T=npm-token", "--"] + command,
+                stdin: identity, session: nil, extra: vault)
+            #expect(exec.status == 0 && exec.stdoutText == "set", "\(mask): \(exec.stderr)")
+            #expect(!exec.stdoutText.contains("AGE-SECRET-KEY"), "exec's command read the identity")
+        }
         let refused = try cli(["-s", "ci", "get", "github-token"], session: nil, extra: withIdentity(stranger))
         #expect(refused.status == 77 && refused.stderr.contains("none of the identities"))
         let none = try cli(["-s", "ci", "get", "github-token"], session: nil, extra: withIdentity(nil))

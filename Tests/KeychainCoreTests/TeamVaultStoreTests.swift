@@ -17,6 +17,25 @@ struct TeamVaultStoreTests {
         return directory
     }
 
+    /// A team vault removed under a store that opened it is not written again with its old file
+    /// key and no recipient list: a write that finds no vault creates a passphrase vault, and
+    /// without a passphrase fails (77) as the first write of a new one does.
+    @Test func aTeamVaultRemovedIsNotRecreatedWithItsOldHeader() throws {
+        let directory = try scratch()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let path = "\(directory)/team.age"
+        let alice = VaultIdentity()
+        let store = VaultStore(path: path, workFactor: 10, identities: [alice], passphrase: noPassphrase)
+        try store.changeRecipients { _ in [try! VaultRecipient(alice.recipient)] }
+        let (service, key) = (try ServiceName("ci"), try KeychainKey("k"))
+        try store.setSecret(Data("v1".utf8), service: service, key: key)
+        try FileManager.default.removeItem(atPath: path)
+        #expect(throws: KeychainError.noPassphrase(detail: "none in this test")) {
+            try store.setSecret(Data("v2".utf8), service: service, key: key)
+        }
+        #expect(try store.lock() == .noVault)
+    }
+
     @Test func recipientsChangeWithANewFileKeyAndWritesKeepThem() throws {
         let directory = try scratch()
         defer { try? FileManager.default.removeItem(atPath: directory) }

@@ -64,25 +64,33 @@ extension KeychainCLI {
             let generator = RandomSecret(charset: charset, unambiguous: unambiguous)
             var secret = Data(generator.generate(length: length))
             defer { wipe(&secret) }
-            // Shown first and stored after, so that a clipboard or output that fails leaves the
-            // stored secret as it was. A key already there is checked first, so that nothing is
-            // shown for it; the vault decides again under its lock when it adds.
+            // A new key: stored first (the vault decides under its lock, OpenBao by check-and-set),
+            // then shown, so that a generate that lost a race shows nothing; an output that
+            // fails then leaves the new secret stored, where `get` reads it. --force: shown first,
+            // so that an output that fails leaves the secret it would replace as it was.
             if !force, try keychain.exists(key) { throw exists(key, in: keychain) }
-            if clipboard.clip {
-                try copyToClipboard(secret, clearAfter: clipboard.seconds, naming: key)
-            } else if printSecret {
-                try writeOutput(secret + (isTerminal(STDOUT_FILENO) ? [UInt8(ascii: "\n")] : []))
-            }
+            if clipboard.clip { _ = try ClipboardTool.find() }  // no clipboard: nothing stored
             if force {
+                try show(secret, as: key)
                 try keychain.set(secret, for: key)
-            } else if try !keychain.add(secret, for: key) {
-                throw exists(key, in: keychain)
+            } else {
+                guard try keychain.add(secret, for: key) else { throw exists(key, in: keychain) }
+                try show(secret, as: key)
             }
             if isTerminal(STDERR_FILENO) {
                 let bits = Int(generator.entropyBits(length: length).rounded(.down))
                 writeError(
                     "Stored '\(key)': \(length) characters from \(generator.alphabet.count) (\(charset)), "
                         + "\(bits) bits of entropy.\n")
+            }
+        }
+
+        /// `--clip` or `--print`, where given.
+        private func show(_ secret: Data, as key: KeychainKey) throws {
+            if clipboard.clip {
+                try copyToClipboard(secret, clearAfter: clipboard.seconds, naming: key)
+            } else if printSecret {
+                try writeOutput(secret + (isTerminal(STDOUT_FILENO) ? [UInt8(ascii: "\n")] : []))
             }
         }
 

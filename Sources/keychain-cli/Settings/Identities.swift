@@ -24,8 +24,13 @@ func identities(_ settings: Settings, vault: String) throws -> [VaultIdentity] {
     let read: [UInt8]?
     if let descriptor = source.descriptor {
         read = try readAll(descriptor, limit: smallInputLimit, name: "the identity's descriptor \(descriptor)")
-        // Read once; never handed on to exec's command (it could seek back in a file).
-        if descriptor > STDERR_FILENO { _ = fcntl(descriptor, F_SETFD, FD_CLOEXEC) }
+        // Read once; never handed on to exec's command (it could seek back in a file, or
+        // reopen /dev/stdin): close-on-exec, and a standard descriptor becomes /dev/null.
+        if descriptor > STDERR_FILENO {
+            _ = fcntl(descriptor, F_SETFD, FD_CLOEXEC)
+        } else {
+            nullStandardDescriptor(descriptor)
+        }
     } else {
         read = try readInput(path: source.path ?? "", limit: smallInputLimit)
     }

@@ -104,18 +104,13 @@ enum PassphraseInput: Sendable, CustomStringConvertible {
     }
 
     /// Closes the passphrase's descriptor, read to its end, so that a command started by `exec`
-    /// does not inherit it; standard input, output or error become /dev/null instead, so that the
-    /// command still has them (at end of input, as the passphrase left it).
+    /// does not inherit it (``nullStandardDescriptor(_:)`` for a standard one).
     private func release(_ fd: Int32) {
         guard fd <= STDERR_FILENO else {
             close(fd)
             return
         }
-        let null = open("/dev/null", O_RDWR | O_CLOEXEC)
-        if null >= 0 {
-            dup2(null, fd)
-            close(null)
-        }
+        nullStandardDescriptor(fd)
     }
 
     private func strippingNewline(_ bytes: [UInt8]?, from source: String) throws -> [UInt8] {
@@ -148,5 +143,16 @@ enum PassphraseInput: Sendable, CustomStringConvertible {
             }
         }
         return first
+    }
+}
+
+/// Puts /dev/null on standard input, output or error `fd` once a secret was read from it, so that
+/// a command `exec` or `serve` starts still has the descriptor (at end of input) but cannot read
+/// the secret again (reopening /dev/stdin, or seeking back in a file).
+func nullStandardDescriptor(_ fd: Int32) {
+    let null = open("/dev/null", O_RDWR | O_CLOEXEC)
+    if null >= 0 {
+        dup2(null, fd)
+        close(null)
     }
 }
