@@ -92,14 +92,7 @@ extension VaultStore {
     func openBeforeWriting(creating: Bool) throws(KeychainError) {
         let contents = try load()
         guard creating, contents.file == nil, contents.header == nil, contents.recipients == nil else { return }
-        let header: AgeFile.Header
-        do {
-            header = try AgeFile.makeHeader(passphrase: passphrase(.create), workFactor: workFactor)
-        } catch let error as KeychainError {
-            throw error
-        } catch {
-            throw KeychainError.vaultIO(detail: "cannot make the vault's header: \(error)")
-        }
+        let header = try header(passphrase: passphrase(.create))
         state.withLock { state in
             if state.contents.file == nil && state.contents.header == nil { state.contents.header = header }
         }
@@ -186,6 +179,15 @@ extension VaultStore {
         try writeFileAtomically(path, file)
         (written.header, written.file, written.stamp) = (header, file, nil)  // the next load reads what is there
         state.withLock { $0.contents = written }
+    }
+
+    /// A header for `passphrase` at this store's work factor (its scrypt runs now).
+    func header(passphrase: [UInt8]) throws(KeychainError) -> AgeFile.Header {
+        do {
+            return try AgeFile.makeHeader(passphrase: passphrase, workFactor: workFactor)
+        } catch {
+            throw KeychainError.vaultIO(detail: "cannot make the vault's header: \(error)")
+        }
     }
 
     /// The file to read and replace: `path`, or the file it links to, so that a symbolic link

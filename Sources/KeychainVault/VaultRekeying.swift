@@ -72,12 +72,7 @@ extension VaultStore {
         guard !passphrase.isEmpty else {
             throw KeychainError.noNewPassphrase(detail: "it is empty")
         }
-        let header: AgeFile.Header
-        do {
-            header = try AgeFile.makeHeader(passphrase: passphrase, workFactor: workFactor)
-        } catch {
-            throw KeychainError.vaultIO(detail: "cannot make the vault's header: \(error)")
-        }
+        let header = try header(passphrase: passphrase)
         return try underWriteLock(
             creating: false, withoutDirectory: { false },
             { file in
