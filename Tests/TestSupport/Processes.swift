@@ -18,6 +18,13 @@ public struct ProcessTimedOut: Error, CustomStringConvertible {
 
 /// Runs `executable` with `arguments` and `environment` (exactly: nothing inherited), feeding
 /// `stdin` (or /dev/null), capturing stdout and stderr in files so no pipe can fill up.
+///
+/// Started with `posix_spawn` and waited for with `waitpid`, not with Foundation's `Process`:
+/// `Process` learns that a child ended when a socket it gives the child closes, and every
+/// descendant inherits that socket, so a command that leaves a process behind (a daemon, a
+/// backgrounded `sleep`) kept `isRunning` true, and `waitUntilExit()` could wait for as long as
+/// that process lived. The child gets descriptors 0-2 only and an empty signal mask (the test
+/// runner's threads block some), as `Process` gives.
 /// - Throws: ``ProcessTimedOut`` (after killing it) when it runs longer than `timeout` seconds.
 public func runProcess(
     _ executable: String, _ arguments: [String], stdin: Data? = nil, environment: [String: String],
@@ -26,39 +33,73 @@ public func runProcess(
     let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("kc-run-\(UUID().uuidString)")
     try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
     defer { try? FileManager.default.removeItem(at: scratch) }
-    let outURL = scratch.appendingPathComponent("out")
-    let errURL = scratch.appendingPathComponent("err")
-    _ = FileManager.default.createFile(atPath: outURL.path, contents: nil)
-    _ = FileManager.default.createFile(atPath: errURL.path, contents: nil)
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: executable)
-    process.arguments = arguments
-    process.environment = environment
+    let (outPath, errPath) = (scratch.appendingPathComponent("out").path, scratch.appendingPathComponent("err").path)
+    var inPath = "/dev/null"
     if let stdin {
-        let inURL = scratch.appendingPathComponent("in")
-        try stdin.write(to: inURL)
-        process.standardInput = try FileHandle(forReadingFrom: inURL)
-    } else {
-        process.standardInput = FileHandle(forReadingAtPath: "/dev/null")
+        inPath = scratch.appendingPathComponent("in").path
+        try stdin.write(to: URL(fileURLWithPath: inPath))
     }
-    let out = try FileHandle(forWritingTo: outURL)
-    let err = try FileHandle(forWritingTo: errURL)
-    process.standardOutput = out
-    process.standardError = err
-    try process.run()
+    let pid = try spawn(
+        executable, arguments, environment: environment,
+        files: [
+            (0, inPath, O_RDONLY), (1, outPath, O_WRONLY | O_CREAT | O_TRUNC),
+            (2, errPath, O_WRONLY | O_CREAT | O_TRUNC),
+        ])
     let deadline = Date().addingTimeInterval(timeout)
-    while process.isRunning && Date() < deadline { usleep(2_000) }
-    if process.isRunning {
-        kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
-        throw ProcessTimedOut(command: [executable] + arguments)
+    var status: Int32 = 0
+    while true {
+        let waited = waitpid(pid, &status, WNOHANG)
+        if waited == pid { break }
+        if waited == -1 && errno != EINTR { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .ECHILD) }
+        if Date() >= deadline {
+            kill(pid, SIGKILL)
+            while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
+            throw ProcessTimedOut(command: [executable] + arguments)
+        }
+        usleep(2_000)
     }
-    process.waitUntilExit()
-    try out.close()
-    try err.close()
+    let signaled = (status & 0x7f) != 0
     return ProcessResult(
-        status: process.terminationStatus, signaled: process.terminationReason == .uncaughtSignal,
-        stdout: try Data(contentsOf: outURL), stderr: String(decoding: try Data(contentsOf: errURL), as: UTF8.self))
+        status: signaled ? status & 0x7f : (status >> 8) & 0xff, signaled: signaled,
+        stdout: try Data(contentsOf: URL(fileURLWithPath: outPath)),
+        stderr: String(decoding: try Data(contentsOf: URL(fileURLWithPath: errPath)), as: UTF8.self))
+}
+
+/// glibc's `posix_spawn_file_actions_addclosefrom_np` (2.34), which Swift's Glibc module does
+/// not declare.
+private let addCloseFrom: @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32 = {
+    guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "posix_spawn_file_actions_addclosefrom_np") else {
+        fatalError("glibc 2.34 or later is needed: posix_spawn_file_actions_addclosefrom_np is missing")
+    }
+    return unsafeBitCast(
+        symbol, to: (@convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32).self)
+}()
+
+/// Starts `executable` with `files` opened on their descriptors and every other descriptor closed.
+private func spawn(
+    _ executable: String, _ arguments: [String], environment: [String: String], files: [(Int32, String, Int32)]
+) throws -> pid_t {
+    var actions = posix_spawn_file_actions_t()
+    posix_spawn_file_actions_init(&actions)
+    defer { posix_spawn_file_actions_destroy(&actions) }
+    for (descriptor, path, flags) in files {
+        posix_spawn_file_actions_addopen(&actions, descriptor, path, flags, 0o600)
+    }
+    _ = addCloseFrom(&actions, 3)
+    var attributes = posix_spawnattr_t()
+    posix_spawnattr_init(&attributes)
+    defer { posix_spawnattr_destroy(&attributes) }
+    var none = sigset_t()
+    sigemptyset(&none)
+    posix_spawnattr_setsigmask(&attributes, &none)
+    posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK))
+    let argv = ([executable] + arguments).map { strdup($0) } + [nil]
+    let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
+    defer { for pointer in argv + envp { free(pointer) } }
+    var pid: pid_t = 0
+    let failure = posix_spawn(&pid, executable, &actions, &attributes, argv, envp)
+    guard failure == 0 else { throw POSIXError(POSIXErrorCode(rawValue: failure) ?? .EIO) }
+    return pid
 }
 
 /// The `keychain-cli` binary under test: `$KEYCHAIN_CLI`, else the one built beside the tests.
