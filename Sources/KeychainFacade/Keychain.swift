@@ -193,6 +193,24 @@ public final class Keychain: Sendable {
         }
     }
 
+    /// Stores each of `secrets`, of this service or any other, only where nothing is stored under
+    /// its service and key, decided by the backend as ``add(_:for:)`` decides it (the vault: one
+    /// write, all or nothing), and forgets cached secrets.
+    /// - Parameter progress: told how many are done so far, added or not.
+    /// - Returns: for each of `secrets`, in order, whether it was added.
+    /// - Throws: see ``storeAll(_:progress:)``.
+    public func addAll(_ secrets: [SecretToStore], progress: (Int) -> Void = { _ in }) throws -> [Bool] {
+        guard secrets.allSatisfy({ $0.secret.count <= Self.maximumSecretSize }) else {
+            throw KeychainError.secretTooLarge(limit: Self.maximumSecretSize)
+        }
+        defer { removeCachedSecrets() }
+        let mine = Set(secrets.lazy.filter { $0.service == self.service }.map(\.key))
+        return try recordingEchoes(of: mine, [.created]) {
+            let added = try store.addSecrets(secrets, progress: progress)
+            return (added, zip(secrets, added).filter { $1 && $0.service == self.service }.count)
+        }
+    }
+
     /// Removes the item stored under `key`.
     /// - Returns: `false` when there was no such item.
     /// - Throws: any ``KeychainError`` of the backend.

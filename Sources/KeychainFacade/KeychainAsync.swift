@@ -50,6 +50,13 @@ extension Keychain {
         try await offCooperativePool { try self.storeAll(secrets, progress: progress) }
     }
 
+    /// See ``addAll(_:progress:)``; `progress` is called on the worker thread.
+    public func addAll(_ secrets: [SecretToStore], progress: @escaping @Sendable (Int) -> Void = { _ in })
+        async throws -> [Bool]
+    {
+        try await offCooperativePool { try self.addAll(secrets, progress: progress) }
+    }
+
     /// See ``delete(_:)``.
     @discardableResult
     public func delete(_ key: KeychainKey) async throws -> Bool {

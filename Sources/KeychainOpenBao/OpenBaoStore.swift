@@ -52,30 +52,6 @@ public final class OpenBaoStore: SecretStore {
     /// Fields per write: OpenBao refuses a request body of more than 1,000 JSON strings.
     static let fieldsPerWrite = 250
 
-    /// The keys of a service are written together, 250 per request: each request stores all of
-    /// its keys or none.
-    public func setSecrets(_ secrets: [SecretToStore], progress: (Int) -> Void) throws(KeychainError) {
-        var order: [ServiceName] = []
-        var byService: [ServiceName: [SecretToStore]] = [:]
-        for item in secrets {
-            try Self.refuseReserved(item.key)
-            if byService[item.service] == nil { order.append(item.service) }
-            byService[item.service, default: []].append(item)
-        }
-        var stored = 0
-        for service in order {
-            let items = byService[service] ?? []
-            for start in stride(from: 0, to: items.count, by: Self.fieldsPerWrite) {
-                let chunk = items[start..<min(start + Self.fieldsPerWrite, items.count)]
-                var changes: [String: JSONValue] = [:]
-                for item in chunk { changes[item.key.rawValue] = KVValue.encode(item.secret) }
-                try write(service, changes)
-                stored += chunk.count
-                progress(stored)
-            }
-        }
-    }
-
     public func items(service: ServiceName?) throws(KeychainError) -> [ItemInfo] {
         let services: [ServiceName]
         if let service { services = [service] } else { services = try secretPaths() }

@@ -69,6 +69,15 @@ public protocol SecretStore: Sendable {
     /// - Throws: ``KeychainError`` when the backend cannot answer.
     func addSecret(_ secret: Data, service: ServiceName, key: KeychainKey) throws(KeychainError) -> Bool
 
+    /// Stores each of `secrets` only where nothing is stored under its service and key (nor
+    /// under an earlier one of `secrets`), decided as ``addSecret(_:service:key:)`` decides it:
+    /// the vault under its write lock, in one write (all of them or none); OpenBao by
+    /// check-and-set on each service's secret; the default adds one at a time.
+    /// - Parameter progress: told how many are done so far, added or not.
+    /// - Returns: for each of `secrets`, in order, whether it was added.
+    /// - Throws: ``KeychainError`` when the backend cannot answer; those before may be added.
+    func addSecrets(_ secrets: [SecretToStore], progress: (Int) -> Void) throws(KeychainError) -> [Bool]
+
     /// Starts reporting the changes to the items of `service` (of every service when nil), made by
     /// any program, this one included, until the returned watch is cancelled or a failure is
     /// reported (the last report). Each backend watches as well as it can: the Secret Service's
@@ -106,7 +115,7 @@ public enum ListingDetail: Sendable {
     case keysOnly
 }
 
-/// One secret for ``SecretStore/setSecrets(_:progress:)``.
+/// One secret for ``SecretStore/setSecrets(_:progress:)`` or ``SecretStore/addSecrets(_:progress:)``.
 public struct SecretToStore: Sendable {
     public var service: ServiceName
     public var key: KeychainKey
@@ -177,6 +186,15 @@ extension SecretStore {
             try setSecret(item.secret, service: item.service, key: item.key)
             progress(index + 1)
         }
+    }
+
+    public func addSecrets(_ secrets: [SecretToStore], progress: (Int) -> Void) throws(KeychainError) -> [Bool] {
+        var added: [Bool] = []
+        for item in secrets {
+            added.append(try addSecret(item.secret, service: item.service, key: item.key))
+            progress(added.count)
+        }
+        return added
     }
 }
 

@@ -123,6 +123,22 @@ public final class VaultStore: SecretStore {
         progress(secrets.count)
     }
 
+    /// Decided under the write lock, on the file as it is then, and written once: all or none.
+    public func addSecrets(_ secrets: [SecretToStore], progress: (Int) -> Void) throws(KeychainError) -> [Bool] {
+        let now = Self.now()
+        let added = try modify { entries in
+            let added = secrets.map { item in
+                guard entries[item.service]?[item.key] == nil else { return false }
+                entries[item.service, default: [:]][item.key] = Entry(
+                    secret: item.secret, created: now, modified: now, details: nil)
+                return true
+            }
+            return (added, added.contains(true))
+        }
+        progress(secrets.count)
+        return added
+    }
+
     public func deleteSecret(service: ServiceName, key: KeychainKey) throws(KeychainError) -> Bool {
         try modify(creating: false) { entries in
             guard entries[service]?.removeValue(forKey: key) != nil else { return (false, false) }

@@ -78,6 +78,26 @@ struct SecretServiceStoreTests {
         #expect(try store.items(service: service).map(\.key).sorted() == ["empty", "largest", "text"])
     }
 
+    /// What is there stays; a key given twice is added once, with its first secret.
+    @Test(arguments: StoreKind.allCases)
+    func addSecretsAddsOnlyTheFreeKeysAndSaysWhich(on kind: StoreKind) throws {
+        let store = try kind.makeStore()
+        let service = try ServiceName(uniqueService())
+        let other = try ServiceName(uniqueService())
+        try store.setSecret(Data("kept".utf8), service: service, key: try KeychainKey("there"))
+        let secrets = try [
+            (service, "there", "lost"), (service, "new", "first"), (other, "there", "o"),
+            (service, "new", "second"),
+        ].map { SecretToStore(service: $0.0, key: try KeychainKey($0.1), secret: Data($0.2.utf8)) }
+        var reported: [Int] = []
+        #expect(try store.addSecrets(secrets) { reported.append($0) } == [false, true, true, false])
+        #expect(reported.last == 4)
+        #expect(try store.secret(service: service, key: try KeychainKey("there")) == Data("kept".utf8))
+        #expect(try store.secret(service: service, key: try KeychainKey("new")) == Data("first".utf8))
+        #expect(try store.secret(service: other, key: try KeychainKey("there")) == Data("o".utf8))
+        #expect(try store.addSecrets([]) { _ in } == [])
+    }
+
     @Test(arguments: StoreKind.allCases)
     func storesReadsAndDeletesBytesExactly(on kind: StoreKind) throws {
         let store = try kind.makeStore()

@@ -51,29 +51,32 @@ extension KeychainCLI {
                         + "was stored. Pass --allow-empty if empty secrets are really meant, as set takes it")
             }
 
-            // Which items exist, one listing per service.
-            var existing: [ServiceName: Swift.Set<String>] = [:]
-            for service in Swift.Set(items.map(\.service)) {
-                existing[service] = Swift.Set(try Keychain(service: service, store: keychain.store).items().map(\.key))
+            let secrets = items.map { SecretToStore(service: $0.service, key: $0.key, secret: $0.secret) }
+            let progress = isTerminal(STDERR_FILENO) && secrets.count > 20 && !dryRun
+            let report: (Int) -> Void = { done in
+                if progress { writeError("\rimporting \(done)/\(secrets.count)") }
             }
-            var counts: [ImportAction: Int] = [:]
-            var toStore: [SecretToStore] = []
-            for item in items {
-                let present = existing[item.service]?.contains(item.key.rawValue) == true
-                let action: ImportAction = present ? (overwrite ? .replace : .skip) : .add
-                if dryRun {
-                    try writeOutput(Array("\(action.rawValue) \(item.service)/\(item.key)\n".utf8))
-                } else if action != .skip {
-                    toStore.append(SecretToStore(service: item.service, key: item.key, secret: item.secret))
+            let actions: [ImportAction]
+            if overwrite || dryRun {
+                let present = try existingItems(of: items.map(\.service), keychain)
+                actions = items.map {
+                    present[$0.service]?.contains($0.key.rawValue) == true ? (overwrite ? .replace : .skip) : .add
                 }
-                counts[action, default: 0] += 1
-            }
-            let (added, replaced, skipped) = (counts[.add] ?? 0, counts[.replace] ?? 0, counts[.skip] ?? 0)
-            let progress = isTerminal(STDERR_FILENO) && toStore.count > 20
-            try keychain.storeAll(toStore) { done in
-                if progress { writeError("\rimporting \(done)/\(toStore.count)") }
+                if dryRun {
+                    let lines = zip(actions, items).map { "\($0.rawValue) \($1.service)/\($1.key)\n" }.joined()
+                    try writeOutput(Array(lines.utf8))
+                } else {
+                    try keychain.storeAll(secrets, progress: report)
+                }
+            } else {
+                // Whether a key is free is decided by the backend as it writes (under the vault's
+                // lock, by OpenBao's check-and-set), not by a listing made before: a key another
+                // program sets meanwhile is skipped, never overwritten.
+                actions = try keychain.addAll(secrets, progress: report).map { $0 ? .add : .skip }
             }
             if progress { writeError("\n") }
+            let count = { (action: ImportAction) in actions.count(where: { $0 == action }) }
+            let (added, replaced, skipped) = (count(.add), count(.replace), count(.skip))
             var summary =
                 dryRun
                 ? "would add \(added), replace \(replaced), skip \(skipped)"
@@ -85,6 +88,17 @@ extension KeychainCLI {
         /// What import does with one item: its word in `--dry-run`'s lines.
         enum ImportAction: String {
             case add, replace, skip
+        }
+
+        /// The keys each of `services` holds now, one listing per service.
+        private func existingItems(of services: [ServiceName], _ keychain: Keychain) throws
+            -> [ServiceName: Swift.Set<String>]
+        {
+            var existing: [ServiceName: Swift.Set<String>] = [:]
+            for service in Swift.Set(services) {
+                existing[service] = Swift.Set(try Keychain(service: service, store: keychain.store).items().map(\.key))
+            }
+            return existing
         }
 
         private func readText(_ source: String) throws -> String {
