@@ -12,6 +12,7 @@ import datetime, json, os, platform, statistics, subprocess
 
 import instructions
 from backends import openbao_table, vault_table
+from floor import floor_table
 from common import KC, LARGE_RUNS, LIST_ITEMS, MEMORY_RUNS, PY, RUNS, WARMUP, measure, measure_memory
 from masking import masking_table
 from serve import serve_table
@@ -126,6 +127,8 @@ def main():
         f"| **{rss[kc] / rss[st]:.2f}×** | — |")
     table = "\n".join(lines)
     print(table)
+    floor_rows = floor_table(S)
+    print("\n" + floor_rows)
     serve_rows, serve_memory = serve_table(L)
     print("\n" + serve_rows + "\n" + serve_memory)
     team_table = vault_table(S)
@@ -191,6 +194,21 @@ Versions: {"; ".join(f"{k} {v}" for k, v in versions.items())}.
   measured the same way, is {rss["floor"]:.1f} MiB. (A child started straight from this Python
   script would report at least Python's own 13 MiB, because Linux counts the resident size the
   child had before `exec`; this benchmark's memory column did so until 2026-11-22.)
+
+## Where `get` goes: the floors beside it
+
+{floor_rows}
+
+Each process against the same private gnome-keyring and item as the table above; time: median of
+{RUNS} interleaved runs, after {WARMUP} warm-up rounds; memory: median of {MEMORY_RUNS}, under GNU
+time (whose own floor is the `/bin/true` row). The C program is `int main(void) {{ return 0; }}`
+linked with `--no-as-needed` against the libraries keychain-cli links (pkg-config's libsecret-1,
+gio-2.0 and libgcrypt): what loading them costs any client of them, secret-tool included. `dbus-send`
+links libdbus only and makes one round trip (a `SearchItems` of the item), the least a Secret
+Service client can do. System calls: one run under `strace -f -c` (threads included), which counts
+the calls after `execve`; relocations and the dynamic loader's time (in CPU cycles): one run with
+`LD_DEBUG=statistics`. Debian builds these libraries with `-z now`, so every symbol of each is bound
+at load whether it is used or not.
 
 ## `serve`: keychain-cli as the Secret Service, against gnome-keyring
 

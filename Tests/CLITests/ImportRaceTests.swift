@@ -6,7 +6,7 @@ import Testing
 /// decides under its lock, OpenBao by check-and-set. Before, import decided from a listing made
 /// before its write and then stored every key it had found free, over whatever another writer
 /// had set meanwhile. (The Secret Service has no lock to decide under: there, two writers at the
-/// same moment may both store, docs/backends/secret-service.md.)
+/// same moment may both store: docs/commands.md, import and generate.)
 @Suite("import racing other writers")
 struct ImportRaceTests {
     /// An import that listed the vault and waits for its lock, while a `set` of one of its keys
