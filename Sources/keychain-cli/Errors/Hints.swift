@@ -50,11 +50,11 @@ func hint(for error: KeychainError) -> String? {
     case .wrongPassphrase:
         return "Check $KEYCHAIN_PASSPHRASE, --passphrase-file or --passphrase-fd"
     case .noPassphrase:
-        return "Set $KEYCHAIN_PASSPHRASE, or pass --passphrase-file PATH or --passphrase-fd N, or run at a "
-            + "terminal to be asked"
+        return "Give the passphrase (not empty) in $KEYCHAIN_PASSPHRASE, with --passphrase-file PATH or "
+            + "--passphrase-fd N, or run at a terminal to be asked"
     case .noNewPassphrase:
-        return "Set $KEYCHAIN_NEW_PASSPHRASE, or pass --new-passphrase-file PATH or --new-passphrase-fd N, or "
-            + "run at a terminal to be asked"
+        return "Give the new passphrase (not empty) in $KEYCHAIN_NEW_PASSPHRASE, with --new-passphrase-file PATH "
+            + "or --new-passphrase-fd N, or run at a terminal to be asked"
     case .noMatchingIdentity:
         return "Give the identity file of one of its recipients with --identity PATH or $KEYCHAIN_IDENTITY (an "
             + "age identity file, or an unencrypted OpenSSH ed25519 key)"
