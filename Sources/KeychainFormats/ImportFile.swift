@@ -63,6 +63,12 @@ package enum ImportFile {
                         + "\(quotedValue(repeated.name, expected: "a field name")) twice; nothing was stored. JSON tools differ on "
                         + "which one counts (python and jq read the last): keep one")
             }
+            if let comma = TrailingComma.first(in: text.utf8) {
+                throw FormatError(
+                    "\(source): \(comma.item.map { "item \($0)" } ?? "the document") has a comma right before a closing "
+                        + "bracket, which JSON does not allow (python3 -m json.tool and jq refuse it); nothing was stored. "
+                        + "Remove the comma")
+            }
             // An export, or a vault's plaintext (age --decrypt vault.age | keychain-cli import).
             guard VaultDocument.formats.contains(document.format), document.version == 1 else {
                 throw FormatError(

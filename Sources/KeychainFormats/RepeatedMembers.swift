@@ -15,15 +15,19 @@ package struct RepeatedMember: Equatable, Sendable {
         return scanner.run()
     }
 
-    private enum Frame {
+    fileprivate enum Frame {
         case object(names: Set<String>, expectingName: Bool, current: String?)
         case array(index: Int)
     }
 
-    private struct Scanner {
+    fileprivate struct Scanner {
         let bytes: [UInt8]
         var position = 0
         var stack: [Frame] = []
+        /// The last byte outside a string that is not white space (a string counts as its quote).
+        var lastSignificant: UInt8?
+        /// The first comma found right before a closing bracket.
+        var trailingComma: TrailingComma?
 
         init(bytes: [UInt8]) { self.bytes = bytes }
 
@@ -31,10 +35,14 @@ package struct RepeatedMember: Equatable, Sendable {
             while position < bytes.count {
                 let byte = bytes[position]
                 position += 1
+                defer { if ![0x20, 0x09, 0x0A, 0x0D].contains(byte) { lastSignificant = byte } }
                 switch byte {
                 case UInt8(ascii: "{"): stack.append(.object(names: [], expectingName: true, current: nil))
                 case UInt8(ascii: "["): stack.append(.array(index: 0))
                 case UInt8(ascii: "}"), UInt8(ascii: "]"):
+                    if lastSignificant == UInt8(ascii: ","), trailingComma == nil {
+                        trailingComma = TrailingComma(item: item())
+                    }
                     guard stack.popLast() != nil else { return nil }
                 case UInt8(ascii: ","):
                     switch stack.last {
@@ -116,5 +124,22 @@ package struct RepeatedMember: Equatable, Sendable {
             position += 4
             return value
         }
+    }
+}
+
+/// A comma right before a closing bracket (`[1,]`, `{"a":1,}`): not JSON, though Foundation's
+/// decoder reads it. python's json and jq refuse it, so a file import took would fail in the
+/// tools its messages point to; import refuses it too.
+package struct TrailingComma: Equatable, Sendable {
+    /// The number (from 1) of the entry of the top-level `items` array whose object or array it
+    /// closes; nil when it is elsewhere.
+    package var item: Int?
+
+    /// The first trailing comma of the JSON text `bytes` (UTF-8), or nil when there is none, or
+    /// when the text is not JSON (the decoder then says what is wrong).
+    package static func first(in bytes: some Collection<UInt8>) -> TrailingComma? {
+        var scanner = RepeatedMember.Scanner(bytes: Array(bytes))
+        while scanner.run() != nil, scanner.position < scanner.bytes.count {}
+        return scanner.trailingComma
     }
 }

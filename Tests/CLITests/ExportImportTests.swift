@@ -209,6 +209,10 @@ final class ExportImportTests {
                     #"{"format":"keychain-cli-export","version":1,"items":[{"service":"\#(s)","key":"","encoding":"utf8","secret":"1"}]}"#,
                     "standard input: item 1: invalid key"
                 ),
+                (
+                    #"{"format":"keychain-cli-export","version":1,"items":[{"service":"\#(s)","key":"x","encoding":"utf8","secret":"1",}]}"#,
+                    "standard input: item 1 has a comma right before a closing bracket"
+                ),
                 (#"{"format":"other","version":1,"items":[]}"#, "is not one this version reads"),
                 ("{ not json", "is not a keychain-cli export document"),
             ]

@@ -95,6 +95,25 @@ struct FilesTests {
     }
 }
 
+@Suite("TrailingComma: a comma before a closing bracket")
+struct TrailingCommaTests {
+    @Test(arguments: [
+        (#"{"items":[{"service":"s"},]}"#, TrailingComma(item: nil)),
+        (#"{"items":[{"service":"s"},{"key":"k",}]}"#, TrailingComma(item: 2)),
+        ("{\"items\":[],\r\n\t}", TrailingComma(item: nil)),
+        (#"{"items":[{"k":[1,2 , ]}]}"#, TrailingComma(item: 1)),
+    ])
+    func isFound(_ json: String, _ expected: TrailingComma) {
+        #expect(TrailingComma.first(in: json.utf8) == expected)
+    }
+
+    /// Commas inside strings, and a repeated member before a valid end, are not trailing commas.
+    @Test(arguments: [#"{"a":",]","b":",}"}"#, #"{"a":1,"a":2}"#, #"[1,2,[3,{}]]"#, "{\"x\":\"\\\",]\"}"])
+    func isNotFound(_ json: String) {
+        #expect(TrailingComma.first(in: json.utf8) == nil)
+    }
+}
+
 @Suite("RepeatedMember: a JSON member given twice")
 struct RepeatedMemberTests {
     @Test(arguments: [
