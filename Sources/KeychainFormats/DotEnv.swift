@@ -86,40 +86,49 @@ package enum DotEnv {
     }
 
     /// The value after `=`, read scalar by scalar: a combining mark after the opening quote
-    /// belongs to the value, not to the quote.
+    /// belongs to the value, not to the quote. A quoted value ends at its first closing quote (not
+    /// escaped, in double quotes); after it only white space may come, or a comment that starts
+    /// with white space and `#`. (Before, the value ran to the line's last quote: `A="x" "y"`
+    /// stored `x" "y`, and `A="x" # note` was refused as unterminated.)
     private static func value(_ raw: Substring, at location: String) throws(FormatError) -> String {
         let scalars = Array(raw.unicodeScalars)
         guard let quote = scalars.first, quote == "\"" || quote == "'" else { return String(raw) }
-        guard scalars.count >= 2, scalars.last == quote else {
-            throw FormatError("\(location): the value's closing \(quote) is missing")
-        }
-        let body = scalars[1..<(scalars.count - 1)]
         var result = String.UnicodeScalarView()
-        if quote == "'" {
-            result.append(contentsOf: body)
-            return String(result)
-        }
         var escaped = false
-        for scalar in body {
-            if escaped {
-                switch scalar {
-                case "n": result.append("\n")
-                case "r": result.append("\r")
-                case "t": result.append("\t")
-                case "\\", "\"", "$", "`": result.append(scalar)
-                default:
-                    throw FormatError(
-                        "\(location): unknown escape \\\(escapedForDisplay(String(scalar))). "
-                            + "Use \\\\ \\\" \\n \\r \\t \\$ or \\`")
+        var closing: Int?
+        for (index, scalar) in scalars.enumerated().dropFirst() {
+            if quote == "'" || !escaped {
+                if scalar == quote {
+                    closing = index
+                    break
                 }
-                escaped = false
-            } else if scalar == "\\" {
-                escaped = true
-            } else {
-                result.append(scalar)
+                if quote == "\"" && scalar == "\\" {
+                    escaped = true
+                } else {
+                    result.append(scalar)
+                }
+                continue
             }
+            switch scalar {
+            case "n": result.append("\n")
+            case "r": result.append("\r")
+            case "t": result.append("\t")
+            case "\\", "\"", "$", "`": result.append(scalar)
+            default:
+                throw FormatError(
+                    "\(location): unknown escape \\\(escapedForDisplay(String(scalar))). "
+                        + "Use \\\\ \\\" \\n \\r \\t \\$ or \\`")
+            }
+            escaped = false
         }
-        if escaped { throw FormatError("\(location): the value ends in a lone \\") }
+        guard let closing else { throw FormatError("\(location): the value's closing \(quote) is missing") }
+        let rest = scalars[(closing + 1)...]
+        let comment = rest.drop { $0 == " " || $0 == "\t" }
+        guard comment.isEmpty || (comment.first == "#" && comment.count < rest.count) else {
+            throw FormatError(
+                "\(location): text follows the value's closing \(quote). Quote the whole value, or start a comment "
+                    + "with a space and #")
+        }
         return String(result)
     }
 

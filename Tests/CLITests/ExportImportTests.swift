@@ -150,10 +150,12 @@ final class ExportImportTests {
             #expect(try cli(["-s", target, "import", "--format", "env"], stdin: env.stdout).status == 0)
             #expect(try cli(["-s", target, "get", "_9LIVES"]).stdoutText == "line1\nline2 \"q\" $x \\ end")
             let plain = try cli(
-                ["-s", target, "import"], input: "# comment\nexport PLAIN=as is\nSINGLE='no $escapes\\n'\n")
+                ["-s", target, "import"],
+                input: "# comment\nexport PLAIN=as is\nSINGLE='no $escapes\\n'\nNOTED=\"kept\"  # a note\n")
             #expect(plain.status == 0, "\(plain.stderr)")
             #expect(try cli(["-s", target, "get", "PLAIN"]).stdoutText == "as is")
             #expect(try cli(["-s", target, "get", "SINGLE"]).stdoutText == "no $escapes\\n")
+            #expect(try cli(["-s", target, "get", "NOTED"]).stdoutText == "kept")
         }
     }
 
@@ -197,6 +199,9 @@ final class ExportImportTests {
                 ("A=1\nnot a mapping\n", "standard input:2: expected NAME=value"),
                 ("A=1\n1BAD=2\n", "standard input:2: '1BAD' is not a valid variable name"),
                 ("A=\"unterminated\n", "standard input:1: the value's closing \" is missing"),
+                // Not `x" "y`, the line's first to last quote, as before.
+                ("A=\"x\" \"y\"\n", "standard input:1: text follows the value's closing \""),
+                ("A='it's'\n", "standard input:1: text follows the value's closing '"),
                 (
                     #"{"format":"keychain-cli-export","version":1,"items":[{"service":"\#(s)","key":"ok","encoding":"utf8","secret":"1"},{"service":"\#(s)","key":"x","encoding":"base64","secret":"%%"}]}"#,
                     "standard input: item 2: the secret does not decode as base64"
