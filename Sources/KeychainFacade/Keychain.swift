@@ -183,12 +183,7 @@ public final class Keychain: Sendable {
     /// - Throws: ``KeychainError/secretTooLarge(limit:)`` before anything is stored when one is
     ///   above ``maximumSecretSize``, or any ``KeychainError`` of the backend.
     public func storeAll(_ secrets: [SecretToStore], progress: (Int) -> Void = { _ in }) throws {
-        guard secrets.allSatisfy({ $0.secret.count <= Self.maximumSecretSize }) else {
-            throw KeychainError.secretTooLarge(limit: Self.maximumSecretSize)
-        }
-        defer { removeCachedSecrets() }
-        let mine = Set(secrets.lazy.filter { $0.service == self.service }.map(\.key))
-        try recordingEchoes(of: mine, [.created, .changed]) {
+        try writingMany(secrets, [.created, .changed]) { mine in
             (try store.setSecrets(secrets, progress: progress), mine.count)
         }
     }
@@ -200,15 +195,26 @@ public final class Keychain: Sendable {
     /// - Returns: for each of `secrets`, in order, whether it was added.
     /// - Throws: see ``storeAll(_:progress:)``.
     public func addAll(_ secrets: [SecretToStore], progress: (Int) -> Void = { _ in }) throws -> [Bool] {
+        try writingMany(secrets, [.created]) { _ in
+            let added = try store.addSecrets(secrets, progress: progress)
+            return (added, zip(secrets, added).filter { $1 && $0.service == self.service }.count)
+        }
+    }
+
+    /// What ``storeAll(_:progress:)`` and ``addAll(_:progress:)`` share: no secret over
+    /// ``maximumSecretSize`` reaches the backend, their own watch events are expected (`write`
+    /// gets this service's keys among `secrets` and says how many events it made), and cached
+    /// secrets are forgotten.
+    private func writingMany<Result>(
+        _ secrets: [SecretToStore], _ kinds: Set<StoreChange.Kind>,
+        _ write: (Set<KeychainKey>) throws -> (Result, changes: Int)
+    ) throws -> Result {
         guard secrets.allSatisfy({ $0.secret.count <= Self.maximumSecretSize }) else {
             throw KeychainError.secretTooLarge(limit: Self.maximumSecretSize)
         }
         defer { removeCachedSecrets() }
         let mine = Set(secrets.lazy.filter { $0.service == self.service }.map(\.key))
-        return try recordingEchoes(of: mine, [.created]) {
-            let added = try store.addSecrets(secrets, progress: progress)
-            return (added, zip(secrets, added).filter { $1 && $0.service == self.service }.count)
-        }
+        return try recordingEchoes(of: mine, kinds) { try write(mine) }
     }
 
     /// Removes the item stored under `key`.
