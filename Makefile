@@ -23,11 +23,14 @@ SWIFT ?= swift
 # dynamic loader resolves, for every library, is looked up in the executable first, and the Swift
 # runtime's dladdr at start-up scans them all: a get is faster without (measured). Nothing
 # needs them: a static binary finds no swift-backtrace beside it, so it prints no backtrace anyway.
+# build-support/ld-as-needed: lld with --as-needed first, so that libsecret, GIO, GObject, GLib and
+# libgcrypt, which the binary loads on first use (Sources/CLibraryLoader), are not loaded at start.
 # Not --no-pie: it would start faster (no relocation of its data pages at every start) but load the
 # binary at a fixed address, giving up address randomisation of its code (docs/performance.md).
 RELEASE_FLAGS = -c release --static-swift-stdlib -Xswiftc -use-ld=lld -Xlinker -z -Xlinker pack-relative-relocs \
 	-Xlinker -L$(CURDIR)/build-support/static-libstdc++ \
-	-Xlinker --symbol-ordering-file=$(CURDIR)/build-support/keychain-cli.order -Xlinker --no-warn-symbol-ordering -Xlinker --no-export-dynamic
+	-Xlinker --symbol-ordering-file=$(CURDIR)/build-support/keychain-cli.order -Xlinker --no-warn-symbol-ordering -Xlinker --no-export-dynamic \
+	-Xswiftc -Xclang-linker -Xswiftc --ld-path=$(CURDIR)/build-support/ld-as-needed
 RELEASE_BIN = .build/release/keychain-cli
 
 # Debian packages: build (libsecret-1-dev, libgcrypt20-dev, pkg-config), run (a Secret Service:

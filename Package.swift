@@ -28,6 +28,9 @@ let package = Package(
             pkgConfig: "libgcrypt",
             providers: [.apt(["libgcrypt20-dev"])]
         ),
+        // libsecret, GIO, GObject, GLib and libgcrypt loaded on first use, not at every start: a
+        // stand-in for each function called (see library_loader.c).
+        .target(name: "CLibraryLoader"),
         // Linux calls Swift cannot make directly (variadic prctl and open, the O_TMPFILE macro).
         .systemLibrary(name: "CLinux"),
         // The OpenBao backend's HTTP client: libcurl's headers at build time, the library loaded
@@ -61,9 +64,11 @@ let package = Package(
         ),
         // GLib and GIO shared by the Secret Service client and provider: who owns which reference,
         // the bounded main-context runner.
-        .target(name: "KeychainGLib", dependencies: ["KeychainStore", "CLibSecret"]),
+        .target(name: "KeychainGLib", dependencies: ["KeychainStore", "CLibSecret", "CLibraryLoader"]),
         // The Secret Service's encrypted session, both sides (libgcrypt).
-        .target(name: "KeychainSecretSession", dependencies: ["KeychainStore", "KeychainSystem", "CLibGcrypt"]),
+        .target(
+            name: "KeychainSecretSession", dependencies: ["KeychainStore", "KeychainSystem", "CLibGcrypt", "CLibraryLoader"]
+        ),
         .target(
             name: "KeychainSecretService",
             dependencies: [

@@ -48,7 +48,11 @@ static inline const SecretSchema *keychain_cli_schema(void) {
 // git-credential-libsecret (Debian) and GNOME's network clients write them, and looked up by its
 // attributes alone (SECRET_SCHEMA_DONT_MATCH_NAME), so that upstream git's org.git.Password items
 // are found too.
-static inline const SecretSchema *keychain_cli_network_schema(void) { return SECRET_SCHEMA_COMPAT_NETWORK; }
+// (secret_get_schema, not the SECRET_SCHEMA_COMPAT_NETWORK variable: a function can be loaded on
+// first use, see CLibraryLoader.)
+static inline const SecretSchema *keychain_cli_network_schema(void) {
+    return secret_get_schema(SECRET_SCHEMA_TYPE_COMPAT_NETWORK);
+}
 static inline const SecretSchema *keychain_cli_network_search_schema(void) {
     static const SecretSchema schema = {
         "org.gnome.keyring.NetworkPassword",
