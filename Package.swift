@@ -67,7 +67,8 @@ let package = Package(
         .target(name: "KeychainGLib", dependencies: ["KeychainStore", "CLibSecret", "CLibraryLoader"]),
         // The Secret Service's encrypted session, both sides (libgcrypt).
         .target(
-            name: "KeychainSecretSession", dependencies: ["KeychainStore", "KeychainSystem", "CLibGcrypt", "CLibraryLoader"]
+            name: "KeychainSecretSession",
+            dependencies: ["KeychainStore", "KeychainSystem", "CLibGcrypt", "CLibraryLoader"]
         ),
         .target(
             name: "KeychainSecretService",

@@ -24,6 +24,8 @@ final class SecretServiceConnection: Sendable {
     /// Our half of a key exchange computed ahead (see ``sessionBus(_:preparingSession:)``), for
     /// the next session opened; used once.
     let preparedExchange = Locked<SecretSession.KeyExchange?>(nil)
+    /// The connection of the direct read path (SecretServiceDirectRead.swift), opened on first use.
+    let direct = Locked<DirectBus?>(nil)
     /// libsecret's schema of our items (`org.freedesktop.Secret.Generic`, not matched by name).
     var schema: UnsafePointer<SecretSchema> { keychain_cli_schema() }
 

@@ -29,29 +29,34 @@ extension KeychainError {
             }
             return
         }
-        switch remoteName {
+        if let remoteName {
+            self = Self(remote: remoteName, detail: detail, operation: operation, seconds: seconds)
+        } else {
+            // Errors that never reached a remote peer come from connecting to the bus itself.
+            self =
+                error.domain == keychain_cli_io_error_quark()
+                ? .noSessionBus(detail: detail) : .backendFailure(detail: "the Secret Service failed: \(detail)")
+        }
+    }
+
+    /// The case a D-Bus error of name `name`, with the message `detail`, stands for.
+    init(remote name: String, detail: String, operation: String, seconds: Double) {
+        switch name {
         case "org.freedesktop.DBus.Error.ServiceUnknown", "org.freedesktop.DBus.Error.NameHasNoOwner":
             self = .noSecretService(detail: detail)
-        // KeePassXC (Qt's D-Bus) answers UnknownInterface for the path of an item it removed.
-        case "org.freedesktop.DBus.Error.UnknownMethod", "org.freedesktop.DBus.Error.UnknownObject",
-            "org.freedesktop.DBus.Error.UnknownInterface", "org.freedesktop.Secret.Error.NoSuchObject":
+        case _ where vanishedObjectErrors.contains(name):
             self = .noDefaultCollection(detail: detail)
         case "org.freedesktop.Secret.Error.IsLocked":
             self = .locked(detail: detail)
         case "org.freedesktop.DBus.Error.AccessDenied", "org.freedesktop.DBus.Error.AuthFailed":
             self = .permissionDenied(detail: detail)
-        case "org.freedesktop.DBus.Error.NoReply" where message.contains("disconnected"):
+        case "org.freedesktop.DBus.Error.NoReply" where detail.contains("disconnected"):
             // The provider quit (or crashed) with our call pending: the bus answers for it.
             self = .noSecretService(detail: "the Secret Service quit before it answered: \(detail)")
         case "org.freedesktop.DBus.Error.NoReply", "org.freedesktop.DBus.Error.Timeout":
             self = .timedOut(operation: operation, seconds: seconds)
-        case .some:
+        default:
             self = .backendFailure(detail: "the Secret Service failed: \(detail)")
-        case .none:
-            // Errors that never reached a remote peer come from connecting to the bus itself.
-            self =
-                error.domain == keychain_cli_io_error_quark()
-                ? .noSessionBus(detail: detail) : .backendFailure(detail: "the Secret Service failed: \(detail)")
         }
     }
 
@@ -63,6 +68,14 @@ extension KeychainError {
         return String(message[message.index(after: colon)...].drop(while: { $0 == " " }))
     }
 }
+
+/// The D-Bus errors that answer a call on an object that does not exist: for an item, one another
+/// client deleted (see ``finishItemCall(_:_:_:)``); for a collection, no default keyring.
+/// KeePassXC (Qt's D-Bus) answers UnknownInterface for the path of an item it removed.
+let vanishedObjectErrors = [
+    "org.freedesktop.DBus.Error.UnknownMethod", "org.freedesktop.DBus.Error.UnknownObject",
+    "org.freedesktop.DBus.Error.UnknownInterface", "org.freedesktop.Secret.Error.NoSuchObject",
+]
 
 /// Finishes a D-Bus call made on one item: nil, and no error, when the item no longer exists. An
 /// item deleted by another client between our search and this call is answered with
@@ -82,13 +95,7 @@ func clearingVanishedItemError(_ error: GErrorSlot) -> Bool {
     if failure.domain == keychain_cli_secret_error_quark() {
         vanished = failure.code == Int32(SECRET_ERROR_NO_SUCH_OBJECT.rawValue)
     } else {
-        switch failure.remoteName {
-        // KeePassXC (Qt's D-Bus) answers UnknownInterface for the path of an item it removed.
-        case "org.freedesktop.DBus.Error.UnknownMethod", "org.freedesktop.DBus.Error.UnknownObject",
-            "org.freedesktop.DBus.Error.UnknownInterface", "org.freedesktop.Secret.Error.NoSuchObject":
-            vanished = true
-        default: vanished = false
-        }
+        vanished = failure.remoteName.map(vanishedObjectErrors.contains) ?? false
     }
     if vanished { _ = takeError(error) }
     return vanished

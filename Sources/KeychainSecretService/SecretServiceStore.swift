@@ -27,19 +27,23 @@ public final class SecretServiceStore: SecretStore {
     /// The bus, the kept session and libsecret's proxy, and the queries on them.
     let connection = SecretServiceConnection()
 
-    /// The object path of the kept session (for tests).
-    @_spi(Testing) public var keptSessionPath: String? { connection.kept.withLock { $0?.session.path } }
-    /// Whether a prepared half of a key exchange is waiting (for tests).
-    @_spi(Testing) public var hasPreparedExchange: Bool { connection.preparedExchange.withLock { $0 != nil } }
+    /// The object path of the session kept on the direct connection (for tests).
+    @_spi(Testing) public var keptSessionPath: String? { connection.direct.withLock { $0?.session?.path } }
+    /// Whether an OpenSession was sent on the direct connection and not yet answered (for tests).
+    @_spi(Testing) public var hasSessionOnItsWay: Bool { connection.direct.withLock { $0?.opening != nil } }
+    /// The bus address of the direct connection, if one is open (for tests).
+    @_spi(Testing) public var directBusAddress: String? { connection.direct.withLock { $0?.address } }
 
     /// Closes the kept session on the service but keeps it here, as a restarted service would
     /// have forgotten it (for tests: the service lets only the connection that opened a session
     /// close it).
     @_spi(Testing) public func closeKeptSessionOnTheService() throws {
         guard let path = keptSessionPath else { return }
-        try connection.onBus("close the session", seconds: timeout) { operation, bus in
-            _ = try operation.callMethod(
-                bus, SecretServiceConnection.busName, path, "org.freedesktop.Secret.Session", "Close", nil)
+        _ = try connection.onDirectBus(what: "close the session", seconds: timeout) { bus throws(KeychainError) in
+            // org.freedesktop.Secret.Session.Close() -> ()
+            let close = try bus.wire.call(
+                SecretServiceConnection.busName, path, "org.freedesktop.Secret.Session", "Close")
+            return try connection.answer(bus.wire.reply(to: close), "", bus.wire).atEnd
         }
     }
 
@@ -50,11 +54,12 @@ public final class SecretServiceStore: SecretStore {
     }
 
     public func secret(service: ServiceName, key: KeychainKey) throws(KeychainError) -> Data? {
-        try connection.onBus("return the secret", seconds: timeout, preparingSession: true) { operation, bus in
+        let pairs: KeyValuePairs = ["service": service.rawValue, "username": key.rawValue]
+        if let found = try connection.readDirectly(pairs, what: "return the secret", seconds: timeout) { return found }
+        return try connection.onBus("return the secret", seconds: timeout, preparingSession: true) { operation, bus in
             // Searching first needs no encrypted session, so a miss costs no key exchange;
             // libsecret's lookup opens the session before it searches.
-            let found = try connection.searchVisiblePaths(
-                operation, bus, ["service": service.rawValue, "username": key.rawValue])
+            let found = try connection.searchVisiblePaths(operation, bus, pairs)
             if found.unlocked.isEmpty && found.locked.isEmpty { return nil }
             // An item another client deletes after the search is not there: the next one, or a miss.
             for path in found.unlocked {
@@ -83,6 +88,8 @@ public final class SecretServiceStore: SecretStore {
     }
 
     public func setSecret(_ secret: Data, service: ServiceName, key: KeychainKey) throws(KeychainError) {
+        // On the direct connection when it can be (SecretServiceDirectWrite.swift), else on GDBus.
+        if try setSecretOnDirectBus(secret, service: service, key: key) { return }
         let value = OwnedSecretValue(secret, contentType: "application/octet-stream")
         try BoundedOperation.run("store the secret", seconds: timeout) { operation in
             // Directly on the bus when it can be (see SecretServiceWrites.swift), else through

@@ -114,18 +114,10 @@ final class SessionBusSocket: Sendable {
     private static func open(_ endpoint: Endpoint, _ operation: BoundedOperation, _ meanwhile: () -> Void) throws
         -> OwnedObject?
     {
-        // Non-blocking from the start, so that neither a full listen queue nor a silent bus can
-        // hold the caller past the operation's limit.
-        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue | SOCK_NONBLOCK.rawValue), 0)
-        guard fd >= 0 else { return nil }
+        guard let fd = connect(endpoint) else { return nil }
         var handedOver = false
         defer { if !handedOver { close(fd) } }
-        let connected = withUnixSocketAddress(endpoint.socketPath) { connect(fd, $0, $1) }
-        guard connected == 0 else { return nil }
-        // The credentials byte, then EXTERNAL with our uid (its decimal digits, hex-encoded) and
-        // BEGIN behind it: the bus answers once, with OK and its GUID.
-        let uid = String(getuid()).utf8.map { String($0, radix: 16) }.joined()
-        let request = [0] + Array("AUTH EXTERNAL \(uid)\r\nBEGIN\r\n".utf8)
+        let request = authentication
         guard send(fd, request, request.count, Int32(MSG_NOSIGNAL)) == request.count else { return nil }
         meanwhile()
         guard let answer = try readLine(fd, operation), answer.hasPrefix("OK "),
@@ -142,6 +134,26 @@ final class SessionBusSocket: Sendable {
                 _ = OwnedVariant(takingIfAny: g_dbus_connection_call_finish(OpaquePointer(source), result, nil))
             }, nil)
         return OwnedObject(taking: UnsafeMutableRawPointer(bus))
+    }
+
+    /// A socket connected to `endpoint`, non-blocking from the start, so that neither a full
+    /// listen queue nor a silent bus can hold the caller past the operation's limit; nil when
+    /// nothing listens there.
+    static func connect(_ endpoint: Endpoint) -> Int32? {
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue | SOCK_NONBLOCK.rawValue), 0)
+        guard fd >= 0 else { return nil }
+        guard withUnixSocketAddress(endpoint.socketPath, { Glibc.connect(fd, $0, $1) }) == 0 else {
+            close(fd)
+            return nil
+        }
+        return fd
+    }
+
+    /// The credentials byte, then EXTERNAL with our uid (its decimal digits, hex-encoded) and
+    /// BEGIN behind it: the bus answers once, with OK and its GUID.
+    static var authentication: [UInt8] {
+        let uid = String(getuid()).utf8.map { String($0, radix: 16) }.joined()
+        return [0] + Array("AUTH EXTERNAL \(uid)\r\nBEGIN\r\n".utf8)
     }
 
     /// The bus's one line of answer, without its CRLF; nil when the bus closes the connection or

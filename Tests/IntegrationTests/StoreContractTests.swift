@@ -317,13 +317,17 @@ struct SecretServiceStoreTests {
         let before = open()
         for _ in 0..<30 {
             weak var gone: SessionBusSocket?
+            weak var goneDirect: SecretServiceConnection.DirectBus?
             do {
                 let store = SecretServiceStore(timeout: 10)
                 #expect(try store.secret(service: service, key: KeychainKey("k")) == nil)
+                #expect(try !store.containsSecret(service: service, key: KeychainKey("k")))
                 #expect(store.connection.socket.keptAddress != nil, "not a socket of its own")
+                #expect(store.directBusAddress != nil, "no direct connection")
                 gone = store.connection.socket
+                goneDirect = store.connection.direct.withLock { $0 }
             }
-            #expect(gone == nil, "the store's socket outlived it")
+            #expect(gone == nil && goneDirect == nil, "the store's socket outlived it")
         }
         Thread.sleep(forTimeInterval: 0.5)  // GDBus's worker closes the stream on its thread
         let after = open()
@@ -343,16 +347,16 @@ struct SecretServiceStoreTests {
         let reader = SecretServiceStore(timeout: 10)
         #expect(reader.keptSessionPath == nil)
         #expect(try reader.secret(service: service, key: try KeychainKey("missing")) == nil)
-        #expect(reader.keptSessionPath == nil, "a miss needs no session")
-        #expect(reader.hasPreparedExchange, "our half of the exchange was computed while connecting")
-        #expect(reader.connection.socket.keptAddress == KeyringSession.current?.busAddress, "not GIO's connection")
+        // The session is asked for with the search, and its answer waits until a read needs it.
+        #expect(reader.keptSessionPath == nil && reader.hasSessionOnItsWay)
+        #expect(reader.directBusAddress == KeyringSession.current?.busAddress, "not the direct connection")
         #expect(try reader.secret(service: service, key: key) == secret)
         let first = try #require(reader.keptSessionPath)
         #expect(first.hasPrefix("/org/freedesktop/secrets/session/"))
-        #expect(!reader.hasPreparedExchange, "the session used the prepared half")
+        #expect(!reader.hasSessionOnItsWay, "the read took the session asked for with the miss")
         #expect(try reader.secret(service: service, key: key) == secret)
         #expect(reader.keptSessionPath == first, "the second read reuses the session")
-        #expect(!reader.hasPreparedExchange, "nothing is prepared while a session is kept")
+        #expect(!reader.hasSessionOnItsWay, "no other session is asked for while one is kept")
         // The service forgets the session, as a restarted gnome-keyring would.
         try reader.closeKeptSessionOnTheService()
         #expect(throws: KeychainError.self) { try reader.closeKeptSessionOnTheService() }

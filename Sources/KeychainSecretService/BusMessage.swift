@@ -1,0 +1,232 @@
+import KeychainStore
+
+/// D-Bus messages in the wire format of the D-Bus specification ("Message Protocol"), the few
+/// types a `get` sends and reads: method calls out (little-endian, as every client on this
+/// machine sends them), replies and errors in (either byte order), each body's values read by
+/// ``BusReader`` against the signature the message declares. Used by ``BusWire``, the session
+/// bus connection of the fast read path, which needs no GLib (see SecretServiceDirectRead.swift).
+enum BusMessage {
+    enum Kind: UInt8 {
+        case methodCall = 1
+        case methodReturn = 2
+        case error = 3
+        case signal = 4
+    }
+
+    /// A received message: its kind, the serial it answers (replies and errors), the error's
+    /// name, and its body with the signature it declares.
+    struct Received {
+        let kind: Kind?
+        let replySerial: UInt32?
+        let errorName: String?
+        let signature: String
+        let body: BusReader
+    }
+
+    /// The largest message the specification allows (2^27 bytes).
+    static let maximumLength = 1 << 27
+
+    /// A method call with serial `serial` (or, `destination` nil, a signal to every listener);
+    /// `signature` describes what `body` writes.
+    static func call(
+        serial: UInt32, destination: String?, path: String, interface: String, member: String,
+        signature: String = "", body: (inout BusWriter) -> Void = { _ in }
+    ) -> [UInt8] {
+        var content = BusWriter()
+        body(&content)
+        var message = BusWriter()
+        message.bytes += [UInt8(ascii: "l"), (destination == nil ? Kind.signal : .methodCall).rawValue, 0, 1]
+        message.uint32(UInt32(content.bytes.count))
+        message.uint32(serial)
+        // Header fields a(yv): PATH (o), INTERFACE (s), MEMBER (s), DESTINATION (s), SIGNATURE (g).
+        message.array(alignment: 8) { fields in
+            fields.field(1, "o") { $0.string(path) }
+            fields.field(2, "s") { $0.string(interface) }
+            fields.field(3, "s") { $0.string(member) }
+            if let destination { fields.field(6, "s") { $0.string(destination) } }
+            if !signature.isEmpty { fields.field(8, "g") { $0.signature(signature) } }
+        }
+        message.align(8)
+        return message.bytes + content.bytes
+    }
+
+    /// The length of the message at the start of `bytes` once its fixed header (16 bytes) is
+    /// there: nil before that; throws for a header that is not D-Bus's or a message too long.
+    static func length(_ bytes: ArraySlice<UInt8>) throws(KeychainError) -> Int? {
+        guard bytes.count >= 16 else { return nil }
+        var header = try BusReader(bytes.prefix(16), endian: bytes.first!)
+        header.position = 4
+        let body = Int(try header.uint32())
+        header.position = 12
+        let fields = Int(try header.uint32())
+        let length = (16 + fields + 7) / 8 * 8 + body
+        guard body <= maximumLength, fields <= maximumLength, length <= maximumLength else {
+            throw malformed
+        }
+        return length
+    }
+
+    /// Reads a whole message (``length(_:)`` bytes).
+    static func parse(_ bytes: ArraySlice<UInt8>) throws(KeychainError) -> Received {
+        var reader = try BusReader(bytes, endian: bytes.first!)
+        reader.position = 1
+        let kind = Kind(rawValue: try reader.byte())
+        reader.position = 12
+        var replySerial: UInt32?
+        var errorName: String?
+        var signature = ""
+        let fieldsEnd = Int(try reader.uint32()) + 16
+        while reader.position < fieldsEnd {
+            reader.align(8)
+            let code = try reader.byte()
+            let type = try reader.signature()
+            switch (code, type) {
+            case (5, "u"): replySerial = try reader.uint32()
+            case (4, "s"): errorName = try reader.string()
+            case (8, "g"): signature = try reader.signature()
+            case (_, "s"), (_, "o"): _ = try reader.string()
+            case (_, "g"): _ = try reader.signature()
+            case (_, "u"): _ = try reader.uint32()
+            default: throw malformed
+            }
+        }
+        guard reader.position == fieldsEnd else { throw malformed }
+        reader.align(8)
+        return Received(
+            kind: kind, replySerial: replySerial, errorName: errorName, signature: signature,
+            body: reader.rest())
+    }
+
+    static let malformed = KeychainError.backendFailure(detail: "the session bus sent a malformed D-Bus message")
+}
+
+/// Writes D-Bus values, aligned from the start of the message (or of a body, which starts aligned).
+struct BusWriter {
+    var bytes: [UInt8] = []
+
+    mutating func align(_ alignment: Int) {
+        while bytes.count % alignment != 0 { bytes.append(0) }
+    }
+
+    mutating func uint32(_ value: UInt32) {
+        align(4)
+        withUnsafeBytes(of: value.littleEndian) { bytes += $0 }
+    }
+
+    /// A string or an object path (`s`, `o`).
+    mutating func string(_ value: String) {
+        uint32(UInt32(value.utf8.count))
+        bytes += value.utf8
+        bytes.append(0)
+    }
+
+    mutating func signature(_ value: String) {
+        bytes.append(UInt8(value.utf8.count))
+        bytes += value.utf8
+        bytes.append(0)
+    }
+
+    /// An array whose elements `elements` writes, aligned to `alignment` (8 for structs and dict entries).
+    mutating func array(alignment: Int, _ elements: (inout BusWriter) -> Void) {
+        uint32(0)
+        let lengthAt = bytes.count - 4
+        align(alignment)
+        let start = bytes.count
+        elements(&self)
+        withUnsafeBytes(of: UInt32(bytes.count - start).littleEndian) {
+            bytes.replaceSubrange(lengthAt..<lengthAt + 4, with: $0)
+        }
+    }
+
+    mutating func boolean(_ value: Bool) { uint32(value ? 1 : 0) }
+
+    /// An `ay`.
+    mutating func byteArray(_ value: [UInt8]) {
+        uint32(UInt32(value.count))
+        bytes += value
+    }
+
+    /// A header field `(yv)` with code `code` and a value of signature `type`.
+    fileprivate mutating func field(_ code: UInt8, _ type: String, _ value: (inout BusWriter) -> Void) {
+        align(8)
+        bytes.append(code)
+        signature(type)
+        value(&self)
+    }
+}
+
+/// Reads D-Bus values; every read checks its bounds and throws ``BusMessage/malformed`` past them.
+struct BusReader {
+    private let bytes: ArraySlice<UInt8>
+    private let bigEndian: Bool
+    /// The offset from the start of the message.
+    var position: Int
+
+    init(_ bytes: ArraySlice<UInt8>, endian: UInt8) throws(KeychainError) {
+        guard endian == UInt8(ascii: "l") || endian == UInt8(ascii: "B") else { throw BusMessage.malformed }
+        (self.bytes, bigEndian, position) = (bytes, endian == UInt8(ascii: "B"), 0)
+    }
+
+    /// What is left to read, alignment kept (the offsets stay the message's).
+    fileprivate func rest() -> BusReader { self }
+
+    var atEnd: Bool { position >= bytes.count }
+
+    mutating func align(_ alignment: Int) {
+        position = (position + alignment - 1) / alignment * alignment
+    }
+
+    private mutating func take(_ count: Int) throws(KeychainError) -> ArraySlice<UInt8> {
+        guard count >= 0, position + count <= bytes.count else { throw BusMessage.malformed }
+        defer { position += count }
+        let start = bytes.startIndex + position
+        return bytes[start..<start + count]
+    }
+
+    mutating func byte() throws(KeychainError) -> UInt8 { try take(1).first! }
+
+    mutating func uint32() throws(KeychainError) -> UInt32 {
+        align(4)
+        let value = try take(4).reduce(0) { ($0 << 8) | UInt32($1) }
+        return bigEndian ? value : value.byteSwapped
+    }
+
+    mutating func boolean() throws(KeychainError) -> Bool {
+        switch try uint32() {
+        case 0: return false
+        case 1: return true
+        default: throw BusMessage.malformed
+        }
+    }
+
+    /// A string or an object path: valid UTF-8 with its terminating NUL.
+    mutating func string() throws(KeychainError) -> String {
+        let count = Int(try uint32())
+        return try terminated(count)
+    }
+
+    mutating func signature() throws(KeychainError) -> String {
+        try terminated(Int(try byte()))
+    }
+
+    private mutating func terminated(_ count: Int) throws(KeychainError) -> String {
+        let text = try take(count)
+        guard try byte() == 0, !text.contains(0), let value = String(validating: text, as: UTF8.self) else {
+            throw BusMessage.malformed
+        }
+        return value
+    }
+
+    mutating func byteArray() throws(KeychainError) -> [UInt8] {
+        Array(try take(Int(try uint32())))
+    }
+
+    /// An `ao`.
+    mutating func objectPaths() throws(KeychainError) -> [String] {
+        let end = Int(try uint32()) + position
+        var paths: [String] = []
+        while position < end { paths.append(try string()) }
+        guard position == end else { throw BusMessage.malformed }
+        return paths
+    }
+}

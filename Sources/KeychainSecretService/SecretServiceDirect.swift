@@ -1,0 +1,212 @@
+import FoundationEssentials
+import KeychainSecretSession
+import KeychainStore
+import KeychainSystem
+
+// `get` and `set` on the Secret Service when the session bus is a Unix socket: D-Bus spoken
+// directly on our own connection (BusWire), so that they load no GLib, GIO or libsecret and start
+// no GDBus worker thread. The authentication, Hello, SearchItems and OpenSession go out in one
+// round trip (the session is kept for later calls), then GetSecret, or SetSecret or CreateItem.
+// What this way does not do, it leaves to the GLib way, which then does the whole call: items
+// only in locked keyrings (unlocking may prompt, which libsecret drives), no default collection,
+// a service with no encrypted session, a bus that is not a Unix socket or refuses us. The read
+// is in SecretServiceDirectRead.swift, the write in SecretServiceDirectWrite.swift.
+
+extension SecretServiceConnection {
+    /// The direct connection kept for one bus address, and its encrypted session.
+    final class DirectBus {
+        let address: String
+        let wire: BusWire
+        var session: SecretSession?
+        /// An OpenSession sent and not yet answered, with our half of its key exchange.
+        var opening: (serial: UInt32, exchange: SecretSession.KeyExchange)?
+
+        init(address: String, wire: BusWire) { (self.address, self.wire) = (address, wire) }
+    }
+
+    /// Runs `body` on the direct connection for the current bus address (opened on first use;
+    /// `what` and `seconds` are its errors' words and its limit per message). Nil when this way
+    /// cannot be taken, or `body` says so: the caller takes the GLib way.
+    func onDirectBus<T: Sendable>(what: String, seconds: Double, _ body: (DirectBus) throws(KeychainError) -> T?)
+        throws(KeychainError) -> T?
+    {
+        guard let address = Environment.value("DBUS_SESSION_BUS_ADDRESS") else { return nil }
+        return try direct.withLock { (kept: inout DirectBus?) throws(KeychainError) -> T? in
+            if let bus = kept, bus.address != address || bus.wire.closed { kept = nil }
+            if kept == nil {
+                guard let endpoint = SessionBusSocket.Endpoint(address),
+                    let wire = BusWire(endpoint, operation: what, seconds: seconds)
+                else { return nil }
+                kept = DirectBus(address: address, wire: wire)
+            }
+            do throws(KeychainError) {
+                return try body(kept!)
+            } catch  where error == BusWire.refused {
+                return nil
+            }
+        }
+    }
+
+    /// Sends the search for items with `pairs` and, unless one is kept or on its way, OpenSession
+    /// right behind it: the service answers both in one round trip. The search goes first:
+    /// gnome-keyring 42 sometimes aborts (a failed assertion on a client it does not know yet)
+    /// when a new connection's first call is OpenSession (see SecretServiceWrites.swift).
+    /// Returns the search's serial, for ``searchResult(_:_:)``.
+    func sendSearch(_ pairs: KeyValuePairs<String, String>, on bus: DirectBus) throws(KeychainError) -> UInt32 {
+        // org.freedesktop.Secret.Service.SearchItems(a{ss} attributes) -> (ao unlocked, ao locked)
+        let search = try bus.wire.call(
+            Self.busName, "/org/freedesktop/secrets", "org.freedesktop.Secret.Service", "SearchItems",
+            signature: "a{ss}"
+        ) { body in
+            body.array(alignment: 8) { entries in
+                for (key, value) in pairs {
+                    entries.align(8)
+                    entries.string(key)
+                    entries.string(value)
+                }
+            }
+        }
+        if bus.session == nil && bus.opening == nil { try openSession(on: bus) }
+        return search
+    }
+
+    /// The paths of the unlocked and of the locked items the search `serial` found.
+    func searchResult(_ serial: UInt32, _ wire: BusWire) throws(KeychainError) -> (unlocked: [String], locked: [String])
+    {
+        var reply = try answer(wire.reply(to: serial), "aoao", wire)
+        return (try reply.objectPaths(), try reply.objectPaths())
+    }
+
+    /// Runs `body` in the bus's encrypted session (opened if need be); nil when the service offers
+    /// none. A new session whose key the service may have derived otherwise
+    /// (``SecretSession/keyNotAgreed``, once in 256) is replaced by another, and a session kept
+    /// from an earlier call that the service answers with an error (it restarted) by a new one,
+    /// once.
+    func inDirectSession<T>(_ bus: DirectBus, _ body: (SecretSession) throws(KeychainError) -> T)
+        throws(KeychainError) -> T?
+    {
+        var retried = false
+        for attempt in 1...5 {
+            let reused = bus.opening == nil && bus.session != nil
+            guard let session = try session(of: bus) else { return nil }
+            do throws(KeychainError) {
+                return try body(session)
+            } catch  where error == SecretSession.keyNotAgreed && attempt < 5 {
+                bus.session = nil
+            } catch  where reused && !retried && !bus.wire.closed && !Self.isTimeOut(error) {
+                (bus.session, retried) = (nil, true)
+            }
+        }
+        preconditionFailure("the last attempt returns or throws")
+    }
+
+    private static func isTimeOut(_ error: KeychainError) -> Bool {
+        if case .timedOut = error { return true }
+        return false
+    }
+
+    /// Sends OpenSession with our half of the key exchange (the one prepared, if any).
+    private func openSession(on bus: DirectBus) throws(KeychainError) {
+        let exchange = preparedExchange.withLock { $0.take() } ?? SecretSession.KeyExchange()
+        // org.freedesktop.Secret.Service.OpenSession(s algorithm, v input) -> (v output, o result)
+        let serial = try bus.wire.call(
+            Self.busName, "/org/freedesktop/secrets", "org.freedesktop.Secret.Service", "OpenSession",
+            signature: "sv"
+        ) { body in
+            body.string(SecretSession.algorithm)
+            body.signature("ay")
+            body.byteArray(exchange.paddedPublicValue)
+        }
+        bus.opening = (serial, exchange)
+    }
+
+    /// The bus's encrypted session, its OpenSession answered (sent now if need be); nil when the
+    /// service offers none.
+    private func session(of bus: DirectBus) throws(KeychainError) -> SecretSession? {
+        if let session = bus.session { return session }
+        if bus.opening == nil { try openSession(on: bus) }
+        let (serial, exchange) = bus.opening!
+        bus.opening = nil
+        let reply = try bus.wire.reply(to: serial)
+        if reply.errorName == "org.freedesktop.DBus.Error.NotSupported" { return nil }
+        var output = try answer(reply, "vo", bus.wire)
+        guard try output.signature() == "ay" else {
+            throw KeychainError.backendFailure(
+                detail: "the Secret Service answered the session's key exchange with no public value")
+        }
+        let peer = try output.byteArray()
+        let session = SecretSession(path: try output.string(), exchange: exchange, peer: peer)
+        bus.session = session
+        return session
+    }
+
+    /// The body of a reply of signature `signature`, or nil for an error saying that the object
+    /// does not exist (an item another client deleted, or no default collection).
+    func answerUnlessVanished(_ reply: BusMessage.Received, _ signature: String, _ wire: BusWire)
+        throws(KeychainError) -> BusReader?
+    {
+        if let name = reply.errorName, vanishedObjectErrors.contains(name) { return nil }
+        return try answer(reply, signature, wire)
+    }
+
+    /// The body of a reply of signature `signature`; an error answered is thrown as its case.
+    func answer(_ reply: BusMessage.Received, _ signature: String, _ wire: BusWire) throws(KeychainError)
+        -> BusReader
+    {
+        if let name = reply.errorName {
+            var body = reply.body
+            let detail = reply.signature.hasPrefix("s") ? (try? body.string()) ?? name : name
+            throw KeychainError(remote: name, detail: detail, operation: wire.operation, seconds: wire.seconds)
+        }
+        guard reply.kind == .methodReturn, reply.signature == signature else {
+            let answered = reply.signature.isEmpty ? "nothing" : reply.signature
+            throw KeychainError.backendFailure(detail: "the Secret Service answered with \(answered), not \(signature)")
+        }
+        return reply.body
+    }
+}
+
+extension SecretSession {
+    /// Reads a `(oayays)` secret struct the service sent (session, IV, ciphertext, content type),
+    /// which must name this session, and decrypts it.
+    func open(_ reader: inout BusReader) throws(KeychainError) -> Data {
+        reader.align(8)
+        guard try reader.string() == path else {
+            throw KeychainError.backendFailure(detail: "the Secret Service sent the secret in another session")
+        }
+        let parameters = try reader.byteArray()
+        let value = try reader.byteArray()
+        do {
+            return try decrypt(parameters: parameters, value: value)
+        } catch let error as KeychainError {
+            throw error
+        } catch {
+            throw KeychainError.backendFailure(detail: "the secret could not be decrypted")
+        }
+    }
+
+    /// `secret` encrypted in this session, for ``BusWriter/secret(_:_:contentType:)``.
+    func seal(_ secret: Data) throws(KeychainError) -> (parameters: [UInt8], value: [UInt8]) {
+        do {
+            return try encrypt(secret)
+        } catch let error as KeychainError {
+            throw error
+        } catch {
+            throw KeychainError.backendFailure(detail: "the secret could not be encrypted")
+        }
+    }
+}
+
+extension BusWriter {
+    /// A `(oayays)` secret struct: the session, the IV and ciphertext of ``SecretSession/seal(_:)``,
+    /// the content type.
+    mutating func secret(
+        _ session: SecretSession, _ sealed: (parameters: [UInt8], value: [UInt8]), contentType: String
+    ) {
+        align(8)
+        string(session.path)
+        byteArray(sealed.parameters)
+        byteArray(sealed.value)
+        string(contentType)
+    }
+}

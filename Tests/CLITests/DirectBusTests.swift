@@ -1,0 +1,124 @@
+import Foundation
+import TestSupport
+import Testing
+
+/// `get` and `set` on the Secret Service speak D-Bus themselves when the bus is a Unix socket
+/// (SecretServiceDirect.swift), and take the GLib way otherwise. Every other suite meets the
+/// direct way; here a bus address whose first entry cannot be reached sends the same commands the
+/// GLib way (GIO then connects to the second), and both must agree on every item. Then buses that
+/// misbehave: each gets its documented exit code and a bounded wait.
+@Suite("get and set on the direct D-Bus client, against the GLib way", .keyringSession)
+struct DirectBusTests {
+    /// The environment that sends keychain-cli the GLib way: the direct client opens only the
+    /// first address of the list, which does not exist.
+    private var glibWay: [String: String] {
+        ["DBUS_SESSION_BUS_ADDRESS": "unix:path=/nonexistent/keychain-cli-test;" + KeyringSession.current!.busAddress]
+    }
+
+    private func bothWays(_ arguments: [String], stdin: Data? = nil) throws -> (ProcessResult, ProcessResult) {
+        (try cli(arguments, stdin: stdin), try cli(arguments, stdin: stdin, extra: glibWay))
+    }
+
+    @Test func eachWayReadsWhatTheOtherWrote() throws {
+        let s = uniqueService()
+        let values: [(String, Data)] = [
+            ("plain", Data("v1".utf8)), ("binary", Data([0, 255, 10, 13, 0])), ("empty", Data()),
+            ("large", Data((0..<100_000).map { UInt8($0 % 251) })),
+        ]
+        for (index, (key, value)) in values.enumerated() {
+            // Written one way, overwritten the other, read back both ways.
+            let (first, second) = index % 2 == 0 ? ([String: String](), glibWay) : (glibWay, [:])
+            let flags = ["--raw", "--allow-empty"]
+            #expect(try cli(["-s", s, "set", key] + flags, stdin: Data("old".utf8), extra: first).status == 0)
+            #expect(try cli(["-s", s, "set", key] + flags, stdin: value, extra: second).status == 0)
+            let (direct, glib) = try bothWays(["-s", s, "get", key, "--raw"])
+            #expect(direct.status == 0 && direct.stdout == value, "\(key): \(direct.stderr)")
+            #expect(glib.status == 0 && glib.stdout == value, "\(key): \(glib.stderr)")
+        }
+        let listed = try cli(["-s", s, "list"])
+        #expect(listed.stdoutText.split(separator: "\n").sorted() == values.map { Substring($0.0) }.sorted())
+        // Misses, and the JSON form, word for word alike.
+        for arguments in [
+            ["-s", s, "get", "missing"], ["-s", s, "get", "plain", "--json"], ["-s", s, "get", "bad\u{7}"],
+        ] {
+            let (direct, glib) = try bothWays(arguments)
+            #expect(direct.status == glib.status && direct.stdout == glib.stdout && direct.stderr == glib.stderr)
+        }
+    }
+
+    /// An item another tool stored under the same service and key, with an extra attribute, is
+    /// read and updated in place both ways: one value for every tool.
+    @Test func anItemOfAnotherToolIsUpdatedInPlace() throws {
+        let s = uniqueService()
+        var environment = cliEnvironment()
+        let store = try runProcess(
+            "/usr/bin/secret-tool", ["store", "--label=other", "service", s, "username", "k", "extra", "yes"],
+            stdin: Data("theirs".utf8), environment: environment)
+        #expect(store.status == 0, "\(store.stderr)")
+        for (value, extra) in [("direct", [String: String]()), ("glib", glibWay)] {
+            #expect(try cli(["-s", s, "set", "k"], stdin: Data(value.utf8), extra: extra).status == 0)
+            environment = cliEnvironment()
+            let lookup = try runProcess(
+                "/usr/bin/secret-tool", ["lookup", "service", s, "username", "k", "extra", "yes"],
+                environment: environment)
+            #expect(lookup.stdoutText == value, "\(value)")
+            let (direct, glib) = try bothWays(["-s", s, "get", "k", "-n"])
+            #expect(direct.stdoutText == value && glib.stdoutText == value)
+        }
+        #expect(try cli(["-s", s, "list"]).stdoutText == "k\n", "still one item")
+    }
+
+    /// A bus that refuses us, says nothing, sends bytes that are not D-Bus, announces a message
+    /// it never sends, or hangs up: exit 69 (no bus, or the bus broke its protocol) or 75 (no
+    /// answer within --timeout), in about the time asked for, and no secret anywhere.
+    @Test(arguments: ["reject", "silent", "garbage", "huge", "hangup"])
+    func aMisbehavingBus(mode: String) throws {
+        let directory = try ScratchDirectory("fake-bus")
+        defer { directory.remove() }
+        let socketPath = directory.path("bus")
+        let server = Process()
+        server.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+        server.arguments = ["-c", Self.fakeBus, socketPath, mode]
+        try server.run()
+        defer {
+            // SIGKILL: the test runner's children start with SIGTERM blocked.
+            kill(server.processIdentifier, SIGKILL)
+            server.waitUntilExit()
+        }
+        let deadline = Date().addingTimeInterval(10)
+        while !FileManager.default.fileExists(atPath: socketPath) && Date() < deadline { usleep(20_000) }
+        let started = Date()
+        let result = try cli(
+            ["--timeout", "2", "get", "k"], extra: ["DBUS_SESSION_BUS_ADDRESS": "unix:path=\(socketPath)"], timeout: 30)
+        let took = Date().timeIntervalSince(started)
+        let expected: Int32 = mode == "silent" || mode == "huge" ? 75 : 69
+        #expect(result.status == expected, "\(mode): \(result.status) \(result.stderr)")
+        #expect(took < 10, "\(mode) took \(took) s")
+        #expect(result.stdout.isEmpty && result.stderr.split(separator: "\n").count == 1, "\(result.stderr)")
+    }
+
+    /// The fake bus: answers the authentication (or refuses it), then misbehaves as `mode` says.
+    private static let fakeBus = #"""
+        import os, socket, struct, sys, threading, time
+        path, mode = sys.argv[1], sys.argv[2]
+        server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        server.bind(path + ".new"); os.rename(path + ".new", path); server.listen(8)
+        def serve(client):
+            data = b""
+            while b"BEGIN\r\n" not in data:
+                chunk = client.recv(4096)
+                if not chunk: return
+                data += chunk
+                if mode == "reject" and b"AUTH" in data:
+                    client.sendall(b"REJECTED EXTERNAL\r\n"); client.close(); return
+            if mode == "silent": time.sleep(60); return
+            client.sendall(b"OK 0123456789abcdef0123456789abcdef\r\n")
+            if mode == "garbage": client.sendall(bytes(range(256)) * 16)
+            if mode == "huge": client.sendall(b"l\x02\x01\x01" + struct.pack("<III", 100000000, 1, 8))
+            if mode == "hangup": client.close(); return
+            time.sleep(60)
+        while True:
+            client, _ = server.accept()
+            threading.Thread(target=serve, args=(client,), daemon=True).start()
+        """#
+}
