@@ -201,9 +201,11 @@ Versions: {"; ".join(f"{k} {v}" for k, v in versions.items())}.
 
 Each process against the same private gnome-keyring and item as the table above; time: median of
 {RUNS} interleaved runs, after {WARMUP} warm-up rounds; memory: median of {MEMORY_RUNS}, under GNU
-time (whose own floor is the `/bin/true` row). The C program is `int main(void) {{ return 0; }}`
-linked with `--no-as-needed` against the libraries keychain-cli links (pkg-config's libsecret-1,
-gio-2.0 and libgcrypt): what loading them costs any client of them, secret-tool included. `dbus-send`
+time (whose own floor is the `/bin/true` row). The C programs are `int main(void) {{ return 0; }}`
+linked with `--no-as-needed` against pkg-config's libsecret-1, gio-2.0 and libgcrypt (what
+secret-tool links: what loading them costs any client that links them), and against libgcrypt
+alone (what a keychain-cli `get` loads: it loads the others on first use, and a `get` on the
+Secret Service, which speaks D-Bus itself, never uses them). `dbus-send`
 links libdbus only and makes one round trip (a `SearchItems` of the item), the least a Secret
 Service client can do. System calls: one run under `strace -f -c` (threads included), which counts
 the calls after `execve`; relocations and the dynamic loader's time (in CPU cycles): one run with

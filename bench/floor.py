@@ -6,16 +6,18 @@ import os, re, statistics, subprocess, sys, tempfile
 
 from common import KC, MEMORY_RUNS, RUNS, WARMUP, round_order, spawn
 
-# A program that links what keychain-cli links (no-as-needed: each library is loaded) and does
-# nothing: the price of loading libsecret, GIO, GObject, GLib and libgcrypt.
+# A program that links the given libraries (no-as-needed: each is loaded) and does nothing: the
+# price of loading libsecret, GIO, GObject, GLib and libgcrypt (what secret-tool links), or
+# libgcrypt alone (what a keychain-cli `get` loads; the rest it loads on first use, which a `get`
+# on the Secret Service never makes).
 LIBRARIES_ONLY = "int main(void) { return 0; }\n"
 
 
-def libraries_only_program(directory):
-    source, program = os.path.join(directory, "empty.c"), os.path.join(directory, "libraries-only")
+def libraries_only_program(directory, name, packages):
+    source, program = os.path.join(directory, "empty.c"), os.path.join(directory, name)
     with open(source, "w") as file:
         file.write(LIBRARIES_ONLY)
-    libraries = subprocess.run(["pkg-config", "--libs", "libsecret-1", "gio-2.0", "libgcrypt"],
+    libraries = subprocess.run(["pkg-config", "--libs", *packages],
                                check=True, capture_output=True, text=True).stdout.split()
     subprocess.run(["cc", "-O2", "-o", program, source, "-Wl,--no-as-needed", *libraries], check=True)
     return program
@@ -50,13 +52,15 @@ def loader(argv):
 
 def floor_table(service):
     with tempfile.TemporaryDirectory() as directory:
-        only = libraries_only_program(directory)
+        only = libraries_only_program(directory, "libraries-only", ["libsecret-1", "gio-2.0", "libgcrypt"])
+        gcrypt = libraries_only_program(directory, "libgcrypt-only", ["libgcrypt"])
         search = ["dbus-send", "--session", "--print-reply", "--dest=org.freedesktop.secrets",
                   "/org/freedesktop/secrets", "org.freedesktop.Secret.Service.SearchItems",
                   f"dict:string:string:service,{service},username,K"]
         row = [
             ("`/bin/true`: starting a process", ["/bin/true"], 0),
             ("a C program that only loads libsecret, GIO, GObject, GLib and libgcrypt", [only], 0),
+            ("a C program that only loads libgcrypt", [gcrypt], 0),
             ("`secret-tool` printing its usage", ["secret-tool"], 2),
             ("`keychain-cli --version`", [KC, "--version"], 0),
             ("one D-Bus call: `dbus-send` of a `SearchItems`", search, 0),
@@ -85,6 +89,16 @@ def floor_table(service):
                 f"| {relocations:,}, {cycles / 1e6:.1f} M cycles |" if cycles else
                 f"| {name} | {statistics.median(times[name]) * 1000:.2f} ms "
                 f"| {statistics.median(memory[name]) / 1024:.1f} MiB | {calls if calls is not None else '—'} | — |")
+        def ratio(table, first, second):
+            return statistics.median(table[first]) / statistics.median(table[second])
+        version, usage, get, lookup = ("`keychain-cli --version`", "`secret-tool` printing its usage",
+                                       "`keychain-cli get`", "`secret-tool lookup`")
+        call, true = "one D-Bus call: `dbus-send` of a `SearchItems`", "`/bin/true`: starting a process"
+        lines += ["", f"`keychain-cli --version` ÷ secret-tool's usage: **{ratio(memory, version, usage):.2f}×** "
+                  f"the peak memory, **{ratio(times, version, usage):.2f}×** the time. `get` ÷ `lookup`: "
+                  f"**{ratio(memory, get, lookup):.2f}×** the peak memory, **{ratio(times, get, lookup):.2f}×** "
+                  f"the time; `get` takes **{ratio(times, get, call):.2f}×** the time of one `dbus-send` call "
+                  f"and **{ratio(times, get, true):.2f}×** that of `/bin/true`."]
         return "\n".join(lines)
 
 
