@@ -16,8 +16,10 @@ enum FastPath {
     static func run(_ arguments: ArraySlice<String>) -> Int32? {
         if Environment.isSet("KEYCHAIN_CLI_NO_FAST_PATH") { return nil }
         if arguments.elementsEqual(["--version"]) {
-            // What the parser prints for it, without the time it spends looking the commands up.
-            print(KeychainCLI.version)
+            // What the parser prints for it, without the time it spends looking the commands up,
+            // and written directly: print's generic machinery (a dynamic cast per argument) maps
+            // code pages --version has no other use for. Like print, a closed stdout is no error.
+            _ = try? writeOutput(Array((KeychainCLI.version + "\n").utf8))
             return 0
         }
         guard let command = parse(arguments) else { return nil }
