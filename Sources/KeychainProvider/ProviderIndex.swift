@@ -35,11 +35,38 @@ struct ProviderIndex {
     private(set) var items: [Int: ServedItem] = [:]
     private var numbers: [SecretAddress: Int] = [:]
     private var lastNumber = 0
+    /// The numbers of the items by their `service` and `username` attributes, which nearly every
+    /// search names (libsecret's lookups of keychain-cli's and python keyring's items, keychain-cli's
+    /// own), so that such a search looks at those items only: a scan of every item made a lookup
+    /// through serve holding 10,000 items 2 ms slower, most of it copying items (perf).
+    private var named: [Name: [Int]] = [:]
+
+    private struct Name: Hashable {
+        let service: String
+        let username: String
+
+        init?(_ attributes: [String: String]) {
+            guard let service = attributes["service"], let username = attributes["username"] else { return nil }
+            (self.service, self.username) = (service, username)
+        }
+    }
 
     /// The items whose attributes include every one of `attributes`, oldest first.
     func search(_ attributes: [String: String]) -> [ServedItem] {
-        items.values.filter { item in attributes.allSatisfy { item.details.attributes[$0.key] == $0.value } }
-            .sorted { $0.number < $1.number }
+        let matches = { (item: ServedItem) in attributes.allSatisfy { item.details.attributes[$0.key] == $0.value } }
+        guard let name = Name(attributes) else { return items.values.filter(matches).sorted { $0.number < $1.number } }
+        return (named[name] ?? []).sorted().compactMap { items[$0] }.filter(matches)
+    }
+
+    /// Sets (or with nil, removes) the item numbered `number`, keeping ``named`` in step: every
+    /// change of ``items`` goes through here.
+    private mutating func set(_ number: Int, _ item: ServedItem?) {
+        if let old = items[number], let name = Name(old.details.attributes) {
+            named[name]?.removeAll { $0 == number }
+            if named[name]?.isEmpty == true { named[name] = nil }
+        }
+        if let item, let name = Name(item.details.attributes) { named[name, default: []].append(number) }
+        items[number] = item
     }
 
     /// The store's item an item with `attributes` is: (service, username), when both are there.
@@ -87,20 +114,24 @@ struct ProviderIndex {
         var displaced: Int?
         if let holder = numbers[entry.address], holder != given {
             displaced = holder
-            items[holder] = nil
+            set(holder, nil)
         }
         let number = given ?? nextNumber()
         numbers[entry.address] = number
         let now = Date()
-        items[number] = ServedItem(
-            number: number, address: entry.address, details: entry.details ?? Self.bareDetails(entry.address),
-            created: entry.created.map(unixSeconds) ?? old?.created ?? unixSeconds(now),
-            modified: unixSeconds(entry.modified ?? now), revision: entry.revision, storedDetails: entry.details != nil)
+        set(
+            number,
+            ServedItem(
+                number: number, address: entry.address, details: entry.details ?? Self.bareDetails(entry.address),
+                created: entry.created.map(unixSeconds) ?? old?.created ?? unixSeconds(now),
+                modified: unixSeconds(entry.modified ?? now), revision: entry.revision,
+                storedDetails: entry.details != nil))
         return (number, displaced)
     }
 
     mutating func remove(_ number: Int) {
-        guard let item = items.removeValue(forKey: number) else { return }
+        guard let item = items[number] else { return }
+        set(number, nil)
         numbers[item.address] = nil
     }
 

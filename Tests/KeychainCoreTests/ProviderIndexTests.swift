@@ -49,4 +49,64 @@ struct ProviderIndexTests {
         #expect(
             index.replace(with: [try item("a", "k", revision: 2)]).removed.sorted() == [kept, result.added[0]].sorted())
     }
+
+    /// Searches naming a service and a username look at those items only (an index of them):
+    /// after any sequence of puts, replacements, moves and removals they find exactly what a scan
+    /// of every item finds, in the same order.
+    @Test func searchesFindWhatAScanOfEveryItemFinds() throws {
+        var index = ProviderIndex()
+        var random = SeededGenerator(seed: 45)
+        let services = ["a", "b", ProviderIndex.otherItemsService]
+        func attributes() -> [String: String] {
+            var attributes: [String: String] = [:]
+            if Int.random(in: 0..<5, using: &random) > 0 {
+                attributes["service"] = ["a", "b"].randomElement(using: &random)
+            }
+            if Int.random(in: 0..<5, using: &random) > 0 {
+                attributes["username"] = ["k", "l"].randomElement(using: &random)
+            }
+            if Bool.random(using: &random) { attributes["extra"] = ["x", "y"].randomElement(using: &random) }
+            return attributes
+        }
+        func entry(revision: Int) throws -> DetailedItem {
+            let address = SecretAddress(
+                service: try ServiceName(services.randomElement(using: &random)!),
+                key: try KeychainKey(["k", "l", "m", "n"].randomElement(using: &random)!))
+            let details =
+                Bool.random(using: &random)
+                ? ItemDetails(attributes: attributes(), label: "L", contentType: "text/plain") : nil
+            return DetailedItem(address: address, details: details, created: nil, modified: nil, revision: revision)
+        }
+        for step in 0..<600 {
+            switch Int.random(in: 0..<10, using: &random) {
+            case 0..<5: index.put(try entry(revision: step))
+            case 5..<7:
+                if let number = index.items.keys.randomElement(using: &random) {
+                    index.put(try entry(revision: step), as: number)
+                }
+            case 7..<9: if let number = index.items.keys.randomElement(using: &random) { index.remove(number) }
+            default: _ = index.replace(with: try (0..<4).map { _ in try entry(revision: step) })
+            }
+            for _ in 0..<4 {
+                let query = attributes()
+                let scanned = index.items.values.filter { item in
+                    query.allSatisfy { item.details.attributes[$0.key] == $0.value }
+                }.sorted { $0.number < $1.number }
+                #expect(index.search(query).map(\.number) == scanned.map(\.number), "step \(step): \(query)")
+            }
+        }
+    }
+}
+
+/// A reproducible sequence for the test above (SplitMix64).
+private struct SeededGenerator: RandomNumberGenerator {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
 }
