@@ -74,6 +74,11 @@ final class BusWire {
             if let reply = pending.removeValue(forKey: serial) { return reply }
             if !authenticated {
                 guard let end = received.firstIndex(of: UInt8(ascii: "\n")) else {
+                    // The answer is one short line (OK and a GUID); a bus that sends more is not one.
+                    guard received.count < 512 else {
+                        closed = true
+                        throw Self.refused
+                    }
                     try receive()
                     continue
                 }
@@ -87,12 +92,18 @@ final class BusWire {
                 received.removeSubrange(...end)
                 authenticated = true
             }
-            guard let length = try BusMessage.length(received[...]), received.count >= length else {
-                try receive()
-                continue
+            let message: BusMessage.Received
+            do throws(KeychainError) {
+                guard let length = try BusMessage.length(received[...]), received.count >= length else {
+                    try receive()
+                    continue
+                }
+                message = try BusMessage.parse(received[..<length])
+                received.removeSubrange(..<length)
+            } catch {
+                closed = true  // a stream out of step: nothing after this can be read
+                throw error
             }
-            let message = try BusMessage.parse(received[..<length])
-            received.removeSubrange(..<length)
             if let answered = message.replySerial, message.kind == .methodReturn || message.kind == .error {
                 pending[answered] = message
             }
