@@ -140,6 +140,17 @@ struct BusWriter {
 
     mutating func boolean(_ value: Bool) { uint32(value ? 1 : 0) }
 
+    /// An `a{ss}`: a dictionary of strings.
+    mutating func stringDictionary(_ pairs: some Sequence<(String, String)>) {
+        array(alignment: 8) { entries in
+            for (key, value) in pairs {
+                entries.align(8)
+                entries.string(key)
+                entries.string(value)
+            }
+        }
+    }
+
     /// An `ay`.
     mutating func byteArray(_ value: [UInt8]) {
         uint32(UInt32(value.count))

@@ -22,8 +22,8 @@ final class BusWire {
     private var queued: [UInt8] = []
     /// The bus's connection broke or refused us: no further call on it.
     private(set) var closed = false
-    /// The GUID the address names, which the bus's `OK` must carry.
-    private let guid: String?
+    /// Where the bus is, and the GUID its `OK` must carry.
+    private let endpoint: SessionBusSocket.Endpoint
     /// What the caller is doing, for errors, and how long it waits for each message.
     let operation: String
     let seconds: Double
@@ -31,7 +31,7 @@ final class BusWire {
     /// Connects to `endpoint` and queues the authentication and `Hello`; nil when it cannot connect.
     init?(_ endpoint: SessionBusSocket.Endpoint, operation: String, seconds: Double) {
         guard let fd = SessionBusSocket.connect(endpoint) else { return nil }
-        (self.fd, guid, self.operation, self.seconds) = (fd, endpoint.guid, operation, seconds)
+        (self.fd, self.endpoint, self.operation, self.seconds) = (fd, endpoint, operation, seconds)
         // org.freedesktop.DBus.Hello() -> (s unique name): the bus takes no other message first.
         let hello = BusMessage.call(
             serial: nextSerial(), destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus",
@@ -83,8 +83,8 @@ final class BusWire {
                     continue
                 }
                 let line = received[..<end]
-                guard line.starts(with: Array("OK ".utf8)), line.last == UInt8(ascii: "\r"),
-                    guid.map({ line.dropFirst(3).dropLast().elementsEqual($0.utf8) }) ?? true
+                guard line.last == UInt8(ascii: "\r"),
+                    endpoint.accepts(String(decoding: line.dropLast(), as: UTF8.self))
                 else {
                     closed = true
                     throw Self.refused

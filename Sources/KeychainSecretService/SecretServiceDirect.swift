@@ -57,15 +57,7 @@ extension SecretServiceConnection {
         let search = try bus.wire.call(
             Self.busName, "/org/freedesktop/secrets", "org.freedesktop.Secret.Service", "SearchItems",
             signature: "a{ss}"
-        ) { body in
-            body.array(alignment: 8) { entries in
-                for (key, value) in pairs {
-                    entries.align(8)
-                    entries.string(key)
-                    entries.string(value)
-                }
-            }
-        }
+        ) { $0.stringDictionary(pairs.lazy.map { ($0.key, $0.value) }) }
         if bus.session == nil && bus.opening == nil { try openSession(on: bus) }
         return search
     }

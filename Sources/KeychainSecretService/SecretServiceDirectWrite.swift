@@ -6,16 +6,17 @@ import KeychainStore
 // does it on GDBus: SearchItems and OpenSession in one round trip, then `Item.SetSecret` on each
 // item found, or `Collection.CreateItem` in the default collection.
 extension SecretServiceStore {
-    /// Stores `secret` under `service` and `key` on the direct connection; false when the GLib way
-    /// must (see ``setSecretDirectly(_:service:key:_:)``): a found item is locked, the service
-    /// offers no encrypted session, there is no default collection, it is locked, or creating the
-    /// item needs a prompt.
-    func setSecretOnDirectBus(_ secret: Data, service: ServiceName, key: KeychainKey) throws(KeychainError) -> Bool {
+    /// Stores `secret` under `service` and `key` on the direct connection: true when stored; false
+    /// when libsecret must (a found item is locked, the service offers no encrypted session, there
+    /// is no default collection, it is locked, or creating the item needs a prompt: the same cases
+    /// in which ``setSecretDirectly(_:service:key:_:)`` returns false); nil when this way cannot be
+    /// taken (not a Unix socket, a bus that refuses us).
+    func setSecretOnDirectBus(_ secret: Data, service: ServiceName, key: KeychainKey) throws(KeychainError) -> Bool? {
         let pairs: KeyValuePairs = ["service": service.rawValue, "username": key.rawValue]
-        let stored = try connection.onDirectBus(what: "store the secret", seconds: timeout) {
-            bus throws(KeychainError) -> Bool? in
+        return try connection.onDirectBus(what: "store the secret", seconds: timeout) {
+            bus throws(KeychainError) -> Bool in
             let found = try connection.searchResult(connection.sendSearch(pairs, on: bus), bus.wire)
-            guard found.locked.isEmpty else { return nil }
+            guard found.locked.isEmpty else { return false }
             return try connection.inDirectSession(bus) { session throws(KeychainError) -> Bool in
                 // An item another tool stored under the same service and key (with other extra
                 // attributes) gets the new secret in place; an item deleted since the search is
@@ -25,16 +26,11 @@ extension SecretServiceStore {
                     updated = true
                 }
                 if updated { return true }
-                let attributes = [
-                    ("service", service.rawValue), ("username", key.rawValue), ("application", "keychain-cli"),
-                    ("xdg:schema", String(cString: connection.schema.pointee.name)),
-                ]
                 return try createItem(
-                    secret, attributes: attributes, label: ItemInfo.defaultLabel(service: service, key: key),
-                    session, bus.wire)
-            }
+                    secret, attributes: newItemAttributes(service: service, key: key),
+                    label: ItemInfo.defaultLabel(service: service, key: key), session, bus.wire)
+            } ?? false
         }
-        return stored ?? false
     }
 
     /// `Item.SetSecret` of the item at `path`; false when the item is gone. Watchers are told
@@ -84,13 +80,7 @@ extension SecretServiceStore {
                 properties.align(8)
                 properties.string("org.freedesktop.Secret.Item.Attributes")
                 properties.signature("a{ss}")
-                properties.array(alignment: 8) { entries in
-                    for (name, value) in attributes {
-                        entries.align(8)
-                        entries.string(name)
-                        entries.string(value)
-                    }
-                }
+                properties.stringDictionary(attributes)
             }
             body.secret(session, sealed, contentType: "application/octet-stream")
             body.boolean(true)

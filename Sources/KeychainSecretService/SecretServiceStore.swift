@@ -88,13 +88,14 @@ public final class SecretServiceStore: SecretStore {
     }
 
     public func setSecret(_ secret: Data, service: ServiceName, key: KeychainKey) throws(KeychainError) {
-        // On the direct connection when it can be (SecretServiceDirectWrite.swift), else on GDBus.
-        if try setSecretOnDirectBus(secret, service: service, key: key) { return }
+        // On the direct connection when it can be (SecretServiceDirectWrite.swift), else the same
+        // calls on GDBus (SecretServiceWrites.swift); where either says libsecret must, libsecret,
+        // which unlocks, creates a default collection and shows prompts.
+        let direct = try setSecretOnDirectBus(secret, service: service, key: key)
+        if direct == true { return }
         let value = OwnedSecretValue(secret, contentType: "application/octet-stream")
         try BoundedOperation.run("store the secret", seconds: timeout) { operation in
-            // Directly on the bus when it can be (see SecretServiceWrites.swift), else through
-            // libsecret, which unlocks, creates a default collection and shows prompts.
-            if try setSecretDirectly(secret, service: service, key: key, operation) { return }
+            if direct == nil, try setSecretDirectly(secret, service: service, key: key, operation) { return }
             let libsecret = try connection.connect(operation, openSession: true)
             // An item another tool stored under the same service and key (with other extra
             // attributes) gets the new secret in place, so that every tool, and every later

@@ -52,16 +52,22 @@ extension SecretServiceStore {
                 if stored { updated += 1 }
             }
             if updated > 0 { return true }
-            let attributes = [
-                ("service", service.rawValue), ("username", key.rawValue), ("application", "keychain-cli"),
-                ("xdg:schema", String(cString: connection.schema.pointee.name)),
-            ]
             return try createItem(
-                secret, attributes: attributes, label: ItemInfo.defaultLabel(service: service, key: key),
-                contentType: "application/octet-stream", in: session, operation, bus)
+                secret, attributes: newItemAttributes(service: service, key: key),
+                label: ItemInfo.defaultLabel(service: service, key: key), contentType: "application/octet-stream",
+                in: session, operation, bus)
         }
         let stored = try connection.inSession(operation, bus, store(in:))
         return stored ?? false
+    }
+
+    /// The attributes of an item `set` creates, as libsecret's store gives them for our schema
+    /// (`xdg:schema` its name), on either way to the bus.
+    func newItemAttributes(service: ServiceName, key: KeychainKey) -> [(String, String)] {
+        [
+            ("service", service.rawValue), ("username", key.rawValue), ("application", "keychain-cli"),
+            ("xdg:schema", String(cString: connection.schema.pointee.name)),
+        ]
     }
 
     /// `Item.SetSecret` of the item at `path`; false when the item is gone. `meanwhile` runs once

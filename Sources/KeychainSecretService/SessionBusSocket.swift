@@ -92,6 +92,12 @@ final class SessionBusSocket: Sendable {
             (socketPath, self.guid) = (path, guid)
         }
 
+        /// Whether the bus's answer to our authentication (its line without CRLF) is OK, with the
+        /// GUID the address names, if it names one.
+        func accepts(_ answer: String) -> Bool {
+            answer.hasPrefix("OK ") && guid.map { answer.dropFirst(3) == $0 } ?? true
+        }
+
         /// The bytes of a D-Bus address value: `%XX` is the byte XX; nil for a malformed escape.
         private static func unescaped(_ value: Substring) -> [UInt8]? {
             var bytes: [UInt8] = []
@@ -120,9 +126,7 @@ final class SessionBusSocket: Sendable {
         let request = authentication
         guard send(fd, request, request.count, Int32(MSG_NOSIGNAL)) == request.count else { return nil }
         meanwhile()
-        guard let answer = try readLine(fd, operation), answer.hasPrefix("OK "),
-            endpoint.guid.map({ answer.dropFirst(3) == $0 }) ?? true
-        else { return nil }
+        guard let answer = try readLine(fd, operation), endpoint.accepts(answer) else { return nil }
         handedOver = true
         guard let bus = catchingError({ keychain_cli_connection_on_socket(fd, $0) }).value else { return nil }
         // org.freedesktop.DBus.Hello() -> (s unique name): the bus takes no other message first,
