@@ -60,7 +60,10 @@ let package = Package(
         ),
         .target(
             name: "KeychainVault",
-            dependencies: ["KeychainStore", "KeychainSystem", "KeychainFormats", "KeychainAge"]
+            dependencies: [
+                "KeychainStore", "KeychainSystem", "KeychainFormats", "KeychainAge",
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]
         ),
         // GLib and GIO shared by the Secret Service client and provider: who owns which reference,
         // the bounded main-context runner.
