@@ -51,8 +51,8 @@ extension SecretServiceProvider {
     /// connection that sends a message over its limits.
     func requireAnnounceable(_ details: ItemDetails, in collection: ServedCollection) throws(ProviderError) {
         let item = ServedItem(
-            number: Int.max, address: ProviderIndex().otherAddress(), details: details, created: 0, modified: 0,
-            revision: 0, storedDetails: true)
+            number: Int.max, address: ProviderIndex().otherAddress(), storedDetails: details, created: 0, modified: 0,
+            revision: 0)
         let announcement = Variant.tuple([
             Variant.objectPath(collection.path(of: item.number)),
             Self.interfaceEntry(ProviderInterface.item, Self.itemProperties(item, in: collection)),

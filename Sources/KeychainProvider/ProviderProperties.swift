@@ -71,7 +71,7 @@ extension SecretServiceProvider {
         case "Locked": Variant.boolean(collection.locked)
         case "Attributes": Variant.stringMap(item.details.attributes)
         case "Label": Variant.string(item.details.label)
-        case "Type": Variant.string(item.details.attributes["xdg:schema"] ?? "")
+        case "Type": Variant.string(item.attribute("xdg:schema") ?? "")
         case "Created": Variant.uint64(item.created)
         case "Modified": Variant.uint64(item.modified)
         default: nil

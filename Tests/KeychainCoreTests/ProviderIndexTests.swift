@@ -50,6 +50,24 @@ struct ProviderIndexTests {
             index.replace(with: [try item("a", "k", revision: 2)]).removed.sorted() == [kept, result.added[0]].sorted())
     }
 
+    /// An item written without details (by `keychain-cli set`) shows what keychain-cli's Secret
+    /// Service backend gives its items, though the index keeps none of it, and is found by it.
+    @Test func anItemWithoutDetailsShowsKeychainCLIsAttributes() throws {
+        var index = ProviderIndex()
+        let address = SecretAddress(service: try ServiceName("svc"), key: try KeychainKey("user"))
+        let number = index.put(DetailedItem(address: address, details: nil, created: nil, modified: nil)).number
+        let expected = [
+            "service": "svc", "username": "user", "application": "keychain-cli",
+            "xdg:schema": "org.freedesktop.Secret.Generic",
+        ]
+        #expect(index.items[number]?.details.attributes == expected)
+        #expect(index.items[number]?.details.label == ItemInfo.defaultLabel(service: address.service, key: address.key))
+        #expect(index.items[number]?.storedDetails == nil)
+        #expect(index.search(expected).map(\.number) == [number])
+        #expect(index.search(["application": "keychain-cli", "username": "user"]).map(\.number) == [number])
+        #expect(index.search(["xdg:schema": "other"]).isEmpty)
+    }
+
     /// Searches naming a service and a username look at those items only (an index of them):
     /// after any sequence of puts, replacements, moves and removals they find exactly what a scan
     /// of every item finds, in the same order.
@@ -66,6 +84,11 @@ struct ProviderIndexTests {
                 attributes["username"] = ["k", "l"].randomElement(using: &random)
             }
             if Bool.random(using: &random) { attributes["extra"] = ["x", "y"].randomElement(using: &random) }
+            // What an item stored without details shows (its attributes are made when asked).
+            if Int.random(in: 0..<4, using: &random) == 0 {
+                attributes["application"] = ["keychain-cli", "other"].randomElement(using: &random)
+            }
+            if Int.random(in: 0..<4, using: &random) == 0 { attributes["xdg:schema"] = "org.freedesktop.Secret.Generic" }
             return attributes
         }
         func entry(revision: Int) throws -> DetailedItem {
