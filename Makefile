@@ -230,14 +230,21 @@ clean:
 # Side-by-side benchmark against secret-tool and python keyring, in a private keyring session;
 # writes bench/RESULTS.md. BENCH_RUNS (default 30) sets the runs per command, BENCH_LARGE_RUNS
 # (default 5) those of the 5,000-item rows; valgrind counts the get and set rows' instructions.
-# The 5,000-item rows run first, in a private keyring of their own (bench/large.py says why).
+# The 5,000-item rows run first, in a private keyring of their own (bench/large.py says why), then
+# serve against gnome-keyring holding BENCH_SERVE_ITEMS (default 10,000) items (bench/serve_large.py).
 BENCH_LARGE_RESULTS ?= .build/bench/large.json
+BENCH_SERVE_RESULTS ?= .build/bench/serve-large.json
+BENCH_SERVE_ITEMS ?= 10000
 bench: deps release
 	$(SWIFT) build $(RELEASE_FLAGS) --product keychain-bench
-	mkdir -p $(dir $(BENCH_LARGE_RESULTS))
+	mkdir -p $(dir $(BENCH_LARGE_RESULTS)) $(dir $(BENCH_SERVE_RESULTS))
 	KEYCHAIN_PRIVATE_KEYRING=1 KEYCHAIN_KEYRING_SETUP="bench/large.py --write-keyring" \
 		scripts/with-keyring /usr/bin/python3 bench/large.py $(BENCH_LARGE_RESULTS)
-	BENCH_LARGE_RESULTS=$(BENCH_LARGE_RESULTS) KEYCHAIN_PRIVATE_KEYRING=1 scripts/with-keyring /usr/bin/python3 bench/bench.py
+	BENCH_LARGE_ITEMS=$(BENCH_SERVE_ITEMS) KEYCHAIN_PRIVATE_KEYRING=1 \
+		KEYCHAIN_KEYRING_SETUP="bench/large.py --write-keyring" \
+		scripts/with-keyring /usr/bin/python3 bench/serve_large.py $(BENCH_SERVE_RESULTS)
+	BENCH_LARGE_RESULTS=$(BENCH_LARGE_RESULTS) BENCH_SERVE_RESULTS=$(BENCH_SERVE_RESULTS) \
+		KEYCHAIN_PRIVATE_KEYRING=1 scripts/with-keyring /usr/bin/python3 bench/bench.py
 
 # libFuzzer (swiftc -sanitize=fuzzer,address; linked by lld, which exports ASan's symbols without
 # gold's 141 warnings) over every parser of untrusted bytes, FUZZ_SECONDS

@@ -16,6 +16,7 @@ from floor import floor_table
 from common import KC, LARGE_RUNS, LIST_ITEMS, MEMORY_RUNS, PY, RUNS, WARMUP, measure, measure_memory
 from masking import masking_table
 from serve import serve_table
+from serve_large import table as serve_large_table
 from watch import watch_table
 
 
@@ -131,6 +132,10 @@ def main():
     print("\n" + floor_rows)
     serve_rows, serve_memory = serve_table(L)
     print("\n" + serve_rows + "\n" + serve_memory)
+    with open(os.environ.get("BENCH_SERVE_RESULTS", ".build/bench/serve-large.json")) as file:
+        serve_large = json.load(file)
+    serve_large_rows, serve_parts = serve_large_table(serve_large)
+    print("\n" + serve_large_rows + "\n" + serve_parts)
     team_table = vault_table(S)
     print("\n" + team_table)
     bao_version, openbao_watch_rows, bao_table = openbao_table()
@@ -228,6 +233,27 @@ proxy (two AddMatch, StartServiceByName, GetNameOwner and a RemoveMatch to the b
 and GetSecret, so its own CPU time (about 0.4 s for 1,000 items, measured from /proc) bounds what
 any provider can reach there. Medians of {RUNS} interleaved runs. Peak memory of `serve` (VmHWM, after those rows, and after a
 `search --all` and a `list --json` of a vault ten times larger): {serve_memory}.
+
+### `serve` holding {serve_large["items"]:,} items
+
+{serve_large_rows}
+
+bench/serve_large.py, in private sessions of its own: gnome-keyring holding {serve_large["items"]:,} items
+of one service, loaded from a keyring file written before it started (as bench/large.py writes it),
+and another gnome-keyring holding the same items in its session collection (created through D-Bus
+by python SecretStorage; kept in memory only); `keychain-cli serve` of a vault holding them (imported
+in one write), as a provider (`--no-mask`: a provider with no command's output to mask, as the
+systemd unit runs it), then as `serve -- COMMAND`, which keeps every secret's masked forms (as is,
+base64 at three offsets, JSON-escaped and URL-encoded) to hide them in the command's output. Lookups: medians of {RUNS}
+interleaved runs of `secret-tool lookup` of the last item; memory: VmHWM and VmRSS from
+/proc after the lookups. The items' own bytes (key, secret, attributes) are about 1 MiB. Where serve's
+resident memory goes, by mapping (/proc/PID/smaps): {serve_parts}. The binary's part is the code
+serve runs (GDBus's Swift side, the provider, the vault's age and JSON) and the static Swift runtime
+and Foundation's relocated data; the libraries' part is GLib, GIO, GObject, libgcrypt and libc;
+the heap holds serve's index of the items (number, address, dates and revision per item; the
+attributes and label of an item written without details are made when a client asks), the vault's
+decoded entries, and the vault watcher's SHA-256 fingerprint per item; the anonymous part is GDBus's
+and the watcher's threads (their stacks and malloc arenas).
 
 ## Vaults: a team vault's identity against a passphrase's scrypt
 

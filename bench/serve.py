@@ -14,15 +14,16 @@ PASSPHRASE = "bench serve passphrase"
 
 
 class Served:
-    """`keychain-cli --backend vault serve` of `vault`, on its own private bus, until stopped."""
+    """`keychain-cli --backend vault serve` of `vault`, on its own private bus, until stopped;
+    unless `mask` is false, it masks every secret in its command's output, as `serve -- COMMAND` does."""
 
-    def __init__(self, vault):
+    def __init__(self, vault, mask=True):
         self.directory = tempfile.mkdtemp(prefix="kc-bench-serve-")
         address_file = os.path.join(self.directory, "address")
         environment = dict(os.environ, KEYCHAIN_BACKEND="vault", KEYCHAIN_VAULT=vault,
                            KEYCHAIN_PASSPHRASE=PASSPHRASE, KEYCHAIN_VAULT_WORK_FACTOR="10")
         self.process = subprocess.Popen(
-            [KC, "serve", "--", "sh", "-c", f'echo "$DBUS_SESSION_BUS_ADDRESS" > {address_file}.new && '
+            [KC, "serve", *([] if mask else ["--no-mask"]), "--", "sh", "-c", f'echo "$DBUS_SESSION_BUS_ADDRESS" > {address_file}.new && '
              f'mv {address_file}.new {address_file} && exec sleep 100000'],
             env=environment, stdin=subprocess.DEVNULL)
         for _ in range(600):
