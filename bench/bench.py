@@ -247,9 +247,9 @@ systemd unit runs it), then as `serve -- COMMAND`, which keeps every secret's ma
 base64 at three offsets, JSON-escaped and URL-encoded) to hide them in the command's output. Lookups: medians of {RUNS}
 interleaved runs of `secret-tool lookup` of the last item; memory: VmHWM and VmRSS from
 /proc after the lookups. The items' own bytes (key, secret, attributes) are about 1 MiB. Where serve's
-resident memory goes, by mapping (/proc/PID/smaps): {serve_parts}. The binary's part is the code
-serve runs (GDBus's Swift side, the provider, the vault's age and JSON) and the static Swift runtime
-and Foundation's relocated data; the libraries' part is GLib, GIO, GObject, libgcrypt and libc;
+resident memory goes, by mapping (/proc/PID/smaps): {serve_parts}. The binary's part is the pages
+of its code that serve runs (GDBus's Swift side, the provider, the vault's age and JSON), with
+those the kernel maps around each page reached, and its relocated data; the libraries' part is GLib, GIO, GObject, libgcrypt and libc;
 the heap holds serve's index of the items (number, address, dates and revision per item; the
 attributes and label of an item written without details are made when a client asks), the vault's
 decoded entries, and the vault watcher's SHA-256 fingerprint per item; the anonymous part is GDBus's
