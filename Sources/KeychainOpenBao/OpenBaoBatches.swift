@@ -1,5 +1,6 @@
 import FoundationEssentials
 import KeychainStore
+import KeychainSystem
 
 /// Many secrets at once (`import`): the keys of a service are written together, ``fieldsPerWrite``
 /// to a request, and each request stores all of its keys or none.

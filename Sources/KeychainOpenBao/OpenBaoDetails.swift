@@ -1,5 +1,6 @@
 import FoundationEssentials
 import KeychainStore
+import KeychainSystem
 
 // OpenBao keeps an item's Secret Service details (serve) in a field beside the item's own, in the
 // same secret: `KEY` holds the secret as always (`bao kv get -field=KEY` reads it), and
