@@ -35,6 +35,13 @@ extension KeychainCLI {
         @Flag(help: "Print a JSON object: service, key, encoding (utf8 or base64) and secret.")
         var json = false
 
+        @Option(
+            help: ArgumentHelp(
+                "Print one field of an entry (an import from a password manager, or a pass entry): password "
+                    + "(the first line), notes (what follows the first empty line), otp (the otpauth:// line), "
+                    + "or the value of a 'NAME: value' line (username, url, ...).", valueName: "name"))
+        var field: String?
+
         @OptionGroup var clipboard: ClipboardOptions
 
         func validate() throws {
@@ -48,7 +55,7 @@ extension KeychainCLI {
                 clipboard.clip
                 ? .clipboard(clearAfter: clipboard.seconds)
                 : json ? .json : raw ? .raw : newline ? .newline : noNewline ? .noNewline : .terminalNewline
-            try GetRequest(key: key, output: output).perform(in: keychain())
+            try GetRequest(key: key, output: output, field: field).perform(in: keychain())
         }
     }
 }
@@ -65,6 +72,8 @@ struct GetRequest {
 
     var key: String
     var output: Output
+    /// One field of the entry stored (``EntryFields``), not the whole secret.
+    var field: String? = nil
 
     func perform(in keychain: @autoclosure () throws -> Keychain) throws {
         let key = try KeychainKey(key)
@@ -73,8 +82,34 @@ struct GetRequest {
             throw KeychainError.notFound(service: keychain.service.rawValue, key: key.rawValue)
         }
         defer { wipe(&secret) }
+        if let field {
+            guard let text = String(validating: secret, as: UTF8.self),
+                let value = EntryFields.value(of: field, in: text)
+            else {
+                throw CommandFailure(
+                    kind: .notFound,
+                    message: "the secret '\(key)' has no field \(quotedValue(field, expected: "a field name")) "
+                        + "(its fields: \(fieldList(of: secret))). Run get without --field to see the whole entry")
+            }
+            var bytes = Data(value.utf8)
+            defer { wipe(&bytes) }
+            return try write(bytes, key: key, service: keychain.service)
+        }
+        try write(secret, key: key, service: keychain.service)
+    }
+
+    /// The names --field takes for `secret`, for a message: never a value.
+    private func fieldList(of secret: Data) -> String {
+        guard let text = String(validating: secret, as: UTF8.self) else { return "none, it is binary" }
+        var names = ["password"] + EntryFields.names(in: text).map { quotedValue($0, expected: "a field name") }
+        if EntryFields.value(of: "otp", in: text) != nil { names.append("otp") }
+        if EntryFields.value(of: "notes", in: text) != nil { names.append("notes") }
+        return names.joined(separator: ", ")
+    }
+
+    private func write(_ secret: Data, key: KeychainKey, service: ServiceName) throws {
         if output == .json {
-            try writeJSON(SecretDocument(service: keychain.service, key: key, secret: secret))
+            try writeJSON(SecretDocument(service: service, key: key, secret: secret))
             return
         }
         if case .clipboard(let seconds) = output {

@@ -1,0 +1,162 @@
+import FoundationEssentials
+
+/// An entry of a password manager as `import --format bitwarden|pass|…` stores it: one secret, a
+/// text in the layout pass keeps its entries in, which gopass, browserpass, pass-otp and
+/// pass-import read and write too:
+///
+///     the password
+///     username: alice
+///     url: https://example.com/login
+///     otpauth://totp/example?secret=JBSWY3DPEHPK3PXP
+///     a custom field: its value
+///
+///     The notes, as they are, after the first empty line.
+///
+/// The password is the first line, so it is what `get` prints first, and `get --field password`
+/// prints it alone. A value with a line break (or that starts with `"`) is written as a JSON
+/// string (`"line one\nline two"`), and so is such a field name or one with a `:`, so that every
+/// field reads back exactly. An entry with a password only is the password alone.
+package struct PasswordEntry: Equatable, Sendable {
+    package struct Field: Equatable, Sendable {
+        package var name: String
+        package var value: String
+
+        package init(_ name: String, _ value: String) {
+            self.name = name
+            self.value = value
+        }
+    }
+
+    /// Its folders, outermost first, and its title: the key is these joined by `/`.
+    package var path: [String]
+    package var password: String
+    /// `username`, `url` (once per URL), then the source's other fields, in its order.
+    package var fields: [Field]
+    /// The TOTP seed as an `otpauth://` URI (`otp KEY` reads it from the text).
+    package var totp: String?
+    package var notes: String
+
+    package init(path: [String], password: String, fields: [Field] = [], totp: String? = nil, notes: String = "") {
+        self.path = path
+        self.password = password
+        self.fields = fields
+        self.totp = totp
+        self.notes = notes
+    }
+
+    /// The key it is stored under: its path joined by `/`, empty parts left out.
+    package var key: String { path.filter { !$0.isEmpty }.joined(separator: "/") }
+
+    /// The secret stored: the layout above.
+    package var text: String {
+        var lines = [Self.quotedIfNeeded(password, quoteColon: false)]
+        for field in fields {
+            lines.append(
+                Self.quotedIfNeeded(field.name, quoteColon: true) + ": "
+                    + Self.quotedIfNeeded(field.value, quoteColon: false))
+        }
+        if let totp { lines.append(Self.quotedIfNeeded(totp, quoteColon: false)) }
+        if !notes.isEmpty { lines += ["", notes] }
+        return lines.joined(separator: "\n")
+    }
+
+    /// `text` as is, or as a JSON string where it holds a line break, starts with `"` or, for
+    /// a field name (`quoteColon`), holds a `:` or is empty.
+    private static func quotedIfNeeded(_ text: String, quoteColon: Bool) -> String {
+        let plain =
+            !text.contains(where: \.isNewline) && !text.hasPrefix("\"")
+            && !(quoteColon && (text.isEmpty || text.contains(":")))
+        return plain ? text : jsonString(text)
+    }
+
+    /// A JSON string literal of `text`, as JSONEncoder writes one (a JSON fragment).
+    static func jsonString(_ text: String) -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .withoutEscapingSlashes
+        // Encoding a string cannot fail.
+        return String(decoding: try! encoder.encode(text), as: UTF8.self)
+    }
+}
+
+/// Reading fields back from an entry's text (``PasswordEntry``'s layout, or any pass entry).
+package enum EntryFields {
+    /// The value of the field `name` of `text`: `password`, its first line; `notes`, what follows
+    /// its first empty line; `otp`, its first `otpauth://` line (anywhere, as pass-otp finds it);
+    /// any other name, the value of the first `name: value` line before the first empty line,
+    /// the name compared without regard to case. A value (or password) written as a JSON string
+    /// is read back as the string it holds. Nil when there is no such field.
+    package static func value(of name: String, in text: String) -> String? {
+        let lines = self.lines(of: text)
+        let body = lines.dropFirst().prefix { !$0.isEmpty }
+        switch name.lowercased() {
+        case "password":
+            return lines.first.map { unquoted($0) }
+        case "notes":
+            guard lines.count > body.count + 2 else { return nil }
+            return String(text[lines[body.count + 2].startIndex...])  // as it is, CRLF and all
+        case "otp":
+            return lines.first { $0.hasPrefix("otpauth://") }.map(String.init)
+        default:
+            return body.lazy.compactMap(split).first { $0.name.lowercased() == name.lowercased() }?.value
+        }
+    }
+
+    /// The names of the `name: value` lines of `text` before its first empty line, in order.
+    package static func names(in text: String) -> [String] {
+        lines(of: text).dropFirst().prefix { !$0.isEmpty }.compactMap { split($0)?.name }
+    }
+
+    /// The lines of `text`, split at LF and CRLF.
+    private static func lines(of text: String) -> [Substring] {
+        text.split(omittingEmptySubsequences: false) { $0 == "\n" || $0 == "\r\n" }
+    }
+
+    /// A `name: value` line's name and value (either may be a JSON string).
+    private static func split(_ line: Substring) -> (name: String, value: String)? {
+        if startsWithQuote(line) {
+            guard let (name, rest) = jsonPrefix(line), rest.utf8.starts(with: ": ".utf8) else { return nil }
+            return (name, unquoted(Substring(rest.utf8.dropFirst(2))))
+        }
+        // By bytes: a combining mark after the space makes ": " no two Characters of the line.
+        let bytes = line.utf8
+        guard
+            let colon = bytes.indices.first(where: {
+                bytes[$0] == UInt8(ascii: ":") && bytes.index(after: $0) < bytes.endIndex
+                    && bytes[bytes.index(after: $0)] == UInt8(ascii: " ")
+            })
+        else {
+            return bytes.last == UInt8(ascii: ":") ? (String(Substring(bytes.dropLast())), "") : nil
+        }
+        return (String(Substring(bytes[..<colon])), unquoted(Substring(bytes[bytes.index(colon, offsetBy: 2)...])))
+    }
+
+    /// `text` itself, or the string it holds when it is one JSON string.
+    private static func unquoted(_ text: Substring) -> String {
+        guard startsWithQuote(text), let (value, rest) = jsonPrefix(text), rest.isEmpty else { return String(text) }
+        return value
+    }
+
+    /// Whether `text`'s first byte is `"` (a `"` followed by a combining mark is one Character).
+    private static func startsWithQuote(_ text: Substring) -> Bool { text.utf8.first == UInt8(ascii: "\"") }
+
+    /// The JSON string `text` starts with, and what follows it.
+    private static func jsonPrefix(_ text: Substring) -> (String, Substring)? {
+        let bytes = text.utf8
+        var index = bytes.index(after: bytes.startIndex)
+        var escaped = false
+        while index < bytes.endIndex {
+            let byte = bytes[index]
+            if escaped {
+                escaped = false
+            } else if byte == UInt8(ascii: "\\") {
+                escaped = true
+            } else if byte == UInt8(ascii: "\"") {
+                let end = bytes.index(after: index)
+                guard let value = try? JSONDecoder().decode(String.self, from: Data(bytes[..<end])) else { return nil }
+                return (value, Substring(bytes[end...]))
+            }
+            index = bytes.index(after: index)
+        }
+        return nil
+    }
+}
