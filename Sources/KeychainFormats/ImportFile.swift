@@ -146,6 +146,33 @@ package enum ImportFile {
         }
     }
 
+    /// The items of another password manager's entries, each a key (its path) and a secret,
+    /// stored under `service`: an entry whose key an earlier one took is stored under the key
+    /// with ` (2)`, ` (3)`… after it (the first number no entry has), never merged with it.
+    /// - Returns: the items, and for each renamed entry its key and the key it is stored under.
+    /// - Throws: ``FormatError`` for an entry that cannot be stored (naming it by `location`).
+    package static func items(
+        ofEntries entries: [(key: String, secret: Data)], service: ServiceName, location: (Int) -> String
+    ) throws -> (items: [SecretToStore], renamed: [(key: String, storedAs: String)]) {
+        var taken = Set(entries.map(\.key))
+        var seen: Set<String> = []
+        var items: [SecretToStore] = []
+        var renamed: [(key: String, storedAs: String)] = []
+        for (index, entry) in entries.enumerated() {
+            var key = entry.key.isEmpty ? "untitled" : entry.key
+            if !seen.insert(key).inserted {
+                var number = 2
+                while taken.contains("\(key) (\(number))") { number += 1 }
+                renamed.append((key, "\(key) (\(number))"))
+                key = "\(key) (\(number))"
+                taken.insert(key)
+                seen.insert(key)
+            }
+            items.append(try item(service.rawValue, key, entry.secret, at: location(index)))
+        }
+        return (items, renamed)
+    }
+
     private static func item(_ service: String, _ key: String, _ secret: Data, at location: String) throws
         -> SecretToStore
     {

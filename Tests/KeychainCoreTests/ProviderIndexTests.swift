@@ -88,7 +88,9 @@ struct ProviderIndexTests {
             if Int.random(in: 0..<4, using: &random) == 0 {
                 attributes["application"] = ["keychain-cli", "other"].randomElement(using: &random)
             }
-            if Int.random(in: 0..<4, using: &random) == 0 { attributes["xdg:schema"] = "org.freedesktop.Secret.Generic" }
+            if Int.random(in: 0..<4, using: &random) == 0 {
+                attributes["xdg:schema"] = "org.freedesktop.Secret.Generic"
+            }
             return attributes
         }
         func entry(revision: Int) throws -> DetailedItem {

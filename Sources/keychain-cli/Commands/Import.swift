@@ -6,7 +6,7 @@ import KeychainCore
 extension KeychainCLI {
     struct Import: KeychainCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Store the secrets of an export file (JSON or dotenv).",
+            abstract: "Store the secrets of an export file (JSON or dotenv), a pass store or a Bitwarden export.",
             discussion: """
                 Reads FILE (or standard input). The whole file is checked before the first write: \
                 one bad item (the message gives its line or number and the reason) stores nothing. \
@@ -15,19 +15,32 @@ extension KeychainCLI {
                 their own service; env lines (NAME=value) go to --service under the key NAME. \
                 The format is taken from --format, else from the content ({ means JSON).
 
+                --format pass reads a pass store (FILE: its directory; by default \
+                $PASSWORD_STORE_DIR, else ~/.password-store), decrypting each entry with gpg as pass \
+                does, and stores it as pass show prints it. --format bitwarden reads Bitwarden's \
+                unencrypted JSON export. Each entry goes to --service under its path (folders and \
+                title) as one secret in pass's layout: the password on the first line, then \
+                'NAME: value' lines (username, url, custom fields), an otpauth:// line for its TOTP, \
+                and the notes after an empty line. get KEY --field NAME prints one field; otp KEY \
+                computes the TOTP. Two entries of one path are both kept, the later under 'PATH (2)'.
+
                   keychain-cli -s ci export --yes | keychain-cli import     # a no-op
                   keychain-cli import ci-secrets.json --dry-run
                   keychain-cli -s ci import .env --overwrite
+                  keychain-cli -s web import --format pass
+                  keychain-cli -s web import --format bitwarden bitwarden_export.json
                 """)
 
         @OptionGroup(title: "Global options") var globals: GlobalOptions
         @ParentCommand var root: KeychainCLI
 
-        @Argument(help: "The file to read; standard input when omitted.", completion: .file())
+        @Argument(
+            help: "The file to read; standard input when omitted. For --format pass, the store's directory.",
+            completion: .file())
         var file: String?
 
-        @Option(help: "json or env; by default, taken from the content.")
-        var format: TransferFormat?
+        @Option(help: "json, env, pass or bitwarden; by default json or env, taken from the content.")
+        var format: ImportFormat?
 
         @Flag(help: "Replace items that are already there.")
         var overwrite = false
@@ -39,15 +52,25 @@ extension KeychainCLI {
         var allowEmpty = false
 
         func run() throws {
-            let source = file ?? "standard input"
-            let text = try readText(source)
+            let source = format == .pass ? "the pass store" : file ?? "standard input"
             let keychain = try keychain(listing: .keysOnly)
-            let items = try ImportFile.items(
-                of: text, source: source, json: format.map { $0 == .json }, defaultService: keychain.service)
+            let reading = isTerminal(STDERR_FILENO) && format == .pass
+            let imported = try ImportFormat.items(
+                format, file: file, service: keychain.service, timeout: try settings.resolvedTimeout()
+            ) { done, total in
+                if reading { writeError("\rdecrypting \(done)/\(total)") }
+            }
+            if reading { writeError("\n") }
+            let items = imported.items
+            for (key, storedAs) in imported.renamed {
+                writeError(
+                    "import: two entries are named \(quotedValue(key, expected: "a key")); the later is stored as "
+                        + "\(quotedValue(storedAs, expected: "a key"))\n")
+            }
             // One rule with set: an empty secret is usually an unset variable, stored only when asked.
             if !allowEmpty, let empty = items.first(where: { $0.secret.isEmpty }) {
                 throw CommandFailure.badData(
-                    "\(file.map(quotedPath) ?? source): the secret of \(shownItem(empty.service, empty.key)) is empty; nothing "
+                    "\(format == .pass ? source : file.map(quotedPath) ?? source): the secret of \(shownItem(empty.service, empty.key)) is empty; nothing "
                         + "was stored. Pass --allow-empty if empty secrets are really meant, as set takes it")
             }
 
@@ -99,18 +122,6 @@ extension KeychainCLI {
                 existing[service] = Swift.Set(try Keychain(service: service, store: keychain.store).items().map(\.key))
             }
             return existing
-        }
-
-        private func readText(_ source: String) throws -> String {
-            guard let bytes = try readInput(path: file, limit: 256 << 20) else {
-                throw CommandFailure.badData(
-                    "\(file.map(quotedPath) ?? source) is larger than 256 MiB; nothing was stored. Split it into several export files and import each"
-                )
-            }
-            guard let text = String(validating: bytes, as: UTF8.self) else {
-                throw CommandFailure.badData("\(source) is not UTF-8 text; export files are JSON or dotenv")
-            }
-            return text
         }
 
     }

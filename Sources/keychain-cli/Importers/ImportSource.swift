@@ -1,0 +1,78 @@
+import ArgumentParser
+import FoundationEssentials
+import KeychainCore
+
+/// What `import --format` reads: keychain-cli's own export (JSON) and dotenv lines, or another
+/// password manager's data, each entry one secret in ``PasswordEntry``'s layout (pass's).
+enum ImportFormat: String, ExpressibleByArgument, CaseIterable {
+    /// keychain-cli's export document, or a vault's plaintext.
+    case json
+    /// `NAME=value` lines, for --service.
+    case env
+    /// A pass (or gopass) store: a directory of gpg-encrypted entries, each stored as it is.
+    case pass
+    /// Bitwarden's unencrypted JSON export.
+    case bitwarden
+
+    /// Whether the entries go to --service under their own path (not a service of their own).
+    var isPasswordManager: Bool { self == .pass || self == .bitwarden }
+}
+
+/// What `import` is to store, and the entries whose key an earlier one took (stored under a
+/// numbered key instead).
+struct ImportedItems {
+    var items: [SecretToStore]
+    var renamed: [(key: String, storedAs: String)] = []
+}
+
+extension ImportFormat {
+    /// The items of `file` (standard input when nil; for pass, the store's directory) in
+    /// `format` (nil: JSON or dotenv, judged by the content), checked whole before anything is
+    /// stored.
+    /// - Throws: ``CommandFailure`` or ``FormatError`` naming the entry and what is wrong.
+    static func items(
+        _ format: ImportFormat?, file: String?, service: ServiceName, timeout: Double,
+        progress: @escaping @Sendable (Int, Int) -> Void
+    ) throws -> ImportedItems {
+        switch format {
+        case .pass:
+            let store = PassStore(root: PassStore.directory(file), timeout: timeout)
+            let entries = try store.entries()
+            guard !entries.isEmpty else {
+                throw CommandFailure.badData(
+                    "the pass store \(quotedPath(store.root)) has no entries (no .gpg files); nothing was stored")
+            }
+            let secrets = try store.decrypt(entries) { progress($0, entries.count) }
+            let (items, renamed) = try ImportFile.items(
+                ofEntries: zip(entries, secrets).map { ($0.name, $1) }, service: service
+            ) { "pass entry \(quotedValue(entries[$0].name, expected: "an entry name"))" }
+            return ImportedItems(items: items, renamed: renamed)
+        case .bitwarden:
+            let (text, source) = try readText(file)
+            let entries = try BitwardenExport.entries(of: text, source: source)
+            let (items, renamed) = try ImportFile.items(
+                ofEntries: entries.map { ($0.key, Data($0.text.utf8)) }, service: service
+            ) { "\(source): item \($0 + 1)" }
+            return ImportedItems(items: items, renamed: renamed)
+        case .json, .env, nil:
+            let (text, source) = try readText(file)
+            return ImportedItems(
+                items: try ImportFile.items(
+                    of: text, source: source, json: format.map { $0 == .json }, defaultService: service))
+        }
+    }
+
+    /// The text of `file` (standard input when nil), and how messages name it.
+    private static func readText(_ file: String?) throws -> (String, String) {
+        let source = file ?? "standard input"
+        guard let bytes = try readInput(path: file, limit: 256 << 20) else {
+            throw CommandFailure.badData(
+                "\(file.map(quotedPath) ?? source) is larger than 256 MiB; nothing was stored. Split it into several files and import each"
+            )
+        }
+        guard let text = String(validating: bytes, as: UTF8.self) else {
+            throw CommandFailure.badData("\(source) is not UTF-8 text; nothing was stored")
+        }
+        return (text, source)
+    }
+}

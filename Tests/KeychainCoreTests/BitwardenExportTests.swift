@@ -1,0 +1,113 @@
+import Foundation
+import Testing
+
+@testable import KeychainFormats
+
+/// Bitwarden's unencrypted JSON export, as its "Export vault data" page and bitwarden/clients'
+/// export models describe it, read into entries.
+@Suite("Bitwarden's JSON export read into entries")
+struct BitwardenExportTests {
+    /// One item of every kind Bitwarden exports, and one of a kind this version does not know.
+    static let export = #"""
+        {
+          "encrypted": false,
+          "folders": [{"id": "f1", "name": "Work/Servers"}, {"id": "f2", "name": "Personal"}],
+          "items": [
+            {"id": "i1", "organizationId": null, "folderId": "f1", "type": 1, "reprompt": 0, "name": "db",
+             "notes": "rotated in May\nask ops", "favorite": true,
+             "fields": [
+               {"name": "region", "value": "eu-west-1", "type": 0},
+               {"name": "pin", "value": "4321", "type": 1},
+               {"name": "mfa", "value": "true", "type": 2},
+               {"name": "user again", "value": null, "type": 3, "linkedId": 100},
+               {"name": "multi", "value": "a\nb", "type": 0}
+             ],
+             "login": {"uris": [{"match": null, "uri": "https://db.example.com"}, {"match": 3, "uri": "ssh://db"}],
+                       "username": "admin", "password": "pa:ss\"word", "totp": "JBSW Y3DP EHPK 3PXP"},
+             "passwordHistory": [{"lastUsedDate": "2024-01-01T00:00:00.000Z", "password": "old1"}],
+             "revisionDate": "2024-05-01T00:00:00.000Z", "creationDate": "2023-01-01T00:00:00.000Z",
+             "deletedDate": null, "collectionIds": null},
+            {"id": "i2", "folderId": null, "type": 2, "name": "wifi", "notes": "the code is 1234",
+             "secureNote": {"type": 0}, "favorite": false},
+            {"id": "i3", "folderId": "f2", "type": 3, "name": "visa", "notes": null,
+             "card": {"cardholderName": "A B", "brand": "Visa", "number": "4111111111111111", "expMonth": "1",
+                      "expYear": "2030", "code": "123"}},
+            {"id": "i4", "folderId": "f2", "type": 5, "name": "key", "notes": null,
+             "sshKey": {"privateKey": "-----BEGIN KEY-----\nabc\n-----END KEY-----", "publicKey": "ssh-ed25519 AAA",
+                        "keyFingerprint": "SHA256:xyz"}},
+            {"id": "i5", "folderId": null, "type": 8, "name": "passport", "notes": null,
+             "passport": {"number": "X1", "country": "FR"}},
+            {"id": "i6", "folderId": null, "type": 1, "name": "steam", "login": {"username": "u", "password": "p",
+             "totp": "steam://ABCDEF"}},
+            {"id": "i7", "folderId": null, "type": 1, "name": "uri-totp", "login": {"password": "p",
+             "totp": "otpauth://totp/x?secret=JBSWY3DPEHPK3PXP&digits=8"}}
+          ]
+        }
+        """#
+
+    @Test func everyKindOfItemKeepsEveryField() throws {
+        let entries = try BitwardenExport.entries(of: Self.export, source: "export.json")
+        #expect(
+            entries.map(\.key) == [
+                "Work/Servers/db", "wifi", "Personal/visa", "Personal/key", "passport", "steam", "uri-totp",
+            ])
+        let db = entries[0]
+        #expect(db.password == "pa:ss\"word")
+        #expect(
+            db.fields == [
+                .init("username", "admin"), .init("url", "https://db.example.com"), .init("url", "ssh://db"),
+                .init("region", "eu-west-1"), .init("pin", "4321"), .init("mfa", "true"),
+                .init("user again", "(linked to username)"), .init("multi", "a\nb"), .init("previous password", "old1"),
+            ])
+        #expect(db.totp == "otpauth://totp/db?secret=JBSWY3DPEHPK3PXP")
+        #expect(db.notes == "rotated in May\nask ops")
+        #expect(EntryFields.value(of: "password", in: db.text) == "pa:ss\"word")
+        #expect(EntryFields.value(of: "multi", in: db.text) == "a\nb")
+        #expect(EntryFields.value(of: "notes", in: db.text) == "rotated in May\nask ops")
+
+        #expect(entries[1].text == "\n\nthe code is 1234", "a secure note: no password, no field")
+        #expect(
+            entries[2].fields.map(\.name) == ["cardholderName", "brand", "number", "expMonth", "expYear", "code"])
+        #expect(
+            EntryFields.value(of: "privateKey", in: entries[3].text) == "-----BEGIN KEY-----\nabc\n-----END KEY-----")
+        #expect(entries[4].fields == [.init("country", "FR"), .init("number", "X1")], "an unknown kind: its members")
+        #expect(entries[5].totp == nil && entries[5].fields.contains(.init("totp", "steam://ABCDEF")))
+        #expect(entries[6].totp == "otpauth://totp/x?secret=JBSWY3DPEHPK3PXP&digits=8")
+    }
+
+    @Test func anOrganisationsExportUsesTheFirstCollection() throws {
+        let text = #"""
+            {"encrypted": false, "collections": [{"id": "c1", "name": "Ops"}],
+             "items": [{"type": 1, "name": "x", "collectionIds": ["c1", "c2"], "login": {"password": "p"}}]}
+            """#
+        #expect(try BitwardenExport.entries(of: text, source: "s").map(\.key) == ["Ops/x"])
+    }
+
+    @Test(arguments: [
+        (
+            #"{"encrypted": true, "passwordProtected": true, "salt": "x", "data": "2.a|b|c"}"#,
+            "encrypted Bitwarden export"
+        ),
+        (#"{"encrypted": true, "folders": [], "items": [{"name": "2.a|b|c"}]}"#, "encrypted Bitwarden export"),
+        (#"{"folders": []}"#, "has no list of items"),
+        (#"[1, 2]"#, "not a JSON object"),
+        (#"{"items": [{"type": 1, "name": "x", "#, "not valid JSON"),
+        (#"{"items": [3]}"#, "item 1 is not an object"),
+        (#"{"items": [{"type": 1, "name": "x", "fields": [7]}]}"#, "item 1: custom field 1 is not an object"),
+    ])
+    func aFileThatIsNoUnencryptedExportIsRefused(text: String, message: String) {
+        #expect {
+            try BitwardenExport.entries(of: text, source: "f.json")
+        } throws: { error in
+            "\(error)".contains(message)
+        }
+    }
+
+    @Test func aBareSeedBecomesAnOtpauthURIAndAnythingElseIsNot() {
+        #expect(OTPSeed.uri(" jbsw-y3dp=", label: "a b/ü") == "otpauth://totp/a%20b%2F%C3%BC?secret=JBSWY3DP")
+        #expect(OTPSeed.uri("otpauth://totp/x?secret=A", label: "y") == "otpauth://totp/x?secret=A")
+        #expect(OTPSeed.uri("steam://ABC", label: "y") == nil)
+        #expect(OTPSeed.uri("not base32!", label: "y") == nil)
+        #expect(OTPSeed.uri("   ", label: "y") == nil)
+    }
+}
