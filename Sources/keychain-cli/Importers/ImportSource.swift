@@ -13,9 +13,6 @@ enum ImportFormat: String, ExpressibleByArgument, CaseIterable {
     case pass
     /// Bitwarden's unencrypted JSON export.
     case bitwarden
-
-    /// Whether the entries go to --service under their own path (not a service of their own).
-    var isPasswordManager: Bool { self == .pass || self == .bitwarden }
 }
 
 /// What `import` is to store, and the entries whose key an earlier one took (stored under a
