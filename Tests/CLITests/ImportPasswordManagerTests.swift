@@ -138,9 +138,16 @@ struct ImportPasswordManagerTests {
             try FileManager.default.removeItem(atPath: fixture.store + "/out.gpg")
             try FileManager.default.createSymbolicLink(
                 atPath: fixture.store + "/alias.gpg", withDestinationPath: "ok.gpg")
+            // A link to a folder of the store sorts before it: both names are entries (found once
+            // only, under the link's, before), and a link back to a folder it is in stops there.
+            try fixture.insert("in/target", "in-secret")
+            try FileManager.default.createSymbolicLink(atPath: fixture.store + "/dirlink", withDestinationPath: "in")
+            try FileManager.default.createSymbolicLink(atPath: fixture.store + "/in/loop", withDestinationPath: "..")
             let linked = try cli(["import", "--format", "pass"], extra: fixture.environment)
-            #expect(linked.stdoutText == "added 2, replaced 0, skipped 0\n", "\(linked.stderr)")
+            #expect(linked.stdoutText == "added 4, replaced 0, skipped 0\n", "\(linked.stderr)")
             #expect(try cli(["get", "alias"]).stdoutText == "fine-secret")
+            #expect(try cli(["get", "in/target"]).stdoutText == "in-secret")
+            #expect(try cli(["get", "dirlink/target"]).stdoutText == "in-secret")
 
             // No store there, and no gpg on PATH.
             let none = try cli(["import", "--format", "pass", fixture.store + "/nowhere"], extra: fixture.environment)

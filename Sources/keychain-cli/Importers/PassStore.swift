@@ -35,14 +35,13 @@ struct PassStore {
                     + "Give its directory (import --format pass DIR) or set PASSWORD_STORE_DIR")
         }
         var entries: [Entry] = []
-        var visited: Swift.Set<String> = [top]
-        try walk(top, name: "", top: top, visited: &visited, into: &entries)
+        try walk(top, name: "", top: top, within: [top], into: &entries)
         return entries.sorted { $0.name < $1.name }
     }
 
-    private func walk(
-        _ directory: String, name: String, top: String, visited: inout Swift.Set<String>, into entries: inout [Entry]
-    )
+    /// Adds the entries under `directory` (named `name` in the store); `within`: the real paths
+    /// of the folders it is in, to stop at a link back to one of them (a loop).
+    private func walk(_ directory: String, name: String, top: String, within: [String], into entries: inout [Entry])
         throws
     {
         guard let stream = opendir(directory) else {
@@ -68,7 +67,7 @@ struct PassStore {
             if info.st_mode & S_IFMT == S_IFLNK {
                 // A dangling link is no entry, as pass lists none for it.
                 guard let real = realPath(path), stat(real, &info) == 0 else { continue }
-                guard real.hasPrefix(top + "/") else {
+                guard real == top || real.hasPrefix(top + "/") else {
                     let shown = child.hasSuffix(".gpg") ? String(childName.dropLast(4)) : childName
                     throw CommandFailure.badData(
                         "the pass entry \(quotedValue(shown, expected: "an entry name")) is a symbolic link out of the store, to "
@@ -78,8 +77,9 @@ struct PassStore {
                 target = real
             }
             if info.st_mode & S_IFMT == S_IFDIR {
-                guard visited.insert(target).inserted else { continue }  // a loop of links
-                try walk(target, name: childName, top: top, visited: &visited, into: &entries)
+                // `target` is a real path: the store's is, and so is every link's.
+                guard !within.contains(target) else { continue }  // a link to a folder it is in
+                try walk(target, name: childName, top: top, within: within + [target], into: &entries)
             } else if info.st_mode & S_IFMT == S_IFREG, child.hasSuffix(".gpg"), child.count > 4 {
                 entries.append(Entry(name: String(childName.dropLast(4)), path: target))
             }
