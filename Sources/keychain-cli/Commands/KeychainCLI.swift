@@ -47,8 +47,8 @@ struct KeychainCLI: ParsableCommand {
 
             Exit codes:
               0   success
-              1   not found: get, delete, otp, a secret exec or inject needs; vault
-                  passwd and vault recipients list without a vault
+              1   not found: get (or its --field), delete, otp, a secret exec or inject
+                  needs; vault passwd and vault recipients list without a vault
               64  usage error: a bad option or command, or none (-ss get k); a secret
                   on the command line, or a key where a path goes; reset or export
                   without --yes; a bad key, exec mapping (or one holding a value),
@@ -56,13 +56,14 @@ struct KeychainCLI: ParsableCommand {
                   vault's own files
               65  bad data: empty, over 1 MiB, binary where text goes (a terminal,
                   exec, --clip), the two entries differ, a bad import file (a field
-                  given twice, an empty secret without --allow-empty), a damaged
+                  given twice, an empty secret without --allow-empty, an encrypted
+                  Bitwarden export, a pass entry linking out of its store), a damaged
                   vault (watch: still damaged once quiet), a seed otp cannot read
               69  backend unavailable: no session bus, Secret Service or default
                   keyring (watch: it left); OpenBao unreachable, untrusted or sealed,
                   its mount missing or not KV version 2; serve: the name is taken
                   (--replace), or dbus-daemon cannot start; --clip without a display
-                  or clipboard program
+                  or clipboard program; import --format pass without gpg
               70  internal error (a bug)
               73  already there: generate found a secret under KEY and kept it
                   (--force replaces it)
@@ -72,13 +73,14 @@ struct KeychainCLI: ParsableCommand {
                   serve: the command's output cannot be written on (a full disk);
                   exec --file: no tmpfs; doctor: a vault or identity file not
                   private to you
-              75  timed out: the keyring, a prompt, the vault's lock or the OpenBao
-                  server, after --timeout; --clip: the clipboard, after 5 seconds
+              75  timed out: the keyring, a prompt, the vault's lock, the OpenBao
+                  server or gpg, after --timeout; --clip: the clipboard, after 5
+                  seconds
               77  locked (no prompter, prompt dismissed), reset or export not
                   confirmed, permission denied, a wrong or missing vault passphrase
                   (or new one, vault passwd) or identity, a vault re-keyed under
-                  watch, a credential helper that would have to ask; OpenBao denied
-                  it (token, policy) or no token
+                  watch, a credential helper that would have to ask, a pass entry gpg
+                  cannot decrypt; OpenBao denied it (token, policy) or no token
               126, 127  exec and serve -- COMMAND: the command cannot be run, or is
                   not found
             A reader of standard output that goes away (list | head -1) ends keychain-cli
