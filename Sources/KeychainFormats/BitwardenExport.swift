@@ -40,6 +40,11 @@ package enum BitwardenExport {
                 "\(source) is not valid JSON, so not a Bitwarden JSON export; nothing was stored. "
                     + "`python3 -m json.tool FILE` names the line at fault")
         }
+        if document["format"]?.string == ExportDocument.formatName {
+            throw FormatError(
+                "\(source) is keychain-cli's own export, not Bitwarden's; nothing was stored. Import it without --format"
+            )
+        }
         if case .bool(true) = document["encrypted"] {
             throw FormatError(
                 "\(source) is an encrypted Bitwarden export, which only Bitwarden can open; nothing was stored. "
@@ -48,6 +53,18 @@ package enum BitwardenExport {
         guard let items = document["items"]?.array else {
             throw FormatError("\(source) is not a Bitwarden JSON export: it has no list of items")
         }
+        // As for keychain-cli's own export: JSON tools differ on which of two members counts,
+        // and Foundation's decoder reads a comma before a closing bracket, which JSON forbids.
+        if let repeated = RepeatedMember.first(in: text.utf8) {
+            throw FormatError(
+                "\(source): \(repeated.item.map { "item \($0)" } ?? "the document") has the field "
+                    + "\(quotedValue(repeated.name, expected: "a field name")) twice; nothing was stored. Keep one")
+        }
+        if let comma = TrailingComma.first(in: text.utf8) {
+            throw FormatError(
+                "\(source): \(comma.item.map { "item \($0)" } ?? "the document") has a comma right before a closing "
+                    + "bracket, which JSON does not allow; nothing was stored. Remove the comma")
+        }
         let groups = (document["folders"]?.array ?? []) + (document["collections"]?.array ?? [])
         var folders: [String: String] = [:]
         for group in groups {
@@ -55,28 +72,35 @@ package enum BitwardenExport {
         }
         return try items.enumerated().map { index, value in
             guard let item = value.object else { throw FormatError("\(source): item \(index + 1) is not an object") }
-            return try entry(item, folders: folders, at: "\(source): item \(index + 1)")
+            guard case .number = item["type"] else {
+                throw FormatError(
+                    "\(source): item \(index + 1) has no number 'type', so it is no Bitwarden item; nothing was stored")
+            }
+            return try entry(item, folders: folders, at: "\(source): item \(index + 1)").withReadableFieldNames()
         }
     }
 
     private static func entry(_ item: [String: JSONValue], folders: [String: String], at location: String) throws
         -> PasswordEntry
     {
-        let title = item["name"]?.text ?? ""
+        func text(_ value: JSONValue?, _ what: String) throws -> String? {
+            try exactText(value, what: what, at: location)
+        }
+        let title = try text(item["name"], "name") ?? ""
         let folder =
             item["folderId"]?.string.flatMap { folders[$0] }
             ?? item["collectionIds"]?.array?.first?.string.flatMap { folders[$0] }
         var entry = PasswordEntry(
             path: (folder.map { $0.split(separator: "/").map(String.init) } ?? []) + [title], password: "",
-            notes: item["notes"]?.text ?? "")
+            notes: try text(item["notes"], "notes") ?? "")
         func add(_ name: String, _ value: String?) {
             if let value, !value.isEmpty { entry.fields.append(.init(name, value)) }
         }
         if let login = item["login"]?.object {
-            entry.password = login["password"]?.text ?? ""
-            add("username", login["username"]?.text)
-            for uri in login["uris"]?.array ?? [] { add("url", uri.object?["uri"]?.text) }
-            if let totp = login["totp"]?.text, !totp.isEmpty {
+            entry.password = try text(login["password"], "login.password") ?? ""
+            add("username", try text(login["username"], "login.username"))
+            for uri in login["uris"]?.array ?? [] { add("url", try text(uri.object?["uri"], "login.uris.uri")) }
+            if let totp = try text(login["totp"], "login.totp"), !totp.isEmpty {
                 if let uri = OTPSeed.uri(totp, label: title) { entry.totp = uri } else { add("totp", totp) }
             }
             for credential in login["fido2Credentials"]?.array ?? [] { add("passkey", credential.jsonText) }
@@ -86,24 +110,43 @@ package enum BitwardenExport {
             let known = members.filter { object[$0] != nil }
             let others = object.keys.filter { !members.contains($0) && !(kind == "secureNote" && $0 == "type") }
                 .sorted()
-            for name in known + others { add(name, object[name]?.text) }
+            for name in known + others { add(name, try text(object[name], "\(kind).\(name)")) }
         }
         for other in item.keys.sorted() where isKindOfItem(other, item[other]) {
-            for name in item[other]!.object!.keys.sorted() { add(name, item[other]!.object![name]?.text) }
+            let members = item[other]!.object!
+            for name in members.keys.sorted() { add(name, try text(members[name], "\(other).\(name)")) }
         }
         for (number, field) in (item["fields"]?.array ?? []).enumerated() {
             guard let field = field.object else {
                 throw FormatError("\(location): custom field \(number + 1) is not an object")
             }
-            let name = field["name"]?.text ?? ""
+            let name = try text(field["name"], "fields.name") ?? ""
             if case .number(3) = field["type"] {
                 add(name, "(linked to \(linkedName(field["linkedId"])))")
             } else {
-                entry.fields.append(.init(name, field["value"]?.text ?? ""))
+                entry.fields.append(.init(name, try text(field["value"], "fields.value") ?? ""))
             }
         }
-        for old in item["passwordHistory"]?.array ?? [] { add("previous password", old.object?["password"]?.text) }
+        for old in item["passwordHistory"]?.array ?? [] {
+            add("previous password", try text(old.object?["password"], "passwordHistory.password"))
+        }
         return entry
+    }
+
+    /// A field's text exactly: a string as it is, a boolean as `true` or `false`, a whole number
+    /// as its digits (up to 2^53, which a double holds exactly); nil for null or nothing.
+    /// - Throws: ``FormatError`` for any other value (a number a double rounds, a list, an object).
+    private static func exactText(_ value: JSONValue?, what: String, at location: String) throws -> String? {
+        switch value {
+        case nil, .null: return nil
+        case .string(let text): return text
+        case .bool(let flag): return flag ? "true" : "false"
+        case .number(let number) where number == number.rounded() && abs(number) <= 9_007_199_254_740_992:
+            return String(Int64(number))
+        default:
+            throw FormatError(
+                "\(location): the field '\(what)' should be text (Bitwarden writes text there); nothing was stored")
+        }
     }
 
     /// Whether `name` is the object of a kind of item this version does not know (bank account,

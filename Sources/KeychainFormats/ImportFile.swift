@@ -148,19 +148,27 @@ package enum ImportFile {
 
     /// The items of another password manager's entries, each a key (its path) and a secret,
     /// stored under `service`: an entry whose key an earlier one took is stored under the key
-    /// with ` (2)`, ` (3)`… after it (the first number no entry has), never merged with it.
+    /// with ` (2)`, ` (3)`… after it (the first number that neither an entry nor, as `existing`
+    /// lists them when asked, an item of the service has), never merged with it.
     /// - Returns: the items, and for each renamed entry its key and the key it is stored under.
-    /// - Throws: ``FormatError`` for an entry that cannot be stored (naming it by `location`).
+    /// - Throws: ``FormatError`` for an entry that cannot be stored (naming it by `location`),
+    ///   and what `existing` throws.
     package static func items(
-        ofEntries entries: [(key: String, secret: Data)], service: ServiceName, location: (Int) -> String
+        ofEntries entries: [(key: String, secret: Data)], service: ServiceName, existing: () throws -> Set<String>,
+        location: (Int) -> String
     ) throws -> (items: [SecretToStore], renamed: [(key: String, storedAs: String)]) {
         var taken = Set(entries.map(\.key))
+        var listed = false
         var seen: Set<String> = []
         var items: [SecretToStore] = []
         var renamed: [(key: String, storedAs: String)] = []
         for (index, entry) in entries.enumerated() {
             var key = entry.key.isEmpty ? "untitled" : entry.key
             if !seen.insert(key).inserted {
+                if !listed {
+                    taken.formUnion(try existing())
+                    listed = true
+                }
                 var number = 2
                 while taken.contains("\(key) (\(number))") { number += 1 }
                 renamed.append((key, "\(key) (\(number))"))

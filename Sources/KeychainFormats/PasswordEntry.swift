@@ -13,9 +13,10 @@ import FoundationEssentials
 ///     The notes, as they are, after the first empty line.
 ///
 /// The password is the first line, so it is what `get` prints first, and `get --field password`
-/// prints it alone. A value with a line break (or that starts with `"`) is written as a JSON
-/// string (`"line one\nline two"`), and so is such a field name or one with a `:`, so that every
-/// field reads back exactly. An entry with a password only is the password alone.
+/// prints it alone. A value with a line break is written as a JSON string (`"line one\nline
+/// two"`), and so is a field name with one or with a `:`, so that every field reads back exactly;
+/// a text that starts with `"` is written as it is, unless it reads as such a JSON string itself.
+/// An entry with a password only is the password alone.
 package struct PasswordEntry: Equatable, Sendable {
     package struct Field: Equatable, Sendable {
         package var name: String
@@ -49,24 +50,35 @@ package struct PasswordEntry: Equatable, Sendable {
 
     /// The secret stored: the layout above.
     package var text: String {
-        var lines = [Self.quotedIfNeeded(password, quoteColon: false)]
+        var lines = [EntryFields.quotedIfNeeded(password, name: false)]
         for field in fields {
             lines.append(
-                Self.quotedIfNeeded(field.name, quoteColon: true) + ": "
-                    + Self.quotedIfNeeded(field.value, quoteColon: false))
+                EntryFields.quotedIfNeeded(field.name, name: true) + ": "
+                    + EntryFields.quotedIfNeeded(field.value, name: false))
         }
-        if let totp { lines.append(Self.quotedIfNeeded(totp, quoteColon: false)) }
+        if let totp { lines.append(EntryFields.quotedIfNeeded(totp, name: false)) }
         if !notes.isEmpty { lines += ["", notes] }
         return lines.joined(separator: "\n")
     }
 
-    /// `text` as is, or as a JSON string where it holds a line break, starts with `"` or, for
-    /// a field name (`quoteColon`), holds a `:` or is empty.
-    private static func quotedIfNeeded(_ text: String, quoteColon: Bool) -> String {
-        let plain =
-            !text.contains(where: \.isNewline) && !text.hasPrefix("\"")
-            && !(quoteColon && (text.isEmpty || text.contains(":")))
-        return plain ? text : jsonString(text)
+    /// The entry with each field's name made unique and readable by `get --field`: a name that
+    /// `password`, `notes` or `otp` is, or that an earlier field has (whatever the case), gets
+    /// ` (2)`, ` (3)`… after it (so a second URL is `url (2)`).
+    package func withReadableFieldNames() -> PasswordEntry {
+        var copy = self
+        var taken: Set<String> = ["password", "notes", "otp"]
+        for index in copy.fields.indices {
+            let name = copy.fields[index].name
+            var unique = name
+            var number = 2
+            while taken.contains(unique.lowercased()) {
+                unique = "\(name) (\(number))"
+                number += 1
+            }
+            taken.insert(unique.lowercased())
+            copy.fields[index].name = unique
+        }
+        return copy
     }
 
     /// A JSON string literal of `text`, as JSONEncoder writes one (a JSON fragment).
@@ -113,8 +125,9 @@ package enum EntryFields {
 
     /// A `name: value` line's name and value (either may be a JSON string).
     private static func split(_ line: Substring) -> (name: String, value: String)? {
-        if startsWithQuote(line) {
-            guard let (name, rest) = jsonPrefix(line), rest.utf8.starts(with: ": ".utf8) else { return nil }
+        if startsWithQuote(line), let (name, rest) = jsonPrefix(line), rest.utf8.starts(with: ": ".utf8),
+            needsQuotes(name, name: true)
+        {
             return (name, unquoted(Substring(rest.utf8.dropFirst(2))))
         }
         // By bytes: a combining mark after the space makes ": " no two Characters of the line.
@@ -130,9 +143,28 @@ package enum EntryFields {
         return (String(Substring(bytes[..<colon])), unquoted(Substring(bytes[bytes.index(colon, offsetBy: 2)...])))
     }
 
-    /// `text` itself, or the string it holds when it is one JSON string.
-    private static func unquoted(_ text: Substring) -> String {
-        guard startsWithQuote(text), let (value, rest) = jsonPrefix(text), rest.isEmpty else { return String(text) }
+    /// `text` as the layout writes it: as it is, or as a JSON string where it must be one (it has a
+    /// line break; a name: a `:`, or it is empty; or it reads as such a JSON string itself).
+    static func quotedIfNeeded(_ text: String, name: Bool) -> String {
+        needsQuotes(text, name: name) ? PasswordEntry.jsonString(text) : text
+    }
+
+    /// Whether `text` is written as a JSON string. A text that merely starts with `"` is not
+    /// (a pass entry whose password is `"hunter2"`, quotes included, reads as it is), unless it
+    /// is itself a JSON string of a text that would be.
+    private static func needsQuotes(_ text: String, name: Bool) -> Bool {
+        if text.contains(where: \.isNewline) || (name && (text.isEmpty || text.contains(":"))) { return true }
+        guard startsWithQuote(Substring(text)), let (value, rest) = jsonPrefix(Substring(text)), rest.isEmpty else {
+            return false
+        }
+        return needsQuotes(value, name: name)
+    }
+
+    /// `text` itself, or the string it holds when it is the JSON string the layout writes for a
+    /// text that needs one (see ``quotedIfNeeded(_:name:)``).
+    private static func unquoted(_ text: Substring, name: Bool = false) -> String {
+        guard startsWithQuote(text), let (value, rest) = jsonPrefix(text), rest.isEmpty, needsQuotes(value, name: name)
+        else { return String(text) }
         return value
     }
 

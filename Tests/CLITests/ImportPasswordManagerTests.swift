@@ -169,11 +169,14 @@ struct ImportPasswordManagerTests {
         try Data(Self.bitwardenExport.utf8).write(to: URL(fileURLWithPath: file))
         try backend.run {
             let service = "bw-\(backend.rawValue)"
+            // A key of the service that the numbering would give the second `github`: left alone.
+            _ = try cli(["-s", service, "set", "Dev/github (2)"], input: "mine")
             let dryRun = try cli(["-s", service, "import", "--format", "bitwarden", "--dry-run", file])
-            #expect(dryRun.stdoutText.contains("add \(service)/Dev/github (2)\n"), "\(dryRun.stdoutText)")
-            let imported = try cli(["-s", service, "import", "--format", "bitwarden", file])
+            #expect(dryRun.stdoutText.contains("add \(service)/Dev/github (3)\n"), "\(dryRun.stdoutText)")
+            let imported = try cli(["-s", service, "import", "--format", "bitwarden", "--overwrite", file])
             #expect(imported.stdoutText == "added 3, replaced 0, skipped 0\n", "\(imported.stderr)")
-            #expect(imported.stderr.contains("'Dev/github'") && imported.stderr.contains("'Dev/github (2)'"))
+            #expect(imported.stderr.contains("'Dev/github'") && imported.stderr.contains("'Dev/github (3)'"))
+            #expect(try cli(["-s", service, "get", "Dev/github (2)"]).stdoutText == "mine")
             #expect(
                 try cli(["-s", service, "get", "Dev/github"]).stdoutText
                     == "gh-pw\nusername: octocat\nurl: https://github.com/login\nrecovery: \"code 1\\ncode 2\"\n"
@@ -181,7 +184,7 @@ struct ImportPasswordManagerTests {
             #expect(
                 try cli(["-s", service, "get", "Dev/github", "--field", "recovery"]).stdoutText == "code 1\ncode 2")
             #expect(try cli(["-s", service, "otp", "Dev/github", "--at", "59"]).stdoutText == "996554\n")
-            #expect(try cli(["-s", service, "get", "Dev/github (2)", "--field", "username"]).stdoutText == "second")
+            #expect(try cli(["-s", service, "get", "Dev/github (3)", "--field", "username"]).stdoutText == "second")
             #expect(try cli(["-s", service, "get", "note"]).stdoutText == "\n\nonly notes")
             _ = try cli(["-s", service, "reset", "--yes"])
         }

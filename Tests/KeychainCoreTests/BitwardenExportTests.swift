@@ -17,6 +17,7 @@ struct BitwardenExportTests {
              "notes": "rotated in May\nask ops", "favorite": true,
              "fields": [
                {"name": "region", "value": "eu-west-1", "type": 0},
+               {"name": "Password", "value": "not the password", "type": 1},
                {"name": "pin", "value": "4321", "type": 1},
                {"name": "mfa", "value": "true", "type": 2},
                {"name": "user again", "value": null, "type": 3, "linkedId": 100},
@@ -36,7 +37,7 @@ struct BitwardenExportTests {
              "sshKey": {"privateKey": "-----BEGIN KEY-----\nabc\n-----END KEY-----", "publicKey": "ssh-ed25519 AAA",
                         "keyFingerprint": "SHA256:xyz"}},
             {"id": "i5", "folderId": null, "type": 8, "name": "passport", "notes": null,
-             "passport": {"number": "X1", "country": "FR"}},
+             "passport": {"number": "X1", "country": "FR", "issued": 2020, "renewable": false}},
             {"id": "i6", "folderId": null, "type": 1, "name": "steam", "login": {"username": "u", "password": "p",
              "totp": "steam://ABCDEF"}},
             {"id": "i7", "folderId": null, "type": 1, "name": "uri-totp", "login": {"password": "p",
@@ -55,14 +56,17 @@ struct BitwardenExportTests {
         #expect(db.password == "pa:ss\"word")
         #expect(
             db.fields == [
-                .init("username", "admin"), .init("url", "https://db.example.com"), .init("url", "ssh://db"),
-                .init("region", "eu-west-1"), .init("pin", "4321"), .init("mfa", "true"),
+                .init("username", "admin"), .init("url", "https://db.example.com"), .init("url (2)", "ssh://db"),
+                .init("region", "eu-west-1"), .init("Password (2)", "not the password"), .init("pin", "4321"),
+                .init("mfa", "true"),
                 .init("user again", "(linked to username)"), .init("multi", "a\nb"), .init("previous password", "old1"),
             ])
         #expect(db.totp == "otpauth://totp/db?secret=JBSWY3DPEHPK3PXP")
         #expect(db.notes == "rotated in May\nask ops")
         #expect(EntryFields.value(of: "password", in: db.text) == "pa:ss\"word")
         #expect(EntryFields.value(of: "multi", in: db.text) == "a\nb")
+        #expect(EntryFields.value(of: "password (2)", in: db.text) == "not the password")
+        #expect(EntryFields.value(of: "url (2)", in: db.text) == "ssh://db")
         #expect(EntryFields.value(of: "notes", in: db.text) == "rotated in May\nask ops")
 
         #expect(entries[1].text == "\n\nthe code is 1234", "a secure note: no password, no field")
@@ -70,7 +74,11 @@ struct BitwardenExportTests {
             entries[2].fields.map(\.name) == ["cardholderName", "brand", "number", "expMonth", "expYear", "code"])
         #expect(
             EntryFields.value(of: "privateKey", in: entries[3].text) == "-----BEGIN KEY-----\nabc\n-----END KEY-----")
-        #expect(entries[4].fields == [.init("country", "FR"), .init("number", "X1")], "an unknown kind: its members")
+        #expect(
+            entries[4].fields == [
+                .init("country", "FR"), .init("issued", "2020"), .init("number", "X1"), .init("renewable", "false"),
+            ],
+            "an unknown kind: its members")
         #expect(entries[5].totp == nil && entries[5].fields.contains(.init("totp", "steam://ABCDEF")))
         #expect(entries[6].totp == "otpauth://totp/x?secret=JBSWY3DPEHPK3PXP&digits=8")
     }
@@ -94,6 +102,15 @@ struct BitwardenExportTests {
         (#"{"items": [{"type": 1, "name": "x", "#, "not valid JSON"),
         (#"{"items": [3]}"#, "item 1 is not an object"),
         (#"{"items": [{"type": 1, "name": "x", "fields": [7]}]}"#, "item 1: custom field 1 is not an object"),
+        (#"{"items": [{"type": 1, "name": "x", "name": "y"}]}"#, "item 1 has the field 'name' twice"),
+        (#"{"items": [{"type": 1, "name": "x",}]}"#, "comma right before a closing bracket"),
+        (
+            #"{"items": [{"type": 1, "name": "x", "login": {"password": 12345678901234567890123}}]}"#,
+            "the field 'login.password' should be text"
+        ),
+        (#"{"items": [{"type": 1, "name": ["x"]}]}"#, "the field 'name' should be text"),
+        (#"{"items": [{"name": "x"}]}"#, "item 1 has no number 'type'"),
+        (#"{"format": "keychain-cli-export", "version": 1, "items": []}"#, "keychain-cli's own export"),
     ])
     func aFileThatIsNoUnencryptedExportIsRefused(text: String, message: String) {
         #expect {

@@ -35,7 +35,7 @@ struct PasswordEntryTests {
         var random = SystemRandomNumberGenerator()
         let pieces = [
             "a", "b", " ", ":", ": ", "\"", "\\", "\n", "\r\n", "\r", "\u{2028}", "\u{301}", "é", "x: y", "\t", "{}",
-            "otpauth://", "",
+            "otpauth://", "", "\"x\"", "\"a\\nb\"",
         ]
         func text(_ count: Int) -> String {
             (0..<Int.random(in: 0...count, using: &random)).map { _ in pieces.randomElement(using: &random)! }.joined()
@@ -60,6 +60,33 @@ struct PasswordEntryTests {
                     "\(name.debugDescription) in \(stored.debugDescription)")
             }
         }
+    }
+
+    /// A text that starts with `"` is written and read as it is (a pass entry's `"hunter2"`,
+    /// quotes included), unless it reads as the JSON string of a text with a line break: then it
+    /// is written as a JSON string itself.
+    @Test func aLeadingQuoteIsKeptAsItIs() {
+        #expect(EntryFields.value(of: "password", in: "\"hunter2\"\nlogin: a") == "\"hunter2\"")
+        #expect(EntryFields.value(of: "login", in: "pw\nlogin: \"x\"") == "\"x\"")
+        #expect(EntryFields.names(in: "pw\n\"q\": v") == ["\"q\""])
+        for tricky in ["\"hunter2\"", #""a\nb""#, #""\"a\\nb\"""#, "\"", "\"\"", "\"a\nb\""] {
+            let entry = PasswordEntry(path: ["p"], password: tricky, fields: [.init(tricky + ":", tricky)])
+            #expect(EntryFields.value(of: "password", in: entry.text) == tricky, "\(entry.text.debugDescription)")
+            #expect(EntryFields.names(in: entry.text) == [tricky + ":"], "\(entry.text.debugDescription)")
+            #expect(EntryFields.value(of: tricky + ":", in: entry.text) == tricky, "\(entry.text.debugDescription)")
+        }
+    }
+
+    /// Field names are made unique and readable: the reserved ones and repeats get a number.
+    @Test func fieldNamesAreMadeReadable() {
+        let entry = PasswordEntry(
+            path: ["p"], password: "pw",
+            fields: [
+                .init("url", "a"), .init("URL", "b"), .init("notes", "n"), .init("otp", "o"), .init("url (2)", "c"),
+            ]
+        ).withReadableFieldNames()
+        #expect(entry.fields.map(\.name) == ["url", "URL (2)", "notes (2)", "otp (2)", "url (2) (2)"])
+        for field in entry.fields { #expect(EntryFields.value(of: field.name, in: entry.text) == field.value) }
     }
 
     /// A pass entry as people write them: CRLF line ends, a field without a value, free text.

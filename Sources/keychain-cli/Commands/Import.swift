@@ -56,7 +56,8 @@ extension KeychainCLI {
             let keychain = try keychain(listing: .keysOnly)
             let reading = isTerminal(STDERR_FILENO) && format == .pass
             let imported = try ImportFormat.items(
-                format, file: file, service: keychain.service, timeout: try settings.resolvedTimeout()
+                format, file: file, service: keychain.service, timeout: try settings.resolvedTimeout(),
+                existing: { Swift.Set(try keychain.items().map(\.key)) }
             ) { done, total in
                 if reading { writeError("\rdecrypting \(done)/\(total)") }
             }

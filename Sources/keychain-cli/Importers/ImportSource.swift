@@ -25,11 +25,11 @@ struct ImportedItems {
 extension ImportFormat {
     /// The items of `file` (standard input when nil; for pass, the store's directory) in
     /// `format` (nil: JSON or dotenv, judged by the content), checked whole before anything is
-    /// stored.
+    /// stored. `existing`: the keys the service holds, which a numbered key avoids.
     /// - Throws: ``CommandFailure`` or ``FormatError`` naming the entry and what is wrong.
     static func items(
         _ format: ImportFormat?, file: String?, service: ServiceName, timeout: Double,
-        progress: @escaping @Sendable (Int, Int) -> Void
+        existing: () throws -> Set<String>, progress: @escaping @Sendable (Int, Int) -> Void
     ) throws -> ImportedItems {
         switch format {
         case .pass:
@@ -41,14 +41,14 @@ extension ImportFormat {
             }
             let secrets = try store.decrypt(entries) { progress($0, entries.count) }
             let (items, renamed) = try ImportFile.items(
-                ofEntries: zip(entries, secrets).map { ($0.name, $1) }, service: service
+                ofEntries: zip(entries, secrets).map { ($0.name, $1) }, service: service, existing: existing
             ) { "pass entry \(quotedValue(entries[$0].name, expected: "an entry name"))" }
             return ImportedItems(items: items, renamed: renamed)
         case .bitwarden:
             let (text, source) = try readText(file)
             let entries = try BitwardenExport.entries(of: text, source: source)
             let (items, renamed) = try ImportFile.items(
-                ofEntries: entries.map { ($0.key, Data($0.text.utf8)) }, service: service
+                ofEntries: entries.map { ($0.key, Data($0.text.utf8)) }, service: service, existing: existing
             ) { "\(source): item \($0 + 1)" }
             return ImportedItems(items: items, renamed: renamed)
         case .json, .env, nil:
