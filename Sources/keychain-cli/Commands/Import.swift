@@ -57,10 +57,8 @@ extension KeychainCLI {
             let reading = isTerminal(STDERR_FILENO) && format == .pass
             let imported = try ImportFormat.items(
                 format, file: file, service: keychain.service, timeout: try settings.resolvedTimeout(),
-                existing: { Swift.Set(try keychain.items().map(\.key)) }
-            ) { done, total in
-                if reading { writeError("\rdecrypting \(done)/\(total)") }
-            }
+                existing: { Swift.Set(try keychain.items().map(\.key)) },
+                progress: { done, total in if reading { writeError("\rdecrypting \(done)/\(total)") } })
             if reading { writeError("\n") }
             let items = imported.items
             for (key, storedAs) in imported.renamed {
