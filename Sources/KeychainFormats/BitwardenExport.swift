@@ -27,6 +27,9 @@ package enum BitwardenExport {
     /// - Throws: ``FormatError`` naming the item and what is wrong, or saying the export is
     ///   encrypted (it cannot be read without the account).
     package static func entries(of text: String, source: String) throws -> [PasswordEntry] {
+        guard text.contains(where: { !$0.isWhitespace && $0 != "\u{FEFF}" }) else {
+            throw FormatError("\(source) is empty; nothing was stored. Did the export that writes it fail?")
+        }
         let document: [String: JSONValue]
         do {
             guard let object = try JSONDecoder().decode(JSONValue.self, from: Data(text.utf8)).object else {
@@ -45,10 +48,14 @@ package enum BitwardenExport {
                 "\(source) is keychain-cli's own export, not Bitwarden's; nothing was stored. Import it without --format"
             )
         }
-        if case .bool(true) = document["encrypted"] {
+        switch document["encrypted"] {
+        case nil, .null, .bool(false): break
+        case .bool(true):
             throw FormatError(
                 "\(source) is an encrypted Bitwarden export, which only Bitwarden can open; nothing was stored. "
                     + "Export the vault again as .json (not encrypted) and import that, then delete it")
+        default:
+            throw FormatError("\(source): 'encrypted' should be true or false; nothing was stored")
         }
         guard let items = document["items"]?.array else {
             throw FormatError("\(source) is not a Bitwarden JSON export: it has no list of items")
@@ -72,9 +79,10 @@ package enum BitwardenExport {
         }
         return try items.enumerated().map { index, value in
             guard let item = value.object else { throw FormatError("\(source): item \(index + 1) is not an object") }
-            guard case .number = item["type"] else {
+            guard case .number(let type) = item["type"], type >= 1, type == type.rounded() else {
                 throw FormatError(
-                    "\(source): item \(index + 1) has no number 'type', so it is no Bitwarden item; nothing was stored")
+                    "\(source): item \(index + 1) has no whole number 'type', so it is no Bitwarden item; nothing was stored"
+                )
             }
             return try entry(item, folders: folders, at: "\(source): item \(index + 1)").withReadableFieldNames()
         }
@@ -86,6 +94,20 @@ package enum BitwardenExport {
         func text(_ value: JSONValue?, _ what: String) throws -> String? {
             try exactText(value, what: what, at: location)
         }
+        func list(_ value: JSONValue?, _ what: String) throws -> [JSONValue] {
+            switch value {
+            case nil, .null: return []
+            case .array(let elements): return elements
+            default: throw FormatError("\(location): the field '\(what)' should be a list; nothing was stored")
+            }
+        }
+        func object(_ value: JSONValue?, _ what: String) throws -> [String: JSONValue]? {
+            switch value {
+            case nil, .null: return nil
+            case .object(let members): return members
+            default: throw FormatError("\(location): the field '\(what)' should be an object; nothing was stored")
+            }
+        }
         let title = try text(item["name"], "name") ?? ""
         let folder =
             item["folderId"]?.string.flatMap { folders[$0] }
@@ -96,17 +118,21 @@ package enum BitwardenExport {
         func add(_ name: String, _ value: String?) {
             if let value, !value.isEmpty { entry.fields.append(.init(name, value)) }
         }
-        if let login = item["login"]?.object {
+        if let login = try object(item["login"], "login") {
             entry.password = try text(login["password"], "login.password") ?? ""
             add("username", try text(login["username"], "login.username"))
-            for uri in login["uris"]?.array ?? [] { add("url", try text(uri.object?["uri"], "login.uris.uri")) }
+            for uri in try list(login["uris"], "login.uris") {
+                add("url", try text(try object(uri, "login.uris")?["uri"], "login.uris.uri"))
+            }
             if let totp = try text(login["totp"], "login.totp"), !totp.isEmpty {
                 if let uri = OTPSeed.uri(totp, label: title) { entry.totp = uri } else { add("totp", totp) }
             }
-            for credential in login["fido2Credentials"]?.array ?? [] { add("passkey", credential.jsonText) }
+            for credential in try list(login["fido2Credentials"], "login.fido2Credentials") {
+                add("passkey", credential.jsonText)
+            }
         }
         for (kind, members) in kinds where kind != "login" {
-            guard let object = item[kind]?.object else { continue }
+            guard let object = try object(item[kind], kind) else { continue }
             let known = members.filter { object[$0] != nil }
             let others = object.keys.filter { !members.contains($0) && !(kind == "secureNote" && $0 == "type") }
                 .sorted()
@@ -116,7 +142,7 @@ package enum BitwardenExport {
             let members = item[other]!.object!
             for name in members.keys.sorted() { add(name, try text(members[name], "\(other).\(name)")) }
         }
-        for (number, field) in (item["fields"]?.array ?? []).enumerated() {
+        for (number, field) in try list(item["fields"], "fields").enumerated() {
             guard let field = field.object else {
                 throw FormatError("\(location): custom field \(number + 1) is not an object")
             }
@@ -127,8 +153,10 @@ package enum BitwardenExport {
                 entry.fields.append(.init(name, try text(field["value"], "fields.value") ?? ""))
             }
         }
-        for old in item["passwordHistory"]?.array ?? [] {
-            add("previous password", try text(old.object?["password"], "passwordHistory.password"))
+        for old in try list(item["passwordHistory"], "passwordHistory") {
+            add(
+                "previous password",
+                try text(try object(old, "passwordHistory")?["password"], "passwordHistory.password"))
         }
         return entry
     }

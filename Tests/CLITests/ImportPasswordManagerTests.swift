@@ -149,6 +149,23 @@ struct ImportPasswordManagerTests {
             #expect(try cli(["get", "in/target"]).stdoutText == "in-secret")
             #expect(try cli(["get", "dirlink/target"]).stdoutText == "in-secret")
 
+            // A link named as an entry that leads to nothing, and a name that is not UTF-8.
+            try FileManager.default.createSymbolicLink(
+                atPath: fixture.store + "/dead.gpg", withDestinationPath: "gone.gpg")
+            let dead = try cli(["import", "--format", "pass", "--overwrite"], extra: fixture.environment)
+            #expect(dead.status == 65 && dead.stderr.contains("'dead'"), "\(dead.stderr)")
+            try FileManager.default.removeItem(atPath: fixture.store + "/dead.gpg")
+            _ = try runProcess(
+                "/bin/sh", ["-c", "cp \"$0/ok.gpg\" \"$0/$(printf 'caf\\351').gpg\"", fixture.store], environment: [:])
+            let latin = try cli(["import", "--format", "pass", "--overwrite"], extra: fixture.environment)
+            #expect(latin.status == 65 && latin.stderr.contains("not UTF-8"), "\(latin.stderr)")
+            _ = try runProcess(
+                "/bin/sh", ["-c", "rm \"$0/$(printf 'caf\\351').gpg\"", fixture.store], environment: [:])
+            // --field reads UTF-8 text only; get prints any entry whole.
+            _ = try cli(["set", "latin-1"], stdin: Data([0x63, 0x61, 0x66, 0xE9, 0x0A, 0x75, 0x3A, 0x20, 0x62]))
+            let field = try cli(["get", "latin-1", "--field", "u"])
+            #expect(field.status == 65 && field.stderr.contains("not UTF-8"), "\(field.stderr)")
+
             // No store there, and no gpg on PATH.
             let none = try cli(["import", "--format", "pass", fixture.store + "/nowhere"], extra: fixture.environment)
             #expect(none.status == 74, "\(none.stderr)")

@@ -109,8 +109,18 @@ struct BitwardenExportTests {
             "the field 'login.password' should be text"
         ),
         (#"{"items": [{"type": 1, "name": ["x"]}]}"#, "the field 'name' should be text"),
-        (#"{"items": [{"name": "x"}]}"#, "item 1 has no number 'type'"),
+        (#"{"items": [{"name": "x"}]}"#, "item 1 has no whole number 'type'"),
         (#"{"format": "keychain-cli-export", "version": 1, "items": []}"#, "keychain-cli's own export"),
+        (#"{"items": [{"type": 1, "name": "x", "fields": "s"}]}"#, "the field 'fields' should be a list"),
+        (#"{"items": [{"type": 1, "name": "x", "login": "s"}]}"#, "the field 'login' should be an object"),
+        (
+            #"{"items": [{"type": 1, "name": "x", "login": {"uris": ["u"]}}]}"#,
+            "the field 'login.uris' should be an object"
+        ),
+        (#"{"items": [{"type": "1", "name": "x"}]}"#, "item 1 has no whole number 'type'"),
+        (#"{"items": [{"type": 1.5, "name": "x"}]}"#, "item 1 has no whole number 'type'"),
+        (#"{"encrypted": "true", "items": []}"#, "'encrypted' should be true or false"),
+        (" \n", "is empty"),
     ])
     func aFileThatIsNoUnencryptedExportIsRefused(text: String, message: String) {
         #expect {

@@ -83,13 +83,16 @@ struct GetRequest {
         }
         defer { wipe(&secret) }
         if let field {
-            guard let text = String(validating: secret, as: UTF8.self),
-                let value = EntryFields.value(of: field, in: text)
-            else {
+            guard let text = String(validating: secret, as: UTF8.self) else {
+                throw CommandFailure.badData(
+                    "the secret '\(key)' is not UTF-8 text, so --field cannot read its lines (an old pass entry in "
+                        + "Latin-1?). Run get without --field to have it whole")
+            }
+            guard let value = EntryFields.value(of: field, in: text) else {
                 throw CommandFailure(
                     kind: .notFound,
                     message: "the secret '\(key)' has no field \(quotedValue(field, expected: "a field name")) "
-                        + "(its fields: \(fieldList(of: secret))). Run get without --field to see the whole entry")
+                        + "(its fields: \(fieldList(of: text))). Run get without --field to see the whole entry")
             }
             var bytes = Data(value.utf8)
             defer { wipe(&bytes) }
@@ -98,9 +101,8 @@ struct GetRequest {
         try write(secret, key: key, service: keychain.service)
     }
 
-    /// The names --field takes for `secret`, for a message: never a value.
-    private func fieldList(of secret: Data) -> String {
-        guard let text = String(validating: secret, as: UTF8.self) else { return "none, it is binary" }
+    /// The names --field takes for `text`, for a message: never a value.
+    private func fieldList(of text: String) -> String {
         var names = ["password"] + EntryFields.names(in: text).map { quotedValue($0, expected: "a field name") }
         if EntryFields.value(of: "otp", in: text) != nil { names.append("otp") }
         if EntryFields.value(of: "notes", in: text) != nil { names.append("notes") }

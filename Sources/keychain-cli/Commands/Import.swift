@@ -63,7 +63,7 @@ extension KeychainCLI {
             let items = imported.items
             for (key, storedAs) in imported.renamed {
                 writeError(
-                    "import: two entries are named \(quotedValue(key, expected: "a key")); the later is stored as "
+                    "keychain-cli: two entries are named \(quotedValue(key, expected: "a key")); the later is stored as "
                         + "\(quotedValue(storedAs, expected: "a key"))\n")
             }
             // One rule with set: an empty secret is usually an unset variable, stored only when asked.

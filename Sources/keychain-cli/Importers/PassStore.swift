@@ -53,24 +53,40 @@ struct PassStore {
         defer { closedir(stream) }
         var children: [String] = []
         while let record = readdir(stream) {
-            let child = withUnsafeBytes(of: record.pointee.d_name) {
-                String(cString: $0.bindMemory(to: CChar.self).baseAddress!)
+            let bytes = withUnsafeBytes(of: record.pointee.d_name) { Array($0.prefix { $0 != 0 }) }
+            guard bytes.first != UInt8(ascii: ".") else { continue }
+            // A key is UTF-8 text: a name that is not (an old Latin-1 file name) cannot be one.
+            guard let child = String(validating: bytes, as: UTF8.self) else {
+                let shown = escapedForDisplay(String(decoding: bytes, as: UTF8.self))
+                throw CommandFailure.badData(
+                    "the pass store has a name that is not UTF-8 text, in \(quotedPath(directory)) ('\(shown)'); nothing "
+                        + "was stored. Rename it in UTF-8 (pass mv), then import again")
             }
-            if !child.hasPrefix(".") { children.append(child) }
+            children.append(child)
         }
         for child in children.sorted() {
             let path = "\(directory)/\(child)"
             let childName = name.isEmpty ? child : "\(name)/\(child)"
+            let shown = quotedValue(
+                child.hasSuffix(".gpg") ? String(childName.dropLast(4)) : childName, expected: "an entry name")
             var info = stat()
-            guard lstat(path, &info) == 0 else { continue }
+            guard lstat(path, &info) == 0 else {
+                throw CommandFailure(
+                    kind: .io,
+                    message:
+                        "cannot read the pass entry \(shown) (\(String(cString: strerror(errno)))); nothing was stored")
+            }
             var target = path
             if info.st_mode & S_IFMT == S_IFLNK {
-                // A dangling link is no entry, as pass lists none for it.
-                guard let real = realPath(path), stat(real, &info) == 0 else { continue }
-                guard real == top || real.hasPrefix(top + "/") else {
-                    let shown = child.hasSuffix(".gpg") ? String(childName.dropLast(4)) : childName
+                guard let real = realPath(path), stat(real, &info) == 0 else {
+                    guard child.hasSuffix(".gpg") else { continue }  // no entry, to pass either
                     throw CommandFailure.badData(
-                        "the pass entry \(quotedValue(shown, expected: "an entry name")) is a symbolic link out of the store, to "
+                        "the pass entry \(shown) is a symbolic link to nothing (pass show cannot read it either); "
+                            + "nothing was stored. Remove the link or restore what it points to")
+                }
+                guard real == top || real.hasPrefix(top + "/") else {
+                    throw CommandFailure.badData(
+                        "the pass entry \(shown) is a symbolic link out of the store, to "
                             + "\(quotedPath(real)); nothing was stored. Move what it links to into the store, or remove the link"
                     )
                 }
