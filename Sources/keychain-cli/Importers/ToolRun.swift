@@ -75,8 +75,19 @@ struct ToolRun {
                 wipe(&chunk)
             }
         }
+        // Its output closed, it may still run (a tool that left a child holding them, or one that
+        // closes them and lingers): waited for within the same time, like the reading.
         var status: Int32 = 0
-        while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
+        while true {
+            let ended = waitpid(pid, &status, WNOHANG)
+            if ended == pid || (ended == -1 && errno != EINTR) { break }
+            guard monotonicSeconds() < deadline else {
+                terminate(pid, graceSeconds: 1)
+                wipe(&run.output)
+                return nil
+            }
+            usleep(2_000)
+        }
         run.status = status
         run.errors = String(decoding: errorBytes, as: UTF8.self)
         return run
