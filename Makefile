@@ -232,10 +232,12 @@ clean:
 # writes bench/RESULTS.md. BENCH_RUNS (default 30) sets the runs per command, BENCH_LARGE_RUNS
 # (default 5) those of the 5,000-item rows; valgrind counts the get and set rows' instructions.
 # The 5,000-item rows run first, in a private keyring of their own (bench/large.py says why), then
-# serve against gnome-keyring holding BENCH_SERVE_ITEMS (default 10,000) items (bench/serve_large.py).
+# serve against gnome-keyring holding BENCH_SERVE_ITEMS (default 10,000) items (bench/serve_large.py),
+# then import of a pass store beside pass-import (bench/import_pass.py, BENCH_PASS_ENTRIES).
 BENCH_LARGE_RESULTS ?= .build/bench/large.json
 BENCH_SERVE_RESULTS ?= .build/bench/serve-large.json
 BENCH_SERVE_ITEMS ?= 10000
+BENCH_PASS_RESULTS ?= .build/bench/import-pass.json
 bench: deps release
 	$(SWIFT) build $(RELEASE_FLAGS) --product keychain-bench
 	mkdir -p $(dir $(BENCH_LARGE_RESULTS)) $(dir $(BENCH_SERVE_RESULTS))
@@ -244,7 +246,9 @@ bench: deps release
 	BENCH_LARGE_ITEMS=$(BENCH_SERVE_ITEMS) KEYCHAIN_PRIVATE_KEYRING=1 \
 		KEYCHAIN_KEYRING_SETUP="bench/large.py --write-keyring" \
 		scripts/with-keyring /usr/bin/python3 bench/serve_large.py $(BENCH_SERVE_RESULTS)
+	/usr/bin/python3 bench/import_pass.py $(BENCH_PASS_RESULTS)
 	BENCH_LARGE_RESULTS=$(BENCH_LARGE_RESULTS) BENCH_SERVE_RESULTS=$(BENCH_SERVE_RESULTS) \
+		BENCH_PASS_RESULTS=$(BENCH_PASS_RESULTS) \
 		KEYCHAIN_PRIVATE_KEYRING=1 scripts/with-keyring /usr/bin/python3 bench/bench.py
 
 # libFuzzer (swiftc -sanitize=fuzzer,address; linked by lld, which exports ASan's symbols without
