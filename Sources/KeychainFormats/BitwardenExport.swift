@@ -92,7 +92,10 @@ package enum BitwardenExport {
         -> PasswordEntry
     {
         func text(_ value: JSONValue?, _ what: String) throws -> String? {
-            try exactText(value, what: what, at: location)
+            try exactText(value, objects: false) {
+                FormatError(
+                    "\(location): the field '\(what)' should be text (Bitwarden writes text there); nothing was stored")
+            }
         }
         func list(_ value: JSONValue?, _ what: String) throws -> [JSONValue] {
             switch value {
@@ -159,22 +162,6 @@ package enum BitwardenExport {
                 try text(try object(old, "passwordHistory")?["password"], "passwordHistory.password"))
         }
         return entry
-    }
-
-    /// A field's text exactly: a string as it is, a boolean as `true` or `false`, a whole number
-    /// as its digits (up to 2^53, which a double holds exactly); nil for null or nothing.
-    /// - Throws: ``FormatError`` for any other value (a number a double rounds, a list, an object).
-    private static func exactText(_ value: JSONValue?, what: String, at location: String) throws -> String? {
-        switch value {
-        case nil, .null: return nil
-        case .string(let text): return text
-        case .bool(let flag): return flag ? "true" : "false"
-        case .number(let number) where number == number.rounded() && abs(number) <= 9_007_199_254_740_992:
-            return String(Int64(number))
-        default:
-            throw FormatError(
-                "\(location): the field '\(what)' should be text (Bitwarden writes text there); nothing was stored")
-        }
     }
 
     /// Whether `name` is the object of a kind of item this version does not know (bank account,

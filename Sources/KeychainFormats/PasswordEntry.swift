@@ -1,4 +1,5 @@
 import FoundationEssentials
+import KeychainSystem
 
 /// An entry of a password manager as `import --format bitwarden|pass|…` stores it: one secret, a
 /// text in the layout pass keeps its entries in, which gopass, browserpass, pass-otp and
@@ -190,5 +191,23 @@ package enum EntryFields {
             index = bytes.index(after: index)
         }
         return nil
+    }
+}
+
+/// A field of another password manager's JSON as text, exactly: a string as it is, a boolean as
+/// `true` or `false`, a whole number as its digits (up to 2^53, which a double holds exactly), and
+/// with `objects` a list or an object as its JSON; nil for null or nothing.
+/// - Throws: `refuse()` for any other value (a number a double rounds; without `objects`, a list
+///   or an object).
+func exactText(_ value: JSONValue?, objects: Bool, refuse: () -> FormatError) throws -> String? {
+    switch value {
+    case nil, .null: return nil
+    case .string(let text): return text
+    case .bool(let flag): return flag ? "true" : "false"
+    case .number(let number) where number == number.rounded() && abs(number) <= 9_007_199_254_740_992:
+        return String(Int64(number))
+    case .array where objects, .object where objects:
+        return value!.jsonText
+    default: throw refuse()
     }
 }

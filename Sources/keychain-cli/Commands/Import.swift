@@ -6,7 +6,8 @@ import KeychainCore
 extension KeychainCLI {
     struct Import: KeychainCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Store the secrets of an export file (JSON or dotenv), a pass store or a Bitwarden export.",
+            abstract:
+                "Store the secrets of an export file (JSON or dotenv), a pass store, or a Bitwarden or 1Password export.",
             discussion: """
                 Reads FILE (or standard input). The whole file is checked before the first write: \
                 one bad item (the message gives its line or number and the reason) stores nothing. \
@@ -18,7 +19,7 @@ extension KeychainCLI {
                 --format pass reads a pass store (FILE: its directory; by default \
                 $PASSWORD_STORE_DIR, else ~/.password-store), decrypting each entry with gpg as pass \
                 does, and stores it as pass show prints it. --format bitwarden reads Bitwarden's \
-                unencrypted JSON export. Each entry goes to --service under its path (folders and \
+                unencrypted JSON export, --format 1password a 1Password .1pux file. Each entry goes to --service under its path (folders and \
                 title) as one secret in pass's layout: the password on the first line, then \
                 'NAME: value' lines (username, url, custom fields), an otpauth:// line for its TOTP, \
                 and the notes after an empty line. get KEY --field NAME prints one field; otp KEY \
@@ -29,6 +30,7 @@ extension KeychainCLI {
                   keychain-cli -s ci import .env --overwrite
                   keychain-cli -s web import --format pass
                   keychain-cli -s web import --format bitwarden bitwarden_export.json
+                  keychain-cli -s web import --format 1password export.1pux
                 """)
 
         @OptionGroup(title: "Global options") var globals: GlobalOptions
@@ -39,7 +41,7 @@ extension KeychainCLI {
             completion: .file())
         var file: String?
 
-        @Option(help: "json, env, pass or bitwarden; by default json or env, taken from the content.")
+        @Option(help: "json, env, pass, bitwarden or 1password; by default json or env, taken from the content.")
         var format: ImportFormat?
 
         @Flag(help: "Replace items that are already there.")

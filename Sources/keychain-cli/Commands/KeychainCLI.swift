@@ -63,7 +63,8 @@ struct KeychainCLI: ParsableCommand {
                   keyring (watch: it left); OpenBao unreachable, untrusted or sealed,
                   its mount missing or not KV version 2; serve: the name is taken
                   (--replace), or dbus-daemon cannot start; --clip without a display
-                  or clipboard program; import --format pass without gpg
+                  or clipboard program; import --format pass without gpg,
+                  --format 1password without unzip
               70  internal error (a bug)
               73  already there: generate found a secret under KEY and kept it
                   (--force replaces it)

@@ -1,5 +1,6 @@
 import ArgumentParser
 import FoundationEssentials
+import Glibc
 import KeychainCore
 
 /// What `import --format` reads: keychain-cli's own export (JSON) and dotenv lines, or another
@@ -13,6 +14,8 @@ enum ImportFormat: String, ExpressibleByArgument, CaseIterable {
     case pass
     /// Bitwarden's unencrypted JSON export.
     case bitwarden
+    /// 1Password's unencrypted export, a `.1pux` zip (its export.data, read by unzip).
+    case onePassword = "1password"
 }
 
 /// What `import` is to store, and the entries whose key an earlier one took (stored under a
@@ -51,12 +54,55 @@ extension ImportFormat {
                 ofEntries: entries.map { ($0.key, Data($0.text.utf8)) }, service: service, existing: existing
             ) { "\(source): item \($0 + 1)" }
             return ImportedItems(items: items, renamed: renamed)
+        case .onePassword:
+            let (data, source) = try exportData(of1PUX: file, timeout: timeout)
+            let entries = try OnePasswordExport.entries(ofData: data, source: source)
+            let (items, renamed) = try ImportFile.items(
+                ofEntries: entries.map { ($0.key, Data($0.text.utf8)) }, service: service, existing: existing
+            ) { "\(source): entry \(quotedValue(entries[$0].key, expected: "an entry name"))" }
+            return ImportedItems(items: items, renamed: renamed)
         case .json, .env, nil:
             let (text, source) = try readText(file)
             return ImportedItems(
                 items: try ImportFile.items(
                     of: text, source: source, json: format.map { $0 == .json }, defaultService: service))
         }
+    }
+
+    /// The text of the `export.data` member of the `.1pux` zip `file`, read by unzip into memory
+    /// (a zip is read from a file, not a pipe), and how messages name the file.
+    private static func exportData(of1PUX file: String?, timeout: Double) throws -> (String, String) {
+        guard let file else {
+            throw CommandFailure.usage(
+                "--format 1password reads a .1pux file: give its path (import --format 1password FILE)")
+        }
+        guard access(file, R_OK) == 0 else {
+            throw CommandFailure(
+                kind: .io,
+                message: "cannot read \(quotedPath(file)) (\(String(cString: strerror(errno)))); nothing was stored")
+        }
+        // unzip takes no --: a path that starts with - is given as ./-…
+        let path = file.hasPrefix("-") ? "./" + file : file
+        let limit = 256 << 20
+        let run = try ToolRun.run(
+            ["unzip", "-p", path, "export.data"], timeout: max(timeout, 60), limit: limit,
+            installHint: "1Password's .1pux files are zip files, read with unzip (apt-get install unzip)")
+        guard let run else {
+            throw CommandFailure(
+                kind: .timedOut, message: "unzip did not read \(quotedPath(file)) in time; nothing was stored")
+        }
+        guard !run.tooLarge else {
+            throw CommandFailure.badData("\(quotedPath(file))'s export.data is larger than 256 MiB; nothing was stored")
+        }
+        guard run.succeeded, !run.output.isEmpty else {
+            throw CommandFailure.badData(
+                "\(quotedPath(file)) is not a 1Password export (.1pux): \(run.reason); nothing was stored. "
+                    + "Export again from 1Password: File > Export, 1PUX")
+        }
+        guard let text = String(validating: run.output, as: UTF8.self) else {
+            throw CommandFailure.badData("\(quotedPath(file))'s export.data is not UTF-8 text; nothing was stored")
+        }
+        return (text, quotedPath(file))
     }
 
     /// The text of `file` (standard input when nil), and how messages name it.

@@ -8,6 +8,8 @@ struct ToolRun {
     var status: Int32
     var output: [UInt8]
     var errors: String
+    /// Whether it wrote more than the limit asked for (it was ended, and `output` is empty).
+    var tooLarge = false
 
     /// The last line of the tool's messages, shown escaped and shortened: what it says went wrong.
     var reason: String {
@@ -16,10 +18,12 @@ struct ToolRun {
     }
 
     /// Runs `arguments` (searched in PATH) with `input` on its standard input, reading what it
-    /// writes until it ends, for at most `timeout` seconds (then it is ended and nil returned).
+    /// writes until it ends, for at most `timeout` seconds (then it is ended and nil returned),
+    /// and at most `limit` bytes of output (then it is ended, ``tooLarge``).
     /// - Throws: ``CommandFailure`` (69) when the tool is not installed or cannot be started.
-    static func run(_ arguments: [String], input: [UInt8] = [], timeout: Double, installHint: String) throws -> ToolRun?
-    {
+    static func run(
+        _ arguments: [String], input: [UInt8] = [], timeout: Double, limit: Int = .max, installHint: String
+    ) throws -> ToolRun? {
         guard executable(named: arguments[0]) != nil else {
             throw CommandFailure(kind: .unavailable, message: "\(arguments[0]) is not installed; \(installHint)")
         }
@@ -68,6 +72,13 @@ struct ToolRun {
                 let count = chunk.withUnsafeMutableBytes { read(fd.fd, $0.baseAddress, $0.count) }
                 if count > 0 {
                     if fd.fd == stdout.read { run.output += chunk[..<count] } else { errorBytes += chunk[..<count] }
+                    if run.output.count > limit {
+                        terminate(pid, graceSeconds: 1)
+                        wipe(&run.output)
+                        wipe(&chunk)
+                        run.tooLarge = true
+                        return run
+                    }
                 } else if count == 0 || errno != EINTR {
                     close(fd.fd)
                     open[fd.fd] = false

@@ -1,0 +1,102 @@
+import FoundationEssentials
+import KeychainSystem
+
+/// 1Password's unencrypted export (`.1pux`): the JSON of its `export.data` (the zip's member),
+/// its items as ``PasswordEntry``s. The layout: support.1password.com/1pux-format,
+/// `accounts[].vaults[].items[]`, each with `overview` (title, url, urls, tags) and `details`
+/// (loginFields, sections of fields, notesPlain, passwordHistory, password).
+package enum OnePasswordExport {
+    /// Every item of every vault of every account in `data`, the text of `export.data`.
+    /// - Throws: ``FormatError`` naming the item and what is wrong.
+    package static func entries(ofData data: String, source: String) throws -> [PasswordEntry] {
+        let document: [String: JSONValue]
+        do {
+            guard let object = try JSONDecoder().decode(JSONValue.self, from: Data(data.utf8)).object else {
+                throw FormatError("\(source) is not a 1Password export (its export.data is not a JSON object)")
+            }
+            document = object
+        } catch let error as FormatError {
+            throw error
+        } catch {
+            throw FormatError(
+                "\(source) is not a 1Password export: its export.data is not valid JSON; nothing was stored")
+        }
+        if let repeated = RepeatedMember.first(in: data.utf8) {
+            throw FormatError(
+                "\(source): export.data has the field \(quotedValue(repeated.name, expected: "a field name")) twice "
+                    + "in one object; nothing was stored")
+        }
+        guard let accounts = document["accounts"]?.array else {
+            throw FormatError("\(source) is not a 1Password export: its export.data has no list of accounts")
+        }
+        var entries: [PasswordEntry] = []
+        for account in accounts {
+            for vault in account.object?["vaults"]?.array ?? [] {
+                let vaultName = vault.object?["attrs"]?.object?["name"]?.string ?? ""
+                for (index, value) in (vault.object?["items"]?.array ?? []).enumerated() {
+                    let location =
+                        "\(source): vault \(quotedValue(vaultName, expected: "a vault name")), item \(index + 1)"
+                    // Older exports wrap each item as {"item": {…}}.
+                    guard let item = value.object?["item"]?.object ?? value.object else {
+                        throw FormatError("\(location) is not an object; nothing was stored")
+                    }
+                    entries.append(try entry(item, vault: vaultName, at: location).withReadableFieldNames())
+                }
+            }
+        }
+        return entries
+    }
+
+    private static func entry(_ item: [String: JSONValue], vault: String, at location: String) throws -> PasswordEntry {
+        func text(_ value: JSONValue?, at location: String) throws -> String? {
+            try exactText(value, objects: true) {
+                FormatError("\(location): a field holds a number that cannot be read exactly; nothing was stored")
+            }
+        }
+        let overview = item["overview"]?.object ?? [:]
+        let details = item["details"]?.object ?? [:]
+        let title = overview["title"]?.string ?? ""
+        var entry = PasswordEntry(path: [vault, title], password: "", notes: details["notesPlain"]?.string ?? "")
+        func add(_ name: String, _ value: String?) {
+            if let value, !value.isEmpty { entry.fields.append(.init(name, value)) }
+        }
+        var others: [PasswordEntry.Field] = []
+        for field in details["loginFields"]?.array ?? [] {
+            guard let field = field.object else { throw FormatError("\(location): a login field is not an object") }
+            let value = try text(field["value"], at: location)
+            switch field["designation"]?.string {
+            case "password": entry.password = value ?? ""
+            case "username": add("username", value)
+            default:
+                if let value, !value.isEmpty {
+                    others.append(.init(field["name"]?.string ?? field["id"]?.string ?? "field", value))
+                }
+            }
+        }
+        if entry.password.isEmpty, let password = details["password"]?.string { entry.password = password }
+        let primary = overview["url"]?.string
+        add("url", primary)
+        for url in overview["urls"]?.array ?? [] where url.object?["url"]?.string != primary {
+            add("url", url.object?["url"]?.string)
+        }
+        entry.fields += others
+        for section in details["sections"]?.array ?? [] {
+            for field in section.object?["fields"]?.array ?? [] {
+                guard let field = field.object, let kinds = field["value"]?.object, let (kind, value) = kinds.first
+                else { continue }
+                let name = field["title"]?.string.flatMap { $0.isEmpty ? nil : $0 } ?? field["id"]?.string ?? kind
+                // An email is an object: its address, and the provider 1Password guessed.
+                let content = try text(kind == "email" ? value.object?["email_address"] ?? value : value, at: location)
+                if kind == "totp", entry.totp == nil, let seed = content, let uri = OTPSeed.uri(seed, label: title) {
+                    entry.totp = uri
+                } else {
+                    add(name, content)
+                }
+            }
+        }
+        for tag in overview["tags"]?.array ?? [] { add("tag", tag.string) }
+        if item["state"]?.string == "archived" { add("state", "archived") }
+        for old in details["passwordHistory"]?.array ?? [] { add("previous password", old.object?["value"]?.string) }
+        return entry
+    }
+}

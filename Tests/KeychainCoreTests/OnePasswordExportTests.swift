@@ -1,0 +1,76 @@
+import Foundation
+import Testing
+
+@testable import KeychainFormats
+
+/// 1Password's 1PUX export.data, as support.1password.com/1pux-format describes it (and as
+/// KeePassXC's sample file has it), read into entries.
+@Suite("1Password's 1PUX export read into entries")
+struct OnePasswordExportTests {
+    static let data = #"""
+        {"accounts": [{"attrs": {"accountName": "Me", "name": "Me", "uuid": "A"},
+          "vaults": [{"attrs": {"uuid": "V", "name": "Private", "type": "P"}, "items": [
+            {"uuid": "1", "favIndex": 1, "createdAt": 1, "updatedAt": 2, "state": "active", "categoryUuid": "001",
+             "details": {
+               "loginFields": [
+                 {"value": "octocat", "id": "", "name": "username", "fieldType": "T", "designation": "username"},
+                 {"value": "gh-pw", "id": "", "name": "password", "fieldType": "P", "designation": "password"},
+                 {"value": "on", "id": "remember", "name": "remember", "fieldType": "C"}],
+               "notesPlain": "my notes\nline 2",
+               "sections": [
+                 {"title": "", "name": "add more", "fields": [
+                   {"title": "one-time password", "id": "TOTP_x", "value": {"totp": "JBSWY3DPEHPK3PXP"}},
+                   {"title": "PIN", "id": "p", "value": {"concealed": "1234"}},
+                   {"title": "backup email", "id": "e", "value": {"email": {"email_address": "a@b.c", "provider": null}}},
+                   {"title": "", "id": "addr", "value": {"address": {"street": "1 Rd", "city": "X"}}},
+                   {"title": "expires", "id": "m", "value": {"monthYear": 202612}}]}],
+               "passwordHistory": [{"value": "old-pw", "time": 5}]},
+             "overview": {"title": "GitHub", "url": "https://github.com/login",
+                          "urls": [{"label": "", "url": "https://github.com/login"}, {"label": "", "url": "https://gist.github.com"}],
+                          "tags": ["dev", "work"]}},
+            {"item": {"uuid": "2", "state": "archived", "categoryUuid": "005",
+                      "details": {"password": "just-a-password"}, "overview": {"title": "Router"}}}
+          ]}]}]}
+        """#
+
+    @Test func everyFieldIsKept() throws {
+        let entries = try OnePasswordExport.entries(ofData: Self.data, source: "export.1pux")
+        #expect(entries.map(\.key) == ["Private/GitHub", "Private/Router"])
+        let github = entries[0]
+        #expect(github.password == "gh-pw")
+        #expect(
+            github.fields == [
+                .init("username", "octocat"), .init("url", "https://github.com/login"),
+                .init("url (2)", "https://gist.github.com"),
+                .init("remember", "on"), .init("PIN", "1234"), .init("backup email", "a@b.c"),
+                .init("addr", #"{"city":"X","street":"1 Rd"}"#), .init("expires", "202612"), .init("tag", "dev"),
+                .init("tag (2)", "work"), .init("previous password", "old-pw"),
+            ])
+        #expect(github.totp == "otpauth://totp/GitHub?secret=JBSWY3DPEHPK3PXP")
+        #expect(github.notes == "my notes\nline 2")
+        #expect(entries[1].password == "just-a-password", "a Password item, in the older wrapped shape")
+        #expect(entries[1].fields == [.init("state", "archived")])
+    }
+
+    @Test(arguments: [
+        (#"{"vaults": []}"#, "no list of accounts"),
+        (#"[1]"#, "not a JSON object"),
+        (#"{"accounts": [{"vaults": [{"items": [7]}]}"#, "not valid JSON"),
+        (
+            #"{"accounts": [{"vaults": [{"attrs": {"name": "V"}, "items": [7]}]}]}"#,
+            "vault 'V', item 1 is not an object"
+        ),
+        (#"{"accounts": [], "accounts": []}"#, "twice"),
+        (
+            #"{"accounts": [{"vaults": [{"items": [{"details": {"loginFields": [{"value": 1.5}]}}]}]}]}"#,
+            "cannot be read exactly"
+        ),
+    ])
+    func aFileThatIsNoExportIsRefused(text: String, message: String) {
+        #expect {
+            try OnePasswordExport.entries(ofData: text, source: "f.1pux")
+        } throws: { error in
+            "\(error)".contains(message)
+        }
+    }
+}
