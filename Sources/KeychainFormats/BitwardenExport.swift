@@ -30,19 +30,10 @@ package enum BitwardenExport {
         guard text.contains(where: { !$0.isWhitespace && $0 != "\u{FEFF}" }) else {
             throw FormatError("\(source) is empty; nothing was stored. Did the export that writes it fail?")
         }
-        let document: [String: JSONValue]
-        do {
-            guard let object = try JSONDecoder().decode(JSONValue.self, from: Data(text.utf8)).object else {
-                throw FormatError("\(source) is not a Bitwarden JSON export (it is not a JSON object)")
-            }
-            document = object
-        } catch let error as FormatError {
-            throw error
-        } catch {
-            throw FormatError(
-                "\(source) is not valid JSON, so not a Bitwarden JSON export; nothing was stored. "
-                    + "`python3 -m json.tool FILE` names the line at fault")
-        }
+        let document = try jsonObject(
+            text, notAnObject: "\(source) is not a Bitwarden JSON export (it is not a JSON object)",
+            notJSON: "\(source) is not valid JSON, so not a Bitwarden JSON export; nothing was stored. "
+                + "`python3 -m json.tool FILE` names the line at fault")
         if document["format"]?.string == ExportDocument.formatName {
             throw FormatError(
                 "\(source) is keychain-cli's own export, not Bitwarden's; nothing was stored. Import it without --format"

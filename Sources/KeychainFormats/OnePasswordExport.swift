@@ -9,18 +9,9 @@ package enum OnePasswordExport {
     /// Every item of every vault of every account in `data`, the text of `export.data`.
     /// - Throws: ``FormatError`` naming the item and what is wrong.
     package static func entries(ofData data: String, source: String) throws -> [PasswordEntry] {
-        let document: [String: JSONValue]
-        do {
-            guard let object = try JSONDecoder().decode(JSONValue.self, from: Data(data.utf8)).object else {
-                throw FormatError("\(source) is not a 1Password export (its export.data is not a JSON object)")
-            }
-            document = object
-        } catch let error as FormatError {
-            throw error
-        } catch {
-            throw FormatError(
-                "\(source) is not a 1Password export: its export.data is not valid JSON; nothing was stored")
-        }
+        let document = try jsonObject(
+            data, notAnObject: "\(source) is not a 1Password export (its export.data is not a JSON object)",
+            notJSON: "\(source) is not a 1Password export: its export.data is not valid JSON; nothing was stored")
         if let repeated = RepeatedMember.first(in: data.utf8) {
             throw FormatError(
                 "\(source): export.data has the field \(quotedValue(repeated.name, expected: "a field name")) twice "

@@ -211,3 +211,18 @@ func exactText(_ value: JSONValue?, objects: Bool, refuse: () -> FormatError) th
     default: throw refuse()
     }
 }
+
+/// The JSON object `text` holds (another password manager's export).
+/// - Throws: ``FormatError`` with `notAnObject` for other JSON, with `notJSON` for what is none.
+func jsonObject(_ text: String, notAnObject: @autoclosure () -> String, notJSON: @autoclosure () -> String) throws
+    -> [String: JSONValue]
+{
+    let value: JSONValue
+    do {
+        value = try JSONDecoder().decode(JSONValue.self, from: Data(text.utf8))
+    } catch {
+        throw FormatError(notJSON())
+    }
+    guard let object = value.object else { throw FormatError(notAnObject()) }
+    return object
+}
