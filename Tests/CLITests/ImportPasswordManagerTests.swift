@@ -267,6 +267,13 @@ struct ImportPasswordManagerTests {
         #expect(plain.status == 65 && plain.stderr.contains("not a 1Password export"), "\(plain.stderr)")
         let none = try cli(["-s", "op", "import", "--format", "1password"])
         #expect(none.status == 64, "\(none.stderr)")
+        // A zip with a password: unzip may not ask for it (it runs away from the terminal).
+        try Data("{}".utf8).write(to: URL(fileURLWithPath: scratch.path("export.data")))
+        _ = try runProcess(
+            "/usr/bin/zip", ["-q", "-j", "-P", "pw", scratch.path("locked.1pux"), scratch.path("export.data")],
+            environment: [:])
+        let locked = try cli(["-s", "op", "import", "--format", "1password", scratch.path("locked.1pux")])
+        #expect(locked.status == 65 && locked.stderr.contains("password"), "\(locked.stderr)")
     }
 
     struct ToolFailed: Error, CustomStringConvertible {

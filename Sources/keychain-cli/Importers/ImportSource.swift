@@ -85,7 +85,8 @@ extension ImportFormat {
         let path = file.hasPrefix("-") ? "./" + file : file
         let limit = 256 << 20
         let run = try ToolRun.run(
-            ["unzip", "-p", path, "export.data"], timeout: max(timeout, 60), limit: limit,
+            // Away from the terminal: a zip with a password would have unzip ask for it there.
+            ["unzip", "-p", path, "export.data"], timeout: max(timeout, 60), limit: limit, awayFromTerminal: true,
             installHint: "1Password's .1pux files are zip files, read with unzip (apt-get install unzip)")
         guard let run else {
             throw CommandFailure(
