@@ -93,7 +93,7 @@ extension ImportFormat {
                 kind: .timedOut, message: "unzip did not read \(quotedPath(file)) in time; nothing was stored")
         }
         guard !run.tooLarge else {
-            throw CommandFailure.badData("\(quotedPath(file))'s export.data is larger than 256 MiB; nothing was stored")
+            throw CommandFailure.badData("the export.data of \(quotedPath(file)) is larger than 256 MiB; nothing was stored")
         }
         guard run.succeeded, !run.output.isEmpty else {
             throw CommandFailure.badData(
@@ -101,7 +101,7 @@ extension ImportFormat {
                     + "Export again from 1Password: File > Export, 1PUX")
         }
         guard let text = String(validating: run.output, as: UTF8.self) else {
-            throw CommandFailure.badData("\(quotedPath(file))'s export.data is not UTF-8 text; nothing was stored")
+            throw CommandFailure.badData("the export.data of \(quotedPath(file)) is not UTF-8 text; nothing was stored")
         }
         return (text, quotedPath(file))
     }
