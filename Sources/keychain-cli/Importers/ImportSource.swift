@@ -93,7 +93,8 @@ extension ImportFormat {
                 kind: .timedOut, message: "unzip did not read \(quotedPath(file)) in time; nothing was stored")
         }
         guard !run.tooLarge else {
-            throw CommandFailure.badData("the export.data of \(quotedPath(file)) is larger than 256 MiB; nothing was stored")
+            throw CommandFailure.badData(
+                "the export.data of \(quotedPath(file)) is larger than 256 MiB; nothing was stored")
         }
         guard run.succeeded, !run.output.isEmpty else {
             throw CommandFailure.badData(
