@@ -211,7 +211,9 @@ struct KWalletTests {
     /// plain miss (exit 1, nothing said) is not run again.
     private func peer(_ run: () throws -> ProcessResult) throws -> ProcessResult {
         var result = try run()
-        for _ in 0..<2 where result.status != 0 && !result.stderr.isEmpty {
+        // Not only with a message: python keyring's `get` failed so with no word on stderr, status 1,
+        // once in 60 rounds (the item read back right by it and by us right after).
+        for _ in 0..<2 where result.status != 0 {
             print("a peer failed on kwalletd5, run again: \(result.stderr)")
             result = try run()
         }
