@@ -3,14 +3,6 @@ import FoundationEssentials
 import Glibc
 import KeychainCore
 
-/// The formats of `export` and `import`.
-enum TransferFormat: String, ExpressibleByArgument, CaseIterable {
-    /// `{"format": "keychain-cli-export", "version": 1, "items": [SecretDocument…]}`: every item, exactly.
-    case json
-    /// `NAME="value"` lines: text secrets of one service, keys turned into variable names.
-    case env
-}
-
 /// What export writes: the formats import reads back, and those CI tools read.
 enum ExportFormat: String, ExpressibleByArgument, CaseIterable {
     case json, env
