@@ -28,8 +28,14 @@ let package = Package(
             pkgConfig: "libgcrypt",
             providers: [.apt(["libgcrypt20-dev"])]
         ),
-        // libsecret, GIO, GObject, GLib and libgcrypt loaded on first use, not at every start: a
-        // stand-in for each function called (see library_loader.c).
+        // KeePassXC's XML export (import --format keepassxc): libxml2's streaming reader.
+        .systemLibrary(
+            name: "CLibXML2",
+            pkgConfig: "libxml-2.0",
+            providers: [.apt(["libxml2-dev"])]
+        ),
+        // libsecret, GIO, GObject, GLib, libgcrypt and libxml2 loaded on first use, not at every
+        // start: a stand-in for each function called (see library_loader.c).
         .target(name: "CLibraryLoader"),
         // Linux calls Swift cannot make directly (variadic prctl and open, the O_TMPFILE macro).
         .systemLibrary(name: "CLinux"),
@@ -50,6 +56,10 @@ let package = Package(
             dependencies: ["KeychainStore", "KeychainSystem", .product(name: "Crypto", package: "swift-crypto")]
         ),
         .target(name: "KeychainFormats", dependencies: ["KeychainStore", "KeychainSystem"]),
+        // KeePassXC's XML export as password-manager entries (libxml2), apart from the formats so
+        // that a program on the vault alone does not link libxml2.
+        .target(
+            name: "KeychainKeePass", dependencies: ["KeychainFormats", "KeychainSystem", "CLibXML2", "CLibraryLoader"]),
         .target(
             name: "KeychainAge",
             dependencies: [
@@ -92,7 +102,7 @@ let package = Package(
             dependencies: [
                 "KeychainSystem", "KeychainCredentials", "KeychainStore", "KeychainSecrets", "KeychainFormats",
                 "KeychainAge", "KeychainVault", "KeychainSecretService", "KeychainProvider", "KeychainOpenBao",
-                "KeychainFacade",
+                "KeychainFacade", "KeychainKeePass",
             ]
         ),
         // Each parser of untrusted bytes as a fuzzing entry point (keychain-fuzz, the corpus tests).
@@ -100,7 +110,7 @@ let package = Package(
             name: "KeychainFuzzTargets",
             dependencies: [
                 "KeychainStore", "KeychainCredentials", "KeychainFormats", "KeychainAge", "KeychainVault",
-                .product(name: "Crypto", package: "swift-crypto"),
+                "KeychainKeePass", .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
         .executableTarget(
@@ -124,7 +134,7 @@ let package = Package(
         .testTarget(
             name: "KeychainCoreTests",
             dependencies: [
-                "KeychainCore", "KeychainSecretSession", "KeychainProvider", "KeychainFuzzTargets",
+                "KeychainCore", "KeychainSecretSession", "KeychainProvider", "KeychainFuzzTargets", "KeychainKeePass",
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),

@@ -1,6 +1,6 @@
-// libsecret, GIO, GObject, GLib and libgcrypt loaded on the first call into them, not at start.
+// libsecret, GIO, GObject, GLib, libgcrypt and libxml2 loaded on the first call into them, not at start.
 //
-// Linked as usual, these five libraries (and their own dependencies) load, relocate and run their
+// Linked as usual, these six libraries (and their own dependencies) load, relocate and run their
 // constructors in every process: `--version`, a vault `get` and an OpenBao `get` included, which
 // call none of them. Instead each function keychain-cli calls (symbols.h) gets a stand-in here, of
 // the same name and hidden from other libraries: a jump through its own pointer, which first points
@@ -29,8 +29,8 @@ struct keychain_lazy_record {
     const char *name;
 };
 
-static const char *const keychain_lazy_sonames[] = {"libsecret-1.so.0", "libgcrypt.so.20"};
-static void *keychain_lazy_handles[2];
+static const char *const keychain_lazy_sonames[] = {"libsecret-1.so.0", "libgcrypt.so.20", "libxml2.so.2"};
+static void *keychain_lazy_handles[3];
 
 // The handle of `library`, opened on first use; NULL (with the message in `error`) when it
 // cannot be loaded.
@@ -51,18 +51,22 @@ static void *keychain_lazy_open(long library, char *error, size_t size) {
 // Called by keychain_lazy_common with the record of the function called first: its address in
 // the library, stored for the next calls. There is no caller to return an error to, so a library
 // that cannot be loaded ends the process with a message and exit code 69 (backend unavailable);
-// the .deb depends on both libraries, so this is a broken installation.
+// the .deb depends on these libraries, so this is a broken installation.
 __attribute__((used, visibility("hidden"))) void *keychain_lazy_resolve(struct keychain_lazy_record *record) {
     char error[512];
     void *handle = keychain_lazy_open(record->library, error, sizeof error);
     void *address = handle != NULL ? dlsym(handle, record->name) : NULL;
     if (address == NULL) {
         if (handle != NULL) snprintf(error, sizeof error, "%s has no %s", keychain_lazy_sonames[record->library], record->name);
+        // What to do: each library's Debian package, and what works without it.
+        static const char *const hints[] = {
+            "Install it (Debian: libsecret-1-0), or choose the vault or openbao backend",
+            "Install it (Debian: libgcrypt20), or choose the vault or openbao backend",
+            "Install it (Debian: libxml2): import --format keepassxc reads keepassxc-cli's XML with it",
+        };
         char message[1024];
-        int length = snprintf(message, sizeof message,
-            "keychain-cli: error: %s could not be loaded (%s). Install it (Debian: libsecret-1-0, libgcrypt20), "
-            "or choose the vault or openbao backend.\n",
-            keychain_lazy_sonames[record->library], error);
+        int length = snprintf(message, sizeof message, "keychain-cli: error: %s could not be loaded (%s). %s.\n",
+            keychain_lazy_sonames[record->library], error, hints[record->library]);
         if (length > 0) (void)!write(2, message, (size_t)length < sizeof message ? (size_t)length : sizeof message - 1);
         _exit(69);
     }

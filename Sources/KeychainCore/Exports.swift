@@ -5,6 +5,7 @@
 @_exported import KeychainCredentials
 @_exported import KeychainFacade
 @_exported import KeychainFormats
+@_exported import KeychainKeePass
 @_exported import KeychainOpenBao
 @_exported import KeychainProvider
 @_exported import KeychainSecretService

@@ -3,6 +3,7 @@ import FoundationEssentials
 import KeychainAge
 import KeychainCredentials
 import KeychainFormats
+import KeychainKeePass
 import KeychainStore
 import KeychainVault
 
@@ -13,6 +14,7 @@ package enum FuzzTargets {
     /// The target names, as `KEYCHAIN_FUZZ_TARGET` and the corpus folders under `Fuzz/corpus` spell them.
     package static let names = [
         "age-header", "age-payload", "vault-document", "import", "env-file", "template", "credential", "age-keys",
+        "password-managers",
     ]
 
     /// Runs the parser `name` on `bytes`; false for an unknown name.
@@ -53,6 +55,20 @@ package enum FuzzTargets {
             }
             _ = NetworkCredential(location: String(decoding: bytes, as: UTF8.self))
             _ = try? JSONDecoder().decode(RegistryCredential.self, from: Data(bytes))
+        case "password-managers":
+            // The same bytes as each password manager's export: Bitwarden's JSON, 1Password's
+            // export.data, KeePass XML (libxml2's reader); every entry's text must read back.
+            let text = String(decoding: bytes, as: UTF8.self)
+            var entries = (try? BitwardenExport.entries(of: text, source: "fuzz")) ?? []
+            entries += (try? OnePasswordExport.entries(ofData: text, source: "fuzz")) ?? []
+            entries += (try? KeePassXML.database(of: bytes, source: "fuzz").entries) ?? []
+            for entry in entries {
+                for field in entry.fields {
+                    precondition(
+                        EntryFields.value(of: field.name, in: entry.text) == field.value,
+                        "a field did not read back from its entry's text")
+                }
+            }
         case "age-keys":
             // Recipients files, identity files, and the binary OpenSSH private key format.
             let text = String(decoding: bytes, as: UTF8.self)
