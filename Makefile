@@ -46,10 +46,11 @@ RELEASE_BIN = .build/release/keychain-cli
 # and completion in a real bash and fish; serve runs the secret-service crate's own test suite
 # (Debian's copy of its source, built offline with Debian's cargo and rustc); -o's check of what it
 # opened is raced with strace, which delays the open while the test swaps the path; import reads
-# real pass stores (pass, gnupg) and 1Password's zip files (unzip; zip makes one with a password), and is cross-checked with
+# real pass stores (pass, gnupg), 1Password's zip files (unzip; zip makes one with a password) and
+# KeePass databases (keepassxc-cli, its XML read with libxml2), and is cross-checked with
 # pass-import (pip).
 DOCKER_CLI = .build/docker-cli/usr/bin/docker
-DEB_PACKAGES = libsecret-1-dev libgcrypt20-dev pkg-config gnome-keyring dbus dbus-bin dbus-daemon libsecret-tools \
+DEB_PACKAGES = libsecret-1-dev libgcrypt20-dev libxml2-dev pkg-config gnome-keyring dbus dbus-bin dbus-daemon libsecret-tools \
 	python3-keyring age expect hyperfine time libcurl4-openssl-dev curl openssl git gcc \
 	golang-docker-credential-helpers openssh-client dpkg-dev lintian man-db file valgrind \
 	keepassxc xvfb xauth xclip xsel wl-clipboard sway oathtool fish librust-secret-service-dev cargo rustc strace \
@@ -260,7 +261,7 @@ bench: deps release
 FUZZ_SECONDS ?= 600
 # libFuzzer reads -max_total_time=0 as "no limit": FUZZ_SECONDS=0 replays the corpus and stops.
 FUZZ_LIMIT = $(if $(filter 0,$(FUZZ_SECONDS)),-runs=0,-max_total_time=$(FUZZ_SECONDS))
-FUZZ_TARGETS = age-header age-payload vault-document import env-file template credential age-keys
+FUZZ_TARGETS = age-header age-payload vault-document import env-file template credential age-keys password-managers
 FUZZ_BIN = .build-fuzz/debug/keychain-fuzz
 fuzz:
 	$(SWIFT) build --product keychain-fuzz --scratch-path .build-fuzz -Xswiftc -use-ld=lld \

@@ -7,7 +7,7 @@ extension KeychainCLI {
     struct Import: KeychainCommand {
         static let configuration = CommandConfiguration(
             abstract:
-                "Store the secrets of an export file (JSON or dotenv), a pass store, or a Bitwarden or 1Password export.",
+                "Store the secrets of an export file (JSON or dotenv), a pass store, a KeePass database, or a Bitwarden or 1Password export.",
             discussion: """
                 Reads FILE (or standard input). The whole file is checked before the first write: \
                 one bad item (the message gives its line or number and the reason) stores nothing. \
@@ -18,9 +18,12 @@ extension KeychainCLI {
 
                 --format pass reads a pass store (FILE: its directory; by default \
                 $PASSWORD_STORE_DIR, else ~/.password-store), decrypting each entry with gpg as pass \
-                does, and stores it as pass show prints it. --format bitwarden reads Bitwarden's \
-                unencrypted JSON export, --format 1password a 1Password .1pux file. Each entry goes to --service under its path (folders and \
-                title) as one secret in pass's layout: the password on the first line, then \
+                does, and stores it as pass show prints it. --format keepassxc reads a KeePass \
+                database (FILE.kdbx) through keepassxc-cli, its password from \
+                --source-passphrase-file or --source-passphrase-fd, else asked at the terminal. \
+                --format bitwarden reads Bitwarden's unencrypted JSON export, --format 1password a \
+                1Password .1pux file. Each entry goes to --service under its path (groups or \
+                folders, and title) as one secret in pass's layout: the password on the first line, then \
                 'NAME: value' lines (username, url, custom fields), an otpauth:// line for its TOTP, \
                 and the notes after an empty line. get KEY --field NAME prints one field; otp KEY \
                 computes the TOTP. Two entries of one path are both kept, the later under 'PATH (2)'.
@@ -31,6 +34,7 @@ extension KeychainCLI {
                   keychain-cli -s web import --format pass
                   keychain-cli -s web import --format bitwarden bitwarden_export.json
                   keychain-cli -s web import --format 1password export.1pux
+                  keychain-cli import --format keepassxc db.kdbx --source-passphrase-fd 3
                 """)
 
         @OptionGroup(title: "Global options") var globals: GlobalOptions
@@ -41,8 +45,30 @@ extension KeychainCLI {
             completion: .file())
         var file: String?
 
-        @Option(help: "json, env, pass, bitwarden or 1password; by default json or env, taken from the content.")
+        @Option(
+            help: "json, env, pass, keepassxc, bitwarden or 1password; by default json or env, taken from the content.")
         var format: ImportFormat?
+
+        @Option(
+            help: ArgumentHelp(
+                "--format keepassxc: read the database's password from this file (one trailing newline is ignored).",
+                valueName: "path"),
+            completion: .file())
+        var sourcePassphraseFile: String?
+
+        @Option(
+            name: .customLong("source-passphrase-fd"), parsing: .unconditional,
+            help: ArgumentHelp(
+                "--format keepassxc: read the database's password from this open file descriptor, to its end.",
+                valueName: "n"))
+        var sourcePassphraseFD: Int32?
+
+        @Option(
+            help: ArgumentHelp(
+                "--format keepassxc: the database's key file (with an empty password: the key file alone).",
+                valueName: "path"),
+            completion: .file())
+        var sourceKeyFile: String?
 
         @Flag(help: "Replace items that are already there.")
         var overwrite = false
@@ -53,16 +79,45 @@ extension KeychainCLI {
         @Flag(help: "Store empty secrets (NAME= in env) instead of refusing the file, as set --allow-empty.")
         var allowEmpty = false
 
+        func validate() throws {
+            let given = [
+                ("--source-passphrase-file", sourcePassphraseFile != nil),
+                ("--source-passphrase-fd", sourcePassphraseFD != nil), ("--source-key-file", sourceKeyFile != nil),
+            ]
+            if format != .keepassxc, let (option, _) = given.first(where: \.1) {
+                throw ValidationError("\(option) is for --format keepassxc (a KeePass database's password or key file)")
+            }
+            if sourcePassphraseFile != nil && sourcePassphraseFD != nil {
+                throw ValidationError("give --source-passphrase-file or --source-passphrase-fd, not both")
+            }
+            if let fd = sourcePassphraseFD, fd < 0 {
+                throw ValidationError("--source-passphrase-fd must be an open file descriptor number")
+            }
+            if let fd = sourcePassphraseFD, fd == settings.passphraseFD {
+                throw ValidationError("--source-passphrase-fd and --passphrase-fd must be different descriptors")
+            }
+            do {
+                try PathValue.check(sourcePassphraseFile, of: "--source-passphrase-file")
+                try PathValue.check(sourceKeyFile, of: "--source-key-file")
+            } catch let failure as CommandFailure {
+                throw ValidationError(failure.message)
+            }
+        }
+
         func run() throws {
             let source = format == .pass ? "the pass store" : file ?? "standard input"
             let keychain = try keychain(listing: .keysOnly)
             let reading = isTerminal(STDERR_FILENO) && format == .pass
             let imported = try ImportFormat.items(
                 format, file: file, service: keychain.service, timeout: try settings.resolvedTimeout(),
+                database: (
+                    PassphraseInput(sourceDescriptor: sourcePassphraseFD, file: sourcePassphraseFile), sourceKeyFile
+                ),
                 existing: { Swift.Set(try keychain.items().map(\.key)) },
                 progress: { done, total in if reading { writeError("\rdecrypting \(done)/\(total)") } })
             if reading { writeError("\n") }
             let items = imported.items
+            for line in imported.notImported { writeError("keychain-cli: \(line)\n") }
             for (key, storedAs) in imported.renamed {
                 writeError(
                     "keychain-cli: two entries are named \(quotedValue(key, expected: "a key")); the later is stored as "

@@ -57,14 +57,16 @@ struct KeychainCLI: ParsableCommand {
               65  bad data: empty, over 1 MiB, binary where text goes (a terminal,
                   exec, --clip), the two entries differ, a bad import file (a field
                   given twice, an empty secret without --allow-empty, an encrypted
-                  Bitwarden export, a pass entry linking out of its store), a damaged
-                  vault (watch: still damaged once quiet), a seed otp cannot read
+                  Bitwarden export, a pass entry linking out of its store, a file
+                  keepassxc-cli cannot read), a damaged vault (watch: still damaged
+                  once quiet), a seed otp cannot read
               69  backend unavailable: no session bus, Secret Service or default
                   keyring (watch: it left); OpenBao unreachable, untrusted or sealed,
                   its mount missing or not KV version 2; serve: the name is taken
                   (--replace), or dbus-daemon cannot start; --clip without a display
                   or clipboard program; import --format pass without gpg,
-                  --format 1password without unzip
+                  --format 1password without unzip, --format keepassxc without
+                  keepassxc-cli
               70  internal error (a bug)
               73  already there: generate found a secret under KEY and kept it
                   (--force replaces it)
@@ -75,13 +77,15 @@ struct KeychainCLI: ParsableCommand {
                   exec --file: no tmpfs; doctor: a vault or identity file not
                   private to you
               75  timed out: the keyring, a prompt, the vault's lock, the OpenBao
-                  server or gpg, after --timeout; --clip: the clipboard, after 5
-                  seconds
+                  server, gpg or keepassxc-cli, after --timeout; --clip: the
+                  clipboard, after 5 seconds
               77  locked (no prompter, prompt dismissed), reset or export not
                   confirmed, permission denied, a wrong or missing vault passphrase
                   (or new one, vault passwd) or identity, a vault re-keyed under
                   watch, a credential helper that would have to ask, a pass entry gpg
-                  cannot decrypt; OpenBao denied it (token, policy) or no token
+                  cannot decrypt, a KeePass database's wrong password or none (no
+                  --source-passphrase-file, --source-passphrase-fd or terminal);
+                  OpenBao denied it (token, policy) or no token
               126, 127  exec and serve -- COMMAND: the command cannot be run, or is
                   not found
             A reader of standard output that goes away (list | head -1) ends keychain-cli

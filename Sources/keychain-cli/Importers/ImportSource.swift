@@ -16,6 +16,8 @@ enum ImportFormat: String, ExpressibleByArgument, CaseIterable {
     case bitwarden
     /// 1Password's unencrypted export, a `.1pux` zip (its export.data, read by unzip).
     case onePassword = "1password"
+    /// A KeePass database (`.kdbx`), exported by keepassxc-cli.
+    case keepassxc
 }
 
 /// What `import` is to store, and the entries whose key an earlier one took (stored under a
@@ -23,18 +25,39 @@ enum ImportFormat: String, ExpressibleByArgument, CaseIterable {
 struct ImportedItems {
     var items: [SecretToStore]
     var renamed: [(key: String, storedAs: String)] = []
+    /// What the source holds that is not imported, a line each (a KeePass entry's attachments).
+    var notImported: [String] = []
 }
 
 extension ImportFormat {
     /// The items of `file` (standard input when nil; for pass, the store's directory) in
     /// `format` (nil: JSON or dotenv, judged by the content), checked whole before anything is
-    /// stored. `existing`: the keys the service holds, which a numbered key avoids.
+    /// stored. `existing`: the keys the service holds, which a numbered key avoids. `database`:
+    /// how a KeePass database is opened (its password's source, its key file).
     /// - Throws: ``CommandFailure`` or ``FormatError`` naming the entry and what is wrong.
     static func items(
         _ format: ImportFormat?, file: String?, service: ServiceName, timeout: Double,
+        database: (password: PassphraseInput, keyFile: String?) = (.terminal, nil),
         existing: () throws -> Set<String>, progress: @escaping @Sendable (Int, Int) -> Void
     ) throws -> ImportedItems {
         switch format {
+        case .keepassxc:
+            guard let file else {
+                throw CommandFailure.usage(
+                    "--format keepassxc reads a .kdbx file: give its path (import --format keepassxc FILE)")
+            }
+            let source = KeePassDatabase(
+                path: file, keyFile: database.keyFile, password: database.password, timeout: timeout)
+            let read = try source.database()
+            let (items, renamed) = try ImportFile.items(
+                ofEntries: read.entries.map { ($0.key, Data($0.text.utf8)) }, service: service, existing: existing
+            ) { "\(quotedPath(file)): entry \(quotedValue(read.entries[$0].key, expected: "an entry name"))" }
+            let notImported = read.attachments.map {
+                "the entry \(quotedValue($0.entry, expected: "an entry name")) has the attachment "
+                    + "\(quotedValue($0.name, expected: "a file name")), which is not imported "
+                    + "(save it with keepassxc-cli attachment-export, then store it with keychain-cli set --from-file)"
+            }
+            return ImportedItems(items: items, renamed: renamed, notImported: notImported)
         case .pass:
             let store = PassStore(root: PassStore.directory(file), timeout: timeout)
             let entries = try store.entries()

@@ -55,6 +55,18 @@ enum PassphraseInput: Sendable, CustomStringConvertible {
         }
     }
 
+    /// The source of the password of a database `import` reads: --source-passphrase-fd,
+    /// --source-passphrase-file, else the terminal.
+    init(sourceDescriptor descriptor: Int32?, file: String?) {
+        if let descriptor {
+            self = .descriptor(descriptor, option: "--source-passphrase-fd")
+        } else if let file {
+            self = .file(file, option: "--source-passphrase-file")
+        } else {
+            self = .terminal
+        }
+    }
+
     /// systemd's credential of this service (`LoadCredential=keychain-cli.passphrase:…`,
     /// `LoadCredentialEncrypted=`), where one is given.
     private static func credential() -> String? {

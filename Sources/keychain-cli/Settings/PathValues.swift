@@ -11,6 +11,8 @@ enum PathValue {
         "$KEYCHAIN_IDENTITY": "or the key itself on a descriptor: KEYCHAIN_IDENTITY_FD=3 keychain-cli … 3<<<\"$KEY\"",
         "--passphrase-file": "or the passphrase itself in $KEYCHAIN_PASSPHRASE or on --passphrase-fd",
         "--new-passphrase-file": "or the passphrase itself in $KEYCHAIN_NEW_PASSPHRASE or on --new-passphrase-fd",
+        "--source-passphrase-file": "or the password itself on --source-passphrase-fd",
+        "--source-key-file": "",
         "--vault": "", "$KEYCHAIN_VAULT": "",
     ]
 
