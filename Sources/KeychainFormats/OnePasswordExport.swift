@@ -6,9 +6,23 @@ import KeychainSystem
 /// `accounts[].vaults[].items[]`, each with `overview` (title, url, urls, tags) and `details`
 /// (loginFields, sections of fields, notesPlain, passwordHistory, password).
 package enum OnePasswordExport {
+    /// A file of the export (a Document item's, or a file field's): the key of its entry, its name,
+    /// and its member in the zip, `files/DOCUMENTID__NAME`.
+    package struct File: Equatable, Sendable {
+        package var entry: String
+        package var name: String
+        package var member: String
+    }
+
     /// Every item of every vault of every account in `data`, the text of `export.data`.
     /// - Throws: ``FormatError`` naming the item and what is wrong.
     package static func entries(ofData data: String, source: String) throws -> [PasswordEntry] {
+        try export(ofData: data, source: source).entries
+    }
+
+    /// The items of `data` as ``entries(ofData:source:)`` reads them, and the files they have.
+    package static func export(ofData data: String, source: String) throws -> (entries: [PasswordEntry], files: [File])
+    {
         let document = try jsonObject(
             data, notAnObject: "\(source) is not a 1Password export (its export.data is not a JSON object)",
             notJSON: "\(source) is not a 1Password export: its export.data is not valid JSON; nothing was stored")
@@ -21,6 +35,7 @@ package enum OnePasswordExport {
             throw FormatError("\(source) is not a 1Password export: its export.data has no list of accounts")
         }
         var entries: [PasswordEntry] = []
+        var files: [File] = []
         for account in accounts {
             for vault in account.object?["vaults"]?.array ?? [] {
                 let vaultName = vault.object?["attrs"]?.object?["name"]?.string ?? ""
@@ -31,14 +46,32 @@ package enum OnePasswordExport {
                     guard let item = value.object?["item"]?.object ?? value.object else {
                         throw FormatError("\(location) is not an object; nothing was stored")
                     }
-                    entries.append(try entry(item, vault: vaultName, at: location).withReadableFieldNames())
+                    let (entry, documents) = try entry(item, vault: vaultName, at: location)
+                    entries.append(entry.withReadableFieldNames())
+                    files += documents.map {
+                        File(entry: entry.key, name: $0.name, member: "files/\($0.id)__\($0.name)")
+                    }
                 }
             }
         }
-        return entries
+        return (entries, files)
     }
 
-    private static func entry(_ item: [String: JSONValue], vault: String, at location: String) throws -> PasswordEntry {
+    /// The entry of `item`, and its files (their document ids and names).
+    private static func entry(_ item: [String: JSONValue], vault: String, at location: String) throws
+        -> (PasswordEntry, [(id: String, name: String)])
+    {
+        var files: [(id: String, name: String)] = []
+        /// A file reference (`{fileName, documentId}`): its name, the file kept for the caller.
+        func file(_ reference: [String: JSONValue]) throws -> String {
+            guard let name = reference["fileName"]?.string, let id = reference["documentId"]?.string,
+                !name.isEmpty, !id.isEmpty, !name.contains("/"), !id.contains("/")
+            else {
+                throw FormatError("\(location): a file has no usable fileName and documentId; nothing was stored")
+            }
+            files.append((id, name))
+            return name
+        }
         func text(_ value: JSONValue?, at location: String) throws -> String? {
             try exactText(value, objects: true) {
                 FormatError("\(location): a field holds a number that cannot be read exactly; nothing was stored")
@@ -77,6 +110,10 @@ package enum OnePasswordExport {
                 else { continue }
                 let name = field["title"]?.string.flatMap { $0.isEmpty ? nil : $0 } ?? field["id"]?.string ?? kind
                 // An email is an object: its address, and the provider 1Password guessed.
+                if kind == "file", let reference = value.object {
+                    add(name, try file(reference))
+                    continue
+                }
                 let content = try text(kind == "email" ? value.object?["email_address"] ?? value : value, at: location)
                 if kind == "totp", entry.totp == nil, let seed = content, let uri = OTPSeed.uri(seed, label: title) {
                     entry.totp = uri
@@ -85,9 +122,10 @@ package enum OnePasswordExport {
                 }
             }
         }
+        if let document = details["documentAttributes"]?.object { add("file", try file(document)) }
         for tag in overview["tags"]?.array ?? [] { add("tag", tag.string) }
         if item["state"]?.string == "archived" { add("state", "archived") }
         for old in details["passwordHistory"]?.array ?? [] { add("previous password", old.object?["value"]?.string) }
-        return entry
+        return (entry, files)
     }
 }

@@ -5,7 +5,7 @@ import Testing
 /// `import --format pass|bitwarden` against the real tools: a store made by `pass init` and
 /// `pass insert` under a throwaway GNUPGHOME, decrypted by the real gpg and gpg-agent; a
 /// Bitwarden export written from its documented format, cross-checked with pass-import.
-@Suite("import from pass, Bitwarden and 1Password", .keyringSession)
+@Suite("import from pass and Bitwarden", .keyringSession)
 struct ImportPasswordManagerTests {
     /// A throwaway gpg home with one key without a passphrase, and a pass store initialised to it.
     struct PassStoreFixture {
@@ -225,55 +225,6 @@ struct ImportPasswordManagerTests {
         #expect(
             theirs.first?["otpauth"] as? String == "JBSWY3DPEHPK3PXP"
                 && theirs.first?["comments"] as? String == "my notes")
-    }
-
-    /// A 1Password .1pux (a zip, deflated, written by python's zipfile) on every backend.
-    @Test(arguments: CLIBackend.allCases)
-    func aOnePasswordExportImportsOnEveryBackend(on backend: CLIBackend) throws {
-        let scratch = try ScratchDirectory("1pux")
-        defer { scratch.remove() }
-        let file = scratch.path("-export.1pux")
-        let data = #"""
-            {"accounts": [{"vaults": [{"attrs": {"name": "Private"}, "items": [{"state": "active", "categoryUuid": "001",
-             "details": {"loginFields": [{"value": "me", "designation": "username"}, {"value": "pw\n2", "designation": "password"}],
-                         "sections": [{"fields": [{"title": "code", "value": {"totp": "JBSWY3DPEHPK3PXP"}}]}],
-                         "notesPlain": "n"},
-             "overview": {"title": "site", "url": "https://example.com"}}]}]}]}
-            """#
-        let script = """
-            import sys, zipfile
-            with zipfile.ZipFile(sys.argv[1], "w", zipfile.ZIP_DEFLATED) as z:
-                z.writestr("export.attributes", '{"version": 3}')
-                z.writestr("export.data", sys.stdin.read())
-            """
-        _ = try runProcess(
-            "/usr/bin/env", ["python3", "-c", script, file], stdin: Data(data.utf8),
-            environment: ProcessInfo.processInfo.environment)
-        try backend.run {
-            let service = "op-\(backend.rawValue)"
-            let imported = try cli(["-s", service, "import", "--format", "1password", file])
-            #expect(imported.stdoutText == "added 1, replaced 0, skipped 0\n", "\(imported.stderr)")
-            #expect(
-                try cli(["-s", service, "get", "Private/site"]).stdoutText
-                    == "\"pw\\n2\"\nusername: me\nurl: https://example.com\notpauth://totp/site?secret=JBSWY3DPEHPK3PXP\n\nn"
-            )
-            #expect(try cli(["-s", service, "get", "Private/site", "--field", "password"]).stdoutText == "pw\n2")
-            #expect(try cli(["-s", service, "otp", "Private/site", "--at", "59"]).stdoutText == "996554\n")
-            _ = try cli(["-s", service, "reset", "--yes"])
-        }
-        // Not a zip, and a zip without export.data: 65, nothing stored.
-        try Data("{}".utf8).write(to: URL(fileURLWithPath: scratch.path("plain.1pux")))
-        let plain = try cli(["-s", "op", "import", "--format", "1password", scratch.path("plain.1pux")])
-        #expect(plain.status == 65 && plain.stderr.contains("not a 1Password export"), "\(plain.stderr)")
-        let none = try cli(["-s", "op", "import", "--format", "1password"])
-        #expect(none.status == 64, "\(none.stderr)")
-        // A zip with a password: unzip may not ask for it (it runs away from the terminal).
-        try Data("{}".utf8).write(to: URL(fileURLWithPath: scratch.path("export.data")))
-        _ = try runProcess(
-            "/usr/bin/zip", ["-q", "-j", "-P", "pw", scratch.path("locked.1pux"), scratch.path("export.data")],
-            environment: [:])
-        let locked = try cli(["-s", "op", "import", "--format", "1password", scratch.path("locked.1pux")])
-        #expect(locked.status == 65 && locked.stderr.contains("password"), "\(locked.stderr)")
     }
 
     struct ToolFailed: Error, CustomStringConvertible {

@@ -73,4 +73,25 @@ struct OnePasswordExportTests {
             "\(error)".contains(message)
         }
     }
+
+    /// A Document's file and a file field's: named in the entry, listed with their zip members.
+    @Test func filesAreListedWithTheirMembers() throws {
+        let data = #"""
+            {"accounts": [{"vaults": [{"attrs": {"name": "V"}, "items": [
+              {"overview": {"title": "doc"}, "details": {"documentAttributes": {"fileName": "a.pdf", "documentId": "x"}}},
+              {"overview": {"title": "key"}, "details": {"sections": [{"fields": [
+                {"title": "ssh", "value": {"file": {"fileName": "id", "documentId": "y"}}}]}]}}]}]}]}
+            """#
+        let export = try OnePasswordExport.export(ofData: data, source: "f")
+        #expect(export.entries.map(\.fields) == [[.init("file", "a.pdf")], [.init("ssh", "id")]])
+        #expect(
+            export.files == [
+                .init(entry: "V/doc", name: "a.pdf", member: "files/x__a.pdf"),
+                .init(entry: "V/key", name: "id", member: "files/y__id"),
+            ])
+        let unnamed = data.replacingOccurrences(of: #""fileName": "id", "#, with: "")
+        #expect(throws: FormatError.self) { try OnePasswordExport.export(ofData: unnamed, source: "f") }
+        let climbing = data.replacingOccurrences(of: #""fileName": "id""#, with: #""fileName": "../id""#)
+        #expect(throws: FormatError.self) { try OnePasswordExport.export(ofData: climbing, source: "f") }
+    }
 }

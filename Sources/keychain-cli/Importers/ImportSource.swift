@@ -78,12 +78,29 @@ extension ImportFormat {
             ) { "\(source): item \($0 + 1)" }
             return ImportedItems(items: items, renamed: renamed)
         case .onePassword:
+            guard let file else {
+                throw CommandFailure.usage(
+                    "--format 1password reads a .1pux file: give its path (import --format 1password FILE)")
+            }
             let (data, source) = try exportData(of1PUX: file, timeout: timeout)
-            let entries = try OnePasswordExport.entries(ofData: data, source: source)
+            let export = try OnePasswordExport.export(ofData: data, source: source)
+            // Each file (a Document's, a file field's) is a secret of its own beside its entry.
+            var entries = export.entries.map { (key: $0.key, secret: Data($0.text.utf8)) }
+            var notImported: [String] = []
+            for document in export.files {
+                if let bytes = try member(document.member, of1PUX: file, timeout: timeout) {
+                    entries.append(("\(document.entry)/\(document.name)", Data(bytes)))
+                } else {
+                    notImported.append(
+                        "the entry \(quotedValue(document.entry, expected: "an entry name")) has the file "
+                            + "\(quotedValue(document.name, expected: "a file name")), which is not imported: it is larger "
+                            + "than 1 MiB, the largest secret")
+                }
+            }
             let (items, renamed) = try ImportFile.items(
-                ofEntries: entries.map { ($0.key, Data($0.text.utf8)) }, service: service, existing: existing
+                ofEntries: entries, service: service, existing: existing
             ) { "\(source): entry \(quotedValue(entries[$0].key, expected: "an entry name"))" }
-            return ImportedItems(items: items, renamed: renamed)
+            return ImportedItems(items: items, renamed: renamed, notImported: notImported)
         case .json, .env, nil:
             let (text, source) = try readText(file)
             return ImportedItems(
@@ -92,13 +109,33 @@ extension ImportFormat {
         }
     }
 
+    /// The bytes of the member `name` of the `.1pux` zip `file` (read by unzip into memory), nil
+    /// when it is larger than a secret may be.
+    /// - Throws: ``CommandFailure`` (65) when the zip has no such member.
+    private static func member(_ name: String, of1PUX file: String, timeout: Double) throws -> [UInt8]? {
+        // unzip reads a member's name as a pattern: its wildcard characters are escaped.
+        let pattern = name.map { "[]*?\\".contains($0) ? "\\\($0)" : String($0) }.joined()
+        let path = file.hasPrefix("-") ? "./" + file : file
+        let run = try ToolRun.run(
+            ["unzip", "-p", path, pattern], timeout: max(timeout, 60), limit: maximumSecretSize,
+            awayFromTerminal: true,
+            installHint: "1Password's .1pux files are zip files, read with unzip (apt-get install unzip)")
+        guard let run else {
+            throw CommandFailure(
+                kind: .timedOut, message: "unzip did not read \(quotedPath(file)) in time; nothing was stored")
+        }
+        if run.tooLarge { return nil }
+        guard run.succeeded else {
+            throw CommandFailure.badData(
+                "\(quotedPath(file)) has no \(quotedValue(name, expected: "a file name")), which its export.data names "
+                    + "(\(run.reason)); nothing was stored. Export again from 1Password: File > Export, 1PUX")
+        }
+        return run.output
+    }
+
     /// The text of the `export.data` member of the `.1pux` zip `file`, read by unzip into memory
     /// (a zip is read from a file, not a pipe), and how messages name the file.
-    private static func exportData(of1PUX file: String?, timeout: Double) throws -> (String, String) {
-        guard let file else {
-            throw CommandFailure.usage(
-                "--format 1password reads a .1pux file: give its path (import --format 1password FILE)")
-        }
+    private static func exportData(of1PUX file: String, timeout: Double) throws -> (String, String) {
         guard access(file, R_OK) == 0 else {
             throw CommandFailure(
                 kind: .io,
