@@ -27,6 +27,7 @@ extension SecretServiceProvider {
         case "GetSecret":
             let session = try session(call.string(0), for: call)
             try requireUnlocked(collection)
+            try check(.read, item.address, by: call)
             guard
                 let secret = try backend({ () throws(KeychainError) in
                     try collection.store.secret(service: item.address.service, key: item.address.key)
@@ -49,6 +50,7 @@ extension SecretServiceProvider {
                 details.contentType = contentType
                 return ItemContents(secret: secret, details: details)
             }
+            try check(.write, item.address, by: call)
             return Variant.tuple([])
         case "Delete":
             try requireUnlocked(collection)
@@ -58,6 +60,7 @@ extension SecretServiceProvider {
             }
             forget(item, in: collection)
             guard deleted else { throw .unknownObject(call.path) }
+            try check(.delete, item.address, by: call)
             return Variant.tuple([Variant.objectPath("/")])
         default:
             throw .notSupported("\(call.interface).\(call.method) is not supported")
@@ -102,6 +105,7 @@ extension SecretServiceProvider {
             }
             if case .updated(let stored) = update {
                 updated(existing, stored, in: collection)
+                try check(.write, existing.address, by: call)
                 return Variant.tuple([
                     Variant.objectPath(collection.path(of: existing.number)), Variant.objectPath("/"),
                 ])
@@ -109,6 +113,7 @@ extension SecretServiceProvider {
             forget(existing, in: collection)
         }
         let number = try add(secret, details, to: collection, replacing: replace)
+        if let added = collection.index.items[number] { try check(.write, added.address, by: call) }
         return Variant.tuple([Variant.objectPath(collection.path(of: number)), Variant.objectPath("/")])
     }
 

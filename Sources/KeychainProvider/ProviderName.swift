@@ -42,7 +42,7 @@ extension SecretServiceProvider {
     }
 
     /// Calls `method` on the bus itself; nil when it fails.
-    private func busCall(_ method: String, _ arguments: OwnedVariant, _ reply: OpaquePointer) -> OwnedVariant? {
+    func busCall(_ method: String, _ arguments: OwnedVariant, _ reply: OpaquePointer) -> OwnedVariant? {
         OwnedVariant(
             takingIfAny: g_dbus_connection_call_sync(
                 connection, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", method,
@@ -65,6 +65,7 @@ extension SecretServiceProvider {
             return
         }
         guard name.hasPrefix(":"), newOwner.isEmpty else { return }
+        clients[name] = nil
         for (path, session) in sessions where session.owner == name { closeSession(path) }
     }
 

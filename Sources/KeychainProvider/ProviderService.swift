@@ -113,6 +113,7 @@ extension SecretServiceProvider {
             let items = paths.compactMap { path in
                 item(at: path).flatMap { $0.0 === collection ? $0.1 : nil }
             }.filter { seen.insert(collection.path(of: $0.number)).inserted }
+            for item in items { try check(.read, item.address, by: call) }
             let secrets = try backend { () throws(KeychainError) in
                 try collection.store.secrets(of: items.map(\.address))
             }

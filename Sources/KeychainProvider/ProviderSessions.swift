@@ -95,6 +95,8 @@ enum ProviderError: Error {
     case noSession(String)
     case isLocked(String)
     case failed(String)
+    /// A program serve's allow list (`--allow-exe`) leaves out asked for a secret.
+    case accessDenied(String)
 
     var name: String {
         switch self {
@@ -105,6 +107,7 @@ enum ProviderError: Error {
         case .noSession: "org.freedesktop.Secret.Error.NoSession"
         case .isLocked: "org.freedesktop.Secret.Error.IsLocked"
         case .failed: "org.freedesktop.DBus.Error.Failed"
+        case .accessDenied: "org.freedesktop.DBus.Error.AccessDenied"
         }
     }
 
@@ -112,7 +115,7 @@ enum ProviderError: Error {
         switch self {
         case .unknownObject(let path): "Object does not exist at path “\(path)”"
         case .invalidArguments(let text), .notSupported(let text), .noSuchObject(let text), .noSession(let text),
-            .isLocked(let text), .failed(let text):
+            .isLocked(let text), .failed(let text), .accessDenied(let text):
             text
         }
     }

@@ -74,7 +74,13 @@ public final class SecretServiceProvider: @unchecked Sendable {
     /// command's output); set before ``run(watching:)``.
     public var secretObserver: (@Sendable (Data) -> Void)?
 
-    public init(store: any DetailedSecretStore) {
+    /// What is recorded of each access, and who may read (``ProviderAccessPolicy``).
+    let policy: ProviderAccessPolicy
+    /// The process behind each client's bus name, asked of the bus at its first access.
+    var clients: [String: ProviderClient] = [:]
+
+    public init(store: any DetailedSecretStore, policy: ProviderAccessPolicy = .unrestricted) {
+        self.policy = policy
         let now = UInt64(Date().timeIntervalSince1970)
         login = ServedCollection(name: "login", store: store, label: "Login", created: now)
         sessionItems = ServedCollection(
@@ -117,47 +123,6 @@ public final class SecretServiceProvider: @unchecked Sendable {
         subscribeToNameChanges()
         try requestName(replace: replace)
         startWatching()
-    }
-
-    /// Watches the backend: for any change another process makes, the services it changed are
-    /// made what the backend holds then (``reload(only:)``). serve's own writes come back too, and
-    /// find the index as the backend answered them: one read of their service, no signal.
-    func startWatching() {
-        watch = try? login.store.watch(service: nil, interval: 2) { [self] event in
-            if case .failure(let failure) = event { watchFailure.withLock { $0 = failure } }
-            pendingReload.withLock { pending in
-                if case .change(let change) = event, let service = try? ServiceName(change.service) {
-                    pending.services?.insert(service)
-                } else {
-                    pending.services = nil
-                }
-                if pending.source == 0 {
-                    pending.source = g_idle_add(providerReload, Unmanaged.passUnretained(self).toOpaque())
-                }
-            }
-        }
-    }
-
-    /// Whether serve goes on after its watcher failed with `failure`: an OpenBao server that
-    /// stopped answering, is sealed or has no leader comes back (the calls that need it fail
-    /// meanwhile); a vault re-keyed, damaged or removed, or a token no longer valid, does not.
-    static func outlives(_ failure: KeychainError) -> Bool {
-        switch failure {
-        case .serverUnavailable, .serverTimedOut: true
-        default: false
-        }
-    }
-
-    /// Watches again after a failure serve outlives, and catches up with what changed meanwhile;
-    /// tries again in 2 s while the backend cannot be watched.
-    func watchAgain() {
-        startWatching()
-        if watch == nil { return retryWatching() }
-        reload(only: nil)
-    }
-
-    func retryWatching() {
-        retrySource = g_timeout_add_seconds(2, providerWatchAgain, Unmanaged.passUnretained(self).toOpaque())
     }
 
     /// Opens the backend and reads its items (a vault asks its passphrase now, and pays its
@@ -236,25 +201,6 @@ public final class SecretServiceProvider: @unchecked Sendable {
         g_main_loop_quit(loop)
     }
 
-    /// Makes the login collection's index what the backend holds now, for `services` (nil: every
-    /// one), and tells clients what changed, after another process wrote the backend. serve's own
-    /// writes put what the backend answered in the index, so they find nothing to announce again.
-    func reload(only services: Set<ServiceName>?) {
-        if let failure = watchFailure.withLock({ failure in
-            defer { failure = nil }
-            return failure
-        }) {
-            guard Self.outlives(failure) else { return finish(.backendFailed(failure)) }
-            watch?.cancel()
-            watch = nil
-            return retryWatching()
-        }
-        let listing = try? services.map(login.store.detailedItems(in:)) ?? login.store.detailedItems()
-        guard let listing else { return }
-        let (added, changed, removed) = login.index.replace(with: listing, within: services)
-        announce(login, created: added, changed: changed, deleted: removed)
-    }
-
     /// Sends the signals for items created, changed and deleted in `collection`: each once, from
     /// the collection's path, as gnome-keyring sends them.
     func announce(_ collection: ServedCollection, created: [Int] = [], changed: [Int] = [], deleted: [Int] = []) {
@@ -271,23 +217,6 @@ public final class SecretServiceProvider: @unchecked Sendable {
             propertiesChanged(ProviderInterface.collection, ["Items"], at: collection.path)
         }
     }
-}
-
-private let providerReload: GSourceFunc = { data in
-    let provider = Unmanaged<SecretServiceProvider>.fromOpaque(data!).takeUnretainedValue()
-    let services = provider.pendingReload.withLock { pending in
-        defer { pending = PendingReload() }
-        return pending.services
-    }
-    provider.reload(only: services)
-    return 0
-}
-
-private let providerWatchAgain: GSourceFunc = { data in
-    let provider = Unmanaged<SecretServiceProvider>.fromOpaque(data!).takeUnretainedValue()
-    provider.retrySource = 0
-    provider.watchAgain()
-    return 0
 }
 
 private let providerSIGTERM: GSourceFunc = { data in
@@ -309,11 +238,4 @@ private let providerChildExited: GChildWatchFunc = { _, status, data in
     let provider = Unmanaged<SecretServiceProvider>.fromOpaque(data!).takeUnretainedValue()
     provider.childWatch = 0
     provider.finish(.childExited(status: status))
-}
-
-/// A reload the watcher asked for: the idle source that will run it (0: none yet), and the
-/// services whose items changed (nil: every service, after a report that names none).
-struct PendingReload {
-    var source: guint = 0
-    var services: Set<ServiceName>? = []
 }

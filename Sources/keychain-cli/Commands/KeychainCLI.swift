@@ -53,7 +53,7 @@ struct KeychainCLI: ParsableCommand {
                   on the command line, or a key where a path goes; reset or export
                   without --yes; a bad key, exec mapping (or one holding a value),
                   template reference, recipient or OpenBao setting; -o naming the
-                  vault's own files
+                  vault's own files; serve --allow-exe naming no program
               65  bad data: empty, over 1 MiB, binary where text goes (a terminal,
                   exec, --clip), the two entries differ, a bad import file (a field
                   given twice, an empty secret without --allow-empty, an encrypted
@@ -70,12 +70,12 @@ struct KeychainCLI: ParsableCommand {
               70  internal error (a bug)
               73  already there: generate found a secret under KEY and kept it
                   (--force replaces it)
-              74  I/O error: the vault or another file (--from-file, -i, -o, import)
-                  cannot be read or written, -o a directory, disk or socket, the
-                  vault's directory removed under watch, stdout closed; exec and
-                  serve: the command's output cannot be written on (a full disk);
-                  exec --file: no tmpfs; doctor: a vault or identity file not
-                  private to you
+              74  I/O error: the vault or another file (--from-file, -i, -o, import,
+                  serve --access-log) cannot be read or written, -o a directory,
+                  disk or socket, the vault's directory removed under watch, stdout
+                  closed; exec and serve: the command's output cannot be written on
+                  (a full disk); exec --file: no tmpfs; doctor: a vault or identity
+                  file not private to you
               75  timed out: the keyring, a prompt, the vault's lock, the OpenBao
                   server, gpg or keepassxc-cli, after --timeout; --clip: the
                   clipboard, after 5 seconds

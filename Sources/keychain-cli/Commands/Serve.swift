@@ -27,8 +27,15 @@ extension KeychainCLI {
                 secret a client stores or reads while it runs (--no-mask: not). If another process \
                 owns org.freedesktop.secrets, exit 69 naming it.
 
+                --access-log FILE appends one JSON line per read, write and delete of an item \
+                (time, operation, service, key, allowed, and the client's pid, uid and executable, \
+                as the bus tells them; never a secret). --allow-exe PATH (repeatable) lets only \
+                those programs read secrets: any other is answered \
+                org.freedesktop.DBus.Error.AccessDenied, and the refusal is logged.
+
                   keychain-cli --backend vault serve -- secret-tool lookup service ci user bot
                   keychain-cli --backend openbao serve &
+                  keychain-cli serve --access-log a.log --allow-exe /usr/bin/git -- ./deploy
                 """)
 
         @OptionGroup(title: "Global options") var globals: GlobalOptions
@@ -40,8 +47,30 @@ extension KeychainCLI {
         @Flag(help: "With a command: do not mask its output.")
         var noMask = false
 
+        @Option(
+            help: ArgumentHelp(
+                "Append a JSON line per read, write and delete of an item to this file (created 0600).",
+                valueName: "path"),
+            completion: .file())
+        var accessLog: String?
+
+        @Option(
+            help: ArgumentHelp(
+                "Let only this program read secrets (repeat for several); others are refused.", valueName: "path"),
+            completion: .file())
+        var allowExe: [String] = []
+
         @Argument(parsing: .postTerminator, help: "A command to run against a private bus, after --.")
         var command: [String] = []
+
+        func validate() throws {
+            do {
+                try PathValue.check(accessLog, of: "--access-log")
+                for path in allowExe { try PathValue.check(path, of: "--allow-exe") }
+            } catch let failure as CommandFailure {
+                throw ValidationError(failure.message)
+            }
+        }
 
         func run() throws {
             let store = try settings.store()
@@ -50,7 +79,8 @@ extension KeychainCLI {
                     "serve keeps its items in the vault or OpenBao: pass --backend vault or --backend openbao "
                         + "(serving the Secret Service from the Secret Service would answer itself)")
             }
-            let provider = SecretServiceProvider(store: detailed)
+            let provider = SecretServiceProvider(
+                store: detailed, policy: try ProviderAccessPolicy(logPath: accessLog, allowedExecutables: allowExe))
             if command.isEmpty {
                 guard let address = Environment.value("DBUS_SESSION_BUS_ADDRESS")
                 else {

@@ -12,7 +12,7 @@ enum PathValue {
         "--passphrase-file": "or the passphrase itself in $KEYCHAIN_PASSPHRASE or on --passphrase-fd",
         "--new-passphrase-file": "or the passphrase itself in $KEYCHAIN_NEW_PASSPHRASE or on --new-passphrase-fd",
         "--source-passphrase-file": "or the password itself on --source-passphrase-fd",
-        "--source-key-file": "",
+        "--source-key-file": "", "--access-log": "", "--allow-exe": "",
         "--vault": "", "$KEYCHAIN_VAULT": "",
     ]
 
