@@ -87,17 +87,10 @@ extension KeychainCLI {
             if format != .keepassxc, let (option, _) = given.first(where: \.1) {
                 throw ValidationError("\(option) is for --format keepassxc (a KeePass database's password or key file)")
             }
-            if sourcePassphraseFile != nil && sourcePassphraseFD != nil {
-                throw ValidationError("give --source-passphrase-file or --source-passphrase-fd, not both")
-            }
-            if let fd = sourcePassphraseFD, fd < 0 {
-                throw ValidationError("--source-passphrase-fd must be an open file descriptor number")
-            }
-            if let fd = sourcePassphraseFD, fd == settings.passphraseFD {
-                throw ValidationError("--source-passphrase-fd and --passphrase-fd must be different descriptors")
-            }
+            try PassphraseInput.validate(
+                prefix: "source", file: sourcePassphraseFile, descriptor: sourcePassphraseFD,
+                vaultDescriptor: settings.passphraseFD)
             do {
-                try PathValue.check(sourcePassphraseFile, of: "--source-passphrase-file")
                 try PathValue.check(sourceKeyFile, of: "--source-key-file")
             } catch let failure as CommandFailure {
                 throw ValidationError(failure.message)

@@ -35,20 +35,9 @@ extension KeychainCLI.Vault {
         var newPassphraseFD: Int32?
 
         func validate() throws {
-            if newPassphraseFile != nil && newPassphraseFD != nil {
-                throw ValidationError("give --new-passphrase-file or --new-passphrase-fd, not both")
-            }
-            if let fd = newPassphraseFD, fd < 0 {
-                throw ValidationError("--new-passphrase-fd must be an open file descriptor number")
-            }
-            if let fd = newPassphraseFD, fd == settings.passphraseFD {
-                throw ValidationError("--new-passphrase-fd and --passphrase-fd must be different descriptors")
-            }
-            do {
-                try PathValue.check(newPassphraseFile, of: "--new-passphrase-file")
-            } catch let failure as CommandFailure {
-                throw ValidationError(failure.message)
-            }
+            try PassphraseInput.validate(
+                prefix: "new", file: newPassphraseFile, descriptor: newPassphraseFD,
+                vaultDescriptor: settings.passphraseFD)
         }
 
         func run() throws {

@@ -1,3 +1,4 @@
+import ArgumentParser
 import Glibc
 import KeychainCore
 
@@ -64,6 +65,26 @@ enum PassphraseInput: Sendable, CustomStringConvertible {
             self = .file(file, option: "--source-passphrase-file")
         } else {
             self = .terminal
+        }
+    }
+
+    /// The checks of a pair of options that give a passphrase, `--PREFIX-passphrase-file` and
+    /// `--PREFIX-passphrase-fd`: not both, a descriptor number that is not `--passphrase-fd`'s
+    /// (`vaultDescriptor`), a path that is not a secret itself.
+    /// - Throws: ``ValidationError``, the argument parser's usage error.
+    static func validate(prefix: String, file: String?, descriptor: Int32?, vaultDescriptor: Int32?) throws {
+        let (fileOption, fdOption) = ("--\(prefix)-passphrase-file", "--\(prefix)-passphrase-fd")
+        if file != nil && descriptor != nil { throw ValidationError("give \(fileOption) or \(fdOption), not both") }
+        if let descriptor, descriptor < 0 {
+            throw ValidationError("\(fdOption) must be an open file descriptor number")
+        }
+        if let descriptor, descriptor == vaultDescriptor {
+            throw ValidationError("\(fdOption) and --passphrase-fd must be different descriptors")
+        }
+        do {
+            try PathValue.check(file, of: fileOption)
+        } catch let failure as CommandFailure {
+            throw ValidationError(failure.message)
         }
     }
 
