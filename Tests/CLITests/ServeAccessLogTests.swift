@@ -45,6 +45,31 @@ struct ServeAccessLogTests {
         }
     }
 
+    /// git's own libsecret helper (built from the source git ships) through serve: its store and
+    /// get are a write and a read naming it; with only it allowed, it still gets its credential.
+    @Test func gitsLibsecretHelperIsNamedAndMayBeTheOnlyReader() throws {
+        let helper = try libsecretGitHelper.get()
+        let scratch = try ScratchDirectory("access-log-git")
+        defer { scratch.remove() }
+        let log = scratch.path("access.log")
+        let script = """
+            printf 'protocol=https\nhost=example.com\nusername=bob\npassword=git-secret-1\n\n' | "$GCL" store
+            printf 'protocol=https\nhost=example.com\n\n' | "$GCL" get
+            """
+        try CLIBackend.withVault { _ in
+            let served = try cli(
+                ["serve", "--no-mask", "--access-log", log, "--allow-exe", helper, "--", "sh", "-c", script],
+                session: nil, extra: ["GCL": helper])
+            #expect(served.status == 0, "\(served.stderr)")
+            #expect(served.stdoutText.contains("password=git-secret-1\n"), "\(served.stdoutText)")
+            let entries = try lines(log)
+            #expect(entries.map { $0["operation"] as? String } == ["write", "read"])
+            #expect(
+                entries.allSatisfy { ($0["executable"] as? String)?.hasSuffix("/git-credential-libsecret") == true })
+            #expect(try !String(contentsOfFile: log, encoding: .utf8).contains("git-secret"))
+        }
+    }
+
     @Test func aProgramOutsideTheAllowListCannotRead() throws {
         let scratch = try ScratchDirectory("allow-exe")
         defer { scratch.remove() }
