@@ -40,7 +40,8 @@ public struct ProviderAccessPolicy: Sendable {
             self.init(log: nil, readers: readers)
             return
         }
-        let fd = Glibc.open(logPath, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        // Non-blocking: a FIFO with no reader fails at once (ENXIO) rather than wait for one.
+        let fd = Glibc.open(logPath, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0o600)
         guard fd >= 0 else {
             throw .vaultIO(
                 detail: "cannot open the access log \(quotedPath(logPath)) (\(String(cString: strerror(errno))))")
@@ -82,8 +83,17 @@ extension SecretServiceProvider {
 
     /// Records `access` to the item at `address` by the sender of `call`; a read by a program
     /// outside `--allow-exe` is recorded as refused and answered with D-Bus's AccessDenied.
+    /// - Throws: ``ProviderError/accessDenied(_:)`` for a refused read, ``ProviderError/failed(_:)``
+    ///   when the log cannot be written (serve then refuses every request: the log misses none).
     func check(_ access: Access, _ address: SecretAddress, by call: ProviderCall) throws(ProviderError) {
-        guard policy.log != nil || policy.readers != nil else { return }
+        guard try record(access, address, by: call) else { throw denial(call, address) }
+    }
+
+    /// Writes the line of `access` (when there is a log); whether it is allowed.
+    /// - Throws: ``ProviderError/failed(_:)`` when the log cannot be written.
+    func record(_ access: Access, _ address: SecretAddress, by call: ProviderCall) throws(ProviderError) -> Bool {
+        guard policy.log != nil || policy.readers != nil else { return true }
+        try requireWorkingLog()
         let client = client(call.sender)
         let allowed =
             access != .read
@@ -93,16 +103,30 @@ extension SecretServiceProvider {
             let record = AccessRecord(
                 time: Date(), operation: access.rawValue, service: address.service.rawValue, key: address.key.rawValue,
                 allowed: allowed, pid: client.pid, uid: client.uid, executable: client.executable)
-            if var line = try? JSONEncoder.sortedKeys().encode(record) {
-                line.append(UInt8(ascii: "\n"))
-                _ = line.withUnsafeBytes { write(log, $0.baseAddress, $0.count) }
+            var line = (try? JSONEncoder.sortedKeys().encode(record)) ?? Data()
+            line.append(UInt8(ascii: "\n"))
+            let written = line.withUnsafeBytes { write(log, $0.baseAddress, $0.count) }
+            if written != line.count {
+                logFailure = written < 0 ? String(cString: strerror(errno)) : "a short write"
+                try requireWorkingLog()
             }
         }
-        guard allowed else {
-            throw .accessDenied(
-                "keychain-cli serve lets only the programs of --allow-exe read secrets; "
-                    + "\(client.executable ?? "this client") is not one of them")
+        return allowed
+    }
+
+    /// Refuses every request once the log could not be written.
+    func requireWorkingLog() throws(ProviderError) {
+        if let logFailure {
+            throw .failed(
+                "keychain-cli serve cannot write its access log (\(logFailure)); it answers no request until restarted")
         }
+    }
+
+    /// The refusal of a read of `address` by a program outside `--allow-exe`.
+    func denial(_ call: ProviderCall, _ address: SecretAddress) -> ProviderError {
+        .accessDenied(
+            "keychain-cli serve lets only the programs of --allow-exe read secrets; "
+                + "\(client(call.sender).executable ?? "this client") is not one of them")
     }
 
     /// The process behind the bus name `sender`, asked of the bus once per connection.

@@ -41,6 +41,10 @@ struct ServedItem: Equatable {
 struct ProviderIndex {
     /// The service of the items whose attributes name no service and username of their own.
     static let otherItemsService = "secret-service"
+    /// How the access log names an item about to be created under a new key of
+    /// ``otherItemsService``, whose key is drawn as it is stored.
+    static let newOtherAddress = SecretAddress(
+        service: try! ServiceName(otherItemsService), key: try! KeychainKey("(new)"))
 
     private(set) var items: [Int: ServedItem] = [:]
     private var numbers: [SecretAddress: Int] = [:]

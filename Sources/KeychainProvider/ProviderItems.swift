@@ -44,23 +44,23 @@ extension SecretServiceProvider {
             try requireUnlocked(collection)
             let (secret, contentType) = try session.decode(argument)
             secretObserver?(secret)
+            try check(.write, item.address, by: call)
             try rewrite(item, in: collection, path: call.path) { current in
                 guard item.isStored(with: current.details) else { return nil }
                 var details = current.details ?? item.details
                 details.contentType = contentType
                 return ItemContents(secret: secret, details: details)
             }
-            try check(.write, item.address, by: call)
             return Variant.tuple([])
         case "Delete":
             try requireUnlocked(collection)
+            try check(.delete, item.address, by: call)
             // Only this item: not one another program stored there after deleting it.
             let deleted = try backend { () throws(KeychainError) in
                 try collection.store.deleteItem(at: item.address) { item.isStored(with: $0) }
             }
             forget(item, in: collection)
             guard deleted else { throw .unknownObject(call.path) }
-            try check(.delete, item.address, by: call)
             return Variant.tuple([Variant.objectPath("/")])
         default:
             throw .notSupported("\(call.interface).\(call.method) is not supported")
@@ -94,10 +94,17 @@ extension SecretServiceProvider {
         // Replacing: the item with exactly these attributes, else the item that is the store's
         // item (service, username) these attributes name (one written by `set`, say): the store
         // has one item there, so a replacing write changes it rather than hide it behind another.
-        if replace,
-            let existing = collection.index.search(attributes).first(where: { $0.details.attributes == attributes })
-                ?? ProviderIndex.nativeAddress(attributes).flatMap({ collection.index.holder(of: $0) })
-        {
+        let existing =
+            replace
+            ? collection.index.search(attributes).first(where: { $0.details.attributes == attributes })
+                ?? ProviderIndex.nativeAddress(attributes).flatMap({ collection.index.holder(of: $0) }) : nil
+        // Logged before it is stored (a log that cannot be written stores nothing): where it goes,
+        // as far as is known before (an item with no service and username: a new key of
+        // secret-service, logged as `(new)`).
+        try check(
+            .write, existing?.address ?? ProviderIndex.nativeAddress(attributes) ?? ProviderIndex.newOtherAddress,
+            by: call)
+        if let existing {
             let update = try backend { () throws(KeychainError) in
                 try collection.store.updateItem(at: existing.address, movingTo: nil) { current in
                     existing.isStored(with: current.details) ? ItemContents(secret: secret, details: details) : nil
@@ -105,7 +112,6 @@ extension SecretServiceProvider {
             }
             if case .updated(let stored) = update {
                 updated(existing, stored, in: collection)
-                try check(.write, existing.address, by: call)
                 return Variant.tuple([
                     Variant.objectPath(collection.path(of: existing.number)), Variant.objectPath("/"),
                 ])
@@ -113,7 +119,6 @@ extension SecretServiceProvider {
             forget(existing, in: collection)
         }
         let number = try add(secret, details, to: collection, replacing: replace)
-        if let added = collection.index.items[number] { try check(.write, added.address, by: call) }
         return Variant.tuple([Variant.objectPath(collection.path(of: number)), Variant.objectPath("/")])
     }
 

@@ -22,7 +22,7 @@ extension SecretServiceProvider {
             }
             return Variant.tuple([Variant.propertyMap(values)])
         case "Set":
-            try setProperty(interface, call.string(1), to: call.argument(2).unboxed, at: call.path)
+            try setProperty(interface, call.string(1), to: call.argument(2).unboxed, at: call.path, by: call)
             return Variant.tuple([])
         default:
             throw .notSupported("org.freedesktop.DBus.Properties.\(call.method) is not supported")
@@ -82,9 +82,9 @@ extension SecretServiceProvider {
     /// collection's label (kept in its store, so that the login collection's outlives serve), an
     /// item's label, attributes or type (its xdg:schema attribute, which gnome-keyring lets clients
     /// set though the specification has no Type).
-    private func setProperty(_ interface: String, _ name: String, to value: OwnedVariant, at path: String)
-        throws(ProviderError)
-    {
+    private func setProperty(
+        _ interface: String, _ name: String, to value: OwnedVariant, at path: String, by call: ProviderCall
+    ) throws(ProviderError) {
         if interface == ProviderInterface.collection {
             guard let collection = collection(at: path) else { throw .unknownObject(path) }
             try requireUnlocked(collection)
@@ -102,6 +102,8 @@ extension SecretServiceProvider {
         case "Type": details.attributes["xdg:schema"] = value.string  // as gnome-keyring
         default: throw .notSupported("\(name) cannot be set")
         }
+        // Logged before it is changed, where the item is (new attributes may move it).
+        try check(.write, item.address, by: call)
         try change(item, in: collection, to: details, path: path)
     }
 }

@@ -9,6 +9,7 @@ import KeychainStore
 extension SecretServiceProvider {
     /// The reply to `call` (a tuple), or the D-Bus error to answer it with.
     func handle(_ call: ProviderCall) throws(ProviderError) -> OwnedVariant {
+        try requireWorkingLog()
         switch (call.interface, call.method) {
         case ("org.freedesktop.DBus.Properties", _): return try handlePropertiesCall(call)
         case (ProviderInterface.service, "OpenSession"): return try openSession(call)
@@ -113,7 +114,9 @@ extension SecretServiceProvider {
             let items = paths.compactMap { path in
                 item(at: path).flatMap { $0.0 === collection ? $0.1 : nil }
             }.filter { seen.insert(collection.path(of: $0.number)).inserted }
-            for item in items { try check(.read, item.address, by: call) }
+            // Every item asked for is logged, those refused too, before any is read.
+            let allowed = try items.map { (item) throws(ProviderError) in try record(.read, item.address, by: call) }
+            if let refused = allowed.firstIndex(of: false) { throw denial(call, items[refused].address) }
             let secrets = try backend { () throws(KeychainError) in
                 try collection.store.secrets(of: items.map(\.address))
             }

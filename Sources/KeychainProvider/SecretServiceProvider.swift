@@ -78,6 +78,8 @@ public final class SecretServiceProvider: @unchecked Sendable {
     let policy: ProviderAccessPolicy
     /// The process behind each client's bus name, asked of the bus at its first access.
     var clients: [String: ProviderClient] = [:]
+    /// Why the access log could not be written, once it could not (serve then answers nothing).
+    var logFailure: String?
 
     public init(store: any DetailedSecretStore, policy: ProviderAccessPolicy = .unrestricted) {
         self.policy = policy

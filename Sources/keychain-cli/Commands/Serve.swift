@@ -72,6 +72,16 @@ extension KeychainCLI {
             }
         }
 
+        /// What --access-log and --allow-exe ask for; the log's errors are the log's, not the vault's
+        /// (whose hint names --vault).
+        private func accessPolicy() throws -> ProviderAccessPolicy {
+            let result = Result { () throws(KeychainError) in
+                try ProviderAccessPolicy(logPath: accessLog, allowedExecutables: allowExe)
+            }
+            if case .failure(.vaultIO(let detail)) = result { throw CommandFailure.io(detail) }
+            return try result.get()
+        }
+
         func run() throws {
             let store = try settings.store()
             guard let detailed = store as? any DetailedSecretStore else {
@@ -79,8 +89,7 @@ extension KeychainCLI {
                     "serve keeps its items in the vault or OpenBao: pass --backend vault or --backend openbao "
                         + "(serving the Secret Service from the Secret Service would answer itself)")
             }
-            let provider = SecretServiceProvider(
-                store: detailed, policy: try ProviderAccessPolicy(logPath: accessLog, allowedExecutables: allowExe))
+            let provider = SecretServiceProvider(store: detailed, policy: try accessPolicy())
             if command.isEmpty {
                 guard let address = Environment.value("DBUS_SESSION_BUS_ADDRESS")
                 else {
