@@ -47,4 +47,17 @@ package enum Environment {
             unsetenv(name)
         }
     }
+
+    /// Every `NAME=value` of the environment but those of `names`: the environment of a tool
+    /// keychain-cli runs for itself (gpg, keepassxc-cli, unzip), without keychain-cli's secrets.
+    package static func all(except names: Set<String>) -> [String] {
+        var entries: [String] = []
+        var cursor: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?> = environ
+        while let entry = cursor.pointee {
+            let text = String(cString: entry)
+            if let equals = text.firstIndex(of: "="), !names.contains(String(text[..<equals])) { entries.append(text) }
+            cursor = cursor.successor()
+        }
+        return entries
+    }
 }

@@ -92,6 +92,7 @@ struct ImportKeePassTests {
         let recorder = """
             #!/bin/sh
             printf '%s\\n' "$@" > \(fixture.scratch.path("argv"))
+            env > \(fixture.scratch.path("environment"))
             tee \(fixture.scratch.path("stdin")) | /usr/bin/keepassxc-cli "$@"
             """
         try Data(recorder.utf8).write(to: URL(fileURLWithPath: bin + "/keepassxc-cli"))
@@ -109,6 +110,9 @@ struct ImportKeePassTests {
             let stdin = try String(contentsOfFile: fixture.scratch.path("stdin"), encoding: .utf8)
             #expect(argv == "export\n--format\nxml\n\(fixture.database)\n")
             #expect(stdin == "\(Fixture.password)\n")
+            // Nor does it get the vault's passphrase from keychain-cli's environment (as for exec).
+            let environment = try String(contentsOfFile: fixture.scratch.path("environment"), encoding: .utf8)
+            #expect(!environment.contains("KEYCHAIN_PASSPHRASE=") && environment.contains("PATH="))
         }
         let keyOnly = try Fixture(keyFileOnly: true)
         defer { keyOnly.scratch.remove() }

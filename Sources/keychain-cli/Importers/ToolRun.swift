@@ -33,8 +33,11 @@ struct ToolRun {
             throw CommandFailure(
                 kind: .io, message: "cannot make a pipe for \(arguments[0]) (\(String(cString: strerror(errno))))")
         }
+        // The tool gets keychain-cli's environment but its secrets (the vault's passphrase, an
+        // OpenBao token): they are ours, as for exec.
         let pid = spawnProcess(
-            arguments, descriptors: [stdin.read, stdout.write, stderr.write], newSession: awayFromTerminal)
+            arguments, descriptors: [stdin.read, stdout.write, stderr.write], newSession: awayFromTerminal,
+            variables: Environment.all(except: Set(Settings.secretVariables + ["CREDENTIALS_DIRECTORY"])))
         for fd in [stdin.read, stdout.write, stderr.write] { close(fd) }
         guard let pid else {
             for fd in [stdin.write, stdout.read, stderr.read] { close(fd) }
