@@ -166,10 +166,13 @@ package enum KeePassXML {
             while let index = strings.firstIndex(where: { $0.key.hasPrefix("KP2A_URL") }) {
                 add("url", strings.remove(at: index).value)
             }
-            // The TOTP: KeePassXC's `otp` (an otpauth:// URI), or the older `TOTP Seed` with its
-            // `TOTP Settings` ("30;6" means what a bare seed does); anything else stays a field.
+            // The TOTP: KeePassXC's `otp` (an otpauth:// URI, or KeeOTP's `key=…&step=…`), or the
+            // older `TOTP Seed` with its `TOTP Settings` ("30;6" means what a bare seed does);
+            // anything else (a Steam code) stays a field.
             if let index = strings.firstIndex(where: { $0.key == "otp" }),
-                let uri = OTPSeed.uri(strings[index].value, label: title)
+                let uri = strings[index].value.hasPrefix("key=")
+                    ? OTPSeed.keeOTP(strings[index].value, label: title)
+                    : OTPSeed.uri(strings[index].value, label: title)
             {
                 result.totp = uri
                 strings.remove(at: index)

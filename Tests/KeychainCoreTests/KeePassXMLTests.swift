@@ -55,6 +55,23 @@ struct KeePassXMLTests {
             eight.entries.first?.fields == [.init("TOTP Seed", "JBSWY3DPEHPK3PXP"), .init("TOTP Settings", "30;8")])
     }
 
+    /// KeeOTP's settings in `otp` become an otpauth:// URI with the same period, digits and hash;
+    /// a Steam code, which `otp` does not compute, stays a field.
+    @Test func keeOTPSettingsAreTheTOTPAndASteamCodeIsAField() throws {
+        let kee = try database(
+            entry([("Title", "k"), ("otp", "key=JBSWY3DPEHPK3PXP&amp;step=60&amp;size=8&amp;otpHashMode=SHA256")]))
+        #expect(
+            kee.entries.first?.totp
+                == "otpauth://totp/k?secret=JBSWY3DPEHPK3PXP&period=60&digits=8&algorithm=SHA256")
+        let steam =
+            "otpauth://totp/s:u?secret=JBSWY3DPEHPK3PXP&amp;period=30&amp;digits=5&amp;issuer=s&amp;encoder=steam"
+        let read = try database(entry([("Title", "s"), ("otp", steam)]))
+        #expect(read.entries.first?.totp == nil)
+        #expect(read.entries.first?.fields.map(\.name) == ["otp (2)"])
+        let unknown = try database(entry([("Title", "u"), ("otp", "key=JBSWY3DPEHPK3PXP&amp;counter=3")]))
+        #expect(unknown.entries.first?.totp == nil)
+    }
+
     @Test func attachmentsAreReportedByName() throws {
         let read = try database(entry([("Title", "k")], extra: "<Binary><Key>id_rsa</Key><Value Ref=\"0\"/></Binary>"))
         #expect(read.attachments.map(\.entry) == ["k"] && read.attachments.map(\.name) == ["id_rsa"])
