@@ -6,8 +6,9 @@ import KeychainSystem
 /// `accounts[].vaults[].items[]`, each with `overview` (title, url, urls, tags) and `details`
 /// (loginFields, sections of fields, notesPlain, passwordHistory, password).
 package enum OnePasswordExport {
-    /// A file of the export (a Document item's, or a file field's): the key of its entry, its name,
-    /// and its member in the zip, `files/DOCUMENTID__NAME`.
+    /// A file of the export (a Document item's, or a file field's): the key of its entry, the name
+    /// it is stored under beside it (its own; ` (2)`… after the name an earlier file of the item
+    /// has), and its member in the zip, `files/DOCUMENTID__NAME`.
     package struct File: Equatable, Sendable {
         package var entry: String
         package var name: String
@@ -49,7 +50,7 @@ package enum OnePasswordExport {
                     let (entry, documents) = try entry(item, vault: vaultName, at: location)
                     entries.append(entry.withReadableFieldNames())
                     files += documents.map {
-                        File(entry: entry.key, name: $0.name, member: "files/\($0.id)__\($0.name)")
+                        File(entry: entry.key, name: $0.key, member: "files/\($0.id)__\($0.name)")
                     }
                 }
             }
@@ -57,20 +58,28 @@ package enum OnePasswordExport {
         return (entries, files)
     }
 
-    /// The entry of `item`, and its files (their document ids and names).
+    /// The entry of `item`, and its files (their document ids, names, and the names they are
+    /// stored under).
     private static func entry(_ item: [String: JSONValue], vault: String, at location: String) throws
-        -> (PasswordEntry, [(id: String, name: String)])
+        -> (PasswordEntry, [(id: String, name: String, key: String)])
     {
-        var files: [(id: String, name: String)] = []
-        /// A file reference (`{fileName, documentId}`): its name, the file kept for the caller.
+        var files: [(id: String, name: String, key: String)] = []
+        /// A file reference (`{fileName, documentId}`): the name it is stored under (its own, or
+        /// with ` (2)`… when an earlier file of the item has it), the file kept for the caller.
         func file(_ reference: [String: JSONValue]) throws -> String {
             guard let name = reference["fileName"]?.string, let id = reference["documentId"]?.string,
                 !name.isEmpty, !id.isEmpty, !name.contains("/"), !id.contains("/")
             else {
                 throw FormatError("\(location): a file has no usable fileName and documentId; nothing was stored")
             }
-            files.append((id, name))
-            return name
+            var key = name
+            var number = 2
+            while files.contains(where: { $0.key == key }) {
+                key = "\(name) (\(number))"
+                number += 1
+            }
+            files.append((id, name, key))
+            return key
         }
         func text(_ value: JSONValue?, at location: String) throws -> String? {
             try exactText(value, objects: true) {

@@ -113,4 +113,57 @@ struct ImportOnePasswordTests {
             #expect(try cli(["-s", "op", "list"]).stdoutText == "")
         }
     }
+
+    /// Two files of one item with the same name: the second is `NAME (2)`, and the entry's field
+    /// says so; a file whose key is another entry's, and a zip that holds a file twice, store
+    /// nothing (65).
+    @Test func fileNamesNeverPointAtAnotherSecret() throws {
+        let scratch = try ScratchDirectory("1pux-names")
+        defer { scratch.remove() }
+        func item(_ title: String, files: [(name: String, id: String)]) -> String {
+            let fields = files.map {
+                #"{"title": "f", "value": {"file": {"fileName": "\#($0.name)", "documentId": "\#($0.id)"}}}"#
+            }
+            return
+                #"{"overview": {"title": "\#(title)"}, "details": {"sections": [{"fields": [\#(fields.joined(separator: ", "))]}]}}"#
+        }
+        func data(_ items: [String]) -> String {
+            #"{"accounts": [{"vaults": [{"attrs": {"name": "V"}, "items": [\#(items.joined(separator: ", "))]}]}]}"#
+        }
+        let twins = scratch.path("twins.1pux")
+        try Self.write1PUX(
+            twins, data: data([item("keys", files: [("id", "a"), ("id", "b")])]),
+            files: ["files/a__id": Data("first".utf8), "files/b__id": Data("second".utf8)])
+        try CLIBackend.withVault { _ in
+            let imported = try cli(["-s", "op", "import", "--format", "1password", twins])
+            #expect(imported.stdoutText == "added 3, replaced 0, skipped 0\n", "\(imported.stderr)")
+            #expect(try cli(["-s", "op", "get", "V/keys", "--field", "f (2)"]).stdoutText == "id (2)")
+            #expect(try cli(["-s", "op", "get", "V/keys/id"]).stdoutText == "first")
+            #expect(try cli(["-s", "op", "get", "V/keys/id (2)"]).stdoutText == "second")
+        }
+        let clash = scratch.path("clash.1pux")
+        try Self.write1PUX(
+            clash,
+            data: data([item("keys", files: [("id", "a")]), #"{"overview": {"title": "keys/id"}, "details": {}}"#]),
+            files: ["files/a__id": Data("file".utf8)])
+        let doubled = scratch.path("doubled.1pux")
+        let script = """
+            import sys, warnings, zipfile
+            warnings.simplefilter("ignore")
+            with zipfile.ZipFile(sys.argv[1], "w") as z:
+                z.writestr("export.data", sys.argv[2])
+                z.writestr("files/a__id", "one")
+                z.writestr("files/a__id", "two")
+            """
+        _ = try runProcess(
+            "/usr/bin/env", ["python3", "-c", script, doubled, data([item("keys", files: [("id", "a")])])],
+            environment: ProcessInfo.processInfo.environment)
+        try CLIBackend.withVault { _ in
+            let clashed = try cli(["-s", "op2", "import", "--format", "1password", clash])
+            #expect(clashed.status == 65 && clashed.stderr.contains("key of another entry"), "\(clashed.stderr)")
+            let twice = try cli(["-s", "op2", "import", "--format", "1password", doubled])
+            #expect(twice.status == 65 && twice.stderr.contains("twice"), "\(twice.stderr)")
+            #expect(try cli(["-s", "op2", "list"]).stdoutText == "")
+        }
+    }
 }

@@ -32,13 +32,13 @@ struct ImportedItems {
 extension ImportFormat {
     /// The items of `file` (standard input when nil; for pass, the store's directory) in
     /// `format` (nil: JSON or dotenv, judged by the content), checked whole before anything is
-    /// stored. `existing`: the keys the service holds, which a numbered key avoids. `database`:
+    /// stored. `database`:
     /// how a KeePass database is opened (its password's source, its key file).
     /// - Throws: ``CommandFailure`` or ``FormatError`` naming the entry and what is wrong.
     static func items(
         _ format: ImportFormat?, file: String?, service: ServiceName, timeout: Double,
         database: (password: PassphraseInput, keyFile: String?) = (.terminal, nil),
-        existing: () throws -> Set<String>, progress: @escaping @Sendable (Int, Int) -> Void
+        progress: @escaping @Sendable (Int, Int) -> Void
     ) throws -> ImportedItems {
         switch format {
         case .keepassxc:
@@ -50,7 +50,7 @@ extension ImportFormat {
                 path: file, keyFile: database.keyFile, password: database.password, timeout: timeout)
             let read = try source.database()
             let (items, renamed) = try ImportFile.items(
-                ofEntries: read.entries.map { ($0.key, Data($0.text.utf8)) }, service: service, existing: existing
+                ofEntries: read.entries.map { ($0.key, Data($0.text.utf8)) }, service: service
             ) { "\(quotedPath(file)): entry \(quotedValue(read.entries[$0].key, expected: "an entry name"))" }
             let notImported = read.attachments.map {
                 "the entry \(quotedValue($0.entry, expected: "an entry name")) has the attachment "
@@ -67,14 +67,14 @@ extension ImportFormat {
             }
             let secrets = try store.decrypt(entries) { progress($0, entries.count) }
             let (items, renamed) = try ImportFile.items(
-                ofEntries: zip(entries, secrets).map { ($0.name, $1) }, service: service, existing: existing
+                ofEntries: zip(entries, secrets).map { ($0.name, $1) }, service: service
             ) { "pass entry \(quotedValue(entries[$0].name, expected: "an entry name"))" }
             return ImportedItems(items: items, renamed: renamed)
         case .bitwarden:
             let (text, source) = try readText(file)
             let entries = try BitwardenExport.entries(of: text, source: source)
             let (items, renamed) = try ImportFile.items(
-                ofEntries: entries.map { ($0.key, Data($0.text.utf8)) }, service: service, existing: existing
+                ofEntries: entries.map { ($0.key, Data($0.text.utf8)) }, service: service
             ) { "\(source): item \($0 + 1)" }
             return ImportedItems(items: items, renamed: renamed)
         case .onePassword:
@@ -87,7 +87,16 @@ extension ImportFormat {
             // Each file (a Document's, a file field's) is a secret of its own beside its entry.
             var entries = export.entries.map { (key: $0.key, secret: Data($0.text.utf8)) }
             var notImported: [String] = []
+            let entryKeys = Set(entries.map(\.key))
+            if !export.files.isEmpty { try checkMembers(export.files.map(\.member), of1PUX: file, timeout: timeout) }
             for document in export.files {
+                // The entry names its file by this key: another entry may not have it.
+                guard !entryKeys.contains("\(document.entry)/\(document.name)") else {
+                    throw CommandFailure.badData(
+                        "\(source): the file \(quotedValue(document.name, expected: "a file name")) of "
+                            + "\(quotedValue(document.entry, expected: "an entry name")) would be stored under the key of "
+                            + "another entry; nothing was stored. Rename one of them in 1Password and export again")
+                }
                 if let bytes = try member(document.member, of1PUX: file, timeout: timeout) {
                     entries.append(("\(document.entry)/\(document.name)", Data(bytes)))
                 } else {
@@ -98,7 +107,7 @@ extension ImportFormat {
                 }
             }
             let (items, renamed) = try ImportFile.items(
-                ofEntries: entries, service: service, existing: existing
+                ofEntries: entries, service: service
             ) { "\(source): entry \(quotedValue(entries[$0].key, expected: "an entry name"))" }
             return ImportedItems(items: items, renamed: renamed, notImported: notImported)
         case .json, .env, nil:
@@ -106,6 +115,28 @@ extension ImportFormat {
             return ImportedItems(
                 items: try ImportFile.items(
                     of: text, source: source, json: format.map { $0 == .json }, defaultService: service))
+        }
+    }
+
+    /// Refuses a zip that holds one of `members` twice (unzip would give both, one after the
+    /// other, as one file's bytes).
+    private static func checkMembers(_ members: [String], of1PUX file: String, timeout: Double) throws {
+        let path = file.hasPrefix("-") ? "./" + file : file
+        guard
+            let run = try ToolRun.run(
+                ["unzip", "-Z1", path], timeout: max(timeout, 60), limit: 64 << 20, awayFromTerminal: true,
+                installHint: "1Password's .1pux files are zip files, read with unzip (apt-get install unzip)"),
+            run.succeeded, !run.tooLarge
+        else {
+            throw CommandFailure.badData(
+                "the list of the files in \(quotedPath(file)) could not be read; nothing was stored")
+        }
+        var counts: [Substring: Int] = [:]
+        for line in String(decoding: run.output, as: UTF8.self).split(separator: "\n") { counts[line, default: 0] += 1 }
+        if let twice = members.first(where: { counts[Substring($0), default: 0] > 1 }) {
+            throw CommandFailure.badData(
+                "\(quotedPath(file)) holds \(quotedValue(twice, expected: "a file name")) twice; nothing was stored. "
+                    + "Export again from 1Password: File > Export, 1PUX")
         }
     }
 
