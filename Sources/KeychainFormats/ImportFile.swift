@@ -147,28 +147,23 @@ package enum ImportFile {
     }
 
     /// The items of another password manager's entries, each a key (its path) and a secret,
-    /// stored under `service`: an entry whose key an earlier one took is stored under the key
-    /// with ` (2)`, ` (3)`… after it (the first number that neither an entry nor, as `existing`
-    /// lists them when asked, an item of the service has), never merged with it.
+    /// stored under `service`: the second entry of a key is stored under the key with ` (2)`
+    /// after it, the third with ` (3)`… (a number an entry of the source holds as its own key is
+    /// passed over), never merged with it. The numbers depend on the source alone, so that an
+    /// import run again finds its items where the first run put them (skipped, or replaced with
+    /// --overwrite), as for any other key.
     /// - Returns: the items, and for each renamed entry its key and the key it is stored under.
-    /// - Throws: ``FormatError`` for an entry that cannot be stored (naming it by `location`),
-    ///   and what `existing` throws.
+    /// - Throws: ``FormatError`` for an entry that cannot be stored (naming it by `location`).
     package static func items(
-        ofEntries entries: [(key: String, secret: Data)], service: ServiceName, existing: () throws -> Set<String>,
-        location: (Int) -> String
+        ofEntries entries: [(key: String, secret: Data)], service: ServiceName, location: (Int) -> String
     ) throws -> (items: [SecretToStore], renamed: [(key: String, storedAs: String)]) {
         var taken = Set(entries.map(\.key))
-        var listed = false
         var seen: Set<String> = []
         var items: [SecretToStore] = []
         var renamed: [(key: String, storedAs: String)] = []
         for (index, entry) in entries.enumerated() {
             var key = entry.key.isEmpty ? "untitled" : entry.key
             if !seen.insert(key).inserted {
-                if !listed {
-                    taken.formUnion(try existing())
-                    listed = true
-                }
                 var number = 2
                 while taken.contains("\(key) (\(number))") { number += 1 }
                 renamed.append((key, "\(key) (\(number))"))

@@ -186,14 +186,22 @@ struct ImportPasswordManagerTests {
         try Data(Self.bitwardenExport.utf8).write(to: URL(fileURLWithPath: file))
         try backend.run {
             let service = "bw-\(backend.rawValue)"
-            // A key of the service that the numbering would give the second `github`: left alone.
+            // A key of the service that the numbering gives the second `github`: skipped like any
+            // key already there, and replaced with --overwrite.
             _ = try cli(["-s", service, "set", "Dev/github (2)"], input: "mine")
             let dryRun = try cli(["-s", service, "import", "--format", "bitwarden", "--dry-run", file])
-            #expect(dryRun.stdoutText.contains("add \(service)/Dev/github (3)\n"), "\(dryRun.stdoutText)")
-            let imported = try cli(["-s", service, "import", "--format", "bitwarden", "--overwrite", file])
-            #expect(imported.stdoutText == "added 3, replaced 0, skipped 0\n", "\(imported.stderr)")
-            #expect(imported.stderr.contains("'Dev/github'") && imported.stderr.contains("'Dev/github (3)'"))
+            #expect(dryRun.stdoutText.contains("skip \(service)/Dev/github (2)\n"), "\(dryRun.stdoutText)")
+            let imported = try cli(["-s", service, "import", "--format", "bitwarden", file])
+            #expect(
+                imported.stdoutText == "added 2, replaced 0, skipped 1 (already there; --overwrite replaces them)\n",
+                "\(imported.stderr)")
+            #expect(imported.stderr.contains("'Dev/github'") && imported.stderr.contains("'Dev/github (2)'"))
             #expect(try cli(["-s", service, "get", "Dev/github (2)"]).stdoutText == "mine")
+            // Run again, the import finds its items where it put them: nothing added.
+            let again = try cli(["-s", service, "import", "--format", "bitwarden", file])
+            #expect(again.stdoutText.hasPrefix("added 0, replaced 0, skipped 3"), "\(again.stdoutText)")
+            let overwritten = try cli(["-s", service, "import", "--format", "bitwarden", "--overwrite", file])
+            #expect(overwritten.stdoutText == "added 0, replaced 3, skipped 0\n", "\(overwritten.stderr)")
             #expect(
                 try cli(["-s", service, "get", "Dev/github"]).stdoutText
                     == "gh-pw\nusername: octocat\nurl: https://github.com/login\nrecovery: \"code 1\\ncode 2\"\n"
@@ -201,7 +209,7 @@ struct ImportPasswordManagerTests {
             #expect(
                 try cli(["-s", service, "get", "Dev/github", "--field", "recovery"]).stdoutText == "code 1\ncode 2")
             #expect(try cli(["-s", service, "otp", "Dev/github", "--at", "59"]).stdoutText == "996554\n")
-            #expect(try cli(["-s", service, "get", "Dev/github (3)", "--field", "username"]).stdoutText == "second")
+            #expect(try cli(["-s", service, "get", "Dev/github (2)", "--field", "username"]).stdoutText == "second")
             #expect(try cli(["-s", service, "get", "note"]).stdoutText == "\n\nonly notes")
             _ = try cli(["-s", service, "reset", "--yes"])
         }

@@ -106,7 +106,6 @@ extension KeychainCLI {
                 database: (
                     PassphraseInput(sourceDescriptor: sourcePassphraseFD, file: sourcePassphraseFile), sourceKeyFile
                 ),
-                existing: { Swift.Set(try keychain.items().map(\.key)) },
                 progress: { done, total in if reading { writeError("\rdecrypting \(done)/\(total)") } })
             if reading { writeError("\n") }
             let items = imported.items
