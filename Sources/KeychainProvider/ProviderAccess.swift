@@ -86,7 +86,7 @@ extension SecretServiceProvider {
     /// - Throws: ``ProviderError/accessDenied(_:)`` for a refused read, ``ProviderError/failed(_:)``
     ///   when the log cannot be written (serve then refuses every request: the log misses none).
     func check(_ access: Access, _ address: SecretAddress, by call: ProviderCall) throws(ProviderError) {
-        guard try record(access, address, by: call) else { throw denial(call, address) }
+        guard try record(access, address, by: call) else { throw denial(call) }
     }
 
     /// Writes the line of `access` (when there is a log); whether it is allowed.
@@ -122,8 +122,8 @@ extension SecretServiceProvider {
         }
     }
 
-    /// The refusal of a read of `address` by a program outside `--allow-exe`.
-    func denial(_ call: ProviderCall, _ address: SecretAddress) -> ProviderError {
+    /// The refusal of a read by a program outside `--allow-exe`.
+    func denial(_ call: ProviderCall) -> ProviderError {
         .accessDenied(
             "keychain-cli serve lets only the programs of --allow-exe read secrets; "
                 + "\(client(call.sender).executable ?? "this client") is not one of them")

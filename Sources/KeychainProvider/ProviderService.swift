@@ -116,7 +116,7 @@ extension SecretServiceProvider {
             }.filter { seen.insert(collection.path(of: $0.number)).inserted }
             // Every item asked for is logged, those refused too, before any is read.
             let allowed = try items.map { (item) throws(ProviderError) in try record(.read, item.address, by: call) }
-            if let refused = allowed.firstIndex(of: false) { throw denial(call, items[refused].address) }
+            if allowed.contains(false) { throw denial(call) }
             let secrets = try backend { () throws(KeychainError) in
                 try collection.store.secrets(of: items.map(\.address))
             }

@@ -32,8 +32,7 @@ struct ImportedItems {
 extension ImportFormat {
     /// The items of `file` (standard input when nil; for pass, the store's directory) in
     /// `format` (nil: JSON or dotenv, judged by the content), checked whole before anything is
-    /// stored. `database`:
-    /// how a KeePass database is opened (its password's source, its key file).
+    /// stored. `database`: how a KeePass database is opened (its password's source, its key file).
     /// - Throws: ``CommandFailure`` or ``FormatError`` naming the entry and what is wrong.
     static func items(
         _ format: ImportFormat?, file: String?, service: ServiceName, timeout: Double,
