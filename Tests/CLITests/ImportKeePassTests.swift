@@ -80,6 +80,39 @@ struct ImportKeePassTests {
         }
     }
 
+    /// A database made the everyday way, with `keepassxc-cli db-create`, `mkdir` and `add`.
+    @Test func aDatabaseMadeWithDbCreateAndAddImports() throws {
+        let scratch = try ScratchDirectory("keepass-add")
+        defer { scratch.remove() }
+        let database = scratch.path("made.kdbx")
+        func keepassxc(_ arguments: [String], input: String) throws {
+            let run = try runProcess(
+                "/usr/bin/keepassxc-cli", arguments, stdin: Data(input.utf8),
+                environment: ["HOME": scratch.path("home")],
+                timeout: 60)
+            guard run.status == 0 else { throw ImportPasswordManagerTests.ToolFailed(description: run.stderr) }
+        }
+        try keepassxc(["db-create", "-q", "-p", database], input: "pw\npw\n")
+        try keepassxc(["mkdir", "-q", database, "Servers"], input: "pw\n")
+        try keepassxc(
+            [
+                "add", "-q", "-u", "admin", "--url", "ssh://db", "--notes", "rotate yearly", "-p", database,
+                "Servers/db",
+            ],
+            input: "pw\ns3cret pass\n")
+        try Data("pw\n".utf8).write(to: URL(fileURLWithPath: scratch.path("password")))
+        try CLIBackend.withVault { _ in
+            let imported = try cli([
+                "-s", "kp", "import", "--format", "keepassxc", database, "--source-passphrase-file",
+                scratch.path("password"),
+            ])
+            #expect(imported.stdoutText == "added 1, replaced 0, skipped 0\n", "\(imported.stderr)")
+            #expect(
+                try cli(["-s", "kp", "get", "Servers/db"]).stdoutText
+                    == "s3cret pass\nusername: admin\nurl: ssh://db\n\nrotate yearly")
+        }
+    }
+
     /// The password comes on a descriptor too, and a database opened by its key file alone takes
     /// an empty password (keepassxc-cli's --no-password); keepassxc-cli gets the password on its
     /// standard input, never in its arguments.
