@@ -17,6 +17,7 @@
 #include <sys/ioctl.h>
 #include <termios.h>
 #include <time.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 // glibc defines O_TMPFILE only under _GNU_SOURCE, which the Swift module of glibc is not built
@@ -32,6 +33,22 @@ static inline int keychain_cli_set_undumpable(void) { return prctl(PR_SET_DUMPAB
 // prctl(PR_SET_PDEATHSIG): `signal` when the parent ends (kept across exec): a clipboard tool
 // dies with the process that would have cleared the clipboard.
 static inline int keychain_cli_set_parent_death_signal(int signal) { return prctl(PR_SET_PDEATHSIG, signal, 0, 0, 0); }
+
+// mlockall(MCL_CURRENT | MCL_FUTURE | MCL_ONFAULT): every page of the process, now and later,
+// locked against swap as it is first touched (ONFAULT: without faulting in the whole binary's
+// mapping at once). MCL_ONFAULT (Linux 4.4) is not in every libc's headers.
+#ifndef MCL_ONFAULT
+#define MCL_ONFAULT 4
+#endif
+static inline int keychain_cli_lock_memory(void) { return mlockall(MCL_CURRENT | MCL_FUTURE | MCL_ONFAULT); }
+
+// getrlimit(RLIMIT_MEMLOCK)'s soft limit in bytes, -1 when unlimited: glibc's Swift module names
+// the resource only under _GNU_SOURCE.
+static inline long long keychain_cli_memlock_limit(void) {
+    struct rlimit limit;
+    if (getrlimit(RLIMIT_MEMLOCK, &limit) != 0) return 0;
+    return limit.rlim_cur == RLIM_INFINITY ? -1 : (long long)limit.rlim_cur;
+}
 
 // prctl(PR_GET_DUMPABLE), for tests.
 static inline int keychain_cli_is_dumpable(void) { return prctl(PR_GET_DUMPABLE, 0, 0, 0, 0); }

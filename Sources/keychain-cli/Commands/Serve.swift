@@ -25,7 +25,9 @@ extension KeychainCLI {
                 identity descriptor, OpenBao token), as for exec. Its output and errors are masked \
                 as exec masks them, hiding every secret the backend holds when it starts and every \
                 secret a client stores or reads while it runs (--no-mask: not). If another process \
-                owns org.freedesktop.secrets, exit 69 naming it.
+                owns org.freedesktop.secrets, exit 69 naming it. serve's memory is locked against \
+                swap where it may lock all of it (root, or ulimit -l unlimited; else it says so \
+                once) and is left out of core dumps.
 
                 --access-log FILE appends one JSON line per read, write and delete of an item \
                 (time, operation, service, key, allowed, and the client's pid, uid and executable, \
@@ -89,6 +91,8 @@ extension KeychainCLI {
                     "serve keeps its items in the vault or OpenBao: pass --backend vault or --backend openbao "
                         + "(serving the Secret Service from the Secret Service would answer itself)")
             }
+            // Before the backend is opened: the vault's plaintext is read into locked memory.
+            Startup.holdSecretsSafely("serve")
             let provider = SecretServiceProvider(store: detailed, policy: try accessPolicy())
             if command.isEmpty {
                 guard let address = Environment.value("DBUS_SESSION_BUS_ADDRESS")

@@ -28,9 +28,53 @@ enum Startup {
         setrlimit(__rlimit_resource_t(RLIMIT_CORE.rawValue), &inheritedCoreLimit)
     }
 
-    /// Gives a spawned command (`serve -- COMMAND`) the core limit keychain-cli was started with.
+    /// Gives a spawned command (`serve -- COMMAND`) the core limit, and the core dump filter,
+    /// keychain-cli was started with.
     static func restoreCoreLimit(of pid: pid_t) {
         _ = keychain_cli_set_core_limit(pid, &inheritedCoreLimit)
+        if let inheritedDumpFilter { _ = writeFile("/proc/\(pid)/coredump_filter", inheritedDumpFilter) }
+    }
+
+    /// The core dump filter keychain-cli was started with, once ``holdSecretsSafely()`` cleared it.
+    nonisolated(unsafe) private static var inheritedDumpFilter: String?
+
+    /// For a process that holds secrets for long (`serve`): its memory locked against swap, as
+    /// its pages are touched (mlockall), and left out of any core dump even where the system
+    /// writes one of a non-dumpable process (`/proc/self/coredump_filter` 0: no mapping is
+    /// dumped). Locking needs RLIMIT_MEMLOCK unlimited, or root: with a limit, a lock that later
+    /// allocations outgrow would make them fail, so it is not tried, and stderr says so once.
+    static func holdSecretsSafely(_ command: String) {
+        var filter = [UInt8](repeating: 0, count: 32)
+        let fd = open("/proc/self/coredump_filter", O_RDONLY | O_CLOEXEC)
+        if fd >= 0 {
+            let count = read(fd, &filter, filter.count)
+            close(fd)
+            // Read as hexadecimal digits; written back with 0x, which the kernel's parser needs (a
+            // leading 0 alone would read as octal).
+            let digits = String(decoding: filter[..<max(count, 0)], as: UTF8.self).trimming()
+            if let value = UInt32(digits, radix: 16) { inheritedDumpFilter = "0x" + String(value, radix: 16) }
+        }
+        _ = writeFile("/proc/self/coredump_filter", "0")
+        let limit = keychain_cli_memlock_limit()
+        let reason: String
+        if limit == -1 || geteuid() == 0 {
+            guard keychain_cli_lock_memory() != 0 else { return }
+            reason = String(cString: strerror(errno))
+        } else {
+            reason = "RLIMIT_MEMLOCK is \(limit / 1024) KiB, not unlimited"
+        }
+        writeError(
+            "keychain-cli: \(command) runs with its memory not locked against swap (\(reason)); "
+                + "run it with ulimit -l unlimited, or LimitMEMLOCK=infinity in its systemd unit\n")
+    }
+
+    /// Writes `text` to the file at `path` (a /proc setting); whether it was written whole.
+    private static func writeFile(_ path: String, _ text: String) -> Bool {
+        let fd = open(path, O_WRONLY | O_CLOEXEC)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        let bytes = Array(text.utf8)
+        return write(fd, bytes, bytes.count) == bytes.count
     }
 
     /// Opens /dev/null on whichever of descriptors 0, 1 and 2 the caller left closed, so that the
