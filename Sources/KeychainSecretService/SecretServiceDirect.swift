@@ -51,22 +51,36 @@ extension SecretServiceConnection {
     /// right behind it: the service answers both in one round trip. The search goes first:
     /// gnome-keyring 42 sometimes aborts (a failed assertion on a client it does not know yet)
     /// when a new connection's first call is OpenSession (see SecretServiceWrites.swift).
-    /// Returns the search's serial, for ``searchResult(_:_:)``.
+    /// Returns the search's serial, for ``searchResult(_:_:_:)``.
     func sendSearch(_ pairs: KeyValuePairs<String, String>, on bus: DirectBus) throws(KeychainError) -> UInt32 {
-        // org.freedesktop.Secret.Service.SearchItems(a{ss} attributes) -> (ao unlocked, ao locked)
-        let search = try bus.wire.call(
-            Self.busName, "/org/freedesktop/secrets", "org.freedesktop.Secret.Service", "SearchItems",
-            signature: "a{ss}"
-        ) { $0.stringDictionary(pairs.lazy.map { ($0.key, $0.value) }) }
+        let search = try searchItems(pairs, bus.wire)
         if bus.session == nil && bus.opening == nil { try openSession(on: bus) }
         return search
     }
 
-    /// The paths of the unlocked and of the locked items the search `serial` found.
-    func searchResult(_ serial: UInt32, _ wire: BusWire) throws(KeychainError) -> (unlocked: [String], locked: [String])
+    /// Sends SearchItems alone; its serial.
+    private func searchItems(_ pairs: KeyValuePairs<String, String>, _ wire: BusWire) throws(KeychainError) -> UInt32 {
+        // org.freedesktop.Secret.Service.SearchItems(a{ss} attributes) -> (ao unlocked, ao locked)
+        try wire.call(
+            Self.busName, "/org/freedesktop/secrets", "org.freedesktop.Secret.Service", "SearchItems",
+            signature: "a{ss}"
+        ) { $0.stringDictionary(pairs.lazy.map { ($0.key, $0.value) }) }
+    }
+
+    /// The paths of the unlocked and of the locked items the search `serial` (of `pairs`) found.
+    /// gnome-keyring 42 answers UnknownMethod ("Method SearchItems is not implemented") when an
+    /// item it matched is deleted by another client during the search: the service object
+    /// exists, so that answer means "search again", up to four times, as the GLib way does
+    /// (SecretServiceQueries.swift; seen once in a CI run of 500 tests on this way).
+    func searchResult(_ serial: UInt32, _ pairs: KeyValuePairs<String, String>, _ wire: BusWire)
+        throws(KeychainError) -> (unlocked: [String], locked: [String])
     {
-        var reply = try answer(wire.reply(to: serial), "aoao", wire)
-        return (try reply.objectPaths(), try reply.objectPaths())
+        var reply = try wire.reply(to: serial)
+        for _ in 0..<4 where reply.errorName == "org.freedesktop.DBus.Error.UnknownMethod" {
+            reply = try wire.reply(to: searchItems(pairs, wire))
+        }
+        var body = try answer(reply, "aoao", wire)
+        return (try body.objectPaths(), try body.objectPaths())
     }
 
     /// Runs `body` in the bus's encrypted session (opened if need be); nil when the service offers

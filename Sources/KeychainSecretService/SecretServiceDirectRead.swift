@@ -12,7 +12,7 @@ extension SecretServiceConnection {
     {
         try onDirectBus(what: what, seconds: seconds) { bus throws(KeychainError) -> Data?? in
             let search = try sendSearch(pairs, on: bus)
-            let found = try searchResult(search, bus.wire)
+            let found = try searchResult(search, pairs, bus.wire)
             guard !found.unlocked.isEmpty else {
                 // Unlocking may prompt: libsecret's way. A default keyring that is locked and shows
                 // no item hides the one asked for: say so rather than "not found".

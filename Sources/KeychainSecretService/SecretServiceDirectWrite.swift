@@ -15,7 +15,7 @@ extension SecretServiceStore {
         let pairs: KeyValuePairs = ["service": service.rawValue, "username": key.rawValue]
         return try connection.onDirectBus(what: "store the secret", seconds: timeout) {
             bus throws(KeychainError) -> Bool in
-            let found = try connection.searchResult(connection.sendSearch(pairs, on: bus), bus.wire)
+            let found = try connection.searchResult(connection.sendSearch(pairs, on: bus), pairs, bus.wire)
             guard found.locked.isEmpty else { return false }
             return try connection.inDirectSession(bus) { session throws(KeychainError) -> Bool in
                 // An item another tool stored under the same service and key (with other extra
