@@ -117,15 +117,22 @@ extension ImportFormat {
         }
     }
 
+    /// unzip with `options` on the `.1pux` zip `file` (for `member`, when given): its output in
+    /// memory, at most `limit` bytes, within `timeout` (at least 60 s); nil when it took longer.
+    /// Away from the terminal: a zip with a password would have unzip ask for it there.
+    private static func unzip(_ options: [String], _ file: String, _ member: String? = nil, timeout: Double, limit: Int)
+        throws -> ToolRun?
+    {
+        try ToolRun.run(
+            ["unzip"] + options + [ToolRun.pathArgument(file)] + (member.map { [$0] } ?? []), timeout: max(timeout, 60),
+            limit: limit, awayFromTerminal: true,
+            installHint: "1Password's .1pux files are zip files, read with unzip (apt-get install unzip)")
+    }
+
     /// Refuses a zip that holds one of `members` twice (unzip would give both, one after the
     /// other, as one file's bytes).
     private static func checkMembers(_ members: [String], of1PUX file: String, timeout: Double) throws {
-        let path = file.hasPrefix("-") ? "./" + file : file
-        guard
-            let run = try ToolRun.run(
-                ["unzip", "-Z1", path], timeout: max(timeout, 60), limit: 64 << 20, awayFromTerminal: true,
-                installHint: "1Password's .1pux files are zip files, read with unzip (apt-get install unzip)"),
-            run.succeeded, !run.tooLarge
+        guard let run = try unzip(["-Z1"], file, timeout: timeout, limit: 64 << 20), run.succeeded, !run.tooLarge
         else {
             throw CommandFailure.badData(
                 "the list of the files in \(quotedPath(file)) could not be read; nothing was stored")
@@ -145,11 +152,7 @@ extension ImportFormat {
     private static func member(_ name: String, of1PUX file: String, timeout: Double) throws -> [UInt8]? {
         // unzip reads a member's name as a pattern: its wildcard characters are escaped.
         let pattern = name.map { "[]*?\\".contains($0) ? "\\\($0)" : String($0) }.joined()
-        let path = file.hasPrefix("-") ? "./" + file : file
-        let run = try ToolRun.run(
-            ["unzip", "-p", path, pattern], timeout: max(timeout, 60), limit: maximumSecretSize,
-            awayFromTerminal: true,
-            installHint: "1Password's .1pux files are zip files, read with unzip (apt-get install unzip)")
+        let run = try unzip(["-p"], file, pattern, timeout: timeout, limit: maximumSecretSize)
         guard let run else {
             throw CommandFailure(
                 kind: .timedOut, message: "unzip did not read \(quotedPath(file)) in time; nothing was stored")
@@ -171,13 +174,7 @@ extension ImportFormat {
                 kind: .io,
                 message: "cannot read \(quotedPath(file)) (\(String(cString: strerror(errno)))); nothing was stored")
         }
-        // unzip takes no --: a path that starts with - is given as ./-…
-        let path = file.hasPrefix("-") ? "./" + file : file
-        let limit = 256 << 20
-        let run = try ToolRun.run(
-            // Away from the terminal: a zip with a password would have unzip ask for it there.
-            ["unzip", "-p", path, "export.data"], timeout: max(timeout, 60), limit: limit, awayFromTerminal: true,
-            installHint: "1Password's .1pux files are zip files, read with unzip (apt-get install unzip)")
+        let run = try unzip(["-p"], file, "export.data", timeout: timeout, limit: 256 << 20)
         guard let run else {
             throw CommandFailure(
                 kind: .timedOut, message: "unzip did not read \(quotedPath(file)) in time; nothing was stored")

@@ -33,12 +33,10 @@ struct KeePassDatabase {
                 "the password given for \(quotedPath(path)) holds a line break, and keepassxc-cli reads one line; "
                     + "nothing was stored. Give the password alone (one trailing newline is ignored)")
         }
-        // keepassxc-cli takes no --: a path that starts with - is given as ./-…
-        func argument(_ path: String) -> String { path.hasPrefix("-") ? "./" + path : path }
         var arguments = ["keepassxc-cli", "export", "--format", "xml"]
-        if let keyFile { arguments += ["--key-file", argument(keyFile)] }
+        if let keyFile { arguments += ["--key-file", ToolRun.pathArgument(keyFile)] }
         if secret.isEmpty && keyFile != nil { arguments.append("--no-password") }
-        arguments.append(argument(path))
+        arguments.append(ToolRun.pathArgument(path))
         var input = secret + [UInt8(ascii: "\n")]
         defer { wipe(&input) }
         // Away from the terminal: it reads the password from its standard input, and asks nothing.

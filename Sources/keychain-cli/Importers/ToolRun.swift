@@ -110,6 +110,10 @@ struct ToolRun {
         return run
     }
 
+    /// `path` as an argument of a tool that takes no `--` (keepassxc-cli, unzip): one that starts
+    /// with `-` is given as `./-…`, not read as an option.
+    static func pathArgument(_ path: String) -> String { path.hasPrefix("-") ? "./" + path : path }
+
     /// Whether the tool exited 0.
     var succeeded: Bool { status & 0x7F == 0 && (status >> 8) & 0xFF == 0 }
 }
