@@ -95,6 +95,11 @@ let package = Package(
             dependencies: ["KeychainStore", "KeychainSystem", "KeychainGLib", "KeychainSecretSession", "CLibSecret"]
         ),
         .target(name: "KeychainOpenBao", dependencies: ["KeychainStore", "KeychainSystem", "CCurl"]),
+        // `unlock`'s holder and the vault through it: the command line's, not the library's.
+        .target(
+            name: "KeychainHolder",
+            dependencies: ["KeychainStore", "KeychainSystem", "KeychainAge", "KeychainVault", "CLinux"]
+        ),
         // The facade knows the seam only; KeychainCore adds the desktop's default store.
         .target(name: "KeychainFacade", dependencies: ["KeychainStore", "KeychainSystem"]),
         .target(
@@ -117,6 +122,7 @@ let package = Package(
             name: "keychain-cli",
             dependencies: [
                 "KeychainCore",
+                "KeychainHolder",
                 "CLinux",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]

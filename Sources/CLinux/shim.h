@@ -8,6 +8,7 @@
 #include <poll.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <signal.h>
 #include <sys/syscall.h>
 #include <sys/vfs.h>
@@ -66,20 +67,26 @@ static inline int keychain_cli_set_core_limit(int pid, const struct rlimit *limi
     return (int)syscall(SYS_prlimit64, pid, RLIMIT_CORE, limit, NULL);
 }
 
-// Starts the program at `path` (`serve -- COMMAND`'s dbus-daemon) with `argv`, `print_fd` as its
-// descriptor 3, /dev/null on 0, 1 and 2, no other descriptor (a caller's inherited ones, which
-// would keep its pipes open), no blocked signal, and SIGTERM when this process dies, even by
-// SIGKILL (PR_SET_PDEATHSIG): a bus nobody serves must not outlive serve. Only system calls
-// between fork and exec. Returns the pid, or -1 with errno.
-static inline int keychain_cli_spawn_bus(const char *path, char *const argv[], char *const envp[], int print_fd) {
+// Starts the program at `path` with `argv`, `print_fd` as its descriptor 3, /dev/null on 0, 1 and
+// 2, no other descriptor (a caller's inherited ones, which would keep its pipes open) and no
+// blocked signal. `serve -- COMMAND`'s dbus-daemon (detached 0) gets SIGTERM when this process
+// dies, even by SIGKILL (PR_SET_PDEATHSIG): a bus nobody serves must not outlive serve. `unlock`'s
+// holder (detached 1) outlives it, in a session of its own (setsid): no terminal's hangup or ^C
+// reaches it. Only system calls between fork and exec. Returns the pid, or -1 with errno.
+static inline int keychain_cli_spawn_service(const char *path, char *const argv[], char *const envp[], int print_fd,
+                                             int detached) {
     pid_t parent = getpid();
     pid_t pid = fork();
     if (pid != 0) return pid;
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);
-    prctl(PR_SET_PDEATHSIG, SIGTERM, 0, 0, 0);
-    if (getppid() != parent) _exit(127);
+    if (detached) {
+        if (setsid() < 0) _exit(127);
+    } else {
+        prctl(PR_SET_PDEATHSIG, SIGTERM, 0, 0, 0);
+        if (getppid() != parent) _exit(127);
+    }
     if (print_fd != 3 && dup2(print_fd, 3) != 3) _exit(127);
     fcntl(3, F_SETFD, 0);
     int null = open("/dev/null", O_RDWR);
@@ -366,6 +373,15 @@ static inline int keychain_cli_spawn_remover(const char *directory, int handle) 
     keychain_cli_empty_directory(0, 0);
     rmdir(directory);
     _exit(0);
+}
+
+// The process and user at the other end of the Unix socket `fd` (SO_PEERCRED; glibc declares
+// struct ucred only under _GNU_SOURCE): for a server, its client's; for a client, the uid that
+// made the socket listen. 0, or -1 with errno.
+struct keychain_cli_peer { int pid; unsigned uid; unsigned gid; };
+static inline int keychain_cli_peer_credentials(int fd, struct keychain_cli_peer *peer) {
+    socklen_t length = sizeof(*peer);
+    return getsockopt(fd, SOL_SOCKET, SO_PEERCRED, peer, &length);
 }
 
 #endif

@@ -296,3 +296,16 @@ package enum AgeFile {
         return try! ChaChaPoly.Nonce(data: bytes)  // always 12 bytes
     }
 }
+
+extension AgeFile.Header {
+    /// A header given by the process that opened it (`unlock` to its holder): its bytes and its
+    /// file key. Nothing is checked here; a file whose header differs is not opened with it.
+    package init(bytes: [UInt8], fileKey: [UInt8], stanzaTypes: [String]) {
+        self.init(bytes: bytes, fileKey: SymmetricKey(data: fileKey), stanzaTypes: stanzaTypes)
+    }
+
+    /// Calls `body` with the file key's bytes (to give it to the holder), and nothing else.
+    package func withFileKey<Result>(_ body: (UnsafeRawBufferPointer) throws -> Result) rethrows -> Result {
+        try fileKey.withUnsafeBytes(body)
+    }
+}

@@ -5,7 +5,7 @@ import KeychainSystem
 /// Each case's ``description`` says what happened and to which item or file, in the words of
 /// this library, and never contains a secret; what to do next is the caller's to say (the
 /// command-line tool adds a hint and maps every case to one exit code: docs/exit-codes.md).
-public enum KeychainError: Error, Equatable, Sendable, CustomStringConvertible {
+public enum KeychainError: Error, Equatable, Sendable, CustomStringConvertible, Codable {
     /// No item is stored under this service and key.
     case notFound(service: String, key: String)
     /// A key or service name that cannot address an item (empty, a NUL character, too long).
@@ -123,7 +123,7 @@ public enum KeychainError: Error, Equatable, Sendable, CustomStringConvertible {
 }
 
 /// How a bus name a provider needs is taken (``KeychainError/nameTaken(name:owner:conflict:)``).
-public enum NameConflict: Sendable, Equatable {
+public enum NameConflict: Sendable, Equatable, Codable {
     /// Another process owns it.
     case owned
     /// Another process owns it and refused to let it be replaced.

@@ -95,7 +95,7 @@ struct KeychainCLI: ParsableCommand {
         subcommands: [
             SetCommand.self, Get.self, Generate.self, OTP.self, Delete.self, Reset.self, List.self, Exec.self,
             Inject.self, Export.self, Import.self, Watch.self, GitCredential.self, DockerCredential.self, Vault.self,
-            Serve.self, Doctor.self,
+            Unlock.self, Lock.self, Serve.self, Doctor.self, Holder.self,
         ]
     )
 

@@ -85,14 +85,14 @@ extension KeychainCLI {
         }
 
         func run() throws {
-            let store = try settings.store()
+            let store = try settings.store(throughHolder: false)
             guard let detailed = store as? any DetailedSecretStore else {
                 throw CommandFailure.usage(
                     "serve keeps its items in the vault or OpenBao: pass --backend vault or --backend openbao "
                         + "(serving the Secret Service from the Secret Service would answer itself)")
             }
             // Before the backend is opened: the vault's plaintext is read into locked memory.
-            Startup.holdSecretsSafely("serve")
+            if let warning = Startup.holdSecretsSafely("serve") { writeError(warning) }
             let provider = SecretServiceProvider(store: detailed, policy: try accessPolicy())
             if command.isEmpty {
                 guard let address = Environment.value("DBUS_SESSION_BUS_ADDRESS")

@@ -51,7 +51,7 @@ func hint(for error: KeychainError) -> String? {
         return "Check $KEYCHAIN_PASSPHRASE, --passphrase-file or --passphrase-fd"
     case .noPassphrase:
         return "Give the passphrase (not empty) in $KEYCHAIN_PASSPHRASE, with --passphrase-file PATH or "
-            + "--passphrase-fd N, or run at a terminal to be asked"
+            + "--passphrase-fd N, or run at a terminal to be asked (or to run 'keychain-cli unlock' once)"
     case .noNewPassphrase:
         return "Give the new passphrase (not empty) in $KEYCHAIN_NEW_PASSPHRASE, with --new-passphrase-file PATH "
             + "or --new-passphrase-fd N, or run at a terminal to be asked"

@@ -31,8 +31,8 @@ enum PassphraseInput: Sendable, CustomStringConvertible {
             kind: .denied,
             message: "the vault needs a passphrase, and a credential helper never asks for one: set "
                 + "$KEYCHAIN_PASSPHRASE where git or docker runs, or give the helper --passphrase-file PATH "
-                + "(git config credential.helper 'keychain-cli --passphrase-file PATH'), or use a team vault "
-                + "with $KEYCHAIN_IDENTITY")
+                + "(git config credential.helper 'keychain-cli --passphrase-file PATH'), run 'keychain-cli unlock' "
+                + "at a terminal first, or use a team vault with $KEYCHAIN_IDENTITY")
     }
 
     init(_ settings: Settings) {

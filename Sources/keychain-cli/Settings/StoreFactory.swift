@@ -1,4 +1,5 @@
 import KeychainCore
+import KeychainHolder
 
 /// The composition root: every keychain and store the CLI opens is built here, from the
 /// ``Settings`` of one invocation.
@@ -10,11 +11,18 @@ extension Settings {
 
     /// The store of the chosen backend, never another one: an unknown $KEYCHAIN_BACKEND is an
     /// error, and vault options without the vault backend are refused rather than ignored.
-    func store(listing: ListingDetail = .full) throws -> any SecretStore {
+    /// The vault goes through `unlock`'s holder when it holds it and no passphrase is given
+    /// (`throughHolder`; serve keeps what only its own store keeps, and opens the file itself).
+    func store(listing: ListingDetail = .full, throughHolder: Bool = true) throws -> any SecretStore {
         let timeout = try resolvedTimeout()
         switch try resolvedBackend() {
         case .secretService: return try secretServiceStore(timeout: timeout, listing: listing)
-        case .vault: return try vaultStore(timeout: timeout)
+        case .vault:
+            let direct = try vaultStore(timeout: timeout)
+            guard throughHolder, case .terminal = PassphraseInput(self) else { return direct }
+            let place = HolderPlace.current()
+            guard HeldVaultStore.mayHold(place) else { return direct }
+            return HeldVaultStore(vault: direct.path, place: place, timeout: timeout, direct: direct)
         case .openbao: return try openBaoStore(timeout: timeout, listing: listing)
         }
     }

@@ -74,7 +74,7 @@ struct PrivateBus {
         // No environment: the daemon is an ordinary process of the user, and ours holds the
         // vault's passphrase ($KEYCHAIN_PASSPHRASE), which /proc/PID/environ would show.
         var emptyEnvironment: [UnsafeMutablePointer<CChar>?] = [nil]
-        let pid = keychain_cli_spawn_bus(program, &argv, &emptyEnvironment, pipeEnds[1])
+        let pid = keychain_cli_spawn_service(program, &argv, &emptyEnvironment, pipeEnds[1], 0)
         let failure = errno
         close(pipeEnds[1])
         guard pid > 0 else {

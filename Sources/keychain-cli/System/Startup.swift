@@ -42,8 +42,10 @@ enum Startup {
     /// its pages are touched (mlockall), and left out of any core dump even where the system
     /// writes one of a non-dumpable process (`/proc/self/coredump_filter` 0: no mapping is
     /// dumped). Locking needs RLIMIT_MEMLOCK unlimited, or root: with a limit, a lock that later
-    /// allocations outgrow would make them fail, so it is not tried, and stderr says so once.
-    static func holdSecretsSafely(_ command: String) {
+    /// allocations outgrow would make them fail, so it is not tried.
+    /// - Returns: the line to show once when memory is not locked (serve writes it on stderr, the
+    ///   holder gives it to `unlock`).
+    static func holdSecretsSafely(_ command: String) -> String? {
         var filter = [UInt8](repeating: 0, count: 32)
         let fd = open("/proc/self/coredump_filter", O_RDONLY | O_CLOEXEC)
         if fd >= 0 {
@@ -58,14 +60,13 @@ enum Startup {
         let limit = keychain_cli_memlock_limit()
         let reason: String
         if limit == -1 || geteuid() == 0 {
-            guard keychain_cli_lock_memory() != 0 else { return }
+            guard keychain_cli_lock_memory() != 0 else { return nil }
             reason = String(cString: strerror(errno))
         } else {
             reason = "RLIMIT_MEMLOCK is \(limit / 1024) KiB, not unlimited"
         }
-        writeError(
-            "keychain-cli: \(command) runs with its memory not locked against swap (\(reason)); "
-                + "run it with ulimit -l unlimited, or LimitMEMLOCK=infinity in its systemd unit\n")
+        return "keychain-cli: \(command) runs with its memory not locked against swap (\(reason)); "
+            + "run it with ulimit -l unlimited, or LimitMEMLOCK=infinity in its systemd unit\n"
     }
 
     /// Writes `text` to the file at `path` (a /proc setting); whether it was written whole.

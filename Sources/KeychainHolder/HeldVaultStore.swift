@@ -1,0 +1,160 @@
+import FoundationEssentials
+import Glibc
+import KeychainStore
+import KeychainSystem
+
+/// The vault through this user's holder (`keychain-cli unlock`), for a command given no
+/// passphrase: each operation is one request, which the holder carries out on the file with the
+/// key it holds (reads see the file as it is then, writes take the vault's lock and replace it
+/// atomically, as a ``VaultStore`` does). When no holder runs or it does not hold this vault (never
+/// unlocked, locked, expired, re-keyed since), this and every later operation go to `direct`, the
+/// vault opened as without a holder.
+package final class HeldVaultStore: SecretStore {
+    /// The vault's name at the holder (``HolderRequest/vaultKey(_:)``).
+    package let vault: String
+    let place: HolderPlace
+    let timeout: Double
+    let direct: any SecretStore
+    /// The connection while the holder answers; nil before the first request, and `.none` for
+    /// good once it is gone or does not hold the vault.
+    private let connection = Locked<Int32??>(nil)
+
+    /// Whether a holder may run for this user: its socket exists. (One `stat`: the cost of a
+    /// command on a vault nobody unlocked.)
+    package static func mayHold(_ place: HolderPlace) -> Bool {
+        var info = stat()
+        return lstat(place.socket, &info) == 0 && info.st_mode & S_IFMT == S_IFSOCK
+    }
+
+    package init(vault path: String, place: HolderPlace, timeout: Double, direct: any SecretStore) {
+        self.vault = HolderRequest.vaultKey(path)
+        self.place = place
+        self.timeout = timeout
+        self.direct = direct
+    }
+
+    deinit {
+        connection.withLock { if case .some(.some(let fd)) = $0 { close(fd) } }
+    }
+
+    /// The holder's reply to `request`, or nil when the vault is to be opened directly.
+    private func ask(_ request: HolderRequest) throws(KeychainError) -> HolderReply? {
+        try connection.withLock { (state) throws(KeychainError) -> HolderReply? in
+            var fd: Int32
+            switch state {
+            case .some(.none): return nil
+            case .some(.some(let open)): fd = open
+            case .none:
+                // A holder of another uid, or a directory not private: not ours to ask, and the
+                // vault opens without it as if it were not there.
+                guard let open = try? place.connect(timeout: timeout + 1) else {
+                    state = .some(.none)
+                    return nil
+                }
+                fd = open
+                state = .some(fd)
+            }
+            var request = request
+            request.vault = vault
+            guard HolderWire.send(request, on: fd), let reply = HolderWire.receive(HolderReply.self, on: fd) else {
+                close(fd)
+                state = .some(.none)
+                if errno == EAGAIN || errno == EWOULDBLOCK {
+                    throw .timedOut(operation: "the holder's answer (\(place.socket))", seconds: timeout + 1)
+                }
+                return nil
+            }
+            if reply.notHeld == true {
+                close(fd)
+                state = .some(.none)
+                return nil
+            }
+            if let error = reply.error { throw error }
+            return reply
+        }
+    }
+
+    private func items(_ secrets: [SecretToStore]) -> [HolderRequest.Item] {
+        secrets.map { HolderRequest.Item(service: $0.service.rawValue, key: $0.key.rawValue, secret: $0.secret) }
+    }
+
+    private func request(_ operation: HolderRequest.Operation, service: ServiceName?, key: KeychainKey? = nil)
+        -> HolderRequest
+    {
+        var request = HolderRequest(operation, vault: vault)
+        (request.service, request.key) = (service?.rawValue, key?.rawValue)
+        return request
+    }
+
+    // MARK: SecretStore
+
+    package func secret(service: ServiceName, key: KeychainKey) throws(KeychainError) -> Data? {
+        guard let reply = try ask(request(.secret, service: service, key: key)) else {
+            return try direct.secret(service: service, key: key)
+        }
+        return reply.secrets?.first ?? nil
+    }
+
+    package func secrets(of addresses: [SecretAddress]) throws(KeychainError) -> [Data?] {
+        var request = HolderRequest(.secrets, vault: vault)
+        request.items = addresses.map { HolderRequest.Item(service: $0.service.rawValue, key: $0.key.rawValue) }
+        guard let reply = try ask(request) else { return try direct.secrets(of: addresses) }
+        guard let secrets = reply.secrets, secrets.count == addresses.count else {
+            throw .backendFailure(
+                detail: "the holder answered \(reply.secrets?.count ?? 0) secrets for \(addresses.count)")
+        }
+        return secrets
+    }
+
+    package func setSecret(_ secret: Data, service: ServiceName, key: KeychainKey) throws(KeychainError) {
+        try setSecrets([SecretToStore(service: service, key: key, secret: secret)]) { _ in }
+    }
+
+    package func setSecrets(_ secrets: [SecretToStore], progress: (Int) -> Void) throws(KeychainError) {
+        var request = HolderRequest(.store, vault: vault)
+        request.items = items(secrets)
+        guard try ask(request) != nil else { return try direct.setSecrets(secrets, progress: progress) }
+        progress(secrets.count)
+    }
+
+    package func addSecret(_ secret: Data, service: ServiceName, key: KeychainKey) throws(KeychainError) -> Bool {
+        try addSecrets([SecretToStore(service: service, key: key, secret: secret)]) { _ in }.first ?? false
+    }
+
+    package func addSecrets(_ secrets: [SecretToStore], progress: (Int) -> Void) throws(KeychainError) -> [Bool] {
+        var request = HolderRequest(.add, vault: vault)
+        request.items = items(secrets)
+        guard let reply = try ask(request) else { return try direct.addSecrets(secrets, progress: progress) }
+        guard let added = reply.flags, added.count == secrets.count else {
+            throw .backendFailure(detail: "the holder answered \(reply.flags?.count ?? 0) results for \(secrets.count)")
+        }
+        progress(secrets.count)
+        return added
+    }
+
+    package func deleteSecret(service: ServiceName, key: KeychainKey) throws(KeychainError) -> Bool {
+        guard let reply = try ask(request(.delete, service: service, key: key)) else {
+            return try direct.deleteSecret(service: service, key: key)
+        }
+        return reply.count == 1
+    }
+
+    package func deleteAll(service: ServiceName) throws(KeychainError) -> Int {
+        guard let reply = try ask(request(.deleteAll, service: service)) else {
+            return try direct.deleteAll(service: service)
+        }
+        return reply.count ?? 0
+    }
+
+    package func items(service: ServiceName?) throws(KeychainError) -> [ItemInfo] {
+        guard let reply = try ask(request(.items, service: service)) else { return try direct.items(service: service) }
+        return reply.items ?? []
+    }
+
+    /// Watched on the file, as without a holder (the watcher decrypts it each time it changes).
+    package func watch(
+        service: ServiceName?, interval: Double, report: @escaping @Sendable (WatchEvent) -> Void
+    ) throws(KeychainError) -> StoreWatch {
+        try direct.watch(service: service, interval: interval, report: report)
+    }
+}

@@ -1,0 +1,256 @@
+import CLinux
+import FoundationEssentials
+import Glibc
+import KeychainAge
+import KeychainStore
+import KeychainSystem
+import KeychainVault
+
+/// The holder `keychain-cli unlock` starts: one per user, holding each unlocked vault's file key
+/// (never its passphrase) until `lock`, the vault's time limit or its idle limit, and carrying
+/// out the reads and writes of its clients with it. It takes clients of its own uid only, and
+/// ends once it holds nothing.
+package final class VaultHolder: Sendable {
+    struct Held {
+        let store: VaultStore
+        /// Monotonic seconds at which the time limit ends, nil for none.
+        let expires: Double?
+        let idle: Double?
+        var lastUse: Double
+    }
+
+    struct State {
+        var vaults: [String: Held] = [:]
+        var clients = 0
+        /// Set once it has decided to end: a `hold` then is refused, and `unlock` starts another.
+        var ending = false
+    }
+
+    let listener: Int32
+    let state = Locked(State())
+    /// The most clients served at once; more wait for one to end.
+    static let maximumClients = 64
+    /// Seconds a client may keep a connection open without a request.
+    static let clientIdleSeconds = 30.0
+    /// Seconds it waits for its first vault before ending.
+    static let firstVaultSeconds = 30.0
+
+    package init(listener: Int32) { self.listener = listener }
+
+    /// Serves until it holds nothing: the last vault locked or expired, or none held within
+    /// ``firstVaultSeconds`` of the start.
+    package func run() {
+        let started = monotonicSeconds()
+        var everHeld = false
+        while true {
+            var poller = pollfd(fd: listener, events: Int16(POLLIN), revents: 0)
+            let ready = poll(&poller, 1, 250)
+            if ready > 0 { accept() }
+            let now = monotonicSeconds()
+            let ended = state.withLock { state in
+                state.vaults = state.vaults.filter { !Self.expired($0.value, now: now) }
+                everHeld = everHeld || !state.vaults.isEmpty
+                if state.vaults.isEmpty && (everHeld || now - started > Self.firstVaultSeconds) { state.ending = true }
+                return state.ending
+            }
+            if ended { return }
+        }
+    }
+
+    /// Forgets every vault now (suspend, SIGTERM): their keys go with their stores.
+    package func forgetAll() {
+        state.withLock { $0.vaults = [:] }
+    }
+
+    private static func expired(_ held: Held, now: Double) -> Bool {
+        if let expires = held.expires, now >= expires { return true }
+        if let idle = held.idle, now - held.lastUse >= idle { return true }
+        return false
+    }
+
+    private func accept() {
+        let fd = Glibc.accept(listener, nil, nil)
+        guard fd >= 0 else { return }
+        _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+        var peer = keychain_cli_peer()
+        guard keychain_cli_peer_credentials(fd, &peer) == 0, peer.uid == geteuid(),
+            state.withLock({ (state) -> Bool in
+                guard state.clients < Self.maximumClients else { return false }
+                state.clients += 1
+                return true
+            })
+        else {
+            close(fd)
+            return
+        }
+        HolderPlace.setTimeout(fd, seconds: Self.clientIdleSeconds)
+        let started = startThread { [self] in
+            while let request = HolderWire.receive(HolderRequest.self, on: fd) {
+                guard HolderWire.send(answer(request), on: fd) else { break }
+            }
+            close(fd)
+            state.withLock { $0.clients -= 1 }
+        }
+        if !started {
+            close(fd)
+            state.withLock { $0.clients -= 1 }
+        }
+    }
+
+    /// What `request` gets.
+    func answer(_ request: HolderRequest) -> HolderReply {
+        var reply = HolderReply()
+        switch request.operation {
+        case .hold: return hold(request)
+        case .forget:
+            reply.count = state.withLock { state in
+                guard let vault = request.vault else {
+                    defer { state.vaults = [:] }
+                    return state.vaults.count
+                }
+                return state.vaults.removeValue(forKey: vault) == nil ? 0 : 1
+            }
+            return reply
+        case .status:
+            let now = monotonicSeconds()
+            reply.held = state.withLock { state in
+                state.vaults.filter { !Self.expired($0.value, now: now) }.map { vault, held in
+                    HolderReply.HeldVault(
+                        vault: vault, expiresIn: held.expires.map { $0 - now }, idle: held.idle,
+                        unused: now - held.lastUse)
+                }
+            }
+            return reply
+        default: break
+        }
+        guard let vault = request.vault, let store = use(vault) else {
+            reply.notHeld = true
+            return reply
+        }
+        do throws(KeychainError) {
+            try carryOut(request, on: store, into: &reply)
+        } catch .vaultRekeyed, .noMatchingIdentity, .noPassphrase, .wrongPassphrase {
+            // Re-keyed since (vault passwd, vault recipients): the key held opens it no more.
+            state.withLock { state in
+                if state.vaults[vault]?.store === store { state.vaults[vault] = nil }
+            }
+            reply.notHeld = true
+        } catch {
+            reply.error = error
+        }
+        return reply
+    }
+
+    /// The store of `vault` if it is held and within its limits, its idle time restarted.
+    private func use(_ vault: String) -> VaultStore? {
+        let now = monotonicSeconds()
+        return state.withLock { state in
+            guard let held = state.vaults[vault] else { return nil }
+            guard !Self.expired(held, now: now) else {
+                state.vaults[vault] = nil
+                return nil
+            }
+            state.vaults[vault]?.lastUse = now
+            return held.store
+        }
+    }
+
+    private func hold(_ request: HolderRequest) -> HolderReply {
+        var reply = HolderReply()
+        guard let vault = request.vault, let bytes = request.header, var key = request.fileKey else {
+            reply.error = .badConfiguration(detail: "a hold request without its vault, header or key")
+            return reply
+        }
+        defer { wipe(&key) }
+        let header = AgeFile.Header(bytes: Array(bytes), fileKey: Array(key), stanzaTypes: request.stanzaTypes ?? [])
+        let store = VaultStore.holding(
+            path: vault, header: header, lockTimeout: request.lockTimeout ?? defaultStoreTimeout)
+        do throws(KeychainError) {
+            // The vault as it is now must open with it: a vault re-keyed meanwhile is not held.
+            guard try store.opensWithHeldKey() else {
+                reply.error = .vaultRekeyed(path: vault)
+                return reply
+            }
+        } catch {
+            reply.error = error
+            return reply
+        }
+        let now = monotonicSeconds()
+        let held = Held(store: store, expires: request.ttl.map { now + $0 }, idle: request.idle, lastUse: now)
+        let accepted = state.withLock { state in
+            guard !state.ending else { return false }
+            state.vaults[vault] = held
+            return true
+        }
+        if !accepted { reply.notHeld = true }
+        return reply
+    }
+
+    private func carryOut(_ request: HolderRequest, on store: VaultStore, into reply: inout HolderReply)
+        throws(KeychainError)
+    {
+        switch request.operation {
+        case .secret:
+            reply.secrets = [try store.secret(service: try service(request.service), key: try key(request.key))]
+        case .secrets:
+            reply.secrets = try store.secrets(
+                of: try (request.items ?? []).map { (item) throws(KeychainError) in
+                    SecretAddress(service: try service(item.service), key: try key(item.key))
+                })
+        case .store:
+            try store.setSecrets(try secrets(request)) { _ in }
+        case .add:
+            reply.flags = try store.addSecrets(try secrets(request)) { _ in }
+        case .delete:
+            let deleted = try store.deleteSecret(service: try service(request.service), key: try key(request.key))
+            reply.count = deleted ? 1 : 0
+        case .deleteAll:
+            reply.count = try store.deleteAll(service: try service(request.service))
+        case .items:
+            reply.items = try store.items(
+                service: try request.service.map { (name) throws(KeychainError) in
+                    try ServiceName(name)
+                })
+        case .hold, .forget, .status: break
+        }
+    }
+
+    private func secrets(_ request: HolderRequest) throws(KeychainError) -> [SecretToStore] {
+        try (request.items ?? []).map { (item) throws(KeychainError) in
+            guard let secret = item.secret else {
+                throw .badConfiguration(detail: "an item to store without its secret")
+            }
+            return SecretToStore(service: try service(item.service), key: try key(item.key), secret: secret)
+        }
+    }
+
+    private func service(_ name: String?) throws(KeychainError) -> ServiceName {
+        try ServiceName(name ?? "")
+    }
+
+    private func key(_ name: String?) throws(KeychainError) -> KeychainKey {
+        try KeychainKey(name ?? "")
+    }
+}
+
+/// Runs `body` on a new detached thread; false when none can be made.
+func startThread(_ body: @escaping @Sendable () -> Void) -> Bool {
+    final class Box: Sendable {
+        let body: @Sendable () -> Void
+        init(_ body: @escaping @Sendable () -> Void) { self.body = body }
+    }
+    var thread = pthread_t()
+    let box = Unmanaged.passRetained(Box(body)).toOpaque()
+    let created = pthread_create(
+        &thread, nil,
+        { argument in
+            Unmanaged<Box>.fromOpaque(argument!).takeRetainedValue().body()
+            return nil
+        }, box)
+    guard created == 0 else {
+        Unmanaged<Box>.fromOpaque(box).release()
+        return false
+    }
+    pthread_detach(thread)
+    return true
+}

@@ -1,0 +1,36 @@
+import KeychainAge
+import KeychainStore
+import KeychainSystem
+
+// What `unlock` takes from a vault it opens, and the store its holder opens the vault with: the
+// file key, never the passphrase.
+extension VaultStore {
+    /// The header of the vault file as it is now, with its file key, opened as any read opens it
+    /// (asking the passphrase source, or trying the identities); nil when there is no file yet.
+    package func openedHeader() throws(KeychainError) -> AgeFile.Header? {
+        let contents = try load()
+        return contents.file == nil ? nil : contents.header
+    }
+
+    /// A store that opens the vault at `path` with `header`'s file key alone: it never asks for
+    /// a passphrase nor tries an identity, so a vault re-keyed since (a new header) is
+    /// ``KeychainError/vaultRekeyed(path:)``, on reads and writes alike. Its writes are those of
+    /// any store: under the directory's lock, on the file as it is then, replaced atomically.
+    package static func holding(path: String, header: AgeFile.Header, lockTimeout: Double) -> VaultStore {
+        let store = VaultStore(path: path, lockTimeout: lockTimeout) { _ throws(KeychainError) in
+            throw .vaultRekeyed(path: path)
+        }
+        store.state.withLock { $0.contents.header = header }
+        return store
+    }
+
+    /// Whether this store still opens the vault with what it was given: the file read again if it
+    /// changed. False when the vault was re-keyed or removed since.
+    package func opensWithHeldKey() throws(KeychainError) -> Bool {
+        do {
+            return try load().file != nil
+        } catch .vaultRekeyed, .noMatchingIdentity, .noPassphrase, .wrongPassphrase {
+            return false
+        }
+    }
+}

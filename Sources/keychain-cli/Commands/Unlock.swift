@@ -1,0 +1,123 @@
+import ArgumentParser
+import FoundationEssentials
+import KeychainCore
+import KeychainHolder
+
+extension KeychainCLI {
+    struct Unlock: KeychainCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Open the vault once and hold it open for later commands.",
+            discussion: """
+                Opens the vault as every command does (its passphrase from --passphrase-fd, \
+                --passphrase-file, $KEYCHAIN_PASSPHRASE or a prompt; or an identity) and gives \
+                its file key, never the passphrase, to your holder: a keychain-cli in the \
+                background, started when none runs. Until keychain-cli lock, --ttl, --idle or \
+                a suspend (where logind runs), every command on this vault given no passphrase \
+                (get, set, list, delete, exec, inject, export, import, the git and docker \
+                helpers) asks the holder instead of asking you.
+
+                The holder listens on $XDG_RUNTIME_DIR/keychain-cli/holder.sock (else \
+                /tmp/keychain-cli-UID/), answers your uid only, reads the vault again when it \
+                changed, writes under the vault's lock as any writer does, and keeps its memory \
+                out of core dumps (and out of swap as root or with ulimit -l unlimited). A vault \
+                re-keyed meanwhile (vault passwd) asks for its passphrase again. Unlocking again \
+                sets new limits. Exits 1 when there is no vault, 77 without its passphrase.
+
+                  keychain-cli --vault ~/secrets.age unlock --ttl 8h --idle 30m
+                  keychain-cli --vault ~/secrets.age get github-token
+                  keychain-cli lock
+                """)
+
+        @OptionGroup(title: "Global options") var globals: GlobalOptions
+        @ParentCommand var root: KeychainCLI
+
+        @Option(
+            help: ArgumentHelp(
+                "Lock the vault this long after now: 90s, 30m, 8h, 2d, or none.", valueName: "duration"))
+        var ttl = "8h"
+
+        @Option(
+            help: ArgumentHelp("Lock the vault once it has gone unused this long (or none).", valueName: "duration"))
+        var idle = "none"
+
+        func validate() throws {
+            _ = try Self.seconds(ttl, option: "--ttl")
+            _ = try Self.seconds(idle, option: "--idle")
+        }
+
+        func run() throws {
+            let store = try settings.vaultStore()
+            guard let header = try store.openedHeader() else {
+                throw CommandFailure.notFound(
+                    "there is no vault at \(store.path) to unlock; the first set creates one")
+            }
+            var request = HolderRequest(.hold, vault: HolderRequest.vaultKey(store.path))
+            request.header = Data(header.bytes)
+            request.fileKey = header.withFileKey { Data($0) }
+            request.stanzaTypes = header.stanzaTypes
+            (request.ttl, request.idle) = (
+                try Self.seconds(ttl, option: "--ttl"), try Self.seconds(idle, option: "--idle")
+            )
+            let timeout = try settings.resolvedTimeout()
+            request.lockTimeout = timeout
+            defer {
+                request.fileKey.map {
+                    var key = $0
+                    wipe(&key)
+                }
+            }
+            _ = try HolderProcess.ask(
+                request, place: HolderPlace.current(), start: Environment.all(except: Set(Settings.secretVariables)),
+                timeout: timeout)
+            let limits = [request.ttl.map { _ in "for \(ttl)" }, request.idle.map { _ in "until \(idle) unused" }]
+                .compactMap(\.self)
+            let until = limits.isEmpty ? "until locked" : limits.joined(separator: ", or ")
+            warn("\(store.path) is unlocked \(until); keychain-cli lock locks it")
+        }
+
+        /// The seconds `text` gives (`90`, `90s`, `30m`, `8h`, `2d`), nil for `none`.
+        static func seconds(_ text: String, option: String) throws -> Double? {
+            if text == "none" { return nil }
+            let units: [Character: Double] = ["s": 1, "m": 60, "h": 3600, "d": 86400]
+            let unit = text.last.flatMap { units[$0] }
+            let digits = unit == nil ? Substring(text) : text.dropLast()
+            guard let value = Int(digits), value > 0, Double(value) * (unit ?? 1) <= 30 * 86400 else {
+                throw ValidationError(
+                    "\(option) must be a whole number with s, m, h or d (90s, 30m, 8h, 2d), up to 30 days, or none")
+            }
+            return Double(value) * (unit ?? 1)
+        }
+    }
+
+    struct Lock: KeychainCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Lock the vault unlock holds open (--all: every vault).",
+            discussion: """
+                Makes your holder forget the vault's file key: the next command on it asks for \
+                its passphrase again. A vault that is not unlocked is no error, so that a script \
+                can lock on its way out whatever happened before.
+
+                  trap 'keychain-cli lock' EXIT
+                  keychain-cli lock --all
+                """)
+
+        @OptionGroup(title: "Global options") var globals: GlobalOptions
+        @ParentCommand var root: KeychainCLI
+
+        @Flag(help: "Lock every vault the holder holds.")
+        var all = false
+
+        func run() throws {
+            let vault = all ? nil : try settings.vaultPath()
+            let request = HolderRequest(.forget, vault: vault.map(HolderRequest.vaultKey))
+            let reply = try HolderProcess.ask(
+                request, place: HolderPlace.current(), start: nil, timeout: try settings.resolvedTimeout())
+            let count = reply?.count ?? 0
+            if let vault {
+                warn(count > 0 ? "\(vault) is locked" : "\(vault) was not unlocked")
+            } else {
+                warn(count == 1 ? "1 vault is locked" : "\(count) vaults are locked")
+            }
+        }
+    }
+}

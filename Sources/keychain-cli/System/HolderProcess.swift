@@ -1,0 +1,77 @@
+import CLinux
+import Glibc
+import KeychainCore
+import KeychainHolder
+
+/// `unlock` and `lock` talking to this user's holder, and `unlock` starting it when none runs:
+/// `keychain-cli holder`, in a session of its own, which says on its descriptor 3 when it listens.
+enum HolderProcess {
+    /// The holder's reply to `request`, or nil when no holder runs and `start` is nil; `start`
+    /// is the environment of a holder to start (without keychain-cli's secrets: the key comes
+    /// over its socket).
+    /// - Throws: the holder's error, ``KeychainError/insecureFile(detail:)`` for a place that is
+    ///   not private, ``KeychainError/backendFailure(detail:)`` when no holder can be had.
+    static func ask(_ request: HolderRequest, place: HolderPlace, start: [String]?, timeout: Double) throws
+        -> HolderReply?
+    {
+        // Three tries: a holder that is ending (its last vault just expired) refuses a hold, and
+        // the next try starts another.
+        for _ in 0..<3 {
+            guard let fd = try place.connect(timeout: timeout + 1) else {
+                guard let start else { return nil }
+                try startHolder(place, variables: start)
+                continue
+            }
+            defer { close(fd) }
+            guard HolderWire.send(request, on: fd), let reply = HolderWire.receive(HolderReply.self, on: fd) else {
+                throw KeychainError.backendFailure(detail: "the holder at \(place.socket) did not answer")
+            }
+            if let error = reply.error { throw error }
+            if reply.notHeld == true && request.operation == .hold {
+                usleep(300_000)
+                continue
+            }
+            return reply
+        }
+        throw KeychainError.backendFailure(detail: "no holder could be started at \(place.socket)")
+    }
+
+    /// Starts the holder and waits until it listens (or another one does).
+    private static func startHolder(_ place: HolderPlace, variables: [String]) throws {
+        _ = try place.check(creating: true)
+        var ends: [Int32] = [0, 0]
+        guard pipe2(&ends, O_CLOEXEC) == 0 else {
+            throw CommandFailure.io("cannot make a pipe: \(String(cString: strerror(errno)))")
+        }
+        defer { close(ends[0]) }
+        var arguments: [UnsafeMutablePointer<CChar>?] = [strdup("keychain-cli"), strdup("holder"), nil]
+        var holderVariables: [UnsafeMutablePointer<CChar>?] = variables.map { strdup($0) } + [nil]
+        defer { for pointer in arguments + holderVariables { free(pointer) } }
+        let pid = keychain_cli_spawn_service("/proc/self/exe", &arguments, &holderVariables, ends[1], 1)
+        close(ends[1])
+        guard pid > 0 else {
+            throw KeychainError.backendFailure(detail: "cannot start the holder: \(String(cString: strerror(errno)))")
+        }
+        // Its word, to the end of the pipe: "ready", "running" (another holder listens), or why not.
+        var said: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 512)
+        let deadline = monotonicSeconds() + 10
+        while monotonicSeconds() < deadline {
+            var poller = pollfd(fd: ends[0], events: Int16(POLLIN), revents: 0)
+            let ready = poll(&poller, 1, 100)
+            guard ready >= 0 || errno == EINTR else { break }
+            guard ready > 0 else { continue }
+            let count = read(ends[0], &chunk, chunk.count)
+            if count == 0 { break }
+            if count > 0 { said += chunk[..<count] }
+        }
+        var status: Int32 = 0
+        _ = waitpid(pid, &status, WNOHANG)
+        let lines = String(decoding: said, as: UTF8.self).split(separator: "\n").map(String.init)
+        for line in lines where line.hasPrefix("keychain-cli: ") { writeError(line + "\n") }
+        guard lines.contains("ready") || lines.contains("running") else {
+            let reason = lines.first { $0.hasPrefix("error: ") }.map { String($0.dropFirst(7)) } ?? "it did not start"
+            throw KeychainError.backendFailure(detail: "cannot start the holder: \(reason)")
+        }
+    }
+}

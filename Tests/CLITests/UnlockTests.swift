@@ -1,0 +1,199 @@
+import Foundation
+import TestSupport
+import Testing
+
+/// `unlock`, `lock` and the holder, each test with a vault and an $XDG_RUNTIME_DIR (so a holder)
+/// of its own: later commands without a passphrase go through the holder, which forgets the key
+/// on `lock`, at its limits and when the vault is re-keyed, and answers its own uid only.
+@Suite("unlock and lock: the holder")
+struct UnlockTests {
+    /// A vault with one secret, `token`, and a private runtime directory for its holder.
+    struct Place {
+        let scratch: ScratchDirectory
+        let secret = "held-secret-\(UUID().uuidString)"
+        var vault: String { scratch.path("v.age") }
+        var runtime: String { scratch.path("run") }
+        var passphraseFile: String { scratch.path("pass") }
+
+        init() throws {
+            scratch = try ScratchDirectory("unlock")
+            try FileManager.default.createDirectory(atPath: scratch.path("run"), withIntermediateDirectories: false)
+            chmod(scratch.path("run"), 0o700)
+            try Data(CLIBackend.passphrase.utf8).write(to: URL(fileURLWithPath: scratch.path("pass")))
+            let stored = try run(["set", "token"], passphrase: true, stdin: Data(secret.utf8))
+            #expect(stored.status == 0, "\(stored.stderr)")
+        }
+
+        /// keychain-cli on this vault; with no passphrase anywhere unless `passphrase`.
+        func run(_ arguments: [String], passphrase: Bool = false, stdin: Data? = nil) throws -> ProcessResult {
+            var extra = [
+                "KEYCHAIN_BACKEND": "vault", "KEYCHAIN_VAULT": vault, "KEYCHAIN_VAULT_WORK_FACTOR": "10",
+                "XDG_RUNTIME_DIR": runtime,
+            ]
+            if passphrase { extra["KEYCHAIN_PASSPHRASE"] = CLIBackend.passphrase }
+            return try cli(arguments, stdin: stdin ?? Data(), session: nil, extra: extra)
+        }
+
+        /// The holders serving this place's runtime directory.
+        func holders() -> [Int32] {
+            let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
+            return entries.compactMap(Int32.init).filter { pid in
+                guard let command = FileManager.default.contents(atPath: "/proc/\(pid)/cmdline"),
+                    command == Data("keychain-cli\0holder\0".utf8),
+                    let environment = FileManager.default.contents(atPath: "/proc/\(pid)/environ")
+                else { return false }
+                return environment.split(separator: 0).contains(Data("XDG_RUNTIME_DIR=\(runtime)".utf8))
+            }
+        }
+
+        /// Locks everything and waits for the holder to end (a second at most), then removes the files.
+        func finish() {
+            _ = try? run(["lock", "--all"])
+            for _ in 0..<40 where !holders().isEmpty { usleep(50_000) }
+            for pid in holders() { kill(pid, SIGKILL) }
+            scratch.remove()
+        }
+    }
+
+    @Test func aHundredGetsAfterOneUnlockAskNothing() throws {
+        let place = try Place()
+        defer { place.finish() }
+        let refused = try place.run(["get", "token"])
+        #expect(refused.status == 77, "no passphrase and no holder yet: \(refused.stderr)")
+        #expect(refused.stderr.contains("keychain-cli unlock"))
+        let unlocked = try place.run(["--passphrase-file", place.passphraseFile, "unlock"])
+        #expect(unlocked.status == 0, "\(unlocked.stderr)")
+        #expect(unlocked.stderr.contains("is unlocked for 8h"), "\(unlocked.stderr)")
+        var answers = 0
+        for _ in 0..<100 where try place.run(["get", "token"]).stdoutText == place.secret { answers += 1 }
+        #expect(answers == 100)
+        // The holder has its own session, none of keychain-cli's secrets, and our uid.
+        let holders = place.holders()
+        #expect(holders.count == 1)
+        if let pid = holders.first {
+            let environment = try #require(FileManager.default.contents(atPath: "/proc/\(pid)/environ"))
+            #expect(environment.range(of: Data(CLIBackend.passphrase.utf8)) == nil)
+            #expect(getsid(pid) == pid)
+        }
+        let locked = try place.run(["lock"])
+        #expect(locked.status == 0 && locked.stderr.contains("is locked"), "\(locked.stderr)")
+        #expect(try place.run(["get", "token"]).status == 77)
+        let again = try place.run(["lock"])
+        #expect(again.status == 0 && again.stderr.contains("was not unlocked"), "\(again.stderr)")
+    }
+
+    @Test func theTimeAndIdleLimitsLockIt() throws {
+        let place = try Place()
+        defer { place.finish() }
+        #expect(try place.run(["unlock", "--ttl", "2s"], passphrase: true).status == 0)
+        #expect(try place.run(["get", "token"]).stdoutText == place.secret)
+        usleep(2_300_000)
+        #expect(try place.run(["get", "token"]).status == 77, "past --ttl")
+        #expect(try place.run(["unlock", "--ttl", "none", "--idle", "2s"], passphrase: true).status == 0)
+        for _ in 0..<3 {
+            usleep(1_000_000)
+            #expect(try place.run(["get", "token"]).status == 0, "used within --idle")
+        }
+        usleep(2_300_000)
+        #expect(try place.run(["get", "token"]).status == 77, "unused for longer than --idle")
+        let bad = try place.run(["unlock", "--ttl", "5x"], passphrase: true)
+        #expect(bad.status == 64 && bad.stderr.contains("--ttl must be"), "\(bad.stderr)")
+        let missing = try Place()
+        defer { missing.finish() }
+        try FileManager.default.removeItem(atPath: missing.vault)
+        let none = try missing.run(["unlock"], passphrase: true)
+        #expect(none.status == 1 && none.stderr.contains("no vault"), "\(none.stderr)")
+    }
+
+    /// Writes through the holder land in the file as direct writes do; a direct write is seen
+    /// through it; a re-key ends it, and it never writes with the old key over the new file.
+    @Test func writesAndReKeyingAreSeenBothWays() throws {
+        let place = try Place()
+        defer { place.finish() }
+        #expect(try place.run(["unlock"], passphrase: true).status == 0)
+        #expect(try place.run(["set", "held"], stdin: Data("through".utf8)).status == 0)
+        #expect(try place.run(["get", "held"], passphrase: true).stdoutText == "through")
+        #expect(try place.run(["set", "held"], passphrase: true, stdin: Data("direct".utf8)).status == 0)
+        #expect(try place.run(["get", "held"]).stdoutText == "direct", "a direct write is seen")
+        #expect(try place.run(["list"]).stdoutText.split(separator: "\n").sorted() == ["held", "token"])
+        // The git helper never asks; through the holder it stores and reads.
+        let stored = try place.run(
+            ["git-credential", "store"], stdin: Data("protocol=https\nhost=h.example\nusername=u\npassword=p1\n\n".utf8)
+        )
+        #expect(stored.status == 0, "\(stored.stderr)")
+        let read = try place.run(["git-credential", "get"], stdin: Data("protocol=https\nhost=h.example\n\n".utf8))
+        #expect(read.stdoutText.contains("password=p1"), "\(read.stderr)")
+        // vault passwd while unlocked: the holder's key opens the vault no more.
+        try Data("new passphrase".utf8).write(to: URL(fileURLWithPath: place.scratch.path("new")))
+        let rekeyed = try place.run(
+            ["vault", "passwd", "--new-passphrase-file", place.scratch.path("new")], passphrase: true)
+        #expect(rekeyed.status == 0, "\(rekeyed.stderr)")
+        #expect(try place.run(["set", "held"], stdin: Data("old-key".utf8)).status == 77)
+        #expect(try place.run(["get", "held"]).status == 77)
+        let reread = try place.run(["--passphrase-file", place.scratch.path("new"), "get", "held"])
+        #expect(reread.stdoutText == "direct", "\(reread.stderr)")
+    }
+
+    /// Four unlocks at once start one holder; a holder killed by SIGKILL leaves a socket nobody
+    /// listens on, which commands pass by and the next unlock replaces.
+    @Test func racingUnlocksAndAKilledHolder() throws {
+        let place = try Place()
+        defer { place.finish() }
+        let results = try (0..<4).map { _ in
+            try startCLI(
+                ["unlock"],
+                environment: [
+                    "KEYCHAIN_BACKEND": "vault", "KEYCHAIN_VAULT": place.vault, "KEYCHAIN_VAULT_WORK_FACTOR": "10",
+                    "XDG_RUNTIME_DIR": place.runtime, "KEYCHAIN_PASSPHRASE": CLIBackend.passphrase,
+                ])
+        }.map { $0.exitStatus() }
+        #expect(results.allSatisfy { $0 == 0 }, "\(results)")
+        #expect(place.holders().count == 1)
+        for pid in place.holders() { kill(pid, SIGKILL) }
+        usleep(100_000)
+        #expect(FileManager.default.fileExists(atPath: place.runtime + "/keychain-cli/holder.sock"))
+        let passedBy = try place.run(["get", "token"])
+        #expect(passedBy.status == 77, "\(passedBy.stderr)")
+        #expect(try place.run(["get", "token"], passphrase: true).stdoutText == place.secret)
+        #expect(try place.run(["unlock"], passphrase: true).status == 0)
+        #expect(try place.run(["get", "token"]).stdoutText == place.secret)
+        // lock while a large write goes through the holder: the vault is whole either way.
+        let lines = (0..<3000).map { "K\($0)=value-\($0)" }.joined(separator: "\n") + "\n"
+        let writer = try startCLI(
+            ["import", "--format", "dotenv"],
+            environment: [
+                "KEYCHAIN_BACKEND": "vault", "KEYCHAIN_VAULT": place.vault, "KEYCHAIN_VAULT_WORK_FACTOR": "10",
+                "XDG_RUNTIME_DIR": place.runtime,
+            ], stdin: Data(lines.utf8))
+        #expect(try place.run(["lock", "--all"]).status == 0)
+        _ = writer.exitStatus()
+        let listed = try place.run(["list"], passphrase: true)
+        #expect(listed.status == 0, "\(listed.stderr)")
+        let count = listed.stdoutText.split(separator: "\n").count
+        #expect(count == 1 || count == 3001, "all or none: \(count)")
+    }
+
+    /// keychain-cli started with `environment` (and PATH) without waiting; stdin from `stdin`.
+    func startCLI(_ arguments: [String], environment: [String: String], stdin: Data = Data()) throws -> Process {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: keychainCLIPath)
+        process.arguments = arguments
+        process.environment = environment.merging(["PATH": "/usr/bin:/bin"]) { old, _ in old }
+        let input = Pipe()
+        process.standardInput = input
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        try input.fileHandleForWriting.write(contentsOf: stdin)
+        try input.fileHandleForWriting.close()
+        return process
+    }
+}
+
+extension Process {
+    /// Waits for the process and gives its exit status.
+    func exitStatus() -> Int32 {
+        waitUntilExit()
+        return terminationStatus
+    }
+}
