@@ -19,6 +19,10 @@ package final class HeldVaultStore: SecretStore {
     /// good once it is gone or does not hold the vault.
     private let connection = Locked<Int32??>(nil)
 
+    /// Seconds a client waits beyond its --timeout: the holder answers by then (it waits for the
+    /// vault's lock only until the client's time is up, and begins no write after it).
+    static let grace = 2.0
+
     /// Whether a holder may run for this user: its socket exists. (One `stat`: the cost of a
     /// command on a vault nobody unlocked.)
     package static func mayHold(_ place: HolderPlace) -> Bool {
@@ -47,7 +51,7 @@ package final class HeldVaultStore: SecretStore {
             case .none:
                 // A holder of another uid, or a directory not private: not ours to ask, and the
                 // vault opens without it as if it were not there.
-                guard let open = try? place.connect(timeout: timeout + 1) else {
+                guard let open = try? place.connect(timeout: timeout + Self.grace) else {
                     state = .some(.none)
                     return nil
                 }
@@ -55,12 +59,12 @@ package final class HeldVaultStore: SecretStore {
                 state = .some(fd)
             }
             var request = request
-            request.vault = vault
+            (request.vault, request.deadline) = (vault, monotonicSeconds() + timeout)
             guard HolderWire.send(request, on: fd), let reply = HolderWire.receive(HolderReply.self, on: fd) else {
                 close(fd)
                 state = .some(.none)
                 if errno == EAGAIN || errno == EWOULDBLOCK {
-                    throw .timedOut(operation: "the holder's answer (\(place.socket))", seconds: timeout + 1)
+                    throw .holderTimedOut(socket: place.socket, seconds: timeout + Self.grace)
                 }
                 return nil
             }

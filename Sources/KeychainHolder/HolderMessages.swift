@@ -24,7 +24,9 @@ package struct HolderRequest: Codable, Sendable {
     package var stanzaTypes: [String]?
     package var ttl: Double?
     package var idle: Double?
-    package var lockTimeout: Double?
+    /// When the client stops waiting (CLOCK_MONOTONIC seconds, the same for every process): the
+    /// holder waits for the vault's lock until then, and starts no write after it.
+    package var deadline: Double?
     package var service: String?
     package var key: String?
     package var items: [Item]?

@@ -27,6 +27,10 @@ package final class VaultHolder: Sendable {
     }
 
     let listener: Int32
+    let place: HolderPlace
+    /// The socket's inode: once the socket is gone or another (its directory removed, a cleaner),
+    /// no client can reach this holder, and it ends rather than keep keys nobody can lock.
+    let socketInode: UInt64
     let state = Locked(State())
     /// The most clients served at once; more wait for one to end.
     static let maximumClients = 64
@@ -35,7 +39,17 @@ package final class VaultHolder: Sendable {
     /// Seconds it waits for its first vault before ending.
     static let firstVaultSeconds = 30.0
 
-    package init(listener: Int32) { self.listener = listener }
+    package init(listener: Int32, place: HolderPlace) {
+        (self.listener, self.place) = (listener, place)
+        var info = stat()
+        socketInode = lstat(place.socket, &info) == 0 ? UInt64(info.st_ino) : 0
+    }
+
+    /// Whether clients still reach this holder's socket.
+    private func reachable() -> Bool {
+        var info = stat()
+        return lstat(place.socket, &info) == 0 && UInt64(info.st_ino) == socketInode
+    }
 
     /// Serves until it holds nothing: the last vault locked or expired, or none held within
     /// ``firstVaultSeconds`` of the start.
@@ -47,8 +61,10 @@ package final class VaultHolder: Sendable {
             let ready = poll(&poller, 1, 250)
             if ready > 0 { accept() }
             let now = monotonicSeconds()
+            let reachable = reachable()
             let ended = state.withLock { state in
                 state.vaults = state.vaults.filter { !Self.expired($0.value, now: now) }
+                if !reachable { (state.vaults, state.ending) = ([:], true) }
                 everHeld = everHeld || !state.vaults.isEmpty
                 if state.vaults.isEmpty && (everHeld || now - started > Self.firstVaultSeconds) { state.ending = true }
                 return state.ending
@@ -127,8 +143,14 @@ package final class VaultHolder: Sendable {
             reply.notHeld = true
             return reply
         }
+        // The client's time: waited for the vault's lock until it ends, no write begun after it.
+        let remaining = (request.deadline ?? monotonicSeconds() + defaultStoreTimeout) - monotonicSeconds()
+        guard remaining > 0 else {
+            reply.error = .holderTimedOut(socket: place.socket, seconds: 0)
+            return reply
+        }
         do throws(KeychainError) {
-            try carryOut(request, on: store, into: &reply)
+            try carryOut(request, reading: store, writing: store.waiting(remaining), into: &reply)
         } catch .vaultRekeyed, .noMatchingIdentity, .noPassphrase, .wrongPassphrase {
             // Re-keyed since (vault passwd, vault recipients): the key held opens it no more.
             state.withLock { state in
@@ -163,8 +185,7 @@ package final class VaultHolder: Sendable {
         }
         defer { wipe(&key) }
         let header = AgeFile.Header(bytes: Array(bytes), fileKey: Array(key), stanzaTypes: request.stanzaTypes ?? [])
-        let store = VaultStore.holding(
-            path: vault, header: header, lockTimeout: request.lockTimeout ?? defaultStoreTimeout)
+        let store = VaultStore.holding(path: vault, header: header, lockTimeout: defaultStoreTimeout)
         do throws(KeychainError) {
             // The vault as it is now must open with it: a vault re-keyed meanwhile is not held.
             guard try store.opensWithHeldKey() else {
@@ -186,9 +207,9 @@ package final class VaultHolder: Sendable {
         return reply
     }
 
-    private func carryOut(_ request: HolderRequest, on store: VaultStore, into reply: inout HolderReply)
-        throws(KeychainError)
-    {
+    private func carryOut(
+        _ request: HolderRequest, reading store: VaultStore, writing writer: VaultStore, into reply: inout HolderReply
+    ) throws(KeychainError) {
         switch request.operation {
         case .secret:
             reply.secrets = [try store.secret(service: try service(request.service), key: try key(request.key))]
@@ -198,14 +219,14 @@ package final class VaultHolder: Sendable {
                     SecretAddress(service: try service(item.service), key: try key(item.key))
                 })
         case .store:
-            try store.setSecrets(try secrets(request)) { _ in }
+            try writer.setSecrets(try secrets(request)) { _ in }
         case .add:
-            reply.flags = try store.addSecrets(try secrets(request)) { _ in }
+            reply.flags = try writer.addSecrets(try secrets(request)) { _ in }
         case .delete:
-            let deleted = try store.deleteSecret(service: try service(request.service), key: try key(request.key))
+            let deleted = try writer.deleteSecret(service: try service(request.service), key: try key(request.key))
             reply.count = deleted ? 1 : 0
         case .deleteAll:
-            reply.count = try store.deleteAll(service: try service(request.service))
+            reply.count = try writer.deleteAll(service: try service(request.service))
         case .items:
             reply.items = try store.items(
                 service: try request.service.map { (name) throws(KeychainError) in

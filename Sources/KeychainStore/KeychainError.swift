@@ -52,6 +52,8 @@ public enum KeychainError: Error, Equatable, Sendable, CustomStringConvertible, 
     /// Another process re-keyed a vault this store had opened (`vault passwd`, `vault recipients`),
     /// and the passphrase or identity that opened it no longer does (a `watch`, a long-lived store).
     case vaultRekeyed(path: String)
+    /// `unlock`'s holder did not answer in time (stopped, or starved).
+    case holderTimedOut(socket: String, seconds: Double)
     /// The backend's settings cannot work (an OpenBao address that is not a URL, or plain http to
     /// another machine); `detail` says which setting and how to fix it.
     case badConfiguration(detail: String)
@@ -110,6 +112,8 @@ public enum KeychainError: Error, Equatable, Sendable, CustomStringConvertible, 
                 + "passphrase or identity that opened it no longer does"
         case .vaultBusy(let path, let seconds):
             return "another process kept the vault \(quotedPath(path)) locked for \(formatSeconds(seconds)) s"
+        case .holderTimedOut(let socket, let seconds):
+            return "the holder at \(quotedPath(socket)) did not answer within \(formatSeconds(seconds)) s"
         case .serverTimedOut(let address, let seconds, let detail):
             return "OpenBao at \(address) did not answer within \(formatSeconds(seconds)) s (\(detail))"
         case .nameTaken(let name, let owner, .owned):

@@ -24,6 +24,17 @@ extension VaultStore {
         return store
     }
 
+    /// This store, with what it knows of the vault, for a write that waits up to `lockTimeout`
+    /// for the vault's lock (the holder writes within its client's --timeout).
+    package func waiting(_ lockTimeout: Double) -> VaultStore {
+        let store = VaultStore(
+            path: path, workFactor: workFactor, lockTimeout: lockTimeout, identities: identities,
+            passphrase: passphraseSource)
+        let known = state.withLock { $0 }
+        store.state.withLock { $0 = known }
+        return store
+    }
+
     /// Whether this store still opens the vault with what it was given: the file read again if it
     /// changed. False when the vault was re-keyed or removed since.
     package func opensWithHeldKey() throws(KeychainError) -> Bool {

@@ -37,7 +37,7 @@ extension KeychainCLI {
             }
             tell("ready")
             close(starter)
-            let holder = VaultHolder(listener: listener)
+            let holder = VaultHolder(listener: listener, place: place)
             holder.run()
             unlink(place.socket)
         }

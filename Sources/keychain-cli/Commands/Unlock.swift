@@ -59,7 +59,6 @@ extension KeychainCLI {
                 try Self.seconds(ttl, option: "--ttl"), try Self.seconds(idle, option: "--idle")
             )
             let timeout = try settings.resolvedTimeout()
-            request.lockTimeout = timeout
             defer {
                 request.fileKey.map {
                     var key = $0
@@ -69,23 +68,35 @@ extension KeychainCLI {
             _ = try HolderProcess.ask(
                 request, place: HolderPlace.current(), start: Environment.all(except: Set(Settings.secretVariables)),
                 timeout: timeout)
-            let limits = [request.ttl.map { _ in "for \(ttl)" }, request.idle.map { _ in "until \(idle) unused" }]
-                .compactMap(\.self)
+            let limits = [
+                request.ttl.map { "for \(Self.text($0))" }, request.idle.map { "until \(Self.text($0)) unused" },
+            ]
+            .compactMap(\.self)
             let until = limits.isEmpty ? "until locked" : limits.joined(separator: ", or ")
             warn("\(store.path) is unlocked \(until); keychain-cli lock locks it")
         }
 
+        static let units: KeyValuePairs<Character, Double> = ["d": 86400, "h": 3600, "m": 60, "s": 1]
+
         /// The seconds `text` gives (`90`, `90s`, `30m`, `8h`, `2d`), nil for `none`.
         static func seconds(_ text: String, option: String) throws -> Double? {
             if text == "none" { return nil }
-            let units: [Character: Double] = ["s": 1, "m": 60, "h": 3600, "d": 86400]
-            let unit = text.last.flatMap { units[$0] }
+            let unit = units.first { $0.key == text.last }?.value
             let digits = unit == nil ? Substring(text) : text.dropLast()
-            guard let value = Int(digits), value > 0, Double(value) * (unit ?? 1) <= 30 * 86400 else {
+            guard !digits.isEmpty, digits.allSatisfy(\.isASCII), digits.allSatisfy(\.isNumber), let value = Int(digits),
+                value > 0, Double(value) * (unit ?? 1) <= 30 * 86400
+            else {
                 throw ValidationError(
-                    "\(option) must be a whole number with s, m, h or d (90s, 30m, 8h, 2d), up to 30 days, or none")
+                    "\(option) must be a whole number of seconds, or one with s, m, h or d (90s, 30m, 8h, 2d), "
+                        + "from 1 second to 30 days; or none")
             }
             return Double(value) * (unit ?? 1)
+        }
+
+        /// `seconds` in the largest unit that divides it (`8h`, `90m`, `45s`).
+        static func text(_ seconds: Double) -> String {
+            let unit = units.first { seconds.truncatingRemainder(dividingBy: $0.value) == 0 } ?? ("s", 1)
+            return "\(Int(seconds / unit.value))\(unit.key)"
         }
     }
 

@@ -16,7 +16,7 @@ func exitStatus(for error: any Error, parserStatus: (any Error) -> Int32 = { _ i
         case .noSessionBus, .noSecretService, .noDefaultCollection, .backendFailure, .serverUnavailable, .nameTaken:
             return 69
         case .vaultIO, .insecureFile: return 74
-        case .timedOut, .vaultBusy, .serverTimedOut: return 75
+        case .timedOut, .vaultBusy, .serverTimedOut, .holderTimedOut: return 75
         case .locked, .permissionDenied, .wrongPassphrase, .noPassphrase, .noNewPassphrase, .noMatchingIdentity,
             .vaultRekeyed,
             .serverDenied:

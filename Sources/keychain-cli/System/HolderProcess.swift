@@ -17,14 +17,17 @@ enum HolderProcess {
         // Three tries: a holder that is ending (its last vault just expired) refuses a hold, and
         // the next try starts another.
         for _ in 0..<3 {
-            guard let fd = try place.connect(timeout: timeout + 1) else {
+            guard let fd = try place.connect(timeout: timeout) else {
                 guard let start else { return nil }
                 try startHolder(place, variables: start)
                 continue
             }
             defer { close(fd) }
             guard HolderWire.send(request, on: fd), let reply = HolderWire.receive(HolderReply.self, on: fd) else {
-                throw KeychainError.backendFailure(detail: "the holder at \(place.socket) did not answer")
+                if errno == EAGAIN || errno == EWOULDBLOCK {
+                    throw KeychainError.holderTimedOut(socket: place.socket, seconds: timeout)
+                }
+                throw KeychainError.backendFailure(detail: "the holder at \(place.socket) ended before it answered")
             }
             if let error = reply.error { throw error }
             if reply.notHeld == true && request.operation == .hold {

@@ -1,0 +1,191 @@
+import Foundation
+import TestSupport
+import Testing
+
+/// The holder against other users and against reading its memory: another uid that reaches its
+/// socket gets nothing, a socket another uid planted gets no key, and neither a core dump nor
+/// swap gets what it holds.
+@Suite("unlock: other users, planted sockets, the holder's memory")
+struct UnlockAttackTests {
+    typealias Place = UnlockTests.Place
+
+    /// A client that sends a status request and says whether anything came back.
+    static let probe = """
+        import json, socket, struct, sys
+        s = socket.socket(socket.AF_UNIX)
+        s.connect(sys.argv[1])
+        body = json.dumps({"operation": "status"}).encode()
+        s.sendall(struct.pack(">I", len(body)) + body)
+        try:
+            print("reply" if s.recv(4) else "closed")
+        except ConnectionResetError:
+            print("closed")
+        """
+
+    static func asNobody(_ arguments: [String], environment: [String: String] = [:]) throws -> ProcessResult {
+        try runProcess(
+            "/usr/bin/setpriv", ["--reuid", "nobody", "--regid", "nogroup", "--clear-groups"] + arguments,
+            environment: environment.merging(["PATH": "/usr/bin:/bin"]) { old, _ in old })
+    }
+
+    @Test(.enabled(if: geteuid() == 0, "setpriv needs root"))
+    func anotherUserGetsNothingFromTheHolder() throws {
+        let place = try Place()
+        defer { place.finish() }
+        #expect(try place.run(["unlock"], passphrase: true).status == 0)
+        let socket = place.runtime + "/keychain-cli/holder.sock"
+        // The directory keeps others out; opened up, the holder itself still refuses them.
+        for path in [place.scratch.url.path, place.runtime, place.runtime + "/keychain-cli"] { chmod(path, 0o755) }
+        chmod(socket, 0o777)
+        let own = try runProcess(
+            "/usr/bin/python3", ["-c", Self.probe, socket], environment: ["PATH": "/usr/bin:/bin"])
+        #expect(own.stdoutText == "reply\n", "the probe gets an answer as the holder's uid: \(own.stderr)")
+        let other = try Self.asNobody(["/usr/bin/python3", "-c", Self.probe, socket])
+        #expect(other.stdoutText == "closed\n", "\(other.stdoutText) \(other.stderr)")
+        // keychain-cli as nobody, pointed at our runtime directory: not theirs, so not used.
+        let binary = place.scratch.path("keychain-cli")
+        try FileManager.default.copyItem(atPath: keychainCLIPath, toPath: binary)
+        chmod(binary, 0o755)
+        chmod(place.vault, 0o644)
+        let nobodyGet = try Self.asNobody(
+            [binary, "get", "token"],
+            environment: ["KEYCHAIN_BACKEND": "vault", "KEYCHAIN_VAULT": place.vault, "XDG_RUNTIME_DIR": place.runtime])
+        #expect(nobodyGet.status == 77, "\(nobodyGet.stdoutText) \(nobodyGet.stderr)")
+        #expect(!nobodyGet.stdoutText.contains(place.secret))
+    }
+
+    /// Another user's socket where the holder's should be: unlock refuses it (74) and sends it
+    /// nothing; get passes it by.
+    @Test(.enabled(if: geteuid() == 0, "setpriv needs root"))
+    func aSocketAnotherUserPlantedGetsNoKey() throws {
+        let place = try Place()
+        defer { place.finish() }
+        let directory = place.runtime + "/keychain-cli"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: false)
+        for path in [place.scratch.url.path, place.runtime, directory] { chmod(path, 0o777) }
+        let record = place.scratch.path("planted.log")
+        let server = """
+            import os, socket, sys
+            s = socket.socket(socket.AF_UNIX)
+            s.bind(sys.argv[1]); s.listen(8)
+            open(sys.argv[2] + ".ready", "w").close()
+            while True:
+                c, _ = s.accept()
+                data = c.recv(65536)
+                with open(sys.argv[2], "ab") as f: f.write(data)
+                c.close()
+            """
+        let fake = Process()
+        fake.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
+        fake.arguments = [
+            "--reuid", "nobody", "--regid", "nogroup", "--clear-groups", "/usr/bin/python3", "-c", server,
+            directory + "/holder.sock", record,
+        ]
+        fake.standardOutput = FileHandle.nullDevice
+        fake.standardError = FileHandle.nullDevice
+        try fake.run()
+        defer {
+            kill(fake.processIdentifier, SIGKILL)
+            fake.waitUntilExit()
+        }
+        for _ in 0..<100 where !FileManager.default.fileExists(atPath: record + ".ready") { usleep(50_000) }
+        chmod(directory, 0o700)
+        let unlocked = try place.run(["unlock"], passphrase: true)
+        #expect(unlocked.status == 74, "\(unlocked.stderr)")
+        #expect(unlocked.stderr.contains("served by uid 65534, not by you"), "\(unlocked.stderr)")
+        let got = try place.run(["get", "token"])
+        #expect(got.status == 77, "\(got.stderr)")
+        let received = FileManager.default.contents(atPath: record) ?? Data()
+        #expect(received.isEmpty, "the planted socket got \(received.count) bytes")
+    }
+
+    /// The holder's memory: locked against swap (as root), its core dump filter 0, and a gcore
+    /// of it, taken while it holds a read secret, without the secret; a control process's core
+    /// with the same secret has it, so the search can fail.
+    @Test(.enabled(if: geteuid() == 0, "VmLck and gcore of a non-dumpable process need root"))
+    func theHoldersMemoryStaysOutOfSwapAndCores() throws {
+        let place = try Place()
+        defer { place.finish() }
+        let unlocked = try place.run(["unlock"], passphrase: true)
+        #expect(unlocked.status == 0 && !unlocked.stderr.contains("not locked"), "\(unlocked.stderr)")
+        #expect(try place.run(["get", "token"]).stdoutText == place.secret)
+        let pid = try #require(place.holders().first)
+        let status = try String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)
+        let locked = status.split(separator: "\n").first { $0.hasPrefix("VmLck:") }.map(String.init) ?? ""
+        #expect(Int(locked.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "") ?? 0 > 0)
+        #expect(try String(contentsOfFile: "/proc/\(pid)/coredump_filter", encoding: .utf8) == "00000000\n")
+        let core = place.scratch.path("holder")
+        _ = try runProcess("/usr/bin/gcore", ["-o", core, "\(pid)"], environment: ["PATH": "/usr/bin:/bin"])
+        let control = Process()
+        control.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+        control.arguments = ["-c", "import sys, time; s = sys.argv[1] * 2; time.sleep(30)", place.secret]
+        control.standardOutput = FileHandle.nullDevice
+        control.standardError = FileHandle.nullDevice
+        try control.run()
+        defer {
+            kill(control.processIdentifier, SIGKILL)
+            control.waitUntilExit()
+        }
+        usleep(500_000)
+        _ = try runProcess(
+            "/usr/bin/gcore", ["-o", place.scratch.path("control"), "\(control.processIdentifier)"],
+            environment: ["PATH": "/usr/bin:/bin"])
+        let holderCore = try Data(contentsOf: URL(fileURLWithPath: "\(core).\(pid)"))
+        let controlCore = try Data(
+            contentsOf: URL(fileURLWithPath: place.scratch.path("control.\(control.processIdentifier)")))
+        let needle = Data(place.secret.utf8)
+        #expect(holderCore.count > 0 && holderCore.range(of: needle) == nil)
+        #expect(controlCore.range(of: needle) != nil, "the control core should hold the secret")
+    }
+
+    /// A write the client gave up on (the holder stopped: 75) never lands later over a newer one;
+    /// a write waits for the vault's lock as long as the caller's --timeout says.
+    @Test func writesKeepToTheCallersTime() throws {
+        let place = try Place()
+        defer { place.finish() }
+        #expect(try place.run(["unlock"], passphrase: true).status == 0)
+        let pid = try #require(place.holders().first)
+        kill(pid, SIGSTOP)
+        let stalled = try place.run(["--timeout", "1", "set", "k"], stdin: Data("old".utf8))
+        #expect(stalled.status == 75 && stalled.stderr.contains("did not answer"), "\(stalled.stderr)")
+        #expect(try place.run(["set", "k"], passphrase: true, stdin: Data("new".utf8)).status == 0)
+        kill(pid, SIGCONT)
+        usleep(500_000)
+        #expect(try place.run(["get", "k"], passphrase: true).stdoutText == "new")
+        // Another writer keeps the vault's lock (its directory's flock) for 3 seconds.
+        let holdLock = """
+            import fcntl, os, sys, time
+            fd = os.open(sys.argv[1], os.O_RDONLY)
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            open(sys.argv[2], "w").close()
+            time.sleep(3)
+            """
+        let ready = place.scratch.path("locked")
+        let locker = Process()
+        locker.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+        locker.arguments = ["-c", holdLock, place.scratch.url.path, ready]
+        try locker.run()
+        for _ in 0..<100 where !FileManager.default.fileExists(atPath: ready) { usleep(20_000) }
+        let short = try place.run(["--timeout", "1", "set", "k"], stdin: Data("short".utf8))
+        #expect(short.status == 75, "\(short.stderr)")
+        let long = try place.run(["--timeout", "10", "set", "k"], stdin: Data("long".utf8))
+        #expect(long.status == 0, "\(long.stderr)")
+        locker.waitUntilExit()
+        usleep(300_000)
+        #expect(try place.run(["get", "k"], passphrase: true).stdoutText == "long")
+    }
+
+    /// A holder whose socket is removed (its directory cleaned) can be reached by nobody: it ends,
+    /// and the next unlock starts another.
+    @Test func aHolderNobodyCanReachEnds() throws {
+        let place = try Place()
+        defer { place.finish() }
+        #expect(try place.run(["unlock", "--ttl", "none"], passphrase: true).status == 0)
+        #expect(place.holders().count == 1)
+        try FileManager.default.removeItem(atPath: place.runtime + "/keychain-cli/holder.sock")
+        for _ in 0..<40 where !place.holders().isEmpty { usleep(50_000) }
+        #expect(place.holders().isEmpty)
+        #expect(try place.run(["unlock"], passphrase: true).status == 0)
+        #expect(try place.run(["get", "token"]).stdoutText == place.secret)
+    }
+}
