@@ -98,7 +98,10 @@ let package = Package(
         // `unlock`'s holder and the vault through it: the command line's, not the library's.
         .target(
             name: "KeychainHolder",
-            dependencies: ["KeychainStore", "KeychainSystem", "KeychainAge", "KeychainVault", "CLinux"]
+            dependencies: [
+                "KeychainStore", "KeychainSystem", "KeychainAge", "KeychainVault", "KeychainGLib", "CLibSecret",
+                "CLinux",
+            ]
         ),
         // The facade knows the seam only; KeychainCore adds the desktop's default store.
         .target(name: "KeychainFacade", dependencies: ["KeychainStore", "KeychainSystem"]),

@@ -15,10 +15,10 @@ struct UnlockAttackTests {
         s = socket.socket(socket.AF_UNIX)
         s.connect(sys.argv[1])
         body = json.dumps({"operation": "status"}).encode()
-        s.sendall(struct.pack(">I", len(body)) + body)
         try:
+            s.sendall(struct.pack(">I", len(body)) + body)
             print("reply" if s.recv(4) else "closed")
-        except ConnectionResetError:
+        except (ConnectionResetError, BrokenPipeError):
             print("closed")
         """
 

@@ -128,6 +128,9 @@ struct UnlockTests {
         let rekeyed = try place.run(
             ["vault", "passwd", "--new-passphrase-file", place.scratch.path("new")], passphrase: true)
         #expect(rekeyed.status == 0, "\(rekeyed.stderr)")
+        // vault passwd told the holder, which held nothing more and ended.
+        for _ in 0..<40 where !place.holders().isEmpty { usleep(50_000) }
+        #expect(place.holders().isEmpty)
         #expect(try place.run(["set", "held"], stdin: Data("old-key".utf8)).status == 77)
         #expect(try place.run(["get", "held"]).status == 77)
         let reread = try place.run(["--passphrase-file", place.scratch.path("new"), "get", "held"])
@@ -171,6 +174,54 @@ struct UnlockTests {
         #expect(listed.status == 0, "\(listed.stderr)")
         let count = listed.stdoutText.split(separator: "\n").count
         #expect(count == 1 || count == 3001, "all or none: \(count)")
+    }
+
+    /// logind's PrepareForSleep(true), on a bus of the test's own standing in for the system bus:
+    /// the holder forgets its vaults. The same signal from a sender that is not logind's name
+    /// does nothing.
+    @Test func aSuspendLocksIt() throws {
+        let place = try Place()
+        defer { place.finish() }
+        let bus = try runProcess(
+            "/usr/bin/dbus-daemon", ["--session", "--fork", "--print-address=1", "--print-pid=1"],
+            environment: ["PATH": "/usr/bin:/bin"])
+        let lines = bus.stdoutText.split(separator: "\n").map(String.init)
+        let address = try #require(lines.first, "\(bus.stderr)")
+        defer { if let pid = lines.last.flatMap({ Int32($0) }) { kill(pid, SIGTERM) } }
+        let emit = """
+            import sys
+            from jeepney import DBusAddress, new_signal
+            from jeepney.bus_messages import message_bus
+            from jeepney.io.blocking import open_dbus_connection
+            connection = open_dbus_connection(bus=sys.argv[1])
+            if sys.argv[2] == "logind":
+                connection.send_and_get_reply(message_bus.RequestName("org.freedesktop.login1"))
+            manager = DBusAddress("/org/freedesktop/login1", interface="org.freedesktop.login1.Manager")
+            connection.send(new_signal(manager, "PrepareForSleep", "b", (True,)))
+            connection.send_and_get_reply(message_bus.GetId())
+            """
+        var extra = [
+            "KEYCHAIN_BACKEND": "vault", "KEYCHAIN_VAULT": place.vault, "KEYCHAIN_VAULT_WORK_FACTOR": "10",
+            "XDG_RUNTIME_DIR": place.runtime, "DBUS_SYSTEM_BUS_ADDRESS": address,
+        ]
+        extra["KEYCHAIN_PASSPHRASE"] = CLIBackend.passphrase
+        #expect(try cli(["unlock"], session: nil, extra: extra).status == 0)
+        for sender in ["impostor", "logind"] {
+            let sent = try runProcess(
+                "/usr/bin/python3", ["-c", emit, address, sender], environment: ["PATH": "/usr/bin:/bin"])
+            #expect(sent.status == 0, "\(sent.stderr)")
+            // The holder handles the signal on a thread of its own: asked again for up to 3 s.
+            var status: Int32 = 0
+            for _ in 0..<10 {
+                usleep(300_000)
+                status = try place.run(["get", "token"]).status
+                if status != 0 { break }
+            }
+            #expect(status == (sender == "logind" ? 77 : 0), "after \(sender)'s signal")
+            if sender == "impostor" { #expect(place.holders().count == 1) }
+        }
+        for _ in 0..<40 where !place.holders().isEmpty { usleep(50_000) }
+        #expect(place.holders().isEmpty, "a holder that holds nothing ends")
     }
 
     /// keychain-cli started with `environment` (and PATH) without waiting; stdin from `stdin`.

@@ -35,9 +35,10 @@ extension KeychainCLI {
                 close(starter)
                 return
             }
+            let holder = VaultHolder(listener: listener, place: place)
+            SleepWatch.start(waiting: 2) { holder.forgetAll() }
             tell("ready")
             close(starter)
-            let holder = VaultHolder(listener: listener, place: place)
             holder.run()
             unlink(place.socket)
         }

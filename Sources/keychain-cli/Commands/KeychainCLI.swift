@@ -48,12 +48,14 @@ struct KeychainCLI: ParsableCommand {
             Exit codes:
               0   success
               1   not found: get (or its --field), delete, otp, a secret exec or inject
-                  needs; vault passwd and vault recipients list without a vault
+                  needs; vault passwd, vault recipients list and unlock without a
+                  vault
               64  usage error: a bad option or command, or none (-ss get k); a secret
                   on the command line, or a key where a path goes; reset or export
                   without --yes; a bad key, exec mapping (or one holding a value),
                   template reference, recipient or OpenBao setting; -o naming the
-                  vault's own files; serve --allow-exe naming no program
+                  vault's own files; serve --allow-exe naming no program; a bad
+                  unlock --ttl or --idle
               65  bad data: empty, over 1 MiB, binary where text goes (a terminal,
                   exec, --clip), the two entries differ, a bad import file (a field
                   given twice, an empty secret without --allow-empty, an encrypted
@@ -66,7 +68,7 @@ struct KeychainCLI: ParsableCommand {
                   (--replace), or dbus-daemon cannot start; --clip without a display
                   or clipboard program; import --format pass without gpg,
                   --format 1password without unzip, --format keepassxc without
-                  keepassxc-cli
+                  keepassxc-cli; unlock: the holder cannot start
               70  internal error (a bug)
               73  already there: generate found a secret under KEY and kept it
                   (--force replaces it)
@@ -75,10 +77,11 @@ struct KeychainCLI: ParsableCommand {
                   disk or socket, the vault's directory removed under watch, stdout
                   closed; exec and serve: the command's output cannot be written on
                   (a full disk); exec --file: no tmpfs; doctor: a vault or identity
-                  file not private to you
+                  file not private to you; unlock and lock: the holder's directory
+                  or socket not yours
               75  timed out: the keyring, a prompt, the vault's lock, the OpenBao
-                  server, gpg or keepassxc-cli, after --timeout; --clip: the
-                  clipboard, after 5 seconds
+                  server, gpg, keepassxc-cli or unlock's holder, after --timeout;
+                  --clip: the clipboard, after 5 seconds
               77  locked (no prompter, prompt dismissed), reset or export not
                   confirmed, permission denied, a wrong or missing vault passphrase
                   (or new one, vault passwd) or identity, a vault re-keyed under

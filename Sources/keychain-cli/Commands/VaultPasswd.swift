@@ -48,6 +48,7 @@ extension KeychainCLI.Vault {
                 throw CommandFailure.notFound(
                     "there is no vault at \(store.path); the first set creates one with a passphrase")
             }
+            HolderProcess.forgetRekeyed(store.path)
             warn(
                 "\(store.path): re-keyed for the new passphrase"
                     + (wasTeamVault ? "; its recipients' identities no longer open it" : ""))

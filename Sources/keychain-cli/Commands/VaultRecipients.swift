@@ -171,6 +171,7 @@ private func parseRecipients(_ arguments: [String]) throws -> [VaultRecipient] {
 }
 
 private func report(store: VaultStore, before: [VaultRecipient], after: [VaultRecipient]) {
+    HolderProcess.forgetRekeyed(store.path)
     let added = after.filter { !before.contains($0) }.count
     let removed = before.filter { !after.contains($0) }.count
     warn(

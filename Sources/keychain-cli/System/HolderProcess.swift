@@ -39,6 +39,16 @@ enum HolderProcess {
         throw KeychainError.backendFailure(detail: "no holder could be started at \(place.socket)")
     }
 
+    /// Tells the holder, if one runs, to forget the vault at `path`, re-keyed just now: the key
+    /// it holds opens only the versions before (which git's history may keep). It would find
+    /// out at the next request anyway; nothing is said when no holder runs or it cannot be asked.
+    static func forgetRekeyed(_ path: String) {
+        let place = HolderPlace.current()
+        guard HeldVaultStore.mayHold(place) else { return }
+        _ = try? ask(
+            HolderRequest(.forget, vault: HolderRequest.vaultKey(path)), place: place, start: nil, timeout: 1)
+    }
+
     /// Starts the holder and waits until it listens (or another one does).
     private static func startHolder(_ place: HolderPlace, variables: [String]) throws {
         _ = try place.check(creating: true)
