@@ -32,7 +32,7 @@ package final class VaultHolder: Sendable {
     /// no client can reach this holder, and it ends rather than keep keys nobody can lock.
     let socketInode: UInt64
     let state = Locked(State())
-    /// The most clients served at once; more wait for one to end.
+    /// The most clients served at once; more wait in the socket's backlog until one ends.
     static let maximumClients = 64
     /// Seconds a client may keep a connection open without a request.
     static let clientIdleSeconds = 30.0
@@ -52,14 +52,19 @@ package final class VaultHolder: Sendable {
     }
 
     /// Serves until it holds nothing: the last vault locked or expired, or none held within
-    /// ``firstVaultSeconds`` of the start.
+    /// ``firstVaultSeconds`` of the start. Then it stops listening and removes its socket before
+    /// it returns (and before the process lets go of the lock file): a client that comes later
+    /// finds none, and `unlock` starts another holder, which takes the lock once this one is gone.
     package func run() {
         let started = monotonicSeconds()
         var everHeld = false
         while true {
-            var poller = pollfd(fd: listener, events: Int16(POLLIN), revents: 0)
-            let ready = poll(&poller, 1, 250)
-            if ready > 0 { accept() }
+            if state.withLock({ $0.clients >= Self.maximumClients }) {
+                usleep(10_000)
+            } else {
+                var poller = pollfd(fd: listener, events: Int16(POLLIN), revents: 0)
+                if poll(&poller, 1, 250) > 0 { accept() }
+            }
             let now = monotonicSeconds()
             let reachable = reachable()
             let ended = state.withLock { state in
@@ -69,11 +74,13 @@ package final class VaultHolder: Sendable {
                 if state.vaults.isEmpty && (everHeld || now - started > Self.firstVaultSeconds) { state.ending = true }
                 return state.ending
             }
-            if ended { return }
+            if ended { break }
         }
+        close(listener)
+        if reachable() { unlink(place.socket) }
     }
 
-    /// Forgets every vault now (suspend, SIGTERM): their keys go with their stores.
+    /// Forgets every vault now (a suspend): their keys go with their stores.
     package func forgetAll() {
         state.withLock { $0.vaults = [:] }
     }
@@ -89,16 +96,11 @@ package final class VaultHolder: Sendable {
         guard fd >= 0 else { return }
         _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
         var peer = keychain_cli_peer()
-        guard keychain_cli_peer_credentials(fd, &peer) == 0, peer.uid == geteuid(),
-            state.withLock({ (state) -> Bool in
-                guard state.clients < Self.maximumClients else { return false }
-                state.clients += 1
-                return true
-            })
-        else {
+        guard keychain_cli_peer_credentials(fd, &peer) == 0, peer.uid == geteuid() else {
             close(fd)
             return
         }
+        state.withLock { $0.clients += 1 }
         HolderPlace.setTimeout(fd, seconds: Self.clientIdleSeconds)
         let started = startThread { [self] in
             while let request = HolderWire.receive(HolderRequest.self, on: fd) {

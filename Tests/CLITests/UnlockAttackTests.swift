@@ -188,4 +188,45 @@ struct UnlockAttackTests {
         #expect(try place.run(["unlock"], passphrase: true).status == 0)
         #expect(try place.run(["get", "token"]).stdoutText == place.secret)
     }
+
+    /// A user who may not lock memory (nobody, RLIMIT_MEMLOCK 64 KiB): the holder runs unlocked
+    /// and unlock says so once; the holder still serves.
+    @Test(.enabled(if: geteuid() == 0, "setpriv needs root"))
+    func unlockSaysOnceWhenMemoryCannotBeLocked() throws {
+        let scratch = try ScratchDirectory("unlock-nobody")
+        defer { scratch.remove() }
+        chmod(scratch.url.path, 0o777)
+        let binary = scratch.path("keychain-cli")
+        try FileManager.default.copyItem(atPath: keychainCLIPath, toPath: binary)
+        chmod(binary, 0o755)
+        let environment = [
+            "HOME": scratch.url.path, "KEYCHAIN_BACKEND": "vault", "KEYCHAIN_VAULT": scratch.path("v.age"),
+            "KEYCHAIN_VAULT_WORK_FACTOR": "10", "XDG_RUNTIME_DIR": scratch.path("run"),
+        ]
+        func run(_ arguments: [String], passphrase: Bool = false) throws -> ProcessResult {
+            var environment = environment
+            if passphrase { environment["KEYCHAIN_PASSPHRASE"] = CLIBackend.passphrase }
+            return try Self.asNobody(
+                ["prlimit", "--memlock=65536:65536", binary] + arguments, environment: environment)
+        }
+        try FileManager.default.createDirectory(atPath: scratch.path("run"), withIntermediateDirectories: false)
+        _ = try runProcess("/bin/chown", ["nobody", scratch.path("run")], environment: [:])
+        chmod(scratch.path("run"), 0o700)
+        let stored = try runProcess(
+            "/usr/bin/setpriv",
+            [
+                "--reuid", "nobody", "--regid", "nogroup", "--clear-groups", "sh", "-c", "printf s | \"$0\" set k",
+                binary,
+            ],
+            environment: environment.merging(["KEYCHAIN_PASSPHRASE": CLIBackend.passphrase, "PATH": "/usr/bin:/bin"]) {
+                $1
+            })
+        #expect(stored.status == 0, "\(stored.stderr)")
+        let unlocked = try run(["unlock"], passphrase: true)
+        #expect(unlocked.status == 0, "\(unlocked.stderr)")
+        #expect(unlocked.stderr.components(separatedBy: "not locked against swap").count == 2, "\(unlocked.stderr)")
+        #expect(unlocked.stderr.contains("RLIMIT_MEMLOCK is 64 KiB"))
+        #expect(try run(["get", "k"]).stdoutText == "s")
+        #expect(try run(["lock", "--all"]).status == 0)
+    }
 }

@@ -40,7 +40,6 @@ extension KeychainCLI {
             tell("ready")
             close(starter)
             holder.run()
-            unlink(place.socket)
         }
     }
 }

@@ -14,8 +14,8 @@ enum HolderProcess {
     static func ask(_ request: HolderRequest, place: HolderPlace, start: [String]?, timeout: Double) throws
         -> HolderReply?
     {
-        // Three tries: a holder that is ending (its last vault just expired) refuses a hold, and
-        // the next try starts another.
+        // Three tries: a holder that is ending (its last vault just expired) refuses a hold or
+        // closes without an answer, and the next try starts another.
         for _ in 0..<3 {
             guard let fd = try place.connect(timeout: timeout) else {
                 guard let start else { return nil }
@@ -27,7 +27,10 @@ enum HolderProcess {
                 if errno == EAGAIN || errno == EWOULDBLOCK {
                     throw KeychainError.holderTimedOut(socket: place.socket, seconds: timeout)
                 }
-                throw KeychainError.backendFailure(detail: "the holder at \(place.socket) ended before it answered")
+                // It ended meanwhile (its last vault expired): it holds nothing; a hold starts another.
+                guard request.operation == .hold else { return nil }
+                usleep(300_000)
+                continue
             }
             if let error = reply.error { throw error }
             if reply.notHeld == true && request.operation == .hold {
