@@ -80,8 +80,8 @@ struct KeychainCLI: ParsableCommand {
                   file not private to you; unlock and lock: the holder's directory
                   or socket not yours
               75  timed out: the keyring, a prompt, the vault's lock, the OpenBao
-                  server, gpg, keepassxc-cli or unlock's holder, after --timeout;
-                  --clip: the clipboard, after 5 seconds
+                  server, gpg, keepassxc-cli or the holder of unlock, after
+                  --timeout; --clip: the clipboard, after 5 seconds
               77  locked (no prompter, prompt dismissed), reset or export not
                   confirmed, permission denied, a wrong or missing vault passphrase
                   (or new one, vault passwd) or identity, a vault re-keyed under
