@@ -77,11 +77,7 @@ struct ServeMemoryTests {
     func aUserWhoMayNotLockIsToldOnce() throws {
         let scratch = try ScratchDirectory("serve-nobody")
         defer { scratch.remove() }
-        chmod(scratch.url.path, 0o777)
-        // A copy nobody can run, wherever the build is.
-        let binary = scratch.path("keychain-cli")
-        try FileManager.default.copyItem(atPath: keychainCLIPath, toPath: binary)
-        chmod(binary, 0o755)
+        let binary = try scratch.openWithCopyOfCLI()
         let environment = [
             "PATH": "/usr/bin:/bin", "HOME": scratch.url.path, "TMPDIR": scratch.url.path, "KEYCHAIN_BACKEND": "vault",
             "KEYCHAIN_VAULT": scratch.path("v.age"), "KEYCHAIN_PASSPHRASE": "x", "KEYCHAIN_VAULT_WORK_FACTOR": "10",

@@ -43,9 +43,7 @@ struct UnlockAttackTests {
         let other = try Self.asNobody(["/usr/bin/python3", "-c", Self.probe, socket])
         #expect(other.stdoutText == "closed\n", "\(other.stdoutText) \(other.stderr)")
         // keychain-cli as nobody, pointed at our runtime directory: not theirs, so not used.
-        let binary = place.scratch.path("keychain-cli")
-        try FileManager.default.copyItem(atPath: keychainCLIPath, toPath: binary)
-        chmod(binary, 0o755)
+        let binary = try place.scratch.openWithCopyOfCLI()
         chmod(place.vault, 0o644)
         let nobodyGet = try Self.asNobody(
             [binary, "get", "token"],
@@ -75,19 +73,13 @@ struct UnlockAttackTests {
                 with open(sys.argv[2], "ab") as f: f.write(data)
                 c.close()
             """
-        let fake = Process()
-        fake.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
-        fake.arguments = [
-            "--reuid", "nobody", "--regid", "nogroup", "--clear-groups", "/usr/bin/python3", "-c", server,
-            directory + "/holder.sock", record,
-        ]
-        fake.standardOutput = FileHandle.nullDevice
-        fake.standardError = FileHandle.nullDevice
-        try fake.run()
-        defer {
-            kill(fake.processIdentifier, SIGKILL)
-            fake.waitUntilExit()
-        }
+        let fake = try startQuietly(
+            "/usr/bin/setpriv",
+            [
+                "--reuid", "nobody", "--regid", "nogroup", "--clear-groups", "/usr/bin/python3", "-c", server,
+                directory + "/holder.sock", record,
+            ])
+        defer { fake.killAndWait() }
         for _ in 0..<100 where !FileManager.default.fileExists(atPath: record + ".ready") { usleep(50_000) }
         chmod(directory, 0o700)
         let unlocked = try place.run(["unlock"], passphrase: true)
@@ -116,16 +108,9 @@ struct UnlockAttackTests {
         #expect(try String(contentsOfFile: "/proc/\(pid)/coredump_filter", encoding: .utf8) == "00000000\n")
         let core = place.scratch.path("holder")
         _ = try runProcess("/usr/bin/gcore", ["-o", core, "\(pid)"], environment: ["PATH": "/usr/bin:/bin"])
-        let control = Process()
-        control.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-        control.arguments = ["-c", "import sys, time; s = sys.argv[1] * 2; time.sleep(30)", place.secret]
-        control.standardOutput = FileHandle.nullDevice
-        control.standardError = FileHandle.nullDevice
-        try control.run()
-        defer {
-            kill(control.processIdentifier, SIGKILL)
-            control.waitUntilExit()
-        }
+        let control = try startQuietly(
+            "/usr/bin/python3", ["-c", "import sys, time; s = sys.argv[1] * 2; time.sleep(30)", place.secret])
+        defer { control.killAndWait() }
         usleep(500_000)
         _ = try runProcess(
             "/usr/bin/gcore", ["-o", place.scratch.path("control"), "\(control.processIdentifier)"],
@@ -161,10 +146,7 @@ struct UnlockAttackTests {
             time.sleep(3)
             """
         let ready = place.scratch.path("locked")
-        let locker = Process()
-        locker.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-        locker.arguments = ["-c", holdLock, place.scratch.url.path, ready]
-        try locker.run()
+        let locker = try startQuietly("/usr/bin/python3", ["-c", holdLock, place.scratch.url.path, ready])
         for _ in 0..<100 where !FileManager.default.fileExists(atPath: ready) { usleep(20_000) }
         let short = try place.run(["--timeout", "1", "set", "k"], stdin: Data("short".utf8))
         #expect(short.status == 75, "\(short.stderr)")
@@ -195,10 +177,7 @@ struct UnlockAttackTests {
     func unlockSaysOnceWhenMemoryCannotBeLocked() throws {
         let scratch = try ScratchDirectory("unlock-nobody")
         defer { scratch.remove() }
-        chmod(scratch.url.path, 0o777)
-        let binary = scratch.path("keychain-cli")
-        try FileManager.default.copyItem(atPath: keychainCLIPath, toPath: binary)
-        chmod(binary, 0o755)
+        let binary = try scratch.openWithCopyOfCLI()
         let environment = [
             "HOME": scratch.url.path, "KEYCHAIN_BACKEND": "vault", "KEYCHAIN_VAULT": scratch.path("v.age"),
             "KEYCHAIN_VAULT_WORK_FACTOR": "10", "XDG_RUNTIME_DIR": scratch.path("run"),

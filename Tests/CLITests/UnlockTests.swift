@@ -123,6 +123,10 @@ struct UnlockTests {
         #expect(stored.status == 0, "\(stored.stderr)")
         let read = try place.run(["git-credential", "get"], stdin: Data("protocol=https\nhost=h.example\n\n".utf8))
         #expect(read.stdoutText.contains("password=p1"), "\(read.stderr)")
+        let docker = #"{"ServerURL":"registry.example","Username":"u","Secret":"d1"}"#
+        #expect(try place.run(["docker-credential", "store"], stdin: Data(docker.utf8)).status == 0)
+        let login = try place.run(["docker-credential", "get"], stdin: Data("registry.example\n".utf8))
+        #expect(login.stdoutText.contains(#""Secret":"d1""#), "\(login.stdoutText)")
         // vault passwd while unlocked: the holder's key opens the vault no more.
         try Data("new passphrase".utf8).write(to: URL(fileURLWithPath: place.scratch.path("new")))
         let rekeyed = try place.run(

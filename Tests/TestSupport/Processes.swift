@@ -120,3 +120,23 @@ public let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathCompone
 public func uniqueService(_ label: String = "t") -> String {
     "\(label)-\(UUID().uuidString.prefix(8))"
 }
+
+/// Starts `executable` with `arguments`, its output thrown away, so that it never holds a test's
+/// pipes open (a server a test starts and ends itself: ``Process/killAndWait()``).
+public func startQuietly(_ executable: String, _ arguments: [String]) throws -> Process {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: executable)
+    process.arguments = arguments
+    process.standardOutput = FileHandle.nullDevice
+    process.standardError = FileHandle.nullDevice
+    try process.run()
+    return process
+}
+
+extension Process {
+    /// Ends the process with SIGKILL (whoever it runs as now) and waits for it.
+    public func killAndWait() {
+        kill(processIdentifier, SIGKILL)
+        waitUntilExit()
+    }
+}
