@@ -34,7 +34,8 @@ package struct HolderPlace: Sendable {
         if lstat(directory, &info) != 0 {
             guard errno == ENOENT, creating else { return false }
             if mkdir(directory, 0o700) != 0 && errno != EEXIST {
-                throw .vaultIO(detail: "cannot make the holder's directory \(quotedPath(directory)): \(errorText())")
+                throw .vaultIO(
+                    detail: FileError("cannot make the holder's directory \(quotedPath(directory))").description)
             }
             guard lstat(directory, &info) == 0 else { return false }
         }
@@ -61,8 +62,7 @@ package struct HolderPlace: Sendable {
     ///   another uid listens on the socket.
     package func connect(timeout: Double) throws(KeychainError) -> Int32? {
         guard try check(creating: false) else { return nil }
-        let fd = Glibc.socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else { throw .vaultIO(detail: "cannot make a socket: \(errorText())") }
+        let fd = try Self.unixSocket()
         let connected = withUnixSocketAddress(Array(socket.utf8)) { Glibc.connect(fd, $0, $1) }
         guard connected == 0 else {
             close(fd)
@@ -82,17 +82,22 @@ package struct HolderPlace: Sendable {
     /// Listens on the socket, replacing one a dead holder left: the caller holds the lock file,
     /// so no live holder listens there.
     package func listen() throws(KeychainError) -> Int32 {
-        let fd = Glibc.socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else { throw .vaultIO(detail: "cannot make a socket: \(errorText())") }
+        let fd = try Self.unixSocket()
         unlink(socket)
         let previous = umask(0o177)
         let bound = withUnixSocketAddress(Array(socket.utf8)) { bind(fd, $0, $1) }
         umask(previous)
         guard bound == 0, Glibc.listen(fd, 64) == 0 else {
-            let text = errorText()
+            let failure = FileError("cannot listen on \(quotedPath(socket))")
             close(fd)
-            throw .vaultIO(detail: "cannot listen on \(quotedPath(socket)): \(text)")
+            throw .vaultIO(detail: failure.description)
         }
+        return fd
+    }
+
+    private static func unixSocket() throws(KeychainError) -> Int32 {
+        let fd = Glibc.socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { throw .vaultIO(detail: FileError("cannot make a socket").description) }
         return fd
     }
 
@@ -101,14 +106,15 @@ package struct HolderPlace: Sendable {
     /// - Returns: false when another holder keeps it.
     package func takeLock(waiting seconds: Double) throws(KeychainError) -> Bool {
         let fd = open(lockFile, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
-        guard fd >= 0 else { throw .vaultIO(detail: "cannot open \(quotedPath(lockFile)): \(errorText())") }
-        let deadline = monotonicSeconds() + seconds
-        while flock(fd, LOCK_EX | LOCK_NB) != 0 {
-            guard monotonicSeconds() < deadline else {
+        guard fd >= 0 else { throw .vaultIO(detail: FileError("cannot open \(quotedPath(lockFile))").description) }
+        do {
+            guard try lockExclusively(fd, timeout: seconds, operation: "cannot lock \(quotedPath(lockFile))") else {
                 close(fd)
                 return false
             }
-            usleep(20_000)
+        } catch {
+            close(fd)
+            throw .vaultIO(detail: error.description)
         }
         return true
     }
@@ -121,5 +127,3 @@ package struct HolderPlace: Sendable {
         setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &limit, size)
     }
 }
-
-func errorText(_ code: Int32 = errno) -> String { String(cString: strerror(code)) }

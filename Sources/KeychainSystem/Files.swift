@@ -147,15 +147,25 @@ package func withDirectoryLock<Result, Failure: Error>(
     let fd = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
     guard fd >= 0 else { throw FileError("cannot open the directory \(quotedPath(directory))") }
     defer { close(fd) }  // releases the lock
+    guard try lockExclusively(fd, timeout: timeout, operation: "cannot lock the directory \(quotedPath(directory))")
+    else { return nil }
+    return try body()
+}
+
+/// Takes an exclusive advisory lock (`flock`) on `fd`, waiting up to `timeout` seconds for the
+/// process that holds it; it is held until `fd` is closed.
+/// - Returns: false when another process held it for `timeout` seconds.
+/// - Throws: ``FileError`` with `operation` when `fd` cannot be locked at all.
+package func lockExclusively(_ fd: Int32, timeout: Double, operation: @autoclosure () -> String) throws(FileError)
+    -> Bool
+{
     let deadline = monotonicSeconds() + timeout
     while flock(fd, LOCK_EX | LOCK_NB) != 0 {
-        guard errno == EWOULDBLOCK || errno == EINTR else {
-            throw FileError("cannot lock the directory \(quotedPath(directory))")
-        }
-        guard monotonicSeconds() < deadline else { return nil }
+        guard errno == EWOULDBLOCK || errno == EINTR else { throw FileError(operation()) }
+        guard monotonicSeconds() < deadline else { return false }
         usleep(2_000)
     }
-    return try body()
+    return true
 }
 
 package func monotonicSeconds() -> Double {
