@@ -60,17 +60,13 @@ package final class HeldVaultStore: SecretStore {
             }
             var request = request
             (request.vault, request.deadline) = (vault, monotonicSeconds() + timeout)
-            guard HolderWire.send(request, on: fd), let reply = HolderWire.receive(HolderReply.self, on: fd) else {
-                close(fd)
-                state = .some(.none)
-                if errno == EAGAIN || errno == EWOULDBLOCK {
-                    throw .holderTimedOut(socket: place.socket, seconds: timeout + Self.grace)
-                }
-                return nil
+            let answer = Result { () throws(KeychainError) in
+                try HolderWire.exchange(request, on: fd, socket: place.socket, seconds: timeout + Self.grace)
             }
-            if reply.notHeld == true {
+            guard case .success(let reply?) = answer, reply.notHeld != true else {
                 close(fd)
                 state = .some(.none)
+                _ = try answer.get()
                 return nil
             }
             if let error = reply.error { throw error }

@@ -98,6 +98,20 @@ package enum HolderWire {
         return message.withUnsafeBufferPointer { writeAll(fd, $0) }
     }
 
+    /// The holder's reply to `request` on `fd`; nil when the connection ended without one (the
+    /// holder ended, or the message did not decode).
+    /// - Throws: ``KeychainError/holderTimedOut(socket:seconds:)`` when it did not answer within
+    ///   the socket's timeout, `seconds`.
+    package static func exchange(_ request: HolderRequest, on fd: Int32, socket: String, seconds: Double)
+        throws(KeychainError) -> HolderReply?
+    {
+        guard send(request, on: fd), let reply = receive(HolderReply.self, on: fd) else {
+            if errno == EAGAIN || errno == EWOULDBLOCK { throw .holderTimedOut(socket: socket, seconds: seconds) }
+            return nil
+        }
+        return reply
+    }
+
     /// The next message, nil at the end of the connection, a timeout, or a message that is too
     /// large or does not decode.
     package static func receive<Value: Decodable>(_ type: Value.Type, on fd: Int32) -> Value? {

@@ -23,10 +23,7 @@ enum HolderProcess {
                 continue
             }
             defer { close(fd) }
-            guard HolderWire.send(request, on: fd), let reply = HolderWire.receive(HolderReply.self, on: fd) else {
-                if errno == EAGAIN || errno == EWOULDBLOCK {
-                    throw KeychainError.holderTimedOut(socket: place.socket, seconds: timeout)
-                }
+            guard let reply = try HolderWire.exchange(request, on: fd, socket: place.socket, seconds: timeout) else {
                 // It ended meanwhile (its last vault expired): it holds nothing; a hold starts another.
                 guard request.operation == .hold else { return nil }
                 usleep(300_000)
