@@ -82,11 +82,10 @@ struct ServeMemoryTests {
             "PATH": "/usr/bin:/bin", "HOME": scratch.url.path, "TMPDIR": scratch.url.path, "KEYCHAIN_BACKEND": "vault",
             "KEYCHAIN_VAULT": scratch.path("v.age"), "KEYCHAIN_PASSPHRASE": "x", "KEYCHAIN_VAULT_WORK_FACTOR": "10",
         ]
-        let served = try runProcess(
-            "/usr/bin/setpriv",
+        let served = try runAsNobody(
             [
-                "--reuid", "nobody", "--regid", "nogroup", "--clear-groups", "prlimit", "--memlock=65536:65536", binary,
-                "serve", "--no-mask", "--", "sh", "-c", "grep VmLck /proc/$PPID/status",
+                "prlimit", "--memlock=65536:65536", binary, "serve", "--no-mask", "--", "sh", "-c",
+                "grep VmLck /proc/$PPID/status",
             ], environment: environment)
         #expect(served.status == 0, "\(served.stderr)")
         #expect(served.stdoutText.hasSuffix(" 0 kB\n"), "\(served.stdoutText)")

@@ -22,12 +22,6 @@ struct UnlockAttackTests {
             print("closed")
         """
 
-    static func asNobody(_ arguments: [String], environment: [String: String] = [:]) throws -> ProcessResult {
-        try runProcess(
-            "/usr/bin/setpriv", ["--reuid", "nobody", "--regid", "nogroup", "--clear-groups"] + arguments,
-            environment: environment.merging(["PATH": "/usr/bin:/bin"]) { old, _ in old })
-    }
-
     @Test(.enabled(if: geteuid() == 0, "setpriv needs root"))
     func anotherUserGetsNothingFromTheHolder() throws {
         let place = try Place()
@@ -40,12 +34,12 @@ struct UnlockAttackTests {
         let own = try runProcess(
             "/usr/bin/python3", ["-c", Self.probe, socket], environment: ["PATH": "/usr/bin:/bin"])
         #expect(own.stdoutText == "reply\n", "the probe gets an answer as the holder's uid: \(own.stderr)")
-        let other = try Self.asNobody(["/usr/bin/python3", "-c", Self.probe, socket])
+        let other = try runAsNobody(["/usr/bin/python3", "-c", Self.probe, socket])
         #expect(other.stdoutText == "closed\n", "\(other.stdoutText) \(other.stderr)")
         // keychain-cli as nobody, pointed at our runtime directory: not theirs, so not used.
         let binary = try place.scratch.openWithCopyOfCLI()
         chmod(place.vault, 0o644)
-        let nobodyGet = try Self.asNobody(
+        let nobodyGet = try runAsNobody(
             [binary, "get", "token"],
             environment: ["KEYCHAIN_BACKEND": "vault", "KEYCHAIN_VAULT": place.vault, "XDG_RUNTIME_DIR": place.runtime])
         #expect(nobodyGet.status == 77, "\(nobodyGet.stdoutText) \(nobodyGet.stderr)")
@@ -185,21 +179,15 @@ struct UnlockAttackTests {
         func run(_ arguments: [String], passphrase: Bool = false) throws -> ProcessResult {
             var environment = environment
             if passphrase { environment["KEYCHAIN_PASSPHRASE"] = CLIBackend.passphrase }
-            return try Self.asNobody(
+            return try runAsNobody(
                 ["prlimit", "--memlock=65536:65536", binary] + arguments, environment: environment)
         }
         try FileManager.default.createDirectory(atPath: scratch.path("run"), withIntermediateDirectories: false)
         _ = try runProcess("/bin/chown", ["nobody", scratch.path("run")], environment: [:])
         chmod(scratch.path("run"), 0o700)
-        let stored = try runProcess(
-            "/usr/bin/setpriv",
-            [
-                "--reuid", "nobody", "--regid", "nogroup", "--clear-groups", "sh", "-c", "printf s | \"$0\" set k",
-                binary,
-            ],
-            environment: environment.merging(["KEYCHAIN_PASSPHRASE": CLIBackend.passphrase, "PATH": "/usr/bin:/bin"]) {
-                $1
-            })
+        let stored = try runAsNobody(
+            ["sh", "-c", "printf s | \"$0\" set k", binary],
+            environment: environment.merging(["KEYCHAIN_PASSPHRASE": CLIBackend.passphrase]) { $1 })
         #expect(stored.status == 0, "\(stored.stderr)")
         let unlocked = try run(["unlock"], passphrase: true)
         #expect(unlocked.status == 0, "\(unlocked.stderr)")

@@ -140,3 +140,11 @@ extension Process {
         waitUntilExit()
     }
 }
+
+/// Runs `arguments` (a program and its arguments) as the user nobody (setpriv: needs root), with
+/// `environment` and, unless it sets one, PATH /usr/bin:/bin.
+public func runAsNobody(_ arguments: [String], environment: [String: String] = [:]) throws -> ProcessResult {
+    try runProcess(
+        "/usr/bin/setpriv", ["--reuid", "nobody", "--regid", "nogroup", "--clear-groups"] + arguments,
+        environment: environment.merging(["PATH": "/usr/bin:/bin"]) { old, _ in old })
+}
