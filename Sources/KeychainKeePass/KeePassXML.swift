@@ -136,7 +136,9 @@ package enum KeePassXML {
                 attachmentNames.append(closing)
             } else if at("Group", "Entry") {
                 if groups.last?.deleted == false { try finishEntry() }
-            } else if at("Group") {
+            } else if at("Root", "Group") || at("Group", "Group") {
+                // Exactly the groups start(_:) pushed: a Group under another element (a damaged
+                // file's <Grgup><Group>) was never pushed, and is not popped.
                 groups.removeLast()
             }
         }
