@@ -30,6 +30,9 @@
 // prctl(PR_SET_DUMPABLE, 0): no core file, and no ptrace by other processes of the same user
 // (what ssh-agent and gpg-agent do). execve of another program makes it dumpable again.
 static inline int keychain_cli_set_undumpable(void) { return prctl(PR_SET_DUMPABLE, 0, 0, 0, 0); }
+// prctl(PR_SET_DUMPABLE, 1): for the moment a plain user's process writes its own /proc files,
+// which belong to root while it is not dumpable.
+static inline int keychain_cli_set_dumpable(void) { return prctl(PR_SET_DUMPABLE, 1, 0, 0, 0); }
 
 // prctl(PR_SET_PDEATHSIG): `signal` when the parent ends (kept across exec): a clipboard tool
 // dies with the process that would have cleared the clipboard.

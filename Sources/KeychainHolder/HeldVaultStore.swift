@@ -19,9 +19,10 @@ package final class HeldVaultStore: SecretStore {
     /// good once it is gone or does not hold the vault.
     private let connection = Locked<Int32??>(nil)
 
-    /// Seconds a client waits beyond its --timeout: the holder answers by then (it waits for the
-    /// vault's lock only until the client's time is up, and begins no write after it).
-    static let grace = 2.0
+    /// Of the client's --timeout, the seconds left for the holder's answer to arrive after the
+    /// holder's own deadline: it waits for the vault's lock, and replaces the file, only before
+    /// that (a tenth of the timeout, a quarter of a second at most).
+    static func margin(_ timeout: Double) -> Double { min(0.25, timeout / 10) }
 
     /// Whether a holder may run for this user: its socket exists. (One `stat`: the cost of a
     /// command on a vault nobody unlocked.)
@@ -41,36 +42,51 @@ package final class HeldVaultStore: SecretStore {
         connection.withLock { if case .some(.some(let fd)) = $0 { close(fd) } }
     }
 
-    /// The holder's reply to `request`, or nil when the vault is to be opened directly.
+    /// The holder's reply to `request`, or nil when the vault is to be opened directly. A
+    /// connection the holder closed since the last request (it keeps a few hundred, closing
+    /// those unused longest) is made again once: a request it never read is sent again.
     private func ask(_ request: HolderRequest) throws(KeychainError) -> HolderReply? {
         try connection.withLock { (state) throws(KeychainError) -> HolderReply? in
-            var fd: Int32
-            switch state {
-            case .some(.none): return nil
-            case .some(.some(let open)): fd = open
-            case .none:
-                // A holder of another uid, or a directory not private: not ours to ask, and the
-                // vault opens without it as if it were not there.
-                guard let open = try? place.connect(timeout: timeout + Self.grace) else {
+            let deadline = monotonicSeconds() + timeout
+            var request = request
+            (request.vault, request.deadline) = (vault, deadline - Self.margin(timeout))
+            for attempt in 0..<2 {
+                var fd: Int32
+                var reused = false
+                switch state {
+                case .some(.none): return nil
+                case .some(.some(let open)): (fd, reused) = (open, true)
+                case .none:
+                    // A holder of another uid, or a directory not private: not ours to ask, and the
+                    // vault opens without it as if it were not there.
+                    guard let open = try? place.connect(timeout: max(deadline - monotonicSeconds(), 0.001)) else {
+                        state = .some(.none)
+                        return nil
+                    }
+                    fd = open
+                    state = .some(fd)
+                }
+                let answer = Result { () throws(KeychainError) in
+                    try HolderWire.exchange(request, on: fd, socket: place.socket, deadline: deadline, seconds: timeout)
+                }
+                if case .success(nil) = answer, reused, attempt == 0 {
+                    close(fd)
+                    state = nil
+                    continue
+                }
+                guard case .success(let reply?) = answer, reply.notHeld != true else {
+                    close(fd)
                     state = .some(.none)
+                    _ = try answer.get()
                     return nil
                 }
-                fd = open
-                state = .some(fd)
+                if case .holderTimedOut(let socket, _) = reply.error {
+                    throw .holderTimedOut(socket: socket, seconds: timeout)
+                }
+                if let error = reply.error { throw error }
+                return reply
             }
-            var request = request
-            (request.vault, request.deadline) = (vault, monotonicSeconds() + timeout)
-            let answer = Result { () throws(KeychainError) in
-                try HolderWire.exchange(request, on: fd, socket: place.socket, seconds: timeout + Self.grace)
-            }
-            guard case .success(let reply?) = answer, reply.notHeld != true else {
-                close(fd)
-                state = .some(.none)
-                _ = try answer.get()
-                return nil
-            }
-            if let error = reply.error { throw error }
-            return reply
+            return nil
         }
     }
 

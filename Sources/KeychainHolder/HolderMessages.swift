@@ -83,54 +83,89 @@ package struct HolderReply: Codable, Sendable {
     }
 }
 
+/// send without waiting and without SIGPIPE (MSG_DONTWAIT | MSG_NOSIGNAL), and recv without
+/// waiting: the values of Linux's headers, which Glibc's module does not name.
+let sendFlags: Int32 = 0x40 | 0x4000
+let receiveFlags: Int32 = 0x40
+
 /// The framing both ends use.
 package enum HolderWire {
-    /// The largest message read: a vault's largest file, plus room for its encoding.
+    /// The largest message read: a vault's largest file, plus room for its encoding. The holder
+    /// also keeps no more than this, in all, of requests not yet whole.
     static let limit = 400 << 20
 
-    package static func send(_ value: some Encodable, on fd: Int32) -> Bool {
-        guard var body = try? JSONEncoder().encode(value) else { return false }
+    /// `value` as one message: its length (4 bytes, big-endian), then its JSON.
+    static func framed(_ value: some Encodable) -> [UInt8]? {
+        guard var body = try? JSONEncoder().encode(value) else { return nil }
         defer { wipe(&body) }
         let count = UInt32(body.count)
         var message = [UInt8(count >> 24), UInt8(count >> 16 & 0xff), UInt8(count >> 8 & 0xff), UInt8(count & 0xff)]
         message += body
+        return message
+    }
+
+    /// The length a message's first four bytes give.
+    static func length(_ prefix: ArraySlice<UInt8>) -> Int {
+        let bytes = Array(prefix.prefix(4))
+        return Int(bytes[0]) << 24 | Int(bytes[1]) << 16 | Int(bytes[2]) << 8 | Int(bytes[3])
+    }
+
+    /// The holder's reply to `request` on `fd`, waited for until `deadline` (CLOCK_MONOTONIC
+    /// seconds); nil when the connection ended without one (the holder ended, or closed a
+    /// connection it had kept long unused, or the reply did not decode).
+    /// - Throws: ``KeychainError/holderTimedOut(socket:seconds:)`` (with `seconds`) when it did
+    ///   not answer by then.
+    package static func exchange(
+        _ request: HolderRequest, on fd: Int32, socket: String, deadline: Double, seconds: Double
+    ) throws(KeychainError) -> HolderReply? {
+        guard var message = framed(request) else { return nil }
         defer { wipe(&message) }
-        return message.withUnsafeBufferPointer { writeAll(fd, $0) }
-    }
-
-    /// The holder's reply to `request` on `fd`; nil when the connection ended without one (the
-    /// holder ended, or the message did not decode).
-    /// - Throws: ``KeychainError/holderTimedOut(socket:seconds:)`` when it did not answer within
-    ///   the socket's timeout, `seconds`.
-    package static func exchange(_ request: HolderRequest, on fd: Int32, socket: String, seconds: Double)
-        throws(KeychainError) -> HolderReply?
-    {
-        guard send(request, on: fd), let reply = receive(HolderReply.self, on: fd) else {
-            if errno == EAGAIN || errno == EWOULDBLOCK { throw .holderTimedOut(socket: socket, seconds: seconds) }
-            return nil
-        }
-        return reply
-    }
-
-    /// The next message, nil at the end of the connection, a timeout, or a message that is too
-    /// large or does not decode.
-    package static func receive<Value: Decodable>(_ type: Value.Type, on fd: Int32) -> Value? {
-        guard let prefix = read(4, from: fd) else { return nil }
-        let count = Int(prefix[0]) << 24 | Int(prefix[1]) << 16 | Int(prefix[2]) << 8 | Int(prefix[3])
-        guard count <= limit, var body = read(count, from: fd) else { return nil }
+        let timedOut = KeychainError.holderTimedOut(socket: socket, seconds: seconds)
+        guard try transfer(fd, &message, writing: true, until: deadline, timedOut) else { return nil }
+        var prefix = [UInt8](repeating: 0, count: 4)
+        guard try transfer(fd, &prefix, writing: false, until: deadline, timedOut) else { return nil }
+        let count = length(prefix[...])
+        guard count <= limit else { return nil }
+        // Read as it arrives, never more than arrived: a prefix does not decide what is allocated.
+        var body: [UInt8] = []
         defer { wipe(&body) }
-        return try? JSONDecoder().decode(type, from: Data(body))
+        while body.count < count {
+            var part = [UInt8](repeating: 0, count: min(count - body.count, 1 << 16))
+            defer { wipe(&part) }
+            guard try transfer(fd, &part, writing: false, until: deadline, timedOut, partial: true) else { return nil }
+            body += part
+        }
+        return try? JSONDecoder().decode(HolderReply.self, from: Data(body))
     }
 
-    private static func read(_ count: Int, from fd: Int32) -> [UInt8]? {
-        var bytes = [UInt8](repeating: 0, count: count)
-        var offset = 0
-        while offset < count {
-            let got = bytes.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress! + offset, count - offset) }
-            if got < 0 && errno == EINTR { continue }
-            guard got > 0 else { return nil }
-            offset += got
+    /// Writes all of `bytes`, or reads until `bytes` is full (with `partial`, whatever comes
+    /// first, `bytes` cut to it), waiting until `deadline`; false at the end of the connection.
+    private static func transfer(
+        _ fd: Int32, _ bytes: inout [UInt8], writing: Bool, until deadline: Double, _ timedOut: KeychainError,
+        partial: Bool = false
+    ) throws(KeychainError) -> Bool {
+        var done = 0
+        while done < bytes.count {
+            let left = deadline - monotonicSeconds()
+            guard left > 0 else { throw timedOut }
+            var poller = pollfd(fd: fd, events: Int16(writing ? POLLOUT : POLLIN), revents: 0)
+            let ready = poll(&poller, 1, Int32(min(left * 1000 + 1, 3_600_000)))
+            if ready < 0 && errno == EINTR { continue }
+            guard ready >= 0 else { return false }
+            if ready == 0 { continue }
+            let count = bytes.withUnsafeMutableBytes { buffer in
+                writing
+                    ? Glibc.send(fd, buffer.baseAddress! + done, buffer.count - done, sendFlags)
+                    : Glibc.recv(fd, buffer.baseAddress! + done, buffer.count - done, receiveFlags)
+            }
+            if count < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK) { continue }
+            guard count > 0 else { return false }
+            done += count
+            if partial {
+                bytes.removeSubrange(done...)
+                return true
+            }
         }
-        return bytes
+        return true
     }
 }

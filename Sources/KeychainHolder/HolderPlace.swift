@@ -57,15 +57,21 @@ package struct HolderPlace: Sendable {
     }
 
     /// A connection to the holder, or nil when none runs (no directory, no socket, or a socket
-    /// nobody listens on, as SIGKILL leaves it).
+    /// nobody listens on, as SIGKILL leaves it). Waits `timeout` seconds at most.
     /// - Throws: ``KeychainError/insecureFile(detail:)`` when the directory is not private or
-    ///   another uid listens on the socket.
+    ///   another uid listens on the socket; ``KeychainError/holderTimedOut(socket:seconds:)`` when
+    ///   it did not take the connection in time.
     package func connect(timeout: Double) throws(KeychainError) -> Int32? {
         guard try check(creating: false) else { return nil }
         let fd = try Self.unixSocket()
+        // Before connect, which waits as long while the holder's backlog is full.
+        Self.setTimeout(fd, seconds: timeout)
         let connected = withUnixSocketAddress(Array(socket.utf8)) { Glibc.connect(fd, $0, $1) }
         guard connected == 0 else {
+            let error = errno
             close(fd)
+            // Its backlog stayed full for all of `timeout`: a holder runs, and did not take us.
+            if error == EAGAIN || error == EINPROGRESS { throw .holderTimedOut(socket: socket, seconds: timeout) }
             return nil
         }
         var peer = keychain_cli_peer()
@@ -75,7 +81,6 @@ package struct HolderPlace: Sendable {
                 detail: "the holder's socket \(quotedPath(socket)) is served by uid \(peer.uid), not by you; "
                     + "remove it and run keychain-cli unlock again")
         }
-        Self.setTimeout(fd, seconds: timeout)
         return fd
     }
 
@@ -87,7 +92,7 @@ package struct HolderPlace: Sendable {
         let previous = umask(0o177)
         let bound = withUnixSocketAddress(Array(socket.utf8)) { bind(fd, $0, $1) }
         umask(previous)
-        guard bound == 0, Glibc.listen(fd, 64) == 0 else {
+        guard bound == 0, Glibc.listen(fd, SOMAXCONN) == 0 else {
             let failure = FileError("cannot listen on \(quotedPath(socket))")
             close(fd)
             throw .vaultIO(detail: failure.description)

@@ -13,7 +13,7 @@ import KeychainVault
 package final class VaultHolder: Sendable {
     struct Held {
         let store: VaultStore
-        /// Monotonic seconds at which the time limit ends, nil for none.
+        /// Boot seconds (the time suspended counts) at which the time limit ends, nil for none.
         let expires: Double?
         let idle: Double?
         var lastUse: Double
@@ -21,9 +21,26 @@ package final class VaultHolder: Sendable {
 
     struct State {
         var vaults: [String: Held] = [:]
-        var clients = 0
         /// Set once it has decided to end: a `hold` then is refused, and `unlock` starts another.
         var ending = false
+
+        /// Forgets `vault`: its key and secrets are cleared, also from a write waiting for the
+        /// vault's lock with it, which then writes nothing.
+        mutating func forget(_ vault: String) -> Bool {
+            guard let held = vaults.removeValue(forKey: vault) else { return false }
+            held.store.forgetKey()
+            return true
+        }
+
+        mutating func forgetAll() -> Int {
+            defer { vaults = [:] }
+            for held in vaults.values { held.store.forgetKey() }
+            return vaults.count
+        }
+
+        mutating func forgetExpired(now: Double) {
+            for (vault, held) in vaults where VaultHolder.expired(held, now: now) { _ = forget(vault) }
+        }
     }
 
     let listener: Int32
@@ -32,10 +49,6 @@ package final class VaultHolder: Sendable {
     /// no client can reach this holder, and it ends rather than keep keys nobody can lock.
     let socketInode: UInt64
     let state = Locked(State())
-    /// The most clients served at once; more wait in the socket's backlog until one ends.
-    static let maximumClients = 64
-    /// Seconds a client may keep a connection open without a request.
-    static let clientIdleSeconds = 30.0
     /// Seconds it waits for its first vault before ending.
     static let firstVaultSeconds = 30.0
 
@@ -55,21 +68,20 @@ package final class VaultHolder: Sendable {
     /// ``firstVaultSeconds`` of the start. Then it stops listening and removes its socket before
     /// it returns (and before the process lets go of the lock file): a client that comes later
     /// finds none, and `unlock` starts another holder, which takes the lock once this one is gone.
-    package func run() {
-        let started = monotonicSeconds()
+    package func run() throws(KeychainError) {
+        let clients = try HolderConnections(listener: listener) { [self] in answer($0) }
+        let started = bootSeconds()
         var everHeld = false
         while true {
-            if state.withLock({ $0.clients >= Self.maximumClients }) {
-                usleep(10_000)
-            } else {
-                var poller = pollfd(fd: listener, events: Int16(POLLIN), revents: 0)
-                if poll(&poller, 1, 250) > 0 { accept() }
-            }
-            let now = monotonicSeconds()
+            clients.serve(for: nextCheck())
+            let now = bootSeconds()
             let reachable = reachable()
             let ended = state.withLock { state in
-                state.vaults = state.vaults.filter { !Self.expired($0.value, now: now) }
-                if !reachable { (state.vaults, state.ending) = ([:], true) }
+                state.forgetExpired(now: now)
+                if !reachable {
+                    _ = state.forgetAll()
+                    state.ending = true
+                }
                 everHeld = everHeld || !state.vaults.isEmpty
                 if state.vaults.isEmpty && (everHeld || now - started > Self.firstVaultSeconds) { state.ending = true }
                 return state.ending
@@ -80,39 +92,26 @@ package final class VaultHolder: Sendable {
         if reachable() { unlink(place.socket) }
     }
 
-    /// Forgets every vault now (a suspend): their keys go with their stores.
-    package func forgetAll() {
-        state.withLock { $0.vaults = [:] }
+    /// Milliseconds until a vault's limit ends, a second at most (the socket is looked at then).
+    private func nextCheck() -> Int32 {
+        let now = bootSeconds()
+        let next = state.withLock { state in
+            state.vaults.values.flatMap { held in
+                [held.expires, held.idle.map { held.lastUse + $0 }].compactMap(\.self)
+            }.min()
+        }
+        return Int32(max(0, min(1, (next ?? now + 1) - now)) * 1000) + 1
     }
 
-    private static func expired(_ held: Held, now: Double) -> Bool {
+    /// Forgets every vault now (a suspend): their keys go with their stores.
+    package func forgetAll() {
+        _ = state.withLock { $0.forgetAll() }
+    }
+
+    static func expired(_ held: Held, now: Double) -> Bool {
         if let expires = held.expires, now >= expires { return true }
         if let idle = held.idle, now - held.lastUse >= idle { return true }
         return false
-    }
-
-    private func accept() {
-        let fd = Glibc.accept(listener, nil, nil)
-        guard fd >= 0 else { return }
-        _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
-        var peer = keychain_cli_peer()
-        guard keychain_cli_peer_credentials(fd, &peer) == 0, peer.uid == geteuid() else {
-            close(fd)
-            return
-        }
-        state.withLock { $0.clients += 1 }
-        HolderPlace.setTimeout(fd, seconds: Self.clientIdleSeconds)
-        let started = startThread { [self] in
-            while let request = HolderWire.receive(HolderRequest.self, on: fd) {
-                guard HolderWire.send(answer(request), on: fd) else { break }
-            }
-            close(fd)
-            state.withLock { $0.clients -= 1 }
-        }
-        if !started {
-            close(fd)
-            state.withLock { $0.clients -= 1 }
-        }
     }
 
     /// What `request` gets.
@@ -122,22 +121,13 @@ package final class VaultHolder: Sendable {
         case .hold: return hold(request)
         case .forget:
             reply.count = state.withLock { state in
-                guard let vault = request.vault else {
-                    defer { state.vaults = [:] }
-                    return state.vaults.count
-                }
-                return state.vaults.removeValue(forKey: vault) == nil ? 0 : 1
+                guard let vault = request.vault else { return state.forgetAll() }
+                return state.forget(vault) ? 1 : 0
             }
+            reply.held = status()
             return reply
         case .status:
-            let now = monotonicSeconds()
-            reply.held = state.withLock { state in
-                state.vaults.filter { !Self.expired($0.value, now: now) }.map { vault, held in
-                    HolderReply.HeldVault(
-                        vault: vault, expiresIn: held.expires.map { $0 - now }, idle: held.idle,
-                        unused: now - held.lastUse)
-                }
-            }
+            reply.held = status()
             return reply
         default: break
         }
@@ -145,19 +135,21 @@ package final class VaultHolder: Sendable {
             reply.notHeld = true
             return reply
         }
-        // The client's time: waited for the vault's lock until it ends, no write begun after it.
-        let remaining = (request.deadline ?? monotonicSeconds() + defaultStoreTimeout) - monotonicSeconds()
-        guard remaining > 0 else {
-            reply.error = .holderTimedOut(socket: place.socket, seconds: 0)
-            return reply
+        // The client's time: waited for the vault's lock until it ends, and no write replaces
+        // the file after it; nor once the vault is locked (its key is gone by then).
+        let deadline = request.deadline ?? monotonicSeconds() + defaultStoreTimeout
+        let check: @Sendable () throws(KeychainError) -> Void = { [self] () throws(KeychainError) in
+            guard state.withLock({ $0.vaults[vault]?.store === store }) else { throw .vaultRekeyed(path: vault) }
+            guard monotonicSeconds() < deadline else { throw .holderTimedOut(socket: place.socket, seconds: 0) }
         }
         do throws(KeychainError) {
-            try carryOut(request, reading: store, writing: store.waiting(remaining), into: &reply)
+            try check()
+            let writer = store.waiting(deadline - monotonicSeconds(), check: check)
+            try carryOut(request, reading: store, writing: writer, into: &reply)
         } catch .vaultRekeyed, .noMatchingIdentity, .noPassphrase, .wrongPassphrase {
-            // Re-keyed since (vault passwd, vault recipients): the key held opens it no more.
-            state.withLock { state in
-                if state.vaults[vault]?.store === store { state.vaults[vault] = nil }
-            }
+            // Locked meanwhile, or re-keyed since (vault passwd, vault recipients): the key held
+            // opens it no more.
+            _ = state.withLock { state in state.vaults[vault]?.store === store ? state.forget(vault) : false }
             reply.notHeld = true
         } catch {
             reply.error = error
@@ -165,13 +157,25 @@ package final class VaultHolder: Sendable {
         return reply
     }
 
+    /// What is held, and until when.
+    private func status() -> [HolderReply.HeldVault] {
+        let now = bootSeconds()
+        return state.withLock { state in
+            state.vaults.filter { !Self.expired($0.value, now: now) }.map { vault, held in
+                HolderReply.HeldVault(
+                    vault: vault, expiresIn: held.expires.map { $0 - now }, idle: held.idle,
+                    unused: now - held.lastUse)
+            }
+        }
+    }
+
     /// The store of `vault` if it is held and within its limits, its idle time restarted.
     private func use(_ vault: String) -> VaultStore? {
-        let now = monotonicSeconds()
+        let now = bootSeconds()
         return state.withLock { state in
             guard let held = state.vaults[vault] else { return nil }
             guard !Self.expired(held, now: now) else {
-                state.vaults[vault] = nil
+                _ = state.forget(vault)
                 return nil
             }
             state.vaults[vault]?.lastUse = now
@@ -198,10 +202,11 @@ package final class VaultHolder: Sendable {
             reply.error = error
             return reply
         }
-        let now = monotonicSeconds()
+        let now = bootSeconds()
         let held = Held(store: store, expires: request.ttl.map { now + $0 }, idle: request.idle, lastUse: now)
         let accepted = state.withLock { state in
             guard !state.ending else { return false }
+            if let previous = state.vaults[vault], previous.store !== store { previous.store.forgetKey() }
             state.vaults[vault] = held
             return true
         }

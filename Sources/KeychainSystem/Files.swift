@@ -61,12 +61,22 @@ package func readToEnd(_ fd: Int32, limit: Int, operation: @autoclosure () -> St
 }
 
 /// The contents of the file at `path`, or nil when it does not exist.
+/// - Parameter regular: whether it must be a regular file: a FIFO or a device there is refused
+///   at once (`EINVAL`) instead of blocking the open or the read until another process writes.
 /// - Throws: ``FileError`` when it cannot be read, or is larger than `limit` bytes (`EFBIG`).
-package func readFileIfPresent(_ path: String, limit: Int) throws(FileError) -> [UInt8]? {
-    let fd = open(path, O_RDONLY | O_CLOEXEC)
+package func readFileIfPresent(_ path: String, limit: Int, regular: Bool = false) throws(FileError) -> [UInt8]? {
+    let fd = open(path, O_RDONLY | O_CLOEXEC | (regular ? O_NONBLOCK : 0))
     if fd < 0 && errno == ENOENT { return nil }
     guard fd >= 0 else { throw FileError("cannot open \(quotedPath(path))") }
     defer { close(fd) }
+    if regular {
+        var info = stat()
+        guard fstat(fd, &info) == 0 else { throw FileError("cannot read \(quotedPath(path))") }
+        guard info.st_mode & S_IFMT == S_IFREG else {
+            throw FileError("\(quotedPath(path)) is not a regular file (a FIFO, a device or a directory)", code: EINVAL)
+        }
+        _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK)
+    }
     guard let bytes = try readToEnd(fd, limit: limit, operation: "cannot read \(quotedPath(path))") else {
         throw FileError("\(quotedPath(path)) is larger than \(limit) bytes", code: EFBIG)
     }
@@ -174,14 +184,43 @@ package func monotonicSeconds() -> Double {
     return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
 }
 
+/// Seconds since boot, the time suspended included (CLOCK_BOOTTIME, as ssh-agent's key
+/// lifetimes count): a time limit ends on time even across a suspend.
+package func bootSeconds() -> Double {
+    var now = timespec()
+    clock_gettime(CLOCK_BOOTTIME, &now)
+    return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
+}
+
 /// Calls `body` (bind or connect) with the address of the Unix socket at `socketPath` (the bytes
 /// of `sun_path`; an abstract name starts with a NUL), sized to the path as abstract names need.
+/// A path longer than `sun_path` holds is reached through its directory (`/proc/self/fd/N/NAME`);
+/// where even that is too long, -1 with `ENAMETOOLONG`.
 package func withUnixSocketAddress(
     _ socketPath: [UInt8], _ body: (UnsafePointer<sockaddr>, socklen_t) -> Int32
 ) -> Int32 {
     var address = sockaddr_un()
+    let capacity = MemoryLayout.size(ofValue: address.sun_path)
+    guard socketPath.count < capacity else {
+        // A path too long for sun_path (a long $XDG_RUNTIME_DIR): the same socket through its
+        // directory, open, as /proc/self/fd/N/NAME.
+        guard socketPath.first == UInt8(ascii: "/"), let slash = socketPath.lastIndex(of: UInt8(ascii: "/")) else {
+            errno = ENAMETOOLONG
+            return -1
+        }
+        // O_PATH (Glibc's module has it only under _GNU_SOURCE; its value on x86_64 and arm64).
+        let directory = open(
+            String(decoding: socketPath[..<max(slash, 1)], as: UTF8.self), 0o10_000_000 | O_DIRECTORY | O_CLOEXEC)
+        guard directory >= 0 else { return -1 }
+        defer { close(directory) }
+        let short = Array("/proc/self/fd/\(directory)".utf8) + socketPath[slash...]
+        guard short.count < capacity else {
+            errno = ENAMETOOLONG
+            return -1
+        }
+        return withUnixSocketAddress(short, body)
+    }
     address.sun_family = sa_family_t(AF_UNIX)
-    precondition(socketPath.count < MemoryLayout.size(ofValue: address.sun_path), "sun_path holds 108 bytes")
     withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: socketPath) }
     let length = socklen_t(MemoryLayout<sockaddr_un>.offset(of: \.sun_path)! + socketPath.count)
     return withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { body($0, length) } }

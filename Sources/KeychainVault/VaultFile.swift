@@ -76,6 +76,7 @@ extension VaultStore {
             }
             try openBeforeWriting(creating: creating)
             let result = try withDirectoryLock(directory, timeout: lockTimeout) { () throws in
+                try writeCheck?()
                 removeStrayTemporaries(of: file)
                 return try body(file)
             }
@@ -106,11 +107,11 @@ extension VaultStore {
     func load() throws(KeychainError) -> Contents {
         // Taken before the read: if the file changes in between, the next load reads it again.
         let stamp = FileStamp(filePath)
-        let (known, reopening) = state.withLock { ($0.contents, $0.stalePassphrase != nil) }
+        let (known, reopening, holdsKey) = state.withLock { ($0.contents, $0.stalePassphrase != nil, $0.holdsKey) }
         if known.file != nil, let stamp, stamp == known.stamp { return known }
         let file: [UInt8]?
         do {
-            file = try readFileIfPresent(filePath, limit: Self.maximumFileSize)
+            file = try readFileIfPresent(filePath, limit: Self.maximumFileSize, regular: true)
         } catch {
             throw KeychainError.vaultIO(detail: error.description)
         }
@@ -118,7 +119,7 @@ extension VaultStore {
         (loaded.file, loaded.stamp) = (file.map { SHA256.hash(data: $0) }, stamp)
         if file == nil {
             (loaded.entries, loaded.recipients, loaded.collectionLabel) = ([:], nil, nil)
-            if known.file != nil { loaded.header = nil }  // removed since it was read
+            if known.file != nil && !holdsKey { loaded.header = nil }  // removed since it was read
         } else if loaded.file != known.file, let file {
             let plaintext: [UInt8]
             (plaintext, loaded.header) = try decrypt(file, known: known, reopening: reopening)
@@ -179,6 +180,7 @@ extension VaultStore {
         let file = try AgeFile.encrypt(
             encode(contents.entries, recipients: contents.recipients, collectionLabel: contents.collectionLabel),
             header: header)
+        try writeCheck?()
         try writeFileAtomically(path, file)
         // No stamp: the next load reads what is there.
         (written.header, written.file, written.stamp) = (header, SHA256.hash(data: file), nil)

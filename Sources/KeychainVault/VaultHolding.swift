@@ -20,19 +20,28 @@ extension VaultStore {
         let store = VaultStore(path: path, lockTimeout: lockTimeout) { _ throws(KeychainError) in
             throw .vaultRekeyed(path: path)
         }
-        store.state.withLock { $0.contents.header = header }
+        store.state.withLock { ($0.contents.header, $0.holdsKey) = (header, true) }
         return store
     }
 
-    /// This store, with what it knows of the vault, for a write that waits up to `lockTimeout`
-    /// for the vault's lock (the holder writes within its client's --timeout).
-    package func waiting(_ lockTimeout: Double) -> VaultStore {
-        let store = VaultStore(
-            path: path, workFactor: workFactor, lockTimeout: lockTimeout, identities: identities,
-            passphrase: passphraseSource)
-        let known = state.withLock { $0 }
-        store.state.withLock { $0 = known }
-        return store
+    /// This store (the same state: what it knows of the vault, its key) for a write that waits
+    /// up to `lockTimeout` for the vault's lock, and that `check` may stop under the lock before
+    /// it begins and before it replaces the file: the holder writes within its client's
+    /// --timeout, and not at all once the vault is locked.
+    package func waiting(_ lockTimeout: Double, check: @escaping @Sendable () throws(KeychainError) -> Void)
+        -> VaultStore
+    {
+        VaultStore(sharing: self, lockTimeout: lockTimeout, writeCheck: check)
+    }
+
+    /// Drops the file key and every decrypted secret this store (and every store sharing its
+    /// state) keeps: the key's memory is cleared once the last operation using it ends, and every
+    /// later operation fails as on a vault re-keyed since.
+    package func forgetKey() {
+        state.withLock { state in
+            state.contents = Contents()
+            (state.passphrase, state.stalePassphrase) = (nil, nil)
+        }
     }
 
     /// Whether this store still opens the vault with what it was given: the file read again if it

@@ -91,7 +91,7 @@ extension VaultStore {
     public func identitiesThatOpen() throws(KeychainError) -> [String]? {
         let file: [UInt8]?
         do {
-            file = try readFileIfPresent(filePath, limit: Self.maximumFileSize)
+            file = try readFileIfPresent(filePath, limit: Self.maximumFileSize, regular: true)
         } catch {
             throw KeychainError.vaultIO(detail: error.description)
         }

@@ -55,6 +55,9 @@ public final class VaultStore: SecretStore {
         /// The passphrase that no longer opened the vault once another process re-keyed it: the
         /// source is asked again (``PassphrasePurpose/reopen``), and the same answer costs no scrypt.
         var stalePassphrase: [UInt8]?
+        /// Opened with a file key given to it (``holding(path:header:lockTimeout:)``): the key
+        /// is kept while the file is briefly missing (a `git checkout` of a branch without it).
+        var holdsKey = false
     }
 
     package struct Entry {
@@ -66,7 +69,10 @@ public final class VaultStore: SecretStore {
     }
 
     package typealias Entries = [ServiceName: [KeychainKey: Entry]]
-    let state = Locked(State())
+    let state: Locked<State>
+    /// Checked under the vault's lock before a write begins and again before it replaces the
+    /// file (the holder: its client's deadline, and that the vault is still unlocked).
+    let writeCheck: (@Sendable () throws(KeychainError) -> Void)?
     /// Held by the one thread asking the passphrase source, so that it is asked once; taken
     /// before `state`'s lock, never while holding it.
     let asking = Locked(())
@@ -87,6 +93,15 @@ public final class VaultStore: SecretStore {
         self.lockTimeout = lockTimeout
         self.passphraseSource = passphrase
         self.identities = identities
+        (state, writeCheck) = (Locked(State()), nil)
+    }
+
+    /// A store that shares `other`'s state (what it knows of the vault, its key), with its own
+    /// lock timeout and write check.
+    init(sharing other: VaultStore, lockTimeout: Double, writeCheck: (@Sendable () throws(KeychainError) -> Void)?) {
+        (path, workFactor, self.lockTimeout) = (other.path, other.workFactor, lockTimeout)
+        (passphraseSource, identities) = (other.passphraseSource, other.identities)
+        (state, self.writeCheck) = (other.state, writeCheck)
     }
 
     /// `$XDG_DATA_HOME/keychain-cli/vault.age`, else `$HOME/.local/share/keychain-cli/vault.age`;

@@ -7,53 +7,7 @@ import Testing
 /// on `lock`, at its limits and when the vault is re-keyed, and answers its own uid only.
 @Suite("unlock and lock: the holder")
 struct UnlockTests {
-    /// A vault with one secret, `token`, and a private runtime directory for its holder.
-    struct Place {
-        let scratch: ScratchDirectory
-        let secret = "held-secret-\(UUID().uuidString)"
-        var vault: String { scratch.path("v.age") }
-        var runtime: String { scratch.path("run") }
-        var passphraseFile: String { scratch.path("pass") }
-
-        init() throws {
-            scratch = try ScratchDirectory("unlock")
-            try FileManager.default.createDirectory(atPath: scratch.path("run"), withIntermediateDirectories: false)
-            chmod(scratch.path("run"), 0o700)
-            try Data(CLIBackend.passphrase.utf8).write(to: URL(fileURLWithPath: scratch.path("pass")))
-            let stored = try run(["set", "token"], passphrase: true, stdin: Data(secret.utf8))
-            #expect(stored.status == 0, "\(stored.stderr)")
-        }
-
-        /// keychain-cli on this vault; with no passphrase anywhere unless `passphrase`.
-        func run(_ arguments: [String], passphrase: Bool = false, stdin: Data? = nil) throws -> ProcessResult {
-            var extra = [
-                "KEYCHAIN_BACKEND": "vault", "KEYCHAIN_VAULT": vault, "KEYCHAIN_VAULT_WORK_FACTOR": "10",
-                "XDG_RUNTIME_DIR": runtime,
-            ]
-            if passphrase { extra["KEYCHAIN_PASSPHRASE"] = CLIBackend.passphrase }
-            return try cli(arguments, stdin: stdin ?? Data(), session: nil, extra: extra)
-        }
-
-        /// The holders serving this place's runtime directory.
-        func holders() -> [Int32] {
-            let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
-            return entries.compactMap(Int32.init).filter { pid in
-                guard let command = FileManager.default.contents(atPath: "/proc/\(pid)/cmdline"),
-                    command == Data("keychain-cli\0holder\0".utf8),
-                    let environment = FileManager.default.contents(atPath: "/proc/\(pid)/environ")
-                else { return false }
-                return environment.split(separator: 0).contains(Data("XDG_RUNTIME_DIR=\(runtime)".utf8))
-            }
-        }
-
-        /// Locks everything and waits for the holder to end (a second at most), then removes the files.
-        func finish() {
-            _ = try? run(["lock", "--all"])
-            for _ in 0..<40 where !holders().isEmpty { usleep(50_000) }
-            for pid in holders() { kill(pid, SIGKILL) }
-            scratch.remove()
-        }
-    }
+    typealias Place = UnlockPlace
 
     @Test func aHundredGetsAfterOneUnlockAskNothing() throws {
         let place = try Place()
@@ -167,7 +121,7 @@ struct UnlockTests {
         // lock while a large write goes through the holder: the vault is whole either way.
         let lines = (0..<3000).map { "K\($0)=value-\($0)" }.joined(separator: "\n") + "\n"
         let writer = try startCLI(
-            ["import", "--format", "dotenv"],
+            ["import", "--format", "env"],
             environment: [
                 "KEYCHAIN_BACKEND": "vault", "KEYCHAIN_VAULT": place.vault, "KEYCHAIN_VAULT_WORK_FACTOR": "10",
                 "XDG_RUNTIME_DIR": place.runtime,

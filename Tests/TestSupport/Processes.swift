@@ -143,8 +143,10 @@ extension Process {
 
 /// Runs `arguments` (a program and its arguments) as the user nobody (setpriv: needs root), with
 /// `environment` and, unless it sets one, PATH /usr/bin:/bin.
-public func runAsNobody(_ arguments: [String], environment: [String: String] = [:]) throws -> ProcessResult {
+public func runAsNobody(_ arguments: [String], environment: [String: String] = [:], stdin: Data? = nil) throws
+    -> ProcessResult
+{
     try runProcess(
-        "/usr/bin/setpriv", ["--reuid", "nobody", "--regid", "nogroup", "--clear-groups"] + arguments,
+        "/usr/bin/setpriv", ["--reuid", "nobody", "--regid", "nogroup", "--clear-groups"] + arguments, stdin: stdin,
         environment: environment.merging(["PATH": "/usr/bin:/bin"]) { old, _ in old })
 }

@@ -18,7 +18,9 @@ extension KeychainCLI {
             }
             signal(SIGHUP, SIG_IGN)
             signal(SIGINT, SIG_IGN)
-            if let warning = Startup.holdSecretsSafely("the holder") { tell(String(warning.trimming())) }
+            // A daemon keeps no directory busy (the one unlock ran in may be a USB stick's).
+            _ = chdir("/")
+            for warning in Startup.holdSecretsSafely("the holder") { tell(String(warning.trimming())) }
             let place = HolderPlace.current()
             let listener: Int32
             do {
@@ -39,7 +41,12 @@ extension KeychainCLI {
             SleepWatch.start(waiting: 2) { holder.forgetAll() }
             tell("ready")
             close(starter)
-            holder.run()
+            do {
+                try holder.run()
+            } catch {
+                // Nobody reads its stderr: it ends, and the next unlock starts another.
+                return
+            }
         }
     }
 }

@@ -5,30 +5,42 @@ import KeychainHolder
 extension KeychainCLI {
     struct Lock: KeychainCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Lock the vault unlock holds open (--all: every vault).",
+            abstract: "Lock what unlock holds open: every vault, or the one --vault names.",
             discussion: """
-                Makes your holder forget the vault's file key: the next command on it asks for \
-                its passphrase again. A vault that is not unlocked is no error, so that a script \
-                can lock on its way out whatever happened before.
+                Makes your holder forget the file keys of the vaults it holds (their decrypted \
+                secrets too, and a write still waiting for a vault's lock writes nothing): the \
+                next command on one asks for its passphrase again. Given no --vault and no \
+                $KEYCHAIN_VAULT, it locks every vault you unlocked; with either, that vault \
+                alone, and it names on stderr the vaults that stay unlocked. A vault that is not \
+                unlocked is no error, so that a script can lock on its way out whatever happened \
+                before. Exits 75 when the holder does not answer within --timeout.
 
                   trap 'keychain-cli lock' EXIT
-                  keychain-cli lock --all
+                  keychain-cli --vault ~/work.age lock
                 """)
 
         @OptionGroup(title: "Global options") var globals: GlobalOptions
         @ParentCommand var root: KeychainCLI
 
-        @Flag(help: "Lock every vault the holder holds.")
+        @Flag(help: "Lock every vault, even with --vault or $KEYCHAIN_VAULT set.")
         var all = false
 
         func run() throws {
-            let vault = all ? nil : try settings.vaultPath()
+            let fromEnvironment = try environment("KEYCHAIN_VAULT") != nil
+            let named = !all && (settings.vault != nil || fromEnvironment)
+            let vault = named ? try settings.vaultPath() : nil
             let request = HolderRequest(.forget, vault: vault.map(HolderRequest.vaultKey))
             let reply = try HolderProcess.ask(
                 request, place: HolderPlace.current(), start: nil, timeout: try settings.resolvedTimeout())
             let count = reply?.count ?? 0
             if let vault {
                 warn(count > 0 ? "\(vault) is locked" : "\(vault) was not unlocked")
+                let others = (reply?.held ?? []).map(\.vault).sorted()
+                if !others.isEmpty {
+                    warn(
+                        "still unlocked: \(others.map { quotedPath($0) }.joined(separator: ", ")); "
+                            + "keychain-cli lock --all locks them")
+                }
             } else {
                 warn(count == 1 ? "1 vault is locked" : "\(count) vaults are locked")
             }

@@ -92,7 +92,7 @@ extension KeychainCLI {
                         + "(serving the Secret Service from the Secret Service would answer itself)")
             }
             // Before the backend is opened: the vault's plaintext is read into locked memory.
-            if let warning = Startup.holdSecretsSafely("serve") { writeError(warning) }
+            for warning in Startup.holdSecretsSafely("serve") { writeError(warning) }
             let provider = SecretServiceProvider(store: detailed, policy: try accessPolicy())
             if command.isEmpty {
                 guard let address = Environment.value("DBUS_SESSION_BUS_ADDRESS")

@@ -12,7 +12,8 @@ extension KeychainCLI {
                 --passphrase-file, $KEYCHAIN_PASSPHRASE or a prompt; or an identity) and gives \
                 its file key, never the passphrase, to your holder: a keychain-cli in the \
                 background, started when none runs. Until keychain-cli lock, --ttl, --idle or \
-                a suspend (where logind runs), every command on this vault given no passphrase \
+                a suspend (where logind runs; it delays the suspend until the keys are \
+                forgotten), every command on this vault given no passphrase \
                 (get, set, list, delete, exec, inject, export, import, the git and docker \
                 helpers) asks the holder instead of asking you.
 
@@ -25,7 +26,7 @@ extension KeychainCLI {
 
                   keychain-cli --vault ~/secrets.age unlock --ttl 8h --idle 30m
                   keychain-cli --vault ~/secrets.age get github-token
-                  keychain-cli lock
+                  keychain-cli lock          # every vault you unlocked
                 """)
 
         @OptionGroup(title: "Global options") var globals: GlobalOptions
@@ -33,7 +34,8 @@ extension KeychainCLI {
 
         @Option(
             help: ArgumentHelp(
-                "Lock the vault this long after now: 90s, 30m, 8h, 2d, or none.", valueName: "duration"))
+                "Lock the vault this long after now (suspended time counts): 30m, 8h, 1h30m, 1w, or none.",
+                valueName: "duration"))
         var ttl = "8h"
 
         @Option(
@@ -76,21 +78,37 @@ extension KeychainCLI {
             warn("\(store.path) is unlocked \(until); keychain-cli lock locks it")
         }
 
-        static let units: KeyValuePairs<Character, Double> = ["d": 86400, "h": 3600, "m": 60, "s": 1]
+        static let units: KeyValuePairs<Character, Double> = ["w": 604_800, "d": 86400, "h": 3600, "m": 60, "s": 1]
 
-        /// The seconds `text` gives (`90`, `90s`, `30m`, `8h`, `2d`), nil for `none`.
+        /// The seconds `text` gives, nil for `none`: a whole number of seconds (`90`), or numbers
+        /// each with a unit, largest first, as ssh-agent's -t reads them (`90s`, `30m`, `8h`, `2d`,
+        /// `1w`, `1h30m`).
         static func seconds(_ text: String, option: String) throws -> Double? {
             if text == "none" { return nil }
-            let unit = units.first { $0.key == text.last }?.value
-            let digits = unit == nil ? Substring(text) : text.dropLast()
-            guard !digits.isEmpty, digits.allSatisfy(\.isASCII), digits.allSatisfy(\.isNumber), let value = Int(digits),
-                value > 0, Double(value) * (unit ?? 1) <= 30 * 86400
-            else {
-                throw ValidationError(
-                    "\(option) must be a whole number of seconds, or one with s, m, h or d (90s, 30m, 8h, 2d), "
-                        + "from 1 second to 30 days; or none")
+            var total = 0.0
+            var digits = ""
+            var lastUnit = Double.infinity
+            var valid = !text.isEmpty && text.utf8.count <= 32
+            for character in text where valid {
+                if character.isASCII && character.isNumber {
+                    digits.append(character)
+                } else if let unit = units.first(where: { $0.key == character })?.value, let value = Int(digits),
+                    unit < lastUnit
+                {
+                    (total, digits, lastUnit) = (total + Double(value) * unit, "", unit)
+                } else {
+                    valid = false
+                }
             }
-            return Double(value) * (unit ?? 1)
+            if valid, !digits.isEmpty {
+                if let value = Int(digits), lastUnit == .infinity { total = Double(value) } else { valid = false }
+            }
+            guard valid, total >= 1, total <= 30 * 86400 else {
+                throw ValidationError(
+                    "\(option) must be a number of seconds, or numbers with units w, d, h, m, s, largest first "
+                        + "(90s, 30m, 8h, 1h30m, 2d, 1w), from 1 second to 30 days; or none")
+            }
+            return total
         }
 
         /// `seconds` in the largest unit that divides it (`8h`, `90m`, `45s`).

@@ -23,7 +23,11 @@ enum HolderProcess {
                 continue
             }
             defer { close(fd) }
-            guard let reply = try HolderWire.exchange(request, on: fd, socket: place.socket, seconds: timeout) else {
+            let deadline = monotonicSeconds() + timeout
+            guard
+                let reply = try HolderWire.exchange(
+                    request, on: fd, socket: place.socket, deadline: deadline, seconds: timeout)
+            else {
                 // It ended meanwhile (its last vault expired): it holds nothing; a hold starts another.
                 guard request.operation == .hold else { return nil }
                 usleep(300_000)

@@ -7,16 +7,22 @@ import KeychainCore
 enum Startup {
     /// The core file size limit keychain-cli was started with, given back to `exec`'s command.
     nonisolated(unsafe) private static var inheritedCoreLimit = rlimit()
+    /// The steps of ``harden()`` that failed, told by a process that holds secrets for long.
+    nonisolated(unsafe) private static var failures: [String] = []
 
     /// Called first thing in `main`, before any file or D-Bus connection is opened.
     static func harden() {
         reserveStandardDescriptors()
         // No core file and no ptrace by other processes of this user: a secret, or
         // $KEYCHAIN_PASSPHRASE, never reaches a core dump (ssh-agent and gpg-agent do the same).
-        _ = keychain_cli_set_undumpable()
+        if keychain_cli_set_undumpable() != 0 {
+            failures.append("it cannot make itself undumpable (\(String(cString: strerror(errno))))")
+        }
         getrlimit(__rlimit_resource_t(RLIMIT_CORE.rawValue), &inheritedCoreLimit)
         var none = rlimit(rlim_cur: 0, rlim_max: inheritedCoreLimit.rlim_max)
-        setrlimit(__rlimit_resource_t(RLIMIT_CORE.rawValue), &none)
+        if setrlimit(__rlimit_resource_t(RLIMIT_CORE.rawValue), &none) != 0 {
+            failures.append("it cannot set its core size limit to 0 (\(String(cString: strerror(errno))))")
+        }
         // A closed pipe on stdout is an error of write() (EPIPE), handled by writeOutput, on every
         // backend alike: GDBus ignores SIGPIPE for the whole process, the vault would be killed by it.
         signal(SIGPIPE, SIG_IGN)
@@ -38,14 +44,15 @@ enum Startup {
     /// The core dump filter keychain-cli was started with, once ``holdSecretsSafely()`` cleared it.
     nonisolated(unsafe) private static var inheritedDumpFilter: String?
 
-    /// For a process that holds secrets for long (`serve`): its memory locked against swap, as
-    /// its pages are touched (mlockall), and left out of any core dump even where the system
-    /// writes one of a non-dumpable process (`/proc/self/coredump_filter` 0: no mapping is
-    /// dumped). Locking needs RLIMIT_MEMLOCK unlimited, or root: with a limit, a lock that later
+    /// For a process that holds secrets for long (`serve`, the holder): its memory locked against
+    /// swap, as its pages are touched (mlockall), and left out of any core dump even where the
+    /// system writes one of a non-dumpable process (`/proc/self/coredump_filter` 0: no mapping
+    /// is dumped). Locking needs RLIMIT_MEMLOCK unlimited, or root: with a limit, a lock that later
     /// allocations outgrow would make them fail, so it is not tried.
-    /// - Returns: the line to show once when memory is not locked (serve writes it on stderr, the
-    ///   holder gives it to `unlock`).
-    static func holdSecretsSafely(_ command: String) -> String? {
+    /// - Returns: a line for each step that failed, to show once (serve writes them on stderr,
+    ///   the holder gives them to `unlock`).
+    static func holdSecretsSafely(_ command: String) -> [String] {
+        var failed = failures
         var filter = [UInt8](repeating: 0, count: 32)
         let fd = open("/proc/self/coredump_filter", O_RDONLY | O_CLOEXEC)
         if fd >= 0 {
@@ -56,17 +63,55 @@ enum Startup {
             let digits = String(decoding: filter[..<max(count, 0)], as: UTF8.self).trimming()
             if let value = UInt32(digits, radix: 16) { inheritedDumpFilter = "0x" + String(value, radix: 16) }
         }
-        _ = writeFile("/proc/self/coredump_filter", "0")
-        let limit = keychain_cli_memlock_limit()
-        let reason: String
-        if limit == -1 || geteuid() == 0 {
-            guard keychain_cli_lock_memory() != 0 else { return nil }
-            reason = String(cString: strerror(errno))
-        } else {
-            reason = "RLIMIT_MEMLOCK is \(limit / 1024) KiB, not unlimited"
+        if !clearDumpFilter() {
+            failed.append("its core dump filter cannot be cleared (\(String(cString: strerror(errno))))")
         }
-        return "keychain-cli: \(command) runs with its memory not locked against swap (\(reason)); "
-            + "run it with ulimit -l unlimited, or LimitMEMLOCK=infinity in its systemd unit\n"
+        let limit = keychain_cli_memlock_limit()
+        if limit == -1 || geteuid() == 0 {
+            if keychain_cli_lock_memory() != 0 {
+                failed.append("its memory is not locked against swap (\(String(cString: strerror(errno))))")
+            }
+        } else {
+            failed.append(
+                "its memory is not locked against swap (RLIMIT_MEMLOCK is \(limit / 1024) KiB, not unlimited)")
+        }
+        guard !failed.isEmpty else { return [] }
+        return [
+            "keychain-cli: \(command) holds secrets, but " + failed.joined(separator: "; ")
+                + "; run it with ulimit -l unlimited, or LimitMEMLOCK=infinity in its systemd unit\n"
+        ]
+    }
+
+    /// Writes 0 to `/proc/self/coredump_filter` and reads it back. While the process is not
+    /// dumpable its /proc files belong to root, and a plain user cannot write it: the process is
+    /// dumpable for the moment it writes (it holds no secret yet), then not again, and a tracer
+    /// that attached in that moment ends it.
+    private static func clearDumpFilter() -> Bool {
+        let undumpable = keychain_cli_is_dumpable() == 0
+        if undumpable && geteuid() != 0 { _ = keychain_cli_set_dumpable() }
+        let written = writeFile("/proc/self/coredump_filter", "0")
+        let error = errno
+        if undumpable && geteuid() != 0 {
+            _ = keychain_cli_set_undumpable()
+            if tracer() != 0 {
+                writeError(
+                    "keychain-cli: a debugger attached itself while it started; it holds nothing yet, and stops\n")
+                exit(70)
+            }
+        }
+        var back = [UInt8](repeating: 0, count: 16)
+        let fd = open("/proc/self/coredump_filter", O_RDONLY | O_CLOEXEC)
+        let count = fd >= 0 ? read(fd, &back, back.count) : -1
+        if fd >= 0 { close(fd) }
+        errno = error
+        return written && count > 0 && back[..<count].allSatisfy { $0 == UInt8(ascii: "0") || $0 == UInt8(ascii: "\n") }
+    }
+
+    /// The process tracing this one (`TracerPid` of /proc/self/status), 0 for none.
+    private static func tracer() -> Int {
+        guard let status = try? readFileIfPresent("/proc/self/status", limit: 1 << 16) else { return 0 }
+        let line = String(decoding: status, as: UTF8.self).split(separator: "\n").first { $0.hasPrefix("TracerPid:") }
+        return line.flatMap { Int($0.dropFirst(10).trimming()) } ?? 0
     }
 
     /// Writes `text` to the file at `path` (a /proc setting); whether it was written whole.

@@ -1,0 +1,316 @@
+import Foundation
+import TestSupport
+import Testing
+
+/// The holder against what an outside attack found (issue 58): its memory as a plain user, a
+/// bare `lock`, clients that never let go, a write racing `lock` or its own deadline, long
+/// socket paths, connections it closed, a vault briefly gone, a stopped holder, a length prefix
+/// that promises 400 MiB, and the directory it was started in.
+@Suite("unlock: the holder under attack")
+struct UnlockHardeningTests {
+    typealias Place = UnlockPlace
+
+    /// As root and as nobody: the holder's core dump filter is 0 and its /proc files are root's
+    /// (not dumpable), it keeps no directory busy, and a gcore of it holds no secret it read.
+    @Test(arguments: HolderUser.available)
+    func theHoldersMemoryStaysOutOfCores(user: HolderUser) throws {
+        let place = try Place(as: user)
+        defer { place.finish() }
+        let unlocked = try place.run(["unlock"], passphrase: true)
+        #expect(unlocked.status == 0, "\(unlocked.stderr)")
+        #expect(!unlocked.stderr.contains("core dump filter"), "\(unlocked.stderr)")
+        #expect(try place.run(["get", "token"]).stdoutText == place.secret)
+        let pid = try #require(place.holders().first)
+        #expect(try String(contentsOfFile: "/proc/\(pid)/coredump_filter", encoding: .utf8) == "00000000\n")
+        var info = stat()
+        #expect(stat("/proc/\(pid)/coredump_filter", &info) == 0 && info.st_uid == 0, "not dumpable: root's")
+        #expect(try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/cwd") == "/")
+        guard geteuid() == 0 else { return }
+        let core = place.scratch.path("holder")
+        _ = try runProcess("/usr/bin/gcore", ["-o", core, "\(pid)"], environment: ["PATH": "/usr/bin:/bin"])
+        let dumped = try Data(contentsOf: URL(fileURLWithPath: "\(core).\(pid)"))
+        #expect(dumped.count > 0 && dumped.range(of: Data(place.secret.utf8)) == nil)
+    }
+
+    /// serve as nobody: its core dump filter is 0 too.
+    @Test(.enabled(if: geteuid() == 0, "setpriv needs root"))
+    func serveAsAPlainUserClearsItsDumpFilter() throws {
+        let place = try Place(as: .nobody)
+        defer { place.finish() }
+        let filter = place.scratch.path("filter")
+        chmod(place.scratch.url.path, 0o777)
+        let served = try place.run(
+            [
+                "serve", "--", "sh", "-c",
+                "cat /proc/$PPID/coredump_filter > \"$0\"; stat -c %u /proc/$PPID/environ >> \"$0\"", filter,
+            ],
+            passphrase: true)
+        #expect(served.status == 0, "\(served.stderr)")
+        #expect(!served.stderr.contains("core dump filter"), "\(served.stderr)")
+        #expect((try? String(contentsOfFile: filter, encoding: .utf8)) == "00000000\n0\n")
+    }
+
+    /// A bare `lock` locks every vault this user unlocked; `lock` of one vault names the others.
+    @Test(arguments: HolderUser.available)
+    func aBareLockLocksEveryVault(user: HolderUser) throws {
+        let place = try Place(as: user)
+        defer { place.finish() }
+        let other = place.scratch.path("other.age")
+        #expect(try place.run(["--vault", other, "set", "o"], passphrase: true, stdin: Data("x".utf8)).status == 0)
+        #expect(try place.run(["unlock"], passphrase: true).status == 0)
+        #expect(try place.run(["--vault", other, "unlock"], passphrase: true).status == 0)
+        let one = try place.run(["--vault", other, "lock"])
+        #expect(one.status == 0 && one.stderr.contains("is locked"), "\(one.stderr)")
+        #expect(one.stderr.contains("still unlocked: '\(place.vault)'"), "\(one.stderr)")
+        #expect(try place.run(["--vault", other, "unlock"], passphrase: true).status == 0)
+        let bare = try place.run(["lock"], namingVault: false)
+        #expect(bare.status == 0 && bare.stderr.contains("2 vaults are locked"), "\(bare.stderr)")
+        #expect(try place.run(["get", "token"]).status == 77)
+        #expect(try place.run(["--vault", other, "get", "o"]).status == 77)
+    }
+
+    /// 300 connections that send nothing, or half a length prefix: get and lock still get through.
+    /// A vault turned into a FIFO is refused at once, not waited on.
+    @Test func clientsThatHangOnHoldNoOneHostage() throws {
+        let place = try Place()
+        defer { place.finish() }
+        #expect(try place.run(["unlock"], passphrase: true).status == 0)
+        let ready = place.scratch.path("connected")
+        let hang = """
+            import socket, sys, time
+            held = []
+            for i in range(300):
+                s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])
+                if i % 2: s.send(b"\\x00\\x00")
+                held.append(s)
+            open(sys.argv[2], "w").close()
+            time.sleep(60)
+            """
+        let hanging = try startQuietly(
+            "/usr/bin/python3", ["-c", hang, place.runtime + "/keychain-cli/holder.sock", ready])
+        defer { hanging.killAndWait() }
+        for _ in 0..<200 where !FileManager.default.fileExists(atPath: ready) { usleep(20_000) }
+        #expect(FileManager.default.fileExists(atPath: ready))
+        #expect(try place.run(["--timeout", "5", "get", "token"]).stdoutText == place.secret)
+        let moved = place.scratch.path("v.saved")
+        try FileManager.default.moveItem(atPath: place.vault, toPath: moved)
+        #expect(mkfifo(place.vault, 0o600) == 0)
+        let fifo = try place.run(["--timeout", "5", "get", "token"])
+        #expect(fifo.status == 74 && fifo.stderr.contains("not a regular file"), "\(fifo.stderr)")
+        unlink(place.vault)
+        try FileManager.default.moveItem(atPath: moved, toPath: place.vault)
+        #expect(try place.run(["--timeout", "5", "get", "token"]).stdoutText == place.secret)
+        let locked = try place.run(["--timeout", "5", "lock", "--all"])
+        #expect(locked.status == 0 && locked.stderr.contains("1 vault is locked"), "\(locked.stderr)")
+    }
+
+    /// A write waiting for the vault's lock when `lock` comes writes nothing, then or later.
+    @Test func lockStopsAWriteWaitingForTheVault() throws {
+        let place = try Place()
+        defer { place.finish() }
+        #expect(try place.run(["unlock"], passphrase: true).status == 0)
+        let release = place.scratch.path("release")
+        let locker = try holdVaultLock(place, until: release)
+        defer { locker.killAndWait() }
+        let writer = try startCLI(place, ["--timeout", "20", "set", "k"], stdin: Data("late".utf8))
+        // The write is waiting for the vault's lock in the holder by the time lock comes.
+        usleep(500_000)
+        #expect(try place.run(["lock"]).stderr.contains("is locked"))
+        _ = FileManager.default.createFile(atPath: release, contents: nil)
+        writer.waitUntilExit()
+        #expect(writer.terminationStatus == 77, "it asks for the passphrase it no longer has")
+        #expect(try place.run(["get", "k"], passphrase: true).status == 1, "the write did not land")
+    }
+
+    /// A write still under way at its caller's deadline is not committed: the caller's 75 means
+    /// it did not happen. (The holder is stopped for 3 s once it has taken the vault's lock,
+    /// which a vault of 40 MB makes it keep long enough to be seen.)
+    @Test func aWriteThatTimedOutNeverLands() throws {
+        let place = try Place()
+        defer { place.finish() }
+        let large = (0..<400).map { "K\($0)=" + String(repeating: "v", count: 100_000) }.joined(separator: "\n")
+        #expect(try place.run(["import", "--format", "env"], passphrase: true, stdin: Data(large.utf8)).status == 0)
+        #expect(try place.run(["unlock"], passphrase: true).status == 0)
+        let pid = try #require(place.holders().first)
+        let ready = place.scratch.path("watching")
+        let stopper = """
+            import fcntl, os, signal, sys, time
+            fd = os.open(sys.argv[1], os.O_RDONLY)
+            open(sys.argv[3], "w").close()
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB); fcntl.flock(fd, fcntl.LOCK_UN)
+                except BlockingIOError:
+                    os.kill(int(sys.argv[2]), signal.SIGSTOP); time.sleep(3); os.kill(int(sys.argv[2]), signal.SIGCONT)
+                    break
+            """
+        let watcher = try startQuietly("/usr/bin/python3", ["-c", stopper, place.scratch.url.path, "\(pid)", ready])
+        defer { watcher.killAndWait() }
+        for _ in 0..<200 where !FileManager.default.fileExists(atPath: ready) { usleep(20_000) }
+        let late = try place.run(["--timeout", "2", "set", "k"], stdin: Data("late".utf8))
+        #expect(late.status == 75 && late.stderr.contains("within 2 s"), "\(late.stderr)")
+        watcher.waitUntilExit()
+        #expect(try place.run(["get", "K1"]).status == 0, "the holder goes on")
+        #expect(try place.run(["get", "k"]).status == 1, "a 75 never lands")
+    }
+
+    /// A socket path longer than a Unix address holds: unlock, get and lock work (through the
+    /// directory's descriptor).
+    @Test func aLongRuntimeDirectoryWorks() throws {
+        let place = try Place(longRuntime: true)
+        defer { place.finish() }
+        #expect((place.runtime + "/keychain-cli/holder.sock").utf8.count > 108)
+        let unlocked = try place.run(["unlock"], passphrase: true)
+        #expect(unlocked.status == 0, "\(unlocked.stderr)")
+        #expect(try place.run(["get", "token"]).stdoutText == place.secret)
+        #expect(try place.run(["lock"]).stderr.contains("is locked"))
+    }
+
+    /// A client whose connection the holder closed (here: the holder was replaced while `reset`
+    /// waited at its prompt) connects again instead of asking for the passphrase.
+    @Test func aConnectionClosedMeanwhileIsMadeAgain() throws {
+        let place = try Place()
+        defer { place.finish() }
+        #expect(try place.run(["unlock", "--ttl", "none"], passphrase: true).status == 0)
+        let driver = """
+            import os, pty, subprocess, sys, time
+            env = dict(os.environ)
+            pid, fd = pty.fork()
+            if pid == 0:
+                os.execve(sys.argv[1], [sys.argv[1], "reset"], env)
+            seen = b""
+            while b"Delete" not in seen:
+                seen += os.read(fd, 1024)
+            for p in os.listdir("/proc"):
+                try:
+                    if p.isdigit() and open(f"/proc/{p}/cmdline", "rb").read() == b"keychain-cli\\0holder\\0" \\
+                            and f"XDG_RUNTIME_DIR={env['XDG_RUNTIME_DIR']}".encode() in open(f"/proc/{p}/environ", "rb").read():
+                        os.kill(int(p), 9)
+                except OSError:
+                    pass
+            again = dict(env, KEYCHAIN_PASSPHRASE=sys.argv[2])
+            subprocess.run([sys.argv[1], "unlock"], env=again, check=True, capture_output=True)
+            os.write(fd, b"y\\n")
+            out = b""
+            try:
+                while True:
+                    chunk = os.read(fd, 1024)
+                    if not chunk: break
+                    out += chunk
+            except OSError:
+                pass
+            _, status = os.waitpid(pid, 0)
+            print(os.waitstatus_to_exitcode(status), out.decode(errors="replace"))
+            """
+        let environment = [
+            "KEYCHAIN_BACKEND": "vault", "KEYCHAIN_VAULT": place.vault, "KEYCHAIN_VAULT_WORK_FACTOR": "10",
+            "XDG_RUNTIME_DIR": place.runtime, "PATH": "/usr/bin:/bin", "HOME": place.scratch.url.path,
+        ]
+        let driven = try runProcess(
+            "/usr/bin/python3", ["-c", driver, keychainCLIPath, CLIBackend.passphrase], environment: environment)
+        #expect(driven.stdoutText.hasPrefix("0 "), "\(driven.stdoutText) \(driven.stderr)")
+        #expect(try place.run(["get", "token"], passphrase: true).status == 1, "reset went through the holder")
+    }
+
+    /// The vault moved away for a moment (a checkout of a branch without it) and back: still held.
+    @Test func aVaultBrieflyMissingStaysUnlocked() throws {
+        let place = try Place()
+        defer { place.finish() }
+        #expect(try place.run(["unlock"], passphrase: true).status == 0)
+        let moved = place.scratch.path("v.saved")
+        try FileManager.default.moveItem(atPath: place.vault, toPath: moved)
+        #expect(try place.run(["get", "token"]).status == 1, "no vault, no secret")
+        try FileManager.default.moveItem(atPath: moved, toPath: place.vault)
+        #expect(try place.run(["get", "token"]).stdoutText == place.secret)
+    }
+
+    /// A stopped holder: get and set give up after --timeout, not later, and say so.
+    @Test func aStoppedHolderTakesOnlyTheTimeout() throws {
+        let place = try Place()
+        defer { place.finish() }
+        #expect(try place.run(["unlock"], passphrase: true).status == 0)
+        let pid = try #require(place.holders().first)
+        kill(pid, SIGSTOP)
+        defer { kill(pid, SIGCONT) }
+        for arguments in [["--timeout", "1", "get", "token"], ["--timeout", "1", "set", "k"]] {
+            let started = Date()
+            let result = try place.run(arguments, stdin: Data("v".utf8))
+            let took = Date().timeIntervalSince(started)
+            #expect(result.status == 75 && result.stderr.contains("within 1 s"), "\(result.stderr)")
+            #expect(took < 2.5, "\(arguments): \(took) s")
+        }
+    }
+
+    /// A length prefix of 400 MiB followed by nothing: the holder allocates as bytes arrive.
+    @Test func aLengthPrefixPinsNoMemory() throws {
+        let place = try Place()
+        defer { place.finish() }
+        #expect(try place.run(["unlock"], passphrase: true).status == 0)
+        let pid = try #require(place.holders().first)
+        let ready = place.scratch.path("sent")
+        let promise = """
+            import socket, sys, time
+            held = []
+            for _ in range(4):
+                s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])
+                s.send(b"\\x18\\x00\\x00\\x00{"); held.append(s)
+            open(sys.argv[2], "w").close()
+            time.sleep(60)
+            """
+        let before = residentKiB(pid)
+        let sender = try startQuietly(
+            "/usr/bin/python3", ["-c", promise, place.runtime + "/keychain-cli/holder.sock", ready])
+        defer { sender.killAndWait() }
+        for _ in 0..<200 where !FileManager.default.fileExists(atPath: ready) { usleep(20_000) }
+        #expect(try place.run(["get", "token"]).stdoutText == place.secret)
+        #expect(residentKiB(pid) - before < 20_000, "resident \(before) KiB, then \(residentKiB(pid)) KiB")
+    }
+
+    /// Durations as ssh users type them; a unit out of order is refused.
+    @Test func durationsReadAsSshAgentReadsThem() throws {
+        let place = try Place()
+        defer { place.finish() }
+        for (given, shown) in [("1h30m", "for 90m"), ("1w", "for 1w"), ("90", "for 90s"), ("2d12h", "for 60h")] {
+            let unlocked = try place.run(["unlock", "--ttl", given], passphrase: true)
+            #expect(unlocked.status == 0 && unlocked.stderr.contains(shown), "\(given): \(unlocked.stderr)")
+        }
+        for bad in ["30m1h", "1h1h", "h", "1.5h", "31d", "0"] {
+            let refused = try place.run(["unlock", "--ttl", bad], passphrase: true)
+            #expect(refused.status == 64 && refused.stderr.contains("--ttl must be"), "\(bad): \(refused.stderr)")
+        }
+    }
+
+    // MARK: Helpers
+
+    /// The resident memory of `pid` in KiB.
+    func residentKiB(_ pid: Int32) -> Int {
+        let status = (try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)) ?? ""
+        let line = status.split(separator: "\n").first { $0.hasPrefix("VmRSS:") } ?? ""
+        return Int(line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "") ?? 0
+    }
+
+    /// A process holding the vault's lock (its directory's flock) until `release` exists.
+    func holdVaultLock(_ place: Place, until release: String) throws -> Process {
+        let ready = place.scratch.path("locked")
+        let script = """
+            import fcntl, os, sys, time
+            fd = os.open(sys.argv[1], os.O_RDONLY)
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            open(sys.argv[2], "w").close()
+            while not os.path.exists(sys.argv[3]): time.sleep(0.02)
+            """
+        let locker = try startQuietly("/usr/bin/python3", ["-c", script, place.scratch.url.path, ready, release])
+        for _ in 0..<200 where !FileManager.default.fileExists(atPath: ready) { usleep(20_000) }
+        return locker
+    }
+
+    /// keychain-cli on `place`'s vault without waiting, given no passphrase.
+    func startCLI(_ place: Place, _ arguments: [String], stdin: Data) throws -> Process {
+        try UnlockTests().startCLI(
+            arguments,
+            environment: [
+                "KEYCHAIN_BACKEND": "vault", "KEYCHAIN_VAULT": place.vault, "KEYCHAIN_VAULT_WORK_FACTOR": "10",
+                "XDG_RUNTIME_DIR": place.runtime,
+            ], stdin: stdin)
+    }
+}
