@@ -67,7 +67,9 @@ struct UnlockSuspendTests {
     @Test func aSuspendWaitsForTheVaultsToBeForgottenAndABusRestartIsWatched() throws {
         let place = try UnlockPlace()
         defer { place.finish() }
-        let (socket, log, trigger) = (place.scratch.path("bus"), place.scratch.path("logind.log"), place.scratch.path("sleep"))
+        let (socket, log, trigger) = (
+            place.scratch.path("bus"), place.scratch.path("logind.log"), place.scratch.path("sleep")
+        )
         func notes() -> [String] {
             ((try? String(contentsOfFile: log, encoding: .utf8)) ?? "").split(separator: "\n").map(String.init)
         }
@@ -80,7 +82,8 @@ struct UnlockSuspendTests {
         let environment = ["DBUS_SYSTEM_BUS_ADDRESS": bus.address]
         #expect(try place.run(["unlock", "--ttl", "none"], passphrase: true, extra: environment).status == 0)
         waitFor("inhibit", count: 1)
-        #expect(notes().contains { $0.hasPrefix("inhibit sleep keychain-cli ") && $0.hasSuffix(" delay") }, "\(notes())")
+        #expect(
+            notes().contains { $0.hasPrefix("inhibit sleep keychain-cli ") && $0.hasSuffix(" delay") }, "\(notes())")
         _ = FileManager.default.createFile(atPath: trigger, contents: nil)
         waitFor("released", count: 1)
         #expect(notes().last == "released", "the inhibitor is closed once the vaults are forgotten: \(notes())")
