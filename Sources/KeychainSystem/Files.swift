@@ -73,7 +73,11 @@ package func readFileIfPresent(_ path: String, limit: Int, regular: Bool = false
         var info = stat()
         guard fstat(fd, &info) == 0 else { throw FileError("cannot read \(quotedPath(path))") }
         guard info.st_mode & S_IFMT == S_IFREG else {
-            throw FileError("\(quotedPath(path)) is not a regular file (a FIFO, a device or a directory)", code: EINVAL)
+            guard info.st_mode & S_IFMT != S_IFDIR else {
+                throw FileError("cannot read \(quotedPath(path))", code: EISDIR)
+            }
+            throw FileError(
+                "cannot read \(quotedPath(path)): a FIFO, a socket or a device, not a regular file", code: EINVAL)
         }
         _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK)
     }

@@ -16,12 +16,15 @@ enum Startup {
         // No core file and no ptrace by other processes of this user: a secret, or
         // $KEYCHAIN_PASSPHRASE, never reaches a core dump (ssh-agent and gpg-agent do the same).
         if keychain_cli_set_undumpable() != 0 {
-            failures.append("it cannot make itself undumpable (\(String(cString: strerror(errno))))")
+            failures.append(
+                "it cannot make itself undumpable (\(String(cString: strerror(errno)))): another process of yours "
+                    + "may trace it; run it where prctl is allowed")
         }
         getrlimit(__rlimit_resource_t(RLIMIT_CORE.rawValue), &inheritedCoreLimit)
         var none = rlimit(rlim_cur: 0, rlim_max: inheritedCoreLimit.rlim_max)
         if setrlimit(__rlimit_resource_t(RLIMIT_CORE.rawValue), &none) != 0 {
-            failures.append("it cannot set its core size limit to 0 (\(String(cString: strerror(errno))))")
+            failures.append(
+                "it cannot set its core size limit to 0 (\(String(cString: strerror(errno)))); run it with ulimit -c 0")
         }
         // A closed pipe on stdout is an error of write() (EPIPE), handled by writeOutput, on every
         // backend alike: GDBus ignores SIGPIPE for the whole process, the vault would be killed by it.
@@ -63,23 +66,23 @@ enum Startup {
             let digits = String(decoding: filter[..<max(count, 0)], as: UTF8.self).trimming()
             if let value = UInt32(digits, radix: 16) { inheritedDumpFilter = "0x" + String(value, radix: 16) }
         }
+        let keepOut = "; run it where /proc is mounted, or keep core dumps off (ulimit -c 0, and a core_pattern "
         if !clearDumpFilter() {
-            failed.append("its core dump filter cannot be cleared (\(String(cString: strerror(errno))))")
+            failed.append(
+                "its memory may go into a core dump: its core dump filter cannot be cleared "
+                    + "(\(String(cString: strerror(errno))))" + keepOut + "that is no pipe)")
         }
         let limit = keychain_cli_memlock_limit()
+        let swap = "; run it with ulimit -l unlimited, or LimitMEMLOCK=infinity in its systemd unit"
         if limit == -1 || geteuid() == 0 {
             if keychain_cli_lock_memory() != 0 {
-                failed.append("its memory is not locked against swap (\(String(cString: strerror(errno))))")
+                failed.append("its memory is not locked against swap (\(String(cString: strerror(errno))))" + swap)
             }
         } else {
             failed.append(
-                "its memory is not locked against swap (RLIMIT_MEMLOCK is \(limit / 1024) KiB, not unlimited)")
+                "its memory is not locked against swap (RLIMIT_MEMLOCK is \(limit / 1024) KiB, not unlimited)" + swap)
         }
-        guard !failed.isEmpty else { return [] }
-        return [
-            "keychain-cli: \(command) holds secrets, but " + failed.joined(separator: "; ")
-                + "; run it with ulimit -l unlimited, or LimitMEMLOCK=infinity in its systemd unit\n"
-        ]
+        return failed.map { "keychain-cli: \(command) holds secrets, but \($0)\n" }
     }
 
     /// Writes 0 to `/proc/self/coredump_filter` and reads it back. While the process is not
