@@ -11,38 +11,33 @@ import KeychainSystem
 /// gets through; the reads and writes of a vault, which may wait for its lock or its file, run
 /// on threads of their own (at most ``workers`` at once, the rest waiting their turn).
 final class HolderConnections {
-    struct Connection {
-        let fd: Int32
-        var input: [UInt8] = []
-        var output: [UInt8] = []
-        var written = 0
-        /// A request is being carried out: nothing more is read until its answer is sent.
-        var busy = false
-        /// Boot seconds of the last byte read or written.
-        var lastActive: Double
-    }
-
     /// The most connections kept; past it, the one unused longest is closed (its client, if it
     /// comes back, connects again).
     static let maximumConnections = 512
-    /// The most requests carried out at once.
-    static let workers = 64
+    /// The most requests carried out at once: reads (and holds) and writes apart, so that reads,
+    /// which take no lock, never wait behind writes waiting for a vault's.
+    static let workers = (reads: 48, writes: 16)
     /// Seconds an answer may wait for its client to read it.
     static let outputSeconds = 30.0
 
     private let listener: Int32
-    private let answer: @Sendable (HolderRequest) -> HolderReply
+    private let answer: @Sendable (HolderRequest, Cancellation) -> HolderReply
     private var connections: [Int: Connection] = [:]
     private var nextIdentifier = 0
     /// Bytes of requests read and not yet whole, over all connections.
     private var pending = 0
     private var waiting: [(Int, HolderRequest)] = []
-    private var running = 0
-    /// Answers the workers finished: the connection's identifier and the framed reply.
-    private let finished = Locked<[(Int, [UInt8])]>([])
+    private var running = (reads: 0, writes: 0)
+    /// Answers the workers finished: the connection's identifier, whether it wrote, the reply.
+    private let finished = Locked<[(Int, Bool, [UInt8])]>([])
     private let wake: (read: Int32, write: Int32)
 
-    init(listener: Int32, answer: @escaping @Sendable (HolderRequest) -> HolderReply) throws(KeychainError) {
+    /// Whether a request is being carried out: the holder does not end before it is answered.
+    var isWorking: Bool { running.reads + running.writes > 0 }
+
+    init(listener: Int32, answer: @escaping @Sendable (HolderRequest, Cancellation) -> HolderReply)
+        throws(KeychainError)
+    {
         (self.listener, self.answer) = (listener, answer)
         var ends: [Int32] = [0, 0]
         guard keychain_cli_pipe_cloexec(&ends) == 0 else {
@@ -113,46 +108,40 @@ final class HolderConnections {
     }
 
     private func read(_ identifier: Int) {
-        guard var connection = connections[identifier] else { return }
+        guard let connection = connections[identifier] else { return }
         var chunk = [UInt8](repeating: 0, count: 1 << 16)
         defer { wipe(&chunk) }
         while true {
             let count = recv(connection.fd, &chunk, chunk.count, receiveFlags)
             if count < 0 && errno == EINTR { continue }
             if count < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) { break }
-            guard count > 0, pending + count <= HolderWire.limit else {
-                connections[identifier] = connection
-                drop(identifier)
-                return
-            }
-            connection.input += chunk[..<count]
+            guard count > 0, pending + count <= HolderWire.limit else { return drop(identifier) }
+            connection.input.append(Array(chunk[..<count]))
+            connection.inputCount += count
             pending += count
             connection.lastActive = bootSeconds()
         }
-        connections[identifier] = connection
         take(identifier)
     }
 
     /// Carries out the next whole request `identifier` sent, if there is one and none is under way.
     private func take(_ identifier: Int) {
-        guard var connection = connections[identifier], !connection.busy, connection.input.count >= 4 else { return }
-        let count = HolderWire.length(connection.input[...])
+        guard let connection = connections[identifier], !connection.busy, let count = connection.announced else {
+            return
+        }
         guard count <= HolderWire.limit else { return drop(identifier) }
-        guard connection.input.count >= 4 + count else { return }
-        var body = Array(connection.input[4..<(4 + count)])
+        guard connection.inputCount >= 4 + count else { return }
+        _ = connection.take(4)
+        var body = connection.take(count)
         defer { wipe(&body) }
-        let rest = Array(connection.input[(4 + count)...])
-        wipe(&connection.input)
         pending -= 4 + count
-        connection.input = rest
         guard let request = try? JSONDecoder().decode(HolderRequest.self, from: Data(body)) else {
-            connections[identifier] = connection
             return drop(identifier)
         }
-        connection.busy = true
-        connections[identifier] = connection
+        let cancellation = Cancellation()
+        connection.underWay = cancellation
         switch request.operation {
-        case .forget, .status: reply(identifier, answer(request))
+        case .forget, .status: reply(identifier, answer(request, cancellation))
         default:
             waiting.append((identifier, request))
             startWorkers()
@@ -160,21 +149,27 @@ final class HolderConnections {
     }
 
     private func startWorkers() {
-        while running < Self.workers, !waiting.isEmpty {
-            let (identifier, request) = waiting.removeFirst()
+        var index = 0
+        while index < waiting.count {
+            let (identifier, request) = waiting[index]
+            let writes = request.operation.writes
+            guard writes ? running.writes < Self.workers.writes : running.reads < Self.workers.reads,
+                let cancellation = connections[identifier]?.underWay
+            else {
+                index += 1
+                continue
+            }
             let (answer, finished, wake) = (self.answer, self.finished, self.wake.write)
             let started = startThread {
-                var reply = HolderWire.framed(answer(request)) ?? []
-                finished.withLock { $0.append((identifier, reply)) }
+                var reply = HolderWire.framed(answer(request, cancellation)) ?? []
+                finished.withLock { $0.append((identifier, writes, reply)) }
                 wipe(&reply)
                 var byte: UInt8 = 1
                 _ = Glibc.write(wake, &byte, 1)
             }
-            guard started else {
-                waiting.insert((identifier, request), at: 0)
-                return
-            }
-            running += 1
+            guard started else { return }
+            waiting.remove(at: index)
+            if writes { running.writes += 1 } else { running.reads += 1 }
         }
     }
 
@@ -186,10 +181,10 @@ final class HolderConnections {
             defer { done = [] }
             return done
         }
-        running -= done.count
         for index in done.indices {
-            if connections[done[index].0] != nil { queue(done[index].0, done[index].1) }
-            wipe(&done[index].1)
+            if done[index].1 { running.writes -= 1 } else { running.reads -= 1 }
+            if connections[done[index].0] != nil { queue(done[index].0, done[index].2) }
+            wipe(&done[index].2)
         }
         startWorkers()
     }
@@ -201,29 +196,24 @@ final class HolderConnections {
     }
 
     private func queue(_ identifier: Int, _ framed: [UInt8]) {
-        guard var connection = connections[identifier] else { return }
+        guard let connection = connections[identifier] else { return }
         connection.output += framed
-        connection.busy = false
+        connection.underWay = nil
         connection.lastActive = bootSeconds()
-        connections[identifier] = connection
         flush(identifier)
         take(identifier)
     }
 
     private func flush(_ identifier: Int) {
-        guard var connection = connections[identifier] else { return }
+        guard let connection = connections[identifier] else { return }
         while connection.written < connection.output.count {
             let count = connection.output.withUnsafeBytes { bytes in
                 send(
-                    connection.fd, bytes.baseAddress! + connection.written, bytes.count - connection.written,
-                    sendFlags)
+                    connection.fd, bytes.baseAddress! + connection.written, bytes.count - connection.written, sendFlags)
             }
             if count < 0 && errno == EINTR { continue }
             if count < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) { break }
-            guard count > 0 else {
-                connections[identifier] = connection
-                return drop(identifier)
-            }
+            guard count > 0 else { return drop(identifier) }
             connection.written += count
             connection.lastActive = bootSeconds()
         }
@@ -231,7 +221,6 @@ final class HolderConnections {
             wipe(&connection.output)
             (connection.output, connection.written) = ([], 0)
         }
-        connections[identifier] = connection
     }
 
     /// Closes the connections whose client has not read its answer for ``outputSeconds``.
@@ -244,11 +233,12 @@ final class HolderConnections {
     }
 
     private func drop(_ identifier: Int) {
-        guard var connection = connections.removeValue(forKey: identifier) else { return }
-        pending -= connection.input.count
-        wipe(&connection.input)
+        guard let connection = connections.removeValue(forKey: identifier) else { return }
+        pending -= connection.inputCount
+        for index in connection.input.indices { wipe(&connection.input[index]) }
         wipe(&connection.output)
         close(connection.fd)
+        connection.underWay?.cancel()
         waiting.removeAll { $0.0 == identifier }
     }
 }

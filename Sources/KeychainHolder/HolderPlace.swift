@@ -32,10 +32,17 @@ package struct HolderPlace: Sendable {
     package func check(creating: Bool) throws(KeychainError) -> Bool {
         var info = stat()
         if lstat(directory, &info) != 0 {
-            guard errno == ENOENT, creating else { return false }
+            guard errno == ENOENT else {
+                // $XDG_RUNTIME_DIR another user's (su and sudo keep it): not ours to use.
+                throw .insecureFile(
+                    detail: FileError("cannot use the holder's directory \(quotedPath(directory))").description
+                        + "; set XDG_RUNTIME_DIR to a private directory of yours")
+            }
+            guard creating else { return false }
             if mkdir(directory, 0o700) != 0 && errno != EEXIST {
-                throw .vaultIO(
-                    detail: FileError("cannot make the holder's directory \(quotedPath(directory))").description)
+                throw .insecureFile(
+                    detail: FileError("cannot make the holder's directory \(quotedPath(directory))").description
+                        + "; set XDG_RUNTIME_DIR to a private directory of yours")
             }
             guard lstat(directory, &info) == 0 else { return false }
         }

@@ -69,7 +69,7 @@ package final class VaultHolder: Sendable {
     /// it returns (and before the process lets go of the lock file): a client that comes later
     /// finds none, and `unlock` starts another holder, which takes the lock once this one is gone.
     package func run() throws(KeychainError) {
-        let clients = try HolderConnections(listener: listener) { [self] in answer($0) }
+        let clients = try HolderConnections(listener: listener) { [self] in answer($0, cancellation: $1) }
         let started = bootSeconds()
         var everHeld = false
         while true {
@@ -86,7 +86,8 @@ package final class VaultHolder: Sendable {
                 if state.vaults.isEmpty && (everHeld || now - started > Self.firstVaultSeconds) { state.ending = true }
                 return state.ending
             }
-            if ended { break }
+            // A request under way is answered first: its write may have replaced the file.
+            if ended && !clients.isWorking { break }
         }
         close(listener)
         if reachable() { unlink(place.socket) }
@@ -114,8 +115,9 @@ package final class VaultHolder: Sendable {
         return false
     }
 
-    /// What `request` gets.
-    func answer(_ request: HolderRequest) -> HolderReply {
+    /// What `request` gets; a write stops before it replaces the file once `cancellation` says
+    /// its client went away.
+    func answer(_ request: HolderRequest, cancellation: HolderConnections.Cancellation) -> HolderReply {
         var reply = HolderReply()
         switch request.operation {
         case .hold: return hold(request)
@@ -140,7 +142,9 @@ package final class VaultHolder: Sendable {
         let deadline = request.deadline ?? monotonicSeconds() + defaultStoreTimeout
         let check: @Sendable () throws(KeychainError) -> Void = { [self] () throws(KeychainError) in
             guard state.withLock({ $0.vaults[vault]?.store === store }) else { throw .vaultRekeyed(path: vault) }
-            guard monotonicSeconds() < deadline else { throw .holderTimedOut(socket: place.socket, seconds: 0) }
+            guard monotonicSeconds() < deadline, !cancellation.isCancelled else {
+                throw .holderTimedOut(socket: place.socket, seconds: 0)
+            }
         }
         do throws(KeychainError) {
             try check()

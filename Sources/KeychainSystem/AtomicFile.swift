@@ -24,8 +24,12 @@ package struct ByteSink {
 }
 
 /// Writes `bytes` to `path` atomically: see ``writeFileAtomically(_:replacing:_:)``.
-package func writeFileAtomically(_ path: String, _ bytes: [UInt8], replacing: Bool = true) throws(FileError) {
-    try writeFileAtomically(path, replacing: replacing) { sink throws(FileError) in try sink.write(bytes) }
+package func writeFileAtomically(
+    _ path: String, _ bytes: [UInt8], replacing: Bool = true, beforeReplacing: () -> Bool = { true }
+) throws(FileError) {
+    try writeFileAtomically(path, replacing: replacing, beforeReplacing: beforeReplacing) { sink throws(FileError) in
+        try sink.write(bytes)
+    }
 }
 
 /// Writes what `body` gives its sink to `path` so that readers see the old file or the new one,
@@ -40,9 +44,12 @@ package func writeFileAtomically(_ path: String, _ bytes: [UInt8], replacing: Bo
 /// the next write of the same path removes it once it is a minute old (the vault's, under its
 /// lock, at once). With `replacing` false an existing `path` is never replaced, even one created a
 /// moment before: the new file only ever gets its name by a link, which fails with `EEXIST`.
+/// `beforeReplacing` is asked last, once the new file is written and synced: false leaves `path`
+/// untouched (`ECANCELED`).
 /// - Throws: ``FileError`` naming the path, or what `body` throws; `path` is then untouched.
 package func writeFileAtomically(
-    _ path: String, replacing: Bool = true, _ body: (ByteSink) throws(FileError) -> Void
+    _ path: String, replacing: Bool = true, beforeReplacing: () -> Bool = { true },
+    _ body: (ByteSink) throws(FileError) -> Void
 ) throws(FileError) {
     let (directory, name) = splitPath(path)
     // What an earlier writer killed between linkat and rename left (see above).
@@ -53,12 +60,14 @@ package func writeFileAtomically(
             throw FileError("cannot create a file in \(quotedPath(directory))")
         }
         return try withSignalsHeldBack { () throws(FileError) in
-            try writeThroughNamedTemporary(path, directory: directory, name: name, replacing: replacing, body)
+            try writeThroughNamedTemporary(
+                path, directory: directory, name: name, replacing: replacing, beforeReplacing: beforeReplacing, body)
         }
     }
     defer { close(unnamed) }
     try body(ByteSink(fd: unnamed, path: path))
     guard fchmod(unnamed, 0o600) == 0, fsync(unnamed) == 0 else { throw FileError("cannot write \(quotedPath(path))") }
+    guard beforeReplacing() else { throw FileError("\(quotedPath(path)) was not replaced", code: ECANCELED) }
     let source = "/proc/self/fd/\(unnamed)"
     if linkat(AT_FDCWD, source, AT_FDCWD, path, AT_SYMLINK_FOLLOW) != 0 {
         guard errno == EEXIST else { throw FileError("cannot create \(quotedPath(path))") }
@@ -80,7 +89,8 @@ package func writeFileAtomically(
 
 /// `writeFileAtomically` where the file system has no `O_TMPFILE`: a named temporary file.
 private func writeThroughNamedTemporary(
-    _ path: String, directory: String, name: String, replacing: Bool, _ body: (ByteSink) throws(FileError) -> Void
+    _ path: String, directory: String, name: String, replacing: Bool, beforeReplacing: () -> Bool,
+    _ body: (ByteSink) throws(FileError) -> Void
 ) throws(FileError) {
     var template = Array("\(directory)/\(temporaryPrefix(of: name))XXXXXX".utf8CString)
     let fd = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }  // mode 0600
@@ -103,6 +113,7 @@ private func writeThroughNamedTemporary(
         throw error
     }
     close(fd)
+    guard beforeReplacing() else { throw FileError("\(quotedPath(path)) was not replaced", code: ECANCELED) }
     guard replacing else {
         // link fails if the name exists; the deferred unlink removes the temporary name.
         guard link(temporary, path) == 0 else {

@@ -61,27 +61,34 @@ extension VaultStore {
 
     /// Runs `body` with the file to write, under the directory lock (the directory made first,
     /// unless `withoutDirectory` gives the result when there is none). The vault is opened first,
-    /// and, when `creating`, a missing vault's header made, with no lock held.
+    /// and, when `creating`, a missing vault's header made, with no lock held. The vault's path
+    /// is followed again once the lock is held: a path made a link meanwhile (the vault moved and
+    /// linked back) gets its target written, not the link replaced; one that now leads to another
+    /// directory is locked there (three tries).
     func underWriteLock<Result: Sendable>(
         creating: Bool = true, withoutDirectory: () throws(KeychainError) -> Result?,
         _ body: (String) throws -> Result
     ) throws(KeychainError) -> Result {
-        let file = filePath
-        let (directory, _) = splitPath(file)
         do {
-            var info = stat()
-            if stat(directory, &info) != 0 && errno == ENOENT {
-                if let result = try withoutDirectory() { return result }
-                try makeDirectories(directory)
+            for _ in 0..<3 {
+                let (directory, _) = splitPath(filePath)
+                var info = stat()
+                if stat(directory, &info) != 0 && errno == ENOENT {
+                    if let result = try withoutDirectory() { return result }
+                    try makeDirectories(directory)
+                }
+                try openBeforeWriting(creating: creating)
+                let result = try withDirectoryLock(directory, timeout: lockTimeout) { () throws -> Result? in
+                    let file = filePath
+                    guard splitPath(file).directory == directory else { return nil }
+                    try writeCheck?()
+                    removeStrayTemporaries(of: file)
+                    return try body(file)
+                }
+                guard let result else { throw KeychainError.vaultBusy(path: path, seconds: lockTimeout) }
+                if let result { return result }
             }
-            try openBeforeWriting(creating: creating)
-            let result = try withDirectoryLock(directory, timeout: lockTimeout) { () throws in
-                try writeCheck?()
-                removeStrayTemporaries(of: file)
-                return try body(file)
-            }
-            guard let result else { throw KeychainError.vaultBusy(path: path, seconds: lockTimeout) }
-            return result
+            throw KeychainError.vaultIO(detail: "the vault \(quotedPath(path)) kept moving to other directories")
         } catch let error as KeychainError {
             throw error
         } catch let error as FileError {
@@ -180,8 +187,23 @@ extension VaultStore {
         let file = try AgeFile.encrypt(
             encode(contents.entries, recipients: contents.recipients, collectionLabel: contents.collectionLabel),
             header: header)
-        try writeCheck?()
-        try writeFileAtomically(path, file)
+        // The holder's check, again as late as it can be: after the new file is written and
+        // synced, just before it replaces the vault.
+        var stopped: KeychainError?
+        do {
+            try writeFileAtomically(path, file) {
+                do throws(KeychainError) {
+                    try writeCheck?()
+                    return true
+                } catch {
+                    stopped = error
+                    return false
+                }
+            }
+        } catch {
+            if let stopped { throw stopped }
+            throw error
+        }
         // No stamp: the next load reads what is there.
         (written.header, written.file, written.stamp) = (header, SHA256.hash(data: file), nil)
         state.withLock { $0.contents = written }

@@ -30,9 +30,9 @@ struct UnlockTests {
             #expect(getsid(pid) == pid)
         }
         let locked = try place.run(["lock"])
-        #expect(locked.status == 0 && locked.stderr.contains("is locked"), "\(locked.stderr)")
+        #expect(locked.status == 0 && locked.stderr.contains("1 vault is locked"), "\(locked.stderr)")
         #expect(try place.run(["get", "token"]).status == 77)
-        let again = try place.run(["lock"])
+        let again = try place.run(["--vault", place.vault, "lock"])
         #expect(again.status == 0 && again.stderr.contains("was not unlocked"), "\(again.stderr)")
     }
 

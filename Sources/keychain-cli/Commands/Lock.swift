@@ -9,9 +9,9 @@ extension KeychainCLI {
             discussion: """
                 Makes your holder forget the file keys of the vaults it holds (their decrypted \
                 secrets too, and a write still waiting for a vault's lock writes nothing): the \
-                next command on one asks for its passphrase again. Given no --vault and no \
-                $KEYCHAIN_VAULT, it locks every vault you unlocked; with either, that vault \
-                alone, and it names on stderr the vaults that stay unlocked. A vault that is not \
+                next command on one asks for its passphrase again. It locks every vault you \
+                unlocked, whatever $KEYCHAIN_VAULT says; with --vault, that vault alone, and it \
+                names on stderr the vaults that stay unlocked. A vault that is not \
                 unlocked is no error, so that a script can lock on its way out whatever happened \
                 before. Exits 75 when the holder does not answer within --timeout.
 
@@ -22,13 +22,13 @@ extension KeychainCLI {
         @OptionGroup(title: "Global options") var globals: GlobalOptions
         @ParentCommand var root: KeychainCLI
 
-        @Flag(help: "Lock every vault, even with --vault or $KEYCHAIN_VAULT set.")
+        @Flag(help: "Lock every vault, even with --vault given.")
         var all = false
 
         func run() throws {
-            let fromEnvironment = try environment("KEYCHAIN_VAULT") != nil
-            let named = !all && (settings.vault != nil || fromEnvironment)
-            let vault = named ? try settings.vaultPath() : nil
+            // --vault alone narrows it: $KEYCHAIN_VAULT is the job's setting, not a choice made at
+            // lock time (a relative one may name another file once a step has changed directory).
+            let vault = !all && settings.vault != nil ? try settings.vaultPath() : nil
             let request = HolderRequest(.forget, vault: vault.map(HolderRequest.vaultKey))
             let reply = try HolderProcess.ask(
                 request, place: HolderPlace.current(), start: nil, timeout: try settings.resolvedTimeout())

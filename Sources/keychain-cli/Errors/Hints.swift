@@ -65,7 +65,9 @@ func hint(for error: KeychainError) -> String? {
     case .badConfiguration(let detail) where detail.hasPrefix("a team vault needs at least one recipient"):
         return "To lock it with a passphrase instead, run 'keychain-cli vault passwd'"
     case .holderTimedOut:
-        return "Is it stopped? Run 'keychain-cli lock --all' (or end the holder) and unlock again, or raise --timeout"
+        return
+            "Is it stopped (kill -STOP)? Continue it (kill -CONT), or end it (its keys go with it) and unlock again; "
+            + "or raise --timeout"
     case .serverTimedOut:
         return "Check the server (bao status), or raise --timeout"
     case .nameTaken(_, _, .owned):

@@ -1,0 +1,64 @@
+import KeychainSystem
+
+extension HolderConnections {
+    final class Connection {
+        let fd: Int32
+        /// What was read of requests not yet carried out, as it came: nothing is allocated
+        /// before its bytes arrive, and nothing is copied as it grows.
+        var input: [[UInt8]] = []
+        var inputCount = 0
+        var output: [UInt8] = []
+        var written = 0
+        /// The request being carried out, if any (nothing more is read until its answer is
+        /// sent); cancelled when the client goes away, so that its write writes nothing.
+        var underWay: Cancellation?
+        /// Boot seconds of the last byte read or written.
+        var lastActive: Double
+
+        init(fd: Int32, lastActive: Double) { (self.fd, self.lastActive) = (fd, lastActive) }
+
+        var busy: Bool { underWay != nil }
+
+        /// The first `count` bytes read, taken out of `input`.
+        func take(_ count: Int) -> [UInt8] {
+            var taken: [UInt8] = []
+            taken.reserveCapacity(count)
+            while taken.count < count, var first = input.first {
+                let part = min(count - taken.count, first.count)
+                taken += first[..<part]
+                if part == first.count {
+                    wipe(&first)
+                    input.removeFirst()
+                } else {
+                    input[0] = Array(first[part...])
+                    wipe(&first)
+                }
+            }
+            inputCount -= taken.count
+            return taken
+        }
+
+        /// The length the next request's first four bytes give, if they have come.
+        var announced: Int? {
+            guard inputCount >= 4 else { return nil }
+            return HolderWire.length(ArraySlice(input.lazy.joined().prefix(4)))
+        }
+    }
+
+    /// Whether the client of a request has gone away.
+    final class Cancellation: Sendable {
+        private let cancelled = Locked(false)
+        func cancel() { cancelled.withLock { $0 = true } }
+        var isCancelled: Bool { cancelled.withLock { $0 } }
+    }
+}
+
+extension HolderRequest.Operation {
+    /// Whether it changes the vault (and may wait for its lock).
+    var writes: Bool {
+        switch self {
+        case .store, .add, .delete, .deleteAll: true
+        case .hold, .forget, .status, .secret, .secrets, .items: false
+        }
+    }
+}
