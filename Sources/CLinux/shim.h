@@ -305,76 +305,6 @@ static inline int keychain_cli_open_pty(int like, int *master, int *slave) {
     return 0;
 }
 
-// Removes everything in the open directory `handle`: files, and directories with what they hold
-// (16 deep at most), through descriptors, so a path swapped meanwhile leads nowhere. Only system
-// calls (the remover calls it after fork).
-static inline void keychain_cli_empty_directory(int handle, int depth) {
-    struct entry {
-        uint64_t inode;
-        int64_t offset;
-        unsigned short length;
-        unsigned char type;
-        char name[];
-    };
-    char buffer[4096];
-    for (int pass = 0; pass < 64; pass++) {
-        int removed = 0;
-        lseek(handle, 0, SEEK_SET);
-        long count;
-        while ((count = syscall(SYS_getdents64, handle, buffer, sizeof buffer)) > 0) {
-            for (long at = 0; at < count;) {
-                struct entry *entry = (struct entry *)(buffer + at);
-                at += entry->length;
-                if (strcmp(entry->name, ".") == 0 || strcmp(entry->name, "..") == 0) continue;
-                if (unlinkat(handle, entry->name, 0) != 0 && errno == EISDIR && depth < 16) {
-                    int inner = openat(handle, entry->name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-                    if (inner >= 0) {
-                        keychain_cli_empty_directory(inner, depth + 1);
-                        close(inner);
-                    }
-                    unlinkat(handle, entry->name, AT_REMOVEDIR);
-                }
-                removed++;
-            }
-        }
-        if (!removed) return;
-    }
-}
-
-// Starts the remover of `exec --file`'s directory: a fork that holds only `handle` (the directory,
-// open, with the flock that tells a later exec --file it is looked after), leaves the terminal's
-// session, ignores the signals that end a program, and waits until this process has ended
-// (PR_SET_PDEATHSIG, which exec keeps: after exec that is the command), even by SIGKILL; then it
-// removes all the directory holds (the command may have added files), and the directory. Call it
-// from the main thread: the kernel sends the signal when the thread that forked ends. Only system
-// calls between fork and _exit. Returns the pid, or -1 with errno.
-static inline int keychain_cli_spawn_remover(const char *directory, int handle) {
-    pid_t parent = getpid();
-    pid_t pid = fork();
-    if (pid != 0) return pid;
-    struct sigaction ignore = {0};
-    ignore.sa_handler = SIG_IGN;
-    int ignored[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE, SIGTSTP, SIGTTIN, SIGTTOU, SIGUSR2};
-    for (unsigned i = 0; i < sizeof ignored / sizeof ignored[0]; i++) sigaction(ignored[i], &ignore, NULL);
-    sigset_t wait;
-    sigemptyset(&wait);
-    sigaddset(&wait, SIGUSR1);
-    sigprocmask(SIG_SETMASK, &wait, NULL);
-    setsid();
-    prctl(PR_SET_PDEATHSIG, SIGUSR1, 0, 0, 0);
-    if (handle != 0 && dup2(handle, 0) != 0) _exit(127);  // the same open directory: its lock too
-#ifdef SYS_close_range
-    if (syscall(SYS_close_range, 1, ~0U, 0) != 0)
-#endif
-    {
-        for (int fd = 1; fd < 4096; fd++) close(fd);
-    }
-    while (getppid() == parent) sigwaitinfo(&wait, NULL);  // a stray SIGUSR1 while it lives is not its end
-    keychain_cli_empty_directory(0, 0);
-    rmdir(directory);
-    _exit(0);
-}
-
 // The process and user at the other end of the Unix socket `fd` (SO_PEERCRED; glibc declares
 // struct ucred only under _GNU_SOURCE): for a server, its client's; for a client, the uid that
 // made the socket listen. 0, or -1 with errno.
@@ -383,5 +313,7 @@ static inline int keychain_cli_peer_credentials(int fd, struct keychain_cli_peer
     socklen_t length = sizeof(*peer);
     return getsockopt(fd, SOL_SOCKET, SO_PEERCRED, peer, &length);
 }
+
+#include "remover.h"
 
 #endif

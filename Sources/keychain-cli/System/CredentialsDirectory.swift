@@ -62,7 +62,7 @@ struct CredentialsDirectory {
 
     /// Removes the directory and all it holds now (the remover finds nothing left).
     func remove() {
-        keychain_cli_empty_directory(handle, 0)
+        keychain_cli_empty_directory(handle)
         close(handle)
         rmdir(path)
     }
@@ -85,7 +85,7 @@ struct CredentialsDirectory {
             guard handle >= 0 else { continue }
             defer { close(handle) }
             guard flock(handle, LOCK_EX | LOCK_NB) == 0 else { continue }
-            keychain_cli_empty_directory(handle, 0)
+            keychain_cli_empty_directory(handle)
             unlinkat(parent, name, AT_REMOVEDIR)
         }
     }
