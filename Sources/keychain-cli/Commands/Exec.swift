@@ -13,7 +13,10 @@ extension KeychainCLI {
                 NAME=SERVICE/KEY (split at the first /). An --env-file holds one mapping per line; \
                 blank lines and # comments are ignored. --from SERVICE sets every key of SERVICE, \
                 named as export --format env names it (--only and --except globs choose keys, \
-                --prefix goes before names); two secrets that would set one name stop everything (65). \
+                --prefix goes before names); two secrets that would set one name stop everything (65), \
+                and so does a key that would set a variable that changes what the command runs \
+                (PATH, LD_PRELOAD, BASH_ENV, GIT_EXTERNAL_DIFF and others: docs/security.md has \
+                the list; map one with --env NAME=KEY when it is meant). \
                 --file NAME=KEY writes the secret to the file NAME (mode 0400) in a new directory on \
                 a tmpfs, named in $CREDENTIALS_DIRECTORY as systemd names it; it is removed when the \
                 command ends, also if keychain-cli is killed.
