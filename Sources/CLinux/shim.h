@@ -199,7 +199,7 @@ static inline int keychain_cli_pipe_cloexec(int ends[2]) { return pipe2(ends, O_
 
 struct keychain_cli_relay {
     volatile sig_atomic_t child;    // the command, once started
-    volatile sig_atomic_t all;      // pass on every signal (the command has a process group of its own)
+    volatile sig_atomic_t leads;    // whether it leads a process group of its own
     volatile sig_atomic_t pending;  // signals that came before the command started (bit n: signal n)
     int wake;                       // a pipe's write end (non-blocking): a byte for each SIGCHLD
     int terminal[2];                // our terminal outputs, whose sizes the ptys follow (or -1)
@@ -226,11 +226,11 @@ static inline void keychain_cli_relay_handler(int signal, siginfo_t *info, void 
             if (relay->pty[i] >= 0 && ioctl(relay->terminal[i], TIOCGWINSZ, &size) == 0)
                 ioctl(relay->pty[i], TIOCSWINSZ, &size);
         if (child > 0) kill(child, SIGWINCH);
-    } else if (relay->all || info->si_code <= 0) {
-        // From a process (si_code <= 0: kill, sigqueue, tgkill), or to a command that the terminal
-        // does not reach; a terminal's own signals (SI_KERNEL) reach the command's process group
-        // already, and are not given twice.
-        if (child > 0) kill(child, signal);
+    } else if (!(child > 0 && info->si_code <= 0 && info->si_pid == child)) {
+        // The command is never in our process group (JobControl.swift): what reaches us, from a
+        // process or from a terminal, did not reach it, and is passed on once: a terminal's
+        // (SI_KERNEL) to its whole group, as the terminal gives it. Not what it sent us itself.
+        if (child > 0) kill(relay->leads && info->si_code == SI_KERNEL ? -child : child, signal);
         else relay->pending |= 1 << signal;
     }
     errno = saved;
@@ -239,15 +239,14 @@ static inline void keychain_cli_relay_handler(int signal, siginfo_t *info, void 
 // Catches `signals`, SIGWINCH, and SIGCHLD when there is a `wake` (not with serve, whose GLib loop
 // watches its child), with the handler above, SA_RESTART. `terminals` and `ptys`: two each (-1:
 // none), the pty that follows each terminal's size.
-static inline int keychain_cli_relay_start(int wake, const int *terminals, const int *ptys, int all,
-                                           const int *signals, int count) {
+static inline int keychain_cli_relay_start(int wake, const int *terminals, const int *ptys, const int *signals,
+                                           int count) {
     struct keychain_cli_relay *relay = keychain_cli_relay_state();
     relay->wake = wake;
     for (int i = 0; i < 2; i++) {
         relay->terminal[i] = terminals[i];
         relay->pty[i] = ptys[i];
     }
-    relay->all = all;
     struct sigaction action = {0};
     action.sa_sigaction = keychain_cli_relay_handler;
     action.sa_flags = SA_SIGINFO | SA_RESTART;
@@ -258,13 +257,15 @@ static inline int keychain_cli_relay_start(int wake, const int *terminals, const
     return 0;
 }
 
-// The command started: signals are passed on to it from now, and those that came before, now.
-static inline void keychain_cli_relay_set_child(int child) {
+// The command started (`leads`: a process group of its own): signals are passed on to it from
+// now, and those that came before, now.
+static inline void keychain_cli_relay_set_child(int child, int leads) {
     struct keychain_cli_relay *relay = keychain_cli_relay_state();
     sigset_t all, previous;
     sigfillset(&all);
     sigprocmask(SIG_BLOCK, &all, &previous);
     relay->child = child;
+    relay->leads = leads;
     for (int signal = 1; signal < 32; signal++)
         if (relay->pending & (1 << signal)) kill(child, signal);
     relay->pending = 0;
