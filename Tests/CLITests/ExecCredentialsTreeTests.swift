@@ -54,6 +54,31 @@ struct ExecCredentialsTreeTests {
         }
     }
 
+    /// A process the command leaves behind goes on adding directories while keychain-cli removes
+    /// the tree: keychain-cli still ends, with the command's status (what is added after is left
+    /// for the next run's sweep).
+    @Test func aTreeStillGrowingDoesNotKeepKeychainCLIRunning() throws {
+        try withSecretAndScratch("tree-growing") { s, scratch in
+            let script = #"""
+                d=$CREDENTIALS_DIRECTORY; echo "$d" > "$0"
+                (i=0; while :; do mkdir -p "$d/g$((i % 50))/x$i"; i=$((i + 1)); done) > /dev/null 2>&1 &
+                echo $! > "$1/grower"
+                while [ ! -d "$d/g49" ]; do sleep 0.01; done
+                exit 5
+                """#
+            let result = try cli(
+                ["-s", s, "exec", "--file", "k=k", "--", "sh", "-c", script, scratch.path("record"), scratch.url.path],
+                timeout: 30)
+            if let grower = pid_t((try? String(contentsOfFile: scratch.path("grower"), encoding: .utf8))?.trimmed ?? "")
+            {
+                kill(grower, SIGKILL)  // (started by the command this test ran)
+            }
+            #expect(result.status == 5, "\(result.stderr)")
+            let directory = try String(contentsOfFile: scratch.path("record"), encoding: .utf8).trimmed
+            try? FileManager.default.removeItem(atPath: directory)
+        }
+    }
+
     /// As a plain user, who cannot unlink in a read-only directory nor open one of mode 000: the
     /// remover makes its directories u+rwx first, at the end of a run and in the next run's sweep
     /// of a directory abandoned a minute ago (its remover killed too).
