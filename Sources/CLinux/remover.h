@@ -47,21 +47,23 @@ static inline void keychain_cli_fd_path(int fd, char path[32]) {
 // read-only directory of an unpacked archive or of Go's module cache, a directory of mode 000),
 // on the mount `mount` only. -1 when it is not such a directory (any longer).
 static inline int keychain_cli_open_inner(int parent, const char *name, const struct stat *mount) {
-    int path = openat(parent, name, O_PATH | O_NOFOLLOW | O_DIRECTORY | O_CLOEXEC);
-    if (path < 0) return -1;
-    struct stat info, opened;
-    char link[32];
-    keychain_cli_fd_path(path, link);
-    int inner = -1;
-    if (fstat(path, &info) == 0 && info.st_dev == mount->st_dev) {
-        if ((info.st_mode & 0700) != 0700) chmod(link, (info.st_mode & 07777) | 0700);
-        inner = open(link, O_RDONLY | O_DIRECTORY | O_NONBLOCK | O_CLOEXEC);
-        if (inner >= 0 && (fstat(inner, &opened) != 0 || opened.st_ino != info.st_ino)) {
-            close(inner);
-            inner = -1;
-        }
+    int inner = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (inner < 0 && errno == EACCES) {  // not readable (mode 000): made so through a path descriptor
+        int path = openat(parent, name, O_PATH | O_NOFOLLOW | O_DIRECTORY | O_CLOEXEC);
+        if (path < 0) return -1;
+        struct stat info;
+        char link[32];
+        keychain_cli_fd_path(path, link);
+        if (fstat(path, &info) == 0 && info.st_dev == mount->st_dev && chmod(link, (info.st_mode & 07777) | 0700) == 0)
+            inner = open(link, O_RDONLY | O_DIRECTORY | O_NONBLOCK | O_CLOEXEC);
+        close(path);
     }
-    close(path);
+    struct stat opened;
+    if (inner >= 0 && (fstat(inner, &opened) != 0 || opened.st_dev != mount->st_dev)) {
+        close(inner);
+        return -1;
+    }
+    if (inner >= 0 && (opened.st_mode & 0700) != 0700) fchmod(inner, (opened.st_mode & 07777) | 0700);
     return inner;
 }
 
