@@ -211,6 +211,24 @@ static inline struct keychain_cli_relay *keychain_cli_relay_state(void) {
     return &state;
 }
 
+// The ptys take their terminals' sizes; the command gets SIGWINCH when one changed, or `always`.
+// (The terminal signals a change of size to its foreground group, which is often the command's
+// and not ours: MaskedOutput.swift also asks every half second.)
+static inline void keychain_cli_relay_follow_sizes(int always) {
+    struct keychain_cli_relay *relay = keychain_cli_relay_state();
+    int changed = 0;
+    struct winsize size, current;
+    for (int i = 0; i < 2; i++) {
+        if (relay->pty[i] < 0 || ioctl(relay->terminal[i], TIOCGWINSZ, &size) != 0) continue;
+        if (ioctl(relay->pty[i], TIOCGWINSZ, &current) == 0 && current.ws_row == size.ws_row &&
+            current.ws_col == size.ws_col && current.ws_xpixel == size.ws_xpixel && current.ws_ypixel == size.ws_ypixel)
+            continue;
+        ioctl(relay->pty[i], TIOCSWINSZ, &size);
+        changed = 1;
+    }
+    if ((always || changed) && relay->child > 0) kill(relay->child, SIGWINCH);
+}
+
 static inline void keychain_cli_relay_handler(int signal, siginfo_t *info, void *context) {
     (void)context;
     int saved = errno;
@@ -221,15 +239,12 @@ static inline void keychain_cli_relay_handler(int signal, siginfo_t *info, void 
         ssize_t ignored = write(relay->wake, &byte, 1);
         (void)ignored;
     } else if (signal == SIGWINCH) {
-        struct winsize size;
-        for (int i = 0; i < 2; i++)
-            if (relay->pty[i] >= 0 && ioctl(relay->terminal[i], TIOCGWINSZ, &size) == 0)
-                ioctl(relay->pty[i], TIOCSWINSZ, &size);
-        if (child > 0) kill(child, SIGWINCH);
+        keychain_cli_relay_follow_sizes(1);
     } else if (!(child > 0 && info->si_code <= 0 && info->si_pid == child)) {
         // The command is never in our process group (JobControl.swift): what reaches us, from a
-        // process or from a terminal, did not reach it, and is passed on once: a terminal's
-        // (SI_KERNEL) to its whole group, as the terminal gives it. Not what it sent us itself.
+        // process or from a terminal (its Ctrl-C while we have its foreground, its hangup to us as
+        // the session's leader), did not reach it, and is passed on once: a terminal's (SI_KERNEL)
+        // to its whole group, as the terminal gives it. Not what it sent us itself.
         if (child > 0) kill(relay->leads && info->si_code == SI_KERNEL ? -child : child, signal);
         else relay->pending |= 1 << signal;
     }

@@ -9,8 +9,9 @@ import Testing
 @Suite("exec: job control at a terminal", .keyringSession)
 struct ExecJobControlTests {
     /// The command: `prompt` turns echo off on /dev/tty and reads a password there (SIGTTOU and
-    /// SIGTTIN in a background group); `count` counts the SIGTERMs it gets, half a second after
-    /// the first.
+    /// SIGTTIN in a background group); `size` waits for a SIGWINCH that comes with a new size;
+    /// `count` counts the SIGTERMs and SIGHUPs it gets, half a second after the first (also in
+    /// the file beside it, .count).
     static let child = """
         import os, signal, sys, termios, time
         signal.pthread_sigmask(signal.SIG_SETMASK, [])
@@ -26,12 +27,23 @@ struct ExecJobControlTests {
                 line += os.read(tty, 100)
             termios.tcsetattr(tty, termios.TCSANOW, old)
             print("got", len(line.strip()), flush=True)
+        elif sys.argv[1] == "size":
+            signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGWINCH])
+            first = os.get_terminal_size(1)
+            print("size", first.lines, first.columns, flush=True)
+            deadline = time.monotonic() + 10
+            while os.get_terminal_size(1) == first and time.monotonic() < deadline:
+                signal.sigtimedwait([signal.SIGWINCH], 10)
+            print("now %d %d" % tuple(reversed(os.get_terminal_size(1))), flush=True)
         else:
             got = []
-            signal.signal(signal.SIGTERM, lambda n, f: got.append(n))
+            for number in (signal.SIGTERM, signal.SIGHUP):
+                signal.signal(number, lambda n, f: got.append(n))
             print("ready", flush=True)
             while not got: time.sleep(0.01)
             time.sleep(0.5)
+            with open(sys.argv[0] + ".new", "w") as record: record.write("%d" % len(got))
+            os.rename(sys.argv[0] + ".new", sys.argv[0] + ".count")
             print("signals", len(got), flush=True)
         """
 
@@ -90,6 +102,31 @@ struct ExecJobControlTests {
     @Test(arguments: ["leader at the terminal", "script at the terminal", "leader", "script"])
     func aSignalToTheProcessGroupArrivesOnce(started how: String) throws {
         let result = try run(how, "count", then: #"want "ready"; exec kill -TERM -- -[exp_pid]; want "signals 1""#)
+        #expect(result.status == 0, "\(result.stdoutText)")
+    }
+
+    /// A hangup of the terminal whose session keychain-cli leads (ssh -t, expect) reaches the
+    /// command once: the terminal signals keychain-cli alone, the session's leader, which passes
+    /// it on (it did not, sharing the command's group, and waited for ever).
+    @Test func aHangupArrivesOnce() throws {
+        let result = try run(
+            "leader at the terminal", "count",
+            then: #"""
+                want "ready"; close; wait
+                for {set i 0} {$i < 400 && ![file exists $CHILD.count]} {incr i} { after 50 }
+                puts "count [exec cat $CHILD.count]"; exit 0
+                """#)
+        #expect(result.stdoutText.contains("count 1"), "\(result.stdoutText)")
+    }
+
+    /// A change of the terminal's size reaches the command's pty, and the command a SIGWINCH
+    /// after it, also where the terminal signals it to the command's group and not to
+    /// keychain-cli's (the command in the foreground, or in the script's group).
+    @Test(arguments: ["leader at the terminal", "script at the terminal"])
+    func theTerminalsSizeReachesTheCommand(started how: String) throws {
+        let result = try run(
+            how, "size",
+            then: #"want "size "; exec stty rows 40 columns 120 < $spawn_out(slave,name); want "now 40 120""#)
         #expect(result.status == 0, "\(result.stdoutText)")
     }
 

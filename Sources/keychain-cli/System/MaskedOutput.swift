@@ -195,6 +195,10 @@ func relay(_ output: MaskedOutput, masks: OutputMasks, wake: Int32, ended: () ->
         for index in open.indices where open[index].heldSince.map({ now - $0 >= quiet }) == true { finish(index) }
         var deadlines = open.compactMap { $0.heldSince.map { $0 + quiet } }
         if endedAt != nil { deadlines.append(lastRead + quiet) }
+        if !output.ptys.isEmpty {  // a terminal's change of size reaches its foreground group, often not us
+            keychain_cli_relay_follow_sizes(0)
+            deadlines.append(now + quiet)
+        }
         let timeout = deadlines.min().map { Int32(max(0, ($0 - now) * 1000).rounded(.up)) } ?? -1
         var polled = open.filter { $0.fd >= 0 }.map { pollfd(fd: $0.fd, events: Int16(POLLIN), revents: 0) }
         polled.append(pollfd(fd: wake, events: Int16(POLLIN), revents: 0))
