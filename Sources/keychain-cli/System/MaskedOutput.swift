@@ -104,7 +104,7 @@ func runMasked(_ command: [String], hiding masks: OutputMasks, erasing variables
     let output = try MaskedOutput.open()
     guard let wake = makePipe() else { throw pipeFailure() }
     _ = fcntl(wake.write, F_SETFL, O_NONBLOCK)
-    var jobs = JobControl()
+    let jobs = JobControl()
     let passedOn = [SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGALRM] + jobs.alsoPassedOn
     output.catchSignals(wake: wake.write, passingOn: passedOn)
     // The command gets the signal mask we were given; this thread takes the signals it handles
@@ -115,14 +115,7 @@ func runMasked(_ command: [String], hiding masks: OutputMasks, erasing variables
     for signal in passedOn + [SIGCHLD, SIGWINCH] { sigaddset(&handled, signal) }
     sigprocmask(SIG_UNBLOCK, &handled, &original)
     Startup.restoreForExec()  // the core limit we were given, for the command (we stay undumpable)
-    let child: pid_t
-    do {
-        child = try spawn(command, output: output.given, group: jobs.commandGroup, mask: original)
-    } catch let error as CommandFailure where error.kind == .cannotExecute && jobs.commandGroup != 0 {
-        // (EPERM: the group we left is gone, we were its last member.)
-        jobs.ownGroup()
-        child = try spawn(command, output: output.given, group: 0, mask: original)
-    }
+    let child = try spawn(command, output: output.given, group: jobs.commandGroup, mask: original)
     jobs.started(child)
     Environment.erase(variables)  // the command has its copy; ours would only wait here
     output.commandStarted(child, leads: jobs.commandGroup == 0)
