@@ -104,7 +104,7 @@ struct ExecCredentialsTreeTests {
         let script = #"""
             printf s | "$0" set k || exit 1
             mkdir -m 700 "$1" && CREDENTIALS_DIRECTORY="$1" sh -c "$S" "$1.record" "$O" || exit 1
-            chmod 700 "$1"; touch -d '2 minutes ago' "$1"; chmod 500 "$1"
+            chmod 700 "$1"; touch -d '2 minutes ago' "$1"; chmod 000 "$1"
             "$0" exec --file k=k -- sh -c "$S; exit 7" "$R" "$O"; echo "status $?"
             """#
         let result = try runAsNobody(["sh", "-c", script, binary, abandoned], environment: environment)
