@@ -59,9 +59,11 @@ struct ExecCredentialsTreeTests {
     /// for the next run's sweep).
     @Test func aTreeStillGrowingDoesNotKeepKeychainCLIRunning() throws {
         try withSecretAndScratch("tree-growing") { s, scratch in
+            // (mkdir without -p: one still running as the grower is killed cannot make the
+            // directory again once the test has removed it.)
             let script = #"""
                 d=$CREDENTIALS_DIRECTORY; echo "$d" > "$0"
-                (i=0; while :; do mkdir -p "$d/g$((i % 50))/x$i"; i=$((i + 1)); done) > /dev/null 2>&1 &
+                (i=0; while :; do mkdir "$d/g$((i % 50))" "$d/g$((i % 50))/x$i"; i=$((i + 1)); done) > /dev/null 2>&1 &
                 echo $! > "$1/grower"
                 while [ ! -d "$d/g49" ]; do sleep 0.01; done
                 exit 5
