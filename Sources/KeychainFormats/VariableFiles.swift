@@ -56,11 +56,6 @@ package enum GitHubEnvironmentFile {
     ) throws(FormatError) -> String {
         var text = ""
         for (name, key, value) in variables {
-            if name == "NODE_OPTIONS" {
-                throw FormatError(
-                    "the secret \(quotedValue(key, expected: "a key name")) would set NODE_OPTIONS, which the runner "
-                        + "refuses in $GITHUB_ENV; nothing was written")
-            }
             if value.utf8.contains(0x0D) || value.utf8.contains(0) {
                 throw FormatError(
                     "the secret \(quotedValue(key, expected: "a key name")) holds a CR or NUL, which the runner "

@@ -119,9 +119,35 @@ final class CIFormatTests {
             let node = uniqueService()
             _ = try cli(["-s", node, "set", "node-options"], input: "--require /tmp/x.js")
             let refused = try cli(["-s", node, "export", "--yes", "--format", "github-env"])
-            #expect(refused.status == 65 && refused.stderr.contains("which the runner refuses"), "\(refused.stderr)")
+            #expect(refused.status == 65 && refused.stderr.contains("which changes what"), "\(refused.stderr)")
             let all = try cli(["export", "--yes", "--all-services", "--format", "docker"])
             #expect(all.status == 64 && all.stderr.contains("use --format json with --all-services"))
+        }
+    }
+
+    /// A key that would become BASH_ENV, LD_PRELOAD, PATH or GIT_ASKPASS for every later step of
+    /// the job (as the runner reads $GITHUB_ENV), for a shell sourcing the file, or in a container
+    /// is refused in every format of variables (65, one line naming key and variable, never the
+    /// value, nothing written); JSON, which names no variable, still exports it.
+    @Test func keysThatWouldChangeWhatLaterStepsRunAreRefused() throws {
+        try CLIBackend.withVault { _ in
+            for (key, name) in [
+                ("bash-env", "BASH_ENV"), ("ld-preload", "LD_PRELOAD"), ("path", "PATH"),
+                ("git-askpass", "GIT_ASKPASS"),
+            ] {
+                let s = uniqueService()
+                _ = try cli(["-s", s, "set", "token"], input: "harmless-value")
+                _ = try cli(["-s", s, "set", key], input: "/tmp/evil-\(key)")
+                for format in ["github-env", "env", "docker"] {
+                    let result = try cli(["-s", s, "export", "--yes", "--format", format])
+                    #expect(result.status == 65, "\(format) \(key): \(result.stderr)")
+                    #expect(readAsTheRunnerDoes(result.stdoutText)[name] == nil && result.stdout.isEmpty)
+                    #expect(result.stderr.contains("'\(key)' would set \(name), which changes what programs run"))
+                    #expect(result.stderr.split(separator: "\n").count == 1 && !result.stderr.contains("evil"))
+                }
+                let json = try cli(["-s", s, "export", "--yes"])
+                #expect(json.status == 0 && json.stdoutText.contains("/tmp/evil-\(key)"), "\(json.stderr)")
+            }
         }
     }
 }

@@ -102,4 +102,48 @@ struct ExecFromTests {
                 "\(collision.stderr)")
         }
     }
+
+    /// The variables that issue 58 found missing, and their families: each key is refused by
+    /// --from (65, one line, the key and variable named, never the value), and the one a program
+    /// of the key writer's choice ran through (GIT_EXTERNAL_DIFF, in `git diff`) runs it only when
+    /// mapped explicitly with --env, which still works.
+    @Test func gitSudoJavaLessAndShellVariablesAreRefusedByFrom() throws {
+        try CLIBackend.withVault { _ in
+            let scratch = try ScratchDirectory("from-git")
+            defer { scratch.remove() }
+            let marker = scratch.path("ran")
+            let program = scratch.path("diff.sh")
+            try Data("#!/bin/sh\ntouch '\(marker)'\n".utf8).write(to: URL(fileURLWithPath: program))
+            chmod(program, 0o755)
+            let keys = [
+                "git-external-diff", "git-askpass", "git-editor", "git-pager", "git-proxy-command", "git-dir",
+                "sudo-askpass", "jdk-java-options", "lessopen", "zdotdir", "glibc-tunables", "pythonwarnings",
+                "node-repl-external-module", "perl5db", "bash-func-x", "npm-config-script-shell", "xdg-config-home",
+            ]
+            for key in keys {
+                let s = uniqueService()
+                _ = try cli(["-s", s, "set", key], input: program)
+                let result = try cli(["exec", "--from", s, "--", "touch", marker])
+                let name = key.uppercased().replacingOccurrences(of: "-", with: "_")
+                #expect(result.status == 65, "\(key): \(result.stderr)")
+                #expect(result.stderr.contains("'\(key)' would set \(name), which changes what"), "\(result.stderr)")
+                #expect(result.stderr.split(separator: "\n").count == 1 && !result.stderr.contains(program))
+            }
+            #expect(!FileManager.default.fileExists(atPath: marker))
+            let s = uniqueService()
+            _ = try cli(["-s", s, "set", "git-external-diff"], input: program)
+            let repository = #"""
+                cd "$0" && git init -q r && cd r && echo a > f && git add f && echo b > f && k=$1 && shift && "$k" "$@"
+                """#
+            let arguments = ["sh", "-c", repository, scratch.url.path, keychainCLIPath, "exec"]
+            let refused = try runProcess(
+                "/usr/bin/env", arguments + ["--from", s, "--", "git", "diff"], environment: cliEnvironment())
+            #expect(refused.status == 65 && !FileManager.default.fileExists(atPath: marker), "\(refused.stderr)")
+            let mapped = try runProcess(
+                "/usr/bin/env",
+                arguments + ["-s", s, "--env", "GIT_EXTERNAL_DIFF=git-external-diff", "--", "git", "diff"],
+                environment: cliEnvironment())
+            #expect(mapped.status == 0 && FileManager.default.fileExists(atPath: marker), "\(mapped.stderr)")
+        }
+    }
 }

@@ -122,4 +122,24 @@ struct ExecTests {
             #expect(notFound.stderr.contains("cannot find the command 'no-such-command-kc'"))
         }
     }
+
+    /// A signal the command sends keychain-cli, its parent, is not passed back to it (it was: the
+    /// command got its own SIGTERM), and keychain-cli still ends as the command ends.
+    @Test func aSignalTheCommandSendsKeychainCLIIsNotSentBack() throws {
+        try CLIBackend.withVault { _ in
+            let s = uniqueService()
+            _ = try cli(["-s", s, "set", "k"], input: "sent-back-secret")
+            let child = """
+                import os, signal, time
+                signal.pthread_sigmask(signal.SIG_SETMASK, [])
+                got = []
+                signal.signal(signal.SIGTERM, lambda n, f: got.append(n))
+                os.kill(os.getppid(), signal.SIGTERM)
+                time.sleep(0.5)
+                print("signals", len(got), flush=True)
+                """
+            let result = try cli(["-s", s, "exec", "--env", "V=k", "--", "/usr/bin/python3", "-c", child])
+            #expect(result.status == 0 && result.stdoutText == "signals 0\n", "\(result.stdoutText) \(result.stderr)")
+        }
+    }
 }

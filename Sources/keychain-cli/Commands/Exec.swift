@@ -13,7 +13,10 @@ extension KeychainCLI {
                 NAME=SERVICE/KEY (split at the first /). An --env-file holds one mapping per line; \
                 blank lines and # comments are ignored. --from SERVICE sets every key of SERVICE, \
                 named as export --format env names it (--only and --except globs choose keys, \
-                --prefix goes before names); two secrets that would set one name stop everything (65). \
+                --prefix goes before names); two secrets that would set one name stop everything (65), \
+                and so does a key that would set a variable that changes what the command runs \
+                (PATH, LD_PRELOAD, BASH_ENV, GIT_EXTERNAL_DIFF and others: docs/security.md has \
+                the list; map one with --env NAME=KEY when it is meant). \
                 --file NAME=KEY writes the secret to the file NAME (mode 0400) in a new directory on \
                 a tmpfs, named in $CREDENTIALS_DIRECTORY as systemd names it; it is removed when the \
                 command ends, also if keychain-cli is killed.
@@ -23,7 +26,12 @@ extension KeychainCLI {
                 JSON-escaped or URL-encoded, line by line (secrets under 4 characters are not \
                 masked; a warning names them). An output that is a terminal stays one for the \
                 command (a pty of ours). Its input is its own, signals sent to keychain-cli reach it, \
-                and keychain-cli ends as it ends (its status, or 128+N after signal N). With \
+                and keychain-cli ends as it ends (its status, or 128+N after signal N). It never \
+                shares keychain-cli's process group, so a signal sent to a group reaches it once; \
+                started by a shell with job control, it gets the terminal's foreground (a password \
+                prompt on /dev/tty works with stdin elsewhere) and Ctrl-Z stops it and keychain-cli \
+                as one job; started by a script, it takes keychain-cli's place in the script's \
+                group. With \
                 GITHUB_ACTIONS=true the secrets are first given to the runner as ::add-mask:: \
                 lines on stderr. --no-mask replaces keychain-cli with the command instead. \
                 If the command cannot be found, exit 127; if it cannot be run, 126; if what it \

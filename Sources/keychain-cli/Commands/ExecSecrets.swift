@@ -43,8 +43,9 @@ extension KeychainCLI.Exec {
                     + "with --except")
         }
         // A key may be added by anyone who can write the service; a name that changes what the
-        // command runs (PATH, LD_PRELOAD, BASH_ENV, …) is taken only from an explicit --env mapping.
-        if let risky = variables.first(where: { Self.changesWhatRuns($0.name) }) {
+        // command runs (PATH, LD_PRELOAD, BASH_ENV, GIT_EXTERNAL_DIFF, …) is taken only from an
+        // explicit --env mapping.
+        if let risky = ProgramVariables.first(in: variables) {
             throw CommandFailure.badData(
                 "--from \(quotedValue(service, expected: "a service name")): the key "
                     + "\(quotedValue(risky.key, expected: "a key name")) would set \(risky.name), which changes what "
@@ -52,19 +53,6 @@ extension KeychainCLI.Exec {
                     + "or leave it out with --except or put --prefix before the names")
         }
         return variables
-    }
-
-    /// Variables that change which program runs or what it loads, and this tool's own: taken by
-    /// `--from` only through an explicit `--env` mapping.
-    static func changesWhatRuns(_ name: String) -> Bool {
-        let exact: Swift.Set<String> = [
-            "PATH", "IFS", "ENV", "BASH_ENV", "SHELLOPTS", "BASHOPTS", "PS4", "PROMPT_COMMAND", "CDPATH", "GLOBIGNORE",
-            "HOME", "SHELL", "_", "GCONV_PATH", "NODE_OPTIONS", "NODE_PATH", "PYTHONPATH", "PYTHONSTARTUP",
-            "PYTHONHOME", "PERL5OPT", "PERL5LIB", "PERLLIB", "RUBYOPT", "RUBYLIB", "JAVA_TOOL_OPTIONS",
-            "_JAVA_OPTIONS", "GIT_SSH", "GIT_SSH_COMMAND", "GIT_EXEC_PATH", "SSH_ASKPASS", "EDITOR", "VISUAL",
-            "PAGER", "BROWSER", "TMPDIR", "BAO_TOKEN", "VAULT_TOKEN", "BAO_ADDR", "VAULT_ADDR",
-        ]
-        return exact.contains(name) || ["LD_", "DYLD_", "KEYCHAIN_", "GIT_CONFIG"].contains { name.hasPrefix($0) }
     }
 }
 

@@ -30,7 +30,10 @@ extension KeychainCLI {
                 NAME<<DELIMITER form for >> "$GITHUB_ENV" (in GitHub Actions, it first prints \
                 ::add-mask:: for every value on stderr), and --format docker writes unquoted \
                 NAME=value lines for docker run --env-file, refusing what docker would read \
-                otherwise (line breaks, a value in quotes; 65).
+                otherwise (line breaks, a value in quotes; 65). env, github-env and docker refuse \
+                a key that would set a variable that changes what programs run (PATH, LD_PRELOAD, \
+                BASH_ENV and the others exec --from refuses; 65): hand such a secret to one command \
+                with exec --env NAME=KEY.
 
                   keychain-cli -s ci export --yes -o ci-secrets.json
                   keychain-cli export --all-services --yes > all.json
@@ -128,6 +131,15 @@ extension KeychainCLI {
                 throw CommandFailure.badData(
                     "the secret \(quotedValue(binary.key, expected: "a key name")) is binary and cannot be "
                         + "written as \(format.rawValue). Use --format json")
+            }
+            // A key may be added by anyone who can write the service; a later step, a shell that
+            // sources the file or a container must not run what it chose (PATH, LD_PRELOAD, …).
+            let named = documents.map { (name: DotEnv.variableName(for: $0.key), key: $0.key, value: "") }
+            if let risky = ProgramVariables.first(in: named) {
+                throw CommandFailure.badData(
+                    "the key \(quotedValue(risky.key, expected: "a key name")) would set \(risky.name), which changes "
+                        + "what programs run; nothing was written. Hand it to one command with exec --env "
+                        + "\(risky.name)=KEY if it is meant, or keep it in another service")
             }
             do {
                 let secrets = documents.map { ($0.key, $0.secret) }

@@ -61,7 +61,8 @@ struct KeychainCLI: ParsableCommand {
                   given twice, an empty secret without --allow-empty, an encrypted
                   Bitwarden export, a pass entry linking out of its store, a file
                   keepassxc-cli cannot read), a damaged vault (watch: still damaged
-                  once quiet), a seed otp cannot read
+                  once quiet), a seed otp cannot read, a key exec --from or export
+                  would turn into PATH, LD_PRELOAD or their kin
               69  backend unavailable: no session bus, Secret Service or default
                   keyring (watch: it left); OpenBao unreachable, untrusted or sealed,
                   its mount missing or not KV version 2; serve: the name is taken

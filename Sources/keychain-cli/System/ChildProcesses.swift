@@ -17,9 +17,9 @@ func replaceProcess(with command: [String]) throws -> Never {
 
 /// Starts `command` (searched in PATH) with this process's environment and the signal
 /// dispositions and core limit keychain-cli was given; `output` become its descriptors 1 and 2
-/// (`exec`'s masked output), and `ownGroup` gives it a process group of its own.
+/// (`exec`'s masked output), and `group` its process group (0: one of its own; nil: ours).
 /// - Throws: ``CommandFailure`` (exit 127 when not found, 126 when it cannot be run).
-func spawn(_ command: [String], output: [Int32] = [], ownGroup: Bool = false, mask: sigset_t? = nil) throws -> pid_t {
+func spawn(_ command: [String], output: [Int32] = [], group: pid_t? = nil, mask: sigset_t? = nil) throws -> pid_t {
     var arguments = commandArguments(command)
     defer { for argument in arguments { free(argument) } }
     var actions = posix_spawn_file_actions_t()
@@ -36,10 +36,10 @@ func spawn(_ command: [String], output: [Int32] = [], ownGroup: Bool = false, ma
     sigemptyset(&defaults)
     if InheritedSignals.sigpipeWasDefault { sigaddset(&defaults, SIGPIPE) }
     posix_spawnattr_setsigdefault(&attributes, &defaults)
-    posix_spawnattr_setpgroup(&attributes, 0)
+    posix_spawnattr_setpgroup(&attributes, group ?? 0)
     if var mask { posix_spawnattr_setsigmask(&attributes, &mask) }
     let flags =
-        POSIX_SPAWN_SETSIGDEF | (ownGroup ? POSIX_SPAWN_SETPGROUP : 0) | (mask == nil ? 0 : POSIX_SPAWN_SETSIGMASK)
+        POSIX_SPAWN_SETSIGDEF | (group == nil ? 0 : POSIX_SPAWN_SETPGROUP) | (mask == nil ? 0 : POSIX_SPAWN_SETSIGMASK)
     posix_spawnattr_setflags(&attributes, Int16(flags))
     var pid: pid_t = 0
     let status = posix_spawnp(&pid, arguments[0]!, &actions, &attributes, &arguments, environ)

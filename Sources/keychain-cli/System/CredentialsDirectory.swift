@@ -62,7 +62,7 @@ struct CredentialsDirectory {
 
     /// Removes the directory and all it holds now (the remover finds nothing left).
     func remove() {
-        keychain_cli_empty_directory(handle, 0)
+        keychain_cli_empty_directory(handle)
         close(handle)
         rmdir(path)
     }
@@ -75,17 +75,20 @@ struct CredentialsDirectory {
         guard let listing = opendir(base) else { return }
         defer { closedir(listing) }
         let parent = dirfd(listing)
+        var mount = stat()
+        guard fstat(parent, &mount) == 0 else { return }
         while let entry = readdir(listing) {
             let name = Self.name(of: entry)
             var info = stat()
             guard name.hasPrefix(prefix), fstatat(parent, name, &info, AT_SYMLINK_NOFOLLOW) == 0,
                 info.st_mode & S_IFMT == S_IFDIR, info.st_uid == getuid(), time(nil) - info.st_mtim.tv_sec > 60
             else { continue }
-            let handle = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+            // (Made u+rwx first: the command may have made it 000.)
+            let handle = keychain_cli_open_inner(parent, name, &mount)
             guard handle >= 0 else { continue }
             defer { close(handle) }
             guard flock(handle, LOCK_EX | LOCK_NB) == 0 else { continue }
-            keychain_cli_empty_directory(handle, 0)
+            keychain_cli_empty_directory(handle)
             unlinkat(parent, name, AT_REMOVEDIR)
         }
     }

@@ -70,20 +70,21 @@ struct MaskedOutput {
         return MaskedOutput(given: given, sources: sources, ptys: ptys.map { ($0.master, $0.terminal) })
     }
 
-    /// Passes signals on to `child` from now on, and closes our copies of the command's ends.
-    func commandStarted(_ child: pid_t) {
-        keychain_cli_relay_set_child(child)
+    /// Passes signals on to `child` from now on (a terminal's to its whole group when it `leads`
+    /// one), and closes our copies of the command's ends.
+    func commandStarted(_ child: pid_t, leads: Bool = false) {
+        keychain_cli_relay_set_child(child, leads ? 1 : 0)
         for fd in Set(given) { close(fd) }
     }
 
     /// Before the command starts: follows the terminal's size on the pty (SIGWINCH), passing the
     /// change on to the command; with `wake`, also catches SIGCHLD (a byte on `wake`) and passes
-    /// `signals` on to the command (`ownGroup`: all of them, else only those a process sent). A
-    /// signal that comes before ``commandStarted(_:)`` is passed on then.
-    func catchSignals(wake: Int32 = -1, passingOn signals: [Int32] = [], ownGroup: Bool = false) {
+    /// `signals` on to the command (which is not in our process group: ``JobControl``), but for
+    /// those the command sent. A signal that comes before ``commandStarted(_:)`` is passed on then.
+    func catchSignals(wake: Int32 = -1, passingOn signals: [Int32] = []) {
         let terminals = (0..<2).map { $0 < ptys.count ? ptys[$0].terminal : -1 }
         let masters = (0..<2).map { $0 < ptys.count ? ptys[$0].master : -1 }
-        _ = keychain_cli_relay_start(wake, terminals, masters, ownGroup ? 1 : 0, signals, Int32(signals.count))
+        _ = keychain_cli_relay_start(wake, terminals, masters, signals, Int32(signals.count))
     }
 }
 
@@ -103,11 +104,9 @@ func runMasked(_ command: [String], hiding masks: OutputMasks, erasing variables
     let output = try MaskedOutput.open()
     guard let wake = makePipe() else { throw pipeFailure() }
     _ = fcntl(wake.write, F_SETFL, O_NONBLOCK)
-    // Where the terminal gives its signals to the command's process group (ours), they are not
-    // passed on again; elsewhere the command has a process group of its own and gets each once.
-    let ownGroup = !isTerminal(STDIN_FILENO)
-    let passedOn = [SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGALRM]
-    output.catchSignals(wake: wake.write, passingOn: passedOn, ownGroup: ownGroup)
+    let jobs = JobControl()
+    let passedOn = [SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGALRM] + jobs.alsoPassedOn
+    output.catchSignals(wake: wake.write, passingOn: passedOn)
     // The command gets the signal mask we were given; this thread takes the signals it handles
     // even where the caller blocked them (they are passed on, and stay blocked in the command).
     var original = sigset_t()
@@ -116,12 +115,13 @@ func runMasked(_ command: [String], hiding masks: OutputMasks, erasing variables
     for signal in passedOn + [SIGCHLD, SIGWINCH] { sigaddset(&handled, signal) }
     sigprocmask(SIG_UNBLOCK, &handled, &original)
     Startup.restoreForExec()  // the core limit we were given, for the command (we stay undumpable)
-    let child = try spawn(command, output: output.given, ownGroup: ownGroup, mask: original)
+    let child = try spawn(command, output: output.given, group: jobs.commandGroup, mask: original)
+    jobs.started(child)
     Environment.erase(variables)  // the command has its copy; ours would only wait here
-    output.commandStarted(child)
+    output.commandStarted(child, leads: jobs.commandGroup == 0)
     var status: Int32? = nil
     let lost = relay(output, masks: masks, wake: wake.read) {
-        if status == nil { status = exitStatusIfEnded(child) }
+        if status == nil { status = jobs.status(of: child) }
         return status != nil
     }
     if status == nil {
@@ -129,6 +129,7 @@ func runMasked(_ command: [String], hiding masks: OutputMasks, erasing variables
         while waitpid(child, &final, 0) == -1 && errno == EINTR {}
         status = final
     }
+    jobs.finished(child)
     cleanup()
     if lost { exit(74) }
     exitAsCommand(status ?? 0)
@@ -187,6 +188,10 @@ func relay(_ output: MaskedOutput, masks: OutputMasks, wake: Int32, ended: () ->
         for index in open.indices where open[index].heldSince.map({ now - $0 >= quiet }) == true { finish(index) }
         var deadlines = open.compactMap { $0.heldSince.map { $0 + quiet } }
         if endedAt != nil { deadlines.append(lastRead + quiet) }
+        if !output.ptys.isEmpty {  // a terminal's change of size reaches its foreground group, often not us
+            keychain_cli_relay_follow_sizes(0)
+            deadlines.append(now + quiet)
+        }
         let timeout = deadlines.min().map { Int32(max(0, ($0 - now) * 1000).rounded(.up)) } ?? -1
         var polled = open.filter { $0.fd >= 0 }.map { pollfd(fd: $0.fd, events: Int16(POLLIN), revents: 0) }
         polled.append(pollfd(fd: wake, events: Int16(POLLIN), revents: 0))
