@@ -111,13 +111,8 @@ struct UnlockHardeningTests {
     @Test func lockStopsAWriteWaitingForTheVault() throws {
         let place = try Place()
         defer { place.finish() }
-        #expect(try place.run(["unlock"], passphrase: true).status == 0)
-        let release = place.scratch.path("release")
-        let locker = try holdVaultLock(place, until: release)
+        let (writer, locker, release) = try writeWaitingForTheVault(place)
         defer { locker.killAndWait() }
-        let writer = try startCLI(place, ["--timeout", "20", "set", "k"], stdin: Data("late".utf8))
-        // The write is waiting for the vault's lock in the holder by the time lock comes.
-        usleep(500_000)
         #expect(try place.run(["lock"]).stderr.contains("is locked"))
         _ = FileManager.default.createFile(atPath: release, contents: nil)
         writer.waitUntilExit()
@@ -305,6 +300,24 @@ struct UnlockHardeningTests {
         let locker = try startQuietly("/usr/bin/python3", ["-c", script, place.scratch.url.path, ready, release])
         for _ in 0..<200 where !FileManager.default.fileExists(atPath: ready) { usleep(20_000) }
         return locker
+    }
+
+    /// `place`'s vault unlocked, its lock held by another process until `release` exists, and a
+    /// `set k` through the holder (given 20 s) waiting for it: the holder's worker has started.
+    func writeWaitingForTheVault(_ place: Place) throws -> (writer: Process, locker: Process, release: String) {
+        #expect(try place.run(["unlock"], passphrase: true).status == 0)
+        let release = place.scratch.path("release")
+        let locker = try holdVaultLock(place, until: release)
+        let holder = try #require(place.holders().first)
+        let idle = threads(holder)
+        let writer = try startCLI(place, ["--timeout", "20", "set", "k"], stdin: Data("v".utf8))
+        for _ in 0..<200 where threads(holder) == idle { usleep(10_000) }
+        return (writer, locker, release)
+    }
+
+    /// The threads of `pid`.
+    func threads(_ pid: Int32) -> Int {
+        (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task").count) ?? 0
     }
 
     /// keychain-cli on `place`'s vault without waiting, given no passphrase.

@@ -15,21 +15,16 @@ struct UnlockRaceTests {
     @Test func aWriteWhoseClientWentAwayWritesNothing() throws {
         let place = try Place()
         defer { place.finish() }
-        #expect(try place.run(["unlock"], passphrase: true).status == 0)
-        let release = place.scratch.path("release")
-        let locker = try UnlockHardeningTests().holdVaultLock(place, until: release)
+        let (writer, locker, release) = try UnlockHardeningTests().writeWaitingForTheVault(place)
         defer { locker.killAndWait() }
-        let writer = try UnlockHardeningTests().startCLI(place, ["--timeout", "20", "set", "k"], stdin: Data("v".utf8))
         let holder = try #require(place.holders().first)
-        let idle = threads(holder)
-        for _ in 0..<100 where threads(holder) == idle { usleep(10_000) }  // its write is under way
-        usleep(200_000)
+        let idle = UnlockHardeningTests().threads(holder) - 1
         kill(writer.processIdentifier, SIGINT)
         writer.waitUntilExit()
         _ = FileManager.default.createFile(atPath: release, contents: nil)
         locker.waitUntilExit()
-        for _ in 0..<500 where threads(holder) > idle { usleep(10_000) }  // and over
-        #expect(threads(holder) == idle)
+        for _ in 0..<500 where UnlockHardeningTests().threads(holder) > idle { usleep(10_000) }  // and over
+        #expect(UnlockHardeningTests().threads(holder) == idle)
         #expect(try place.run(["get", "token"]).stdoutText == place.secret, "the holder goes on")
         #expect(try place.run(["get", "k"]).status == 1, "the interrupted write did not land")
     }
@@ -39,12 +34,8 @@ struct UnlockRaceTests {
     @Test func aVaultLinkedMeanwhileStaysALink() throws {
         let place = try Place()
         defer { place.finish() }
-        #expect(try place.run(["unlock"], passphrase: true).status == 0)
-        let release = place.scratch.path("release")
-        let locker = try UnlockHardeningTests().holdVaultLock(place, until: release)
+        let (writer, locker, release) = try UnlockHardeningTests().writeWaitingForTheVault(place)
         defer { locker.killAndWait() }
-        let writer = try UnlockHardeningTests().startCLI(place, ["--timeout", "20", "set", "k"], stdin: Data("v".utf8))
-        usleep(500_000)
         let target = place.scratch.path("real.age")
         try FileManager.default.moveItem(atPath: place.vault, toPath: target)
         try FileManager.default.createSymbolicLink(atPath: place.vault, withDestinationPath: "real.age")
@@ -162,11 +153,6 @@ struct UnlockRaceTests {
             #expect(refused.status == 74, "\(arguments): \(refused.stderr)")
             #expect(refused.stderr.contains("set XDG_RUNTIME_DIR to a private directory of yours"), "\(refused.stderr)")
         }
-    }
-
-    /// The threads of `pid`.
-    func threads(_ pid: Int32) -> Int {
-        (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task").count) ?? 0
     }
 
     /// The most resident memory `pid` has had (VmHWM), in KiB.
