@@ -10,7 +10,7 @@ import Testing
 struct UnlockRaceTests {
     typealias Place = UnlockPlace
 
-    /// A `set` interrupted while its write waits for the vault's lock writes nothing, as a direct
+    /// A `set` killed while its write waits for the vault's lock writes nothing, as a direct
     /// `set` interrupted so would.
     @Test func aWriteWhoseClientWentAwayWritesNothing() throws {
         let place = try Place()
@@ -19,7 +19,7 @@ struct UnlockRaceTests {
         defer { locker.killAndWait() }
         let holder = try #require(place.holders().first)
         let idle = UnlockHardeningTests().threads(holder) - 1
-        kill(writer.processIdentifier, SIGINT)
+        kill(writer.processIdentifier, SIGKILL)
         writer.waitUntilExit()
         _ = FileManager.default.createFile(atPath: release, contents: nil)
         locker.waitUntilExit()
