@@ -3,7 +3,7 @@ import TestSupport
 import Testing
 
 /// Issue 58's attack on masked output, end to end: the runner's forms and the spellings that were
-/// missed, a secret written slowly, a prompt.
+/// missed, the order of stdout and stderr on one pipe or file, a secret written slowly, a prompt.
 @Suite("exec: masking's forms, order and holds, after issue 58", .keyringSession)
 struct MaskingOrderTests {
     /// The forms GitHub's runner masks and encoders write, printed by a program: none shows;
@@ -42,6 +42,32 @@ struct MaskingOrderTests {
             #expect(result.stdoutText.hasSuffix("\r\nend\n"))
             #expect(result.stderr.contains("::add-mask::longer-piece\n"), "\(result.stderr)")
             #expect(!result.stderr.contains("::add-mask::  xy") && !result.stderr.contains("::add-mask::xy"))
+        }
+    }
+
+    /// stdout and stderr on one pipe (`2>&1 | tee`) or one file (`> log 2>&1`): the lines keep
+    /// the order the command wrote them in, as on a terminal, and are masked.
+    @Test func onePipeOrFileForBothKeepsTheOrder() throws {
+        try CLIBackend.withVault { _ in
+            let s = uniqueService()
+            _ = try cli(["-s", s, "set", "k"], input: "ordered-secret")
+            let command = #"i=0; while [ $i -lt 100 ]; do echo "out $i"; echo "err $i $V" >&2; i=$((i+1)); done"#
+            let expected = (0..<100).map { "out \($0)\nerr \($0) ***\n" }.joined()
+            var environment = cliEnvironment()
+            environment["KC"] = keychainCLIPath
+            environment["S"] = s
+            environment["C"] = command
+            let piped = try runProcess(
+                "/bin/sh", ["-c", #""$KC" -s "$S" exec --env V=k -- sh -c "$C" 2>&1 | cat"#], environment: environment)
+            #expect(piped.stdoutText == expected, "\(piped.stdoutText.prefix(200))")
+            let log = FileManager.default.temporaryDirectory.appendingPathComponent("kc-log-\(UUID())").path
+            defer { try? FileManager.default.removeItem(atPath: log) }
+            environment["LOG"] = log
+            let filed = try runProcess(
+                "/bin/sh", ["-c", #""$KC" -s "$S" exec --env V=k -- sh -c "$C" > "$LOG" 2>&1"#],
+                environment: environment)
+            #expect(filed.status == 0, "\(filed.stderr)")
+            #expect(try String(contentsOfFile: log, encoding: .utf8) == expected)
         }
     }
 

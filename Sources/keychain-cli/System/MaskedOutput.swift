@@ -29,7 +29,8 @@ final class OutputMasks: Sendable {
 
 /// The command's standard output and error as keychain-cli receives them: a pty of ours for
 /// each of ours that is a terminal (with that terminal's settings and size; one for both when
-/// both are the same terminal), a pipe for one that is not.
+/// both are the same terminal), a pipe for one that is not (one for both when both are the same
+/// pipe or file, `2>&1`: the command's writes then keep their order, as they would without us).
 struct MaskedOutput {
     /// The command's descriptors 1 and 2 (close them once it runs: ``commandStarted(_:)``).
     let given: [Int32]
@@ -43,9 +44,19 @@ struct MaskedOutput {
         var ptys: [(master: Int32, slave: Int32, terminal: Int32, device: dev_t)] = []
         var sources: [(fd: Int32, target: Int32)] = []
         var given: [Int32] = []
+        var outputFile: (device: dev_t, inode: ino_t)? = nil
         for target in [STDOUT_FILENO, STDERR_FILENO] {
             var info = stat()
-            if isTerminal(target), fstat(target, &info) == 0 {
+            let known = fstat(target, &info) == 0
+            if known, !isTerminal(target) {
+                // stderr on stdout's pipe or file: the pipe given for stdout takes both, in order.
+                if let outputFile, outputFile == (info.st_dev, info.st_ino) {
+                    given.append(given[0])
+                    continue
+                }
+                if target == STDOUT_FILENO { outputFile = (info.st_dev, info.st_ino) }
+            }
+            if isTerminal(target), known {
                 if let same = ptys.first(where: { $0.device == info.st_rdev }) {
                     given.append(same.slave)
                     continue
