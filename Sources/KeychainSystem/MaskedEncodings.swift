@@ -70,14 +70,21 @@ enum MaskedEncodings {
         if scalars.contains(where: { [0x85, 0x2028, 0x2029].contains($0.value) }) { options.append(.separators) }
         if !options.isEmpty || scalars.contains(where: { $0.value < 0x20 }) { options.append(.upper) }
         return (0..<(1 << options.count)).map { bits in
-            let chosen = Set(options.indices.filter { bits & 1 << $0 != 0 }.map { options[$0] })
-            return jsonEscaped(text, chosen)
+            jsonEscaped(text, options.indices.filter { bits & 1 << $0 != 0 }.reduce([]) { $0.union(options[$1]) })
         }
     }
 
-    private enum JSONOption { case slash, ascii, html, dotNet, separators, upper }
+    private struct JSONOption: OptionSet {
+        let rawValue: Int
+        static let slash = JSONOption(rawValue: 1)
+        static let ascii = JSONOption(rawValue: 2)
+        static let html = JSONOption(rawValue: 4)
+        static let dotNet = JSONOption(rawValue: 8)
+        static let separators = JSONOption(rawValue: 16)
+        static let upper = JSONOption(rawValue: 32)
+    }
 
-    private static func jsonEscaped(_ text: String, _ options: Set<JSONOption>) -> [UInt8] {
+    private static func jsonEscaped(_ text: String, _ options: JSONOption) -> [UInt8] {
         var out = ""
         func hex(_ unit: UInt16) -> String {
             let digits = String(unit, radix: 16, uppercase: options.contains(.upper))

@@ -24,10 +24,17 @@ final class MaskingAutomaton: @unchecked Sendable {
     private let first: UnsafeMutablePointer<Int32>
     private let edgeBytes: UnsafeMutablePointer<UInt8>
     private let edgeTargets: UnsafeMutablePointer<Int32>
-    /// A bit for each hash of a form's first four bytes (and, for one that wraps, of those bytes
-    /// with a line break among them): where the four bytes at a position miss it, no form begins.
-    let filter: UnsafeMutablePointer<UInt64>
-    let filterShift: UInt32
+    /// Every form's first four bytes: where the four bytes at a position (its first four that
+    /// are no line break, where some form wraps) are not among them, no form begins there.
+    private let starts: KeyFilter
+    /// Every form's four bytes at each offset below ``stride``: looking at every `stride`th
+    /// position finds every form, since each holds one of them at the first position looked at.
+    private let windows: KeyFilter
+    /// How far apart the positions looked at through `windows` are: at most 4, and 3 less than
+    /// the shortest form, so that each form holds the four bytes at the first one within it.
+    let stride: Int
+    /// Whether some form wraps across lines.
+    let wraps: Bool
 
     init(plain: [[UInt8]], acrossLines: [[UInt8]]) {
         // Sorted, a form's next state is either its parent's last child so far or new: the trie
@@ -42,6 +49,8 @@ final class MaskingAutomaton: @unchecked Sendable {
         var terminal: [Bool] = [false]
         var passes: [Bool] = [false]
         var keys: Set<UInt32> = []
+        var windowKeys: Set<UInt32> = []
+        let stride = min(4, (forms.map(\.0.count).min() ?? 7) - 3)
         for (form, wraps) in forms {
             precondition(form.count >= 4)
             var state = 0
@@ -65,13 +74,10 @@ final class MaskingAutomaton: @unchecked Sendable {
             }
             terminal[state] = true
             keys.insert(Self.key(form))
-            guard wraps else { continue }
-            for split in 1...3 {
-                for lineEnd in [[UInt8(ascii: "\n")], [UInt8(ascii: "\r"), UInt8(ascii: "\n")]] {
-                    keys.insert(Self.key(form[0..<split] + lineEnd + form[split..<4]))
-                }
-            }
+            for offset in 0..<stride { windowKeys.insert(Self.key(form[offset...])) }
         }
+        self.stride = stride
+        wraps = !acrossLines.isEmpty
         let count = byte.count
         self.count = count
         longestForm = forms.map(\.0.count).max() ?? 0
@@ -98,16 +104,8 @@ final class MaskingAutomaton: @unchecked Sendable {
             }
         }
         first[count] = Int32(edges)
-        // About 64 bits a key, so that few positions pass by chance.
-        var bits = 1 << 16
-        while bits < keys.count * 64 && bits < 1 << 24 { bits <<= 1 }
-        filterShift = UInt32(32 - bits.trailingZeroBitCount)
-        filter = .allocate(capacity: bits / 64)
-        filter.initialize(repeating: 0, count: bits / 64)
-        for key in keys {
-            let slot = Int((key &* 0x9E37_79B1) >> filterShift)
-            filter[slot >> 6] |= 1 << UInt64(slot & 63)
-        }
+        starts = KeyFilter(keys)
+        windows = KeyFilter(windowKeys)
         // Depths, failure links and longest ends, breadth first (a state's link is shallower).
         depth[0] = 0
         fail[0] = 0
@@ -136,7 +134,8 @@ final class MaskingAutomaton: @unchecked Sendable {
         for pointer in [UnsafeMutableRawPointer(rootNext), .init(first), .init(edgeBytes), .init(edgeTargets)] {
             pointer.deallocate()
         }
-        filter.deallocate()
+        starts.deallocate()
+        windows.deallocate()
     }
 
     var isEmpty: Bool { count == 1 }
@@ -150,6 +149,15 @@ final class MaskingAutomaton: @unchecked Sendable {
             state = Int(fail[state])
         }
         return Int(max(0, rootNext[Int(byte)]))
+    }
+
+    /// The longest end of `state`'s string (itself or one its failure links lead to) inside a
+    /// form that wraps, where a line break is passed over; 0 if none.
+    @inline(__always)
+    func wrapping(_ state: Int) -> Int {
+        var state = state
+        while state != 0 && !passesBreaks[state] { state = Int(fail[state]) }
+        return state
     }
 
     /// The state `byte` leads to from `state` itself, if any.
@@ -170,13 +178,48 @@ final class MaskingAutomaton: @unchecked Sendable {
 
     /// Whether some form may begin with the four bytes packed in `key` (little-endian).
     @inline(__always)
-    func mayBegin(_ key: UInt32) -> Bool {
-        let slot = Int((key &* 0x9E37_79B1) >> filterShift)
-        return filter[slot >> 6] & (1 << UInt64(slot & 63)) != 0
+    func mayBegin(_ key: UInt32) -> Bool { starts.contains(key) }
+
+    /// Whether some form may hold the four bytes packed in `key` at an offset below ``stride``.
+    @inline(__always)
+    func mayHold(_ key: UInt32) -> Bool { windows.contains(key) }
+
+    /// Whether a byte of `key` is a CR or LF.
+    @inline(__always)
+    static func holdsBreak(_ key: UInt32) -> Bool {
+        let (lineFeeds, returns) = (key ^ 0x0A0A_0A0A, key ^ 0x0D0D_0D0D)  // a byte 0 where one is
+        return ((lineFeeds &- 0x0101_0101) & ~lineFeeds | (returns &- 0x0101_0101) & ~returns) & 0x8080_8080 != 0
     }
 
     /// The first four of `bytes` packed as a little-endian load packs them.
     static func key<Bytes: Collection<UInt8>>(_ bytes: Bytes) -> UInt32 {
         bytes.prefix(4).reversed().reduce(0) { $0 << 8 | UInt32($1) }
+    }
+}
+
+/// A set of four-byte keys as bits of their hashes (about 32 bits a key, so that few keys not in
+/// it pass by chance): one load and a bit test.
+struct KeyFilter {
+    private let bits: UnsafeMutablePointer<UInt64>
+    private let shift: UInt32
+
+    init(_ keys: Set<UInt32>) {
+        var count = 1 << 16
+        while count < keys.count * 32 && count < 1 << 24 { count <<= 1 }
+        shift = UInt32(32 - count.trailingZeroBitCount)
+        bits = .allocate(capacity: count / 64)
+        bits.initialize(repeating: 0, count: count / 64)
+        for key in keys {
+            let slot = Int((key &* 0x9E37_79B1) >> shift)
+            bits[slot >> 6] |= 1 << UInt64(slot & 63)
+        }
+    }
+
+    func deallocate() { bits.deallocate() }
+
+    @inline(__always)
+    func contains(_ key: UInt32) -> Bool {
+        let slot = Int(truncatingIfNeeded: (key &* 0x9E37_79B1) &>> shift)
+        return bits[slot &>> 6] & (1 &<< UInt64(truncatingIfNeeded: slot & 63)) != 0
     }
 }

@@ -26,8 +26,12 @@ package struct MaskingStream: Sendable {
     /// later form that begins inside the automaton's open state may join some of them).
     private var spans: [(start: Int, end: Int)] = []
     private var head = 0
+    /// Where the last mask written ends in the output (a span that touches it goes on in it).
+    private var maskedEnd = -1
     /// The line break passed over since the last move: 0 none, 1 a CR, 2 a whole break.
     private var passed = 0
+    /// The last position where some form may begin, as far as the filter tells.
+    private var mayBegin = -1
 
     package init(hiding forms: MaskForms) {
         automaton = MaskingAutomaton(plain: forms.plain, acrossLines: forms.acrossLines)
@@ -70,6 +74,11 @@ package struct MaskingStream: Sendable {
         total = start + count
         let open = openFrom()
         closeSpans(before: open, bytes, from: start, into: &output)
+        if head < spans.count && spans[head].start < open {
+            // Up to `open` it is masked whatever follows: the mask goes out now, and the span
+            // goes on in it, so that a span as long as the output is never held whole.
+            close((spans[head].start, open), bytes, from: start, into: &output)
+        }
         emit(upTo: head < spans.count ? min(open, spans[head].start) : open, bytes, from: start, into: &output)
         keep(bytes, from: start)
     }
@@ -124,38 +133,89 @@ package struct MaskingStream: Sendable {
     /// that can no longer grow as it is found.
     private mutating func scan(_ bytes: UnsafeRawBufferPointer, from base: Int, into output: inout [UInt8]) {
         let automaton = self.automaton
-        let (filter, shift) = (automaton.filter, automaton.filterShift)
         let count = bytes.count
+        guard let pointer = bytes.baseAddress, count > 0 else { return }
         let mask = positions.count - 1
-        var (state, moves, passed) = (self.state, self.moves, self.passed)
+        var (state, moves, passed, mayBegin) = (self.state, self.moves, self.passed, self.mayBegin)
+        let wraps = automaton.wraps
+        /// The four bytes from `index` on that are no line break (nil: the bytes end first).
+        func unbroken(_ index: Int) -> UInt32? {
+            var (key, found, next) = (UInt32(0), 0, index)
+            while found < 4 && next < count {
+                if bytes[next] != 0x0A && bytes[next] != 0x0D {
+                    key |= UInt32(bytes[next]) << (8 * found)
+                    found += 1
+                }
+                next += 1
+            }
+            return found == 4 ? key : nil
+        }
+        /// Whether a form may hold the four bytes at `index` (as they are, or without the line
+        /// breaks among them where some form wraps) at an offset below `stride`.
+        @inline(__always) func holds(_ index: Int) -> Bool {
+            let word = (pointer + index).loadUnaligned(as: UInt32.self)
+            if automaton.mayHold(word) { return true }
+            guard wraps && MaskingAutomaton.holdsBreak(word) else { return false }
+            return unbroken(index).map(automaton.mayHold) ?? true
+        }
+        /// Whether a form may begin at `index` (none that wraps begins with a line break).
+        @inline(__always) func begins(_ index: Int) -> Bool {
+            let word = (pointer + index).loadUnaligned(as: UInt32.self)
+            if automaton.mayBegin(word) { return true }
+            guard wraps && MaskingAutomaton.holdsBreak(word) && bytes[index] != 0x0A && bytes[index] != 0x0D else {
+                return false
+            }
+            return unbroken(index).map(automaton.mayBegin) ?? true
+        }
         var found: [(start: Int, end: Int, open: Int)] = []
+        let stride = automaton.stride
         var index = 0
+        var forcedUntil = 0
         positions.withUnsafeMutableBufferPointer { positions in
             while index < count {
-                if state == 0 {
-                    while index + 4 <= count {
-                        let slot = Int(
-                            (bytes.loadUnaligned(fromByteOffset: index, as: UInt32.self) &* 0x9E37_79B1) >> shift)
-                        if filter[slot >> 6] & (1 << UInt64(slot & 63)) != 0 { break }
-                        index += 1
-                    }
-                    if index == count { break }
+                if state == 0 && index >= forcedUntil {
+                    // Where no form is open, every `stride`th position is looked at: a form
+                    // that begins at `index` or later holds four bytes the filter knows at the
+                    // first one within it. Where one may, the automaton starts from the root
+                    // up to `stride` - 1 bytes before (or where the bytes end: what follows
+                    // decides).
+                    var probe = index
+                    while probe &+ 4 <= count && !holds(probe) { probe &+= stride }
+                    index = max(index, probe &- stride &+ 1)
+                    forcedUntil = probe &+ 4 <= count ? probe &+ 1 : count
+                    if index >= count { break }
+                }
+                // Each position the automaton reads is looked at through the filter of beginnings;
+                // from the root, it reads only where a form may begin.
+                if index &+ 4 > count || begins(index) {
+                    mayBegin = base + index
+                } else if state == 0 {
+                    index &+= 1
+                    continue
                 }
                 let byte = bytes[index]
-                if state != 0 && (byte == 0x0A || byte == 0x0D) && automaton.passesBreaks[state]
-                    && (byte == 0x0A ? passed < 2 : passed == 0) && automaton.edge(state, byte) == nil
+                if state != 0 && (byte == 0x0A || byte == 0x0D) && (byte == 0x0A ? passed < 2 : passed == 0)
+                    && automaton.edge(state, byte) == nil
                 {
-                    passed += byte == 0x0A ? 2 : 1
-                    index += 1
-                    continue
+                    // The longest open form that wraps goes on past the break.
+                    let wrapping = automaton.wrapping(state)
+                    if wrapping != 0 {
+                        (state, passed, index) = (wrapping, passed + (byte == 0x0A ? 2 : 1), index &+ 1)
+                        continue
+                    }
                 }
                 passed = 0
                 state = automaton.next(state, byte)
                 moves &+= 1
                 positions[moves & mask] = base + index
-                let length = Int(automaton.longest[state])
-                if length > 0 {
-                    let depth = Int(automaton.depth[state])
+                let depth = Int(automaton.depth[state])
+                if depth < 4 {
+                    // No form is this short, and where none begins in these bytes (the filter
+                    // says), the automaton starts again from the root: in text whose every
+                    // short string begins some form it would otherwise never get back there.
+                    if depth > 0 && mayBegin < positions[(moves - depth + 1) & mask] { state = 0 }
+                } else if automaton.longest[state] > 0 {
+                    let length = Int(automaton.longest[state])
                     found.append(
                         (
                             positions[(moves - length + 1) & mask], base + index + 1,
@@ -165,7 +225,7 @@ package struct MaskingStream: Sendable {
                 index += 1
             }
         }
-        (self.state, self.moves, self.passed) = (state, moves, passed)
+        (self.state, self.moves, self.passed, self.mayBegin) = (state, moves, passed, mayBegin)
         for (start, end, open) in found {
             // A form joins every span it touches or overlaps; those before the state's start
             // can no longer grow.
@@ -179,15 +239,18 @@ package struct MaskingStream: Sendable {
         }
     }
 
-    /// Writes what comes before `hidden` and a mask for it (where some of it has not gone out).
+    /// Writes what comes before `hidden` and a mask for it, or goes on in the mask last
+    /// written where `hidden` touches it.
     private mutating func close(
         _ hidden: (start: Int, end: Int), _ bytes: UnsafeRawBufferPointer, from base: Int, into output: inout [UInt8]
     ) {
-        emit(upTo: hidden.start, bytes, from: base, into: &output)
-        if hidden.end > emitted {
+        guard hidden.end > emitted else { return }
+        if hidden.start > maskedEnd || emitted != maskedEnd {
+            emit(upTo: hidden.start, bytes, from: base, into: &output)
             output.append(contentsOf: Self.mask)
-            emitted = hidden.end
         }
+        emitted = hidden.end
+        maskedEnd = emitted
     }
 
     /// Writes the output's bytes from `emitted` up to `end`: those held back, then those of

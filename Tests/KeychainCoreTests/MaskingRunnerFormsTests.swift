@@ -46,6 +46,7 @@ struct MaskingRunnerFormsTests {
         let kubeconfig = "clusters:\n  - cluster:\n      token: kube-token-1234\n"
         #expect(masked("token: kube-token-1234\n", hiding: [kubeconfig]) == "***\n")
         #expect(masked("[second-part]", hiding: ["first-part\rsecond-part"]) == "[***]")
+        #expect(masked("x 123\n456\n789 y", hiding: ["123\n456\n789"]) == "x *** y")  // lines all short
         #expect(
             MaskedForms.pieces(of: Array("  xy  \r\nab\rcdefg \n".utf8))
                 == ["xy", "ab", "cdefg"].map { Array($0.utf8) })
@@ -95,6 +96,25 @@ struct MaskingRunnerFormsTests {
         for size in [0, 1, 4_096, 5_003] {
             #expect(masked(text, hiding: [secret], writes: size) == expected)
         }
+    }
+
+    /// Output that is all one growing span (the base64 of a run of `a`, which the shifted base64
+    /// of `a`×N + `b` cannot be told from) goes out as one mask as it comes: what is held back
+    /// stays within the longest form and its line breaks, not the whole output.
+    @Test func aSpanAsLongAsTheOutputIsNotHeldWhole() {
+        let secret = Array(String(repeating: "a", count: 3_001).utf8) + [UInt8(ascii: "b")]
+        var stream = MaskingStream(hiding: MaskedForms.of(secret))
+        let text = Array(
+            Data(repeating: UInt8(ascii: "a"), count: 60_000).base64EncodedData(options: .lineLength76Characters))
+        var output: [UInt8] = []
+        var most = 0
+        for start in stride(from: 0, to: text.count, by: 4_096) {
+            Array(text[start..<min(text.count, start + 4_096)]).withUnsafeBytes { stream.write($0, into: &output) }
+            most = max(most, stream.heldCount)
+        }
+        stream.finish(into: &output)
+        #expect(String(decoding: output, as: UTF8.self) == "***Fh")  // (every form there ends in "YW")
+        #expect(most < 3 * 4_100 / 3 + 4_096, "\(most) bytes held")
     }
 
     /// Split anywhere, and held across pauses: once four bytes of a secret are open, two bytes

@@ -69,6 +69,62 @@ struct MaskingStreamTests {
         }
     }
 
+    /// Forms that wrap (base64), with a line break (LF or CRLF) anywhere between their bytes,
+    /// however the output is split: no byte that an occurrence covers shows, but line breaks.
+    @Test func wrappedFormsLeaveNoByteShowingAcrossBreaks() {
+        var generator = SystemRandomNumberGenerator()
+        let alphabet = Array("ABab".utf8)
+        /// Where `form` ends if it occurs at `start` with a line break before any byte but the first.
+        func end(of form: [UInt8], in text: [UInt8], at start: Int) -> Int? {
+            var index = start
+            for (offset, byte) in form.enumerated() {
+                if offset > 0 && index < text.count && text[index] == 0x0A {
+                    index += 1
+                } else if offset > 0 && index + 1 < text.count && text[index] == 0x0D && text[index + 1] == 0x0A {
+                    index += 2
+                }
+                guard index < text.count, text[index] == byte else { return nil }
+                index += 1
+            }
+            return index
+        }
+        for _ in 0..<500 {
+            let forms = (0..<Int.random(in: 1...3, using: &generator)).map { _ in
+                (0..<Int.random(in: 4...10, using: &generator)).map { _ in alphabet.randomElement(using: &generator)! }
+            }
+            var text: [UInt8] = []
+            while text.count < 200 {
+                switch Int.random(in: 0..<6, using: &generator) {
+                case 0: text += [0x0A]
+                case 1: text += [0x0D, 0x0A]
+                case 2: text += forms.randomElement(using: &generator)!
+                default: text.append(alphabet.randomElement(using: &generator)!)
+                }
+            }
+            var covered = [Bool](repeating: false, count: text.count)
+            for form in forms {
+                for start in text.indices {
+                    if let end = end(of: form, in: text, at: start) {
+                        for index in start..<end { covered[index] = true }
+                    }
+                }
+            }
+            let shown = text.indices.filter { !covered[$0] && text[$0] != 0x0A && text[$0] != 0x0D }.count
+            for size in [text.count, 1, 3, 7] {
+                var stream = MaskingStream(hiding: MaskForms(acrossLines: forms))
+                var output: [UInt8] = []
+                for start in stride(from: 0, to: text.count, by: size) {
+                    Array(text[start..<min(text.count, start + size)]).withUnsafeBytes {
+                        stream.write($0, into: &output)
+                    }
+                }
+                stream.finish(into: &output)
+                let left = String(decoding: output, as: UTF8.self).replacingOccurrences(of: "***", with: "")
+                #expect(left.utf8.filter { $0 != 0x0A && $0 != 0x0D }.count == shown, "\(forms) \(text) \(size)")
+            }
+        }
+    }
+
     /// Bytes that only begin a form are held back until the next write, and written unchanged
     /// by finish (a prompt); a newline ends every hold, since no form holds one.
     @Test func aBeginningIsHeldUntilTheNextWriteOrTheEnd() {
