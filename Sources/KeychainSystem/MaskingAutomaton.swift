@@ -197,7 +197,7 @@ final class MaskingAutomaton: @unchecked Sendable {
     }
 }
 
-/// A set of four-byte keys as bits of their hashes (about 32 bits a key, so that few keys not in
+/// A set of four-byte keys as bits of their hashes (about 128 bits a key, so that few keys not in
 /// it pass by chance): one load and a bit test.
 struct KeyFilter {
     private let bits: UnsafeMutablePointer<UInt64>
@@ -205,7 +205,7 @@ struct KeyFilter {
 
     init(_ keys: Set<UInt32>) {
         var count = 1 << 16
-        while count < keys.count * 32 && count < 1 << 24 { count <<= 1 }
+        while count < keys.count * 128 && count < 1 << 24 { count <<= 1 }
         shift = UInt32(32 - count.trailingZeroBitCount)
         bits = .allocate(capacity: count / 64)
         bits.initialize(repeating: 0, count: count / 64)

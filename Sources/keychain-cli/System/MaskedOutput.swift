@@ -163,10 +163,11 @@ func relay(_ output: MaskedOutput, masks: OutputMasks, wake: Int32, ended: () ->
     }
     var endedAt: Double? = nil
     var lastRead = monotonicSeconds()
-    let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 18, alignment: 16)
+    // A read as large as the pipe (1 MiB): fewer reads and wake-ups when the command writes a lot.
+    let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 16)
     defer { buffer.deallocate() }
     var bytes: [UInt8] = []
-    bytes.reserveCapacity(1 << 18 + 1024)
+    bytes.reserveCapacity(1 << 20 + 1024)
     var lost = false
     func send(_ index: Int) {
         defer { bytes.removeAll(keepingCapacity: true) }
