@@ -8,8 +8,10 @@ enum MaskedEncodings {
         var forms = jsonForms(of: value) + urlForms(of: value)
         guard let text = String(validating: value, as: UTF8.self) else { return forms }
         forms += [
-            xmlEscaped(text), text.replacing("'", with: "''"), text.replacing("\"", with: "\\\""),
-        ].map { Array($0.utf8) }
+            // XML as .NET's SecurityElement writes it, an expression's string, a command line's.
+            replacing(value, ["<": "&lt;", ">": "&gt;", "&": "&amp;", "\"": "&quot;", "'": "&apos;"]),
+            replacing(value, ["'": "''"]), replacing(value, ["\"": "\\\""]),
+        ]
         // The runner's TrimDoubleQuotes: the inside of a "quoted" value of more than 8 UTF-16 units.
         if text.utf16.count > 8 && text.hasPrefix("\"") && text.hasSuffix("\"") {
             forms.append(Array(value.dropFirst().dropLast()))
@@ -120,32 +122,48 @@ enum MaskedEncodings {
     /// as URLSearchParams and Java's URLEncoder write it, `~` as `%7E`), with a space as `%20` or
     /// `+`, in upper- or lower-case hex (curl writes lower).
     static func urlForms(of value: [UInt8]) -> [[UInt8]] {
-        let alphanumeric = Set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789".utf8)
-        let unreserved = alphanumeric.union("-._~".utf8)
-        let keeping = [
-            unreserved, unreserved.union("!'()*".utf8), unreserved.union("/".utf8), alphanumeric.union("-._*".utf8),
-        ]
-        guard value.contains(where: { !alphanumeric.contains($0) }) else { return [] }
-        return keeping.flatMap { kept in
+        guard value.contains(where: { !keptInURLs[0][Int($0)] }) else { return [] }
+        let spaces = value.contains(UInt8(ascii: " "))
+        return keptInURLs.dropFirst().flatMap { kept in
             [
                 ("0123456789ABCDEF", false), ("0123456789ABCDEF", true), ("0123456789abcdef", false),
                 ("0123456789abcdef", true),
             ]
-            .map { digits, plus in
+            .filter { spaces || !$0.1 }.map { digits, plus in
                 let digits = Array(digits.utf8)
-                return value.flatMap { byte -> [UInt8] in
-                    if kept.contains(byte) { return [byte] }
-                    if plus && byte == UInt8(ascii: " ") { return [UInt8(ascii: "+")] }
-                    return [UInt8(ascii: "%"), digits[Int(byte >> 4)], digits[Int(byte & 15)]]
+                var form: [UInt8] = []
+                form.reserveCapacity(value.count * 3)
+                for byte in value {
+                    if kept[Int(byte)] {
+                        form.append(byte)
+                    } else if plus && byte == UInt8(ascii: " ") {
+                        form.append(UInt8(ascii: "+"))
+                    } else {
+                        form += [UInt8(ascii: "%"), digits[Int(byte >> 4)], digits[Int(byte & 15)]]
+                    }
                 }
+                return form
             }
         }
     }
 
-    /// The value as .NET's `SecurityElement.Escape` writes it (the runner's XML encoder).
-    private static func xmlEscaped(_ text: String) -> String {
-        let entities: [Character: String] = ["<": "&lt;", ">": "&gt;", "&": "&amp;", "\"": "&quot;", "'": "&apos;"]
-        return text.map { entities[$0] ?? String($0) }.joined()
+    /// The bytes each spelling of ``urlForms(of:)`` keeps, as tables of 256: alphanumerics alone
+    /// first (the bytes every spelling keeps).
+    private static let keptInURLs: [[Bool]] = {
+        let alphanumeric = Set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789".utf8)
+        let unreserved = alphanumeric.union("-._~".utf8)
+        return [
+            alphanumeric, unreserved, unreserved.union("!'()*".utf8), unreserved.union("/".utf8),
+            alphanumeric.union("-._*".utf8),
+        ]
+        .map { kept in (0..<256).map { kept.contains(UInt8($0)) } }
+    }()
+
+    /// `value` with each ASCII character `replacements` names written as its replacement.
+    private static func replacing(_ value: [UInt8], _ replacements: [Unicode.Scalar: String]) -> [UInt8] {
+        let table = Dictionary(uniqueKeysWithValues: replacements.map { (UInt8($0.key.value), Array($0.value.utf8)) })
+        guard value.contains(where: { table[$0] != nil }) else { return value }
+        return value.flatMap { table[$0] ?? [$0] }
     }
 
     /// The runner's two PowerShell encoders: the value up to its last `&` (or through its first

@@ -48,6 +48,13 @@ final class MaskingAutomaton: @unchecked Sendable {
         var sibling: [Int32] = [-1]
         var terminal: [Bool] = [false]
         var passes: [Bool] = [false]
+        let most = forms.reduce(1) { $0 + $1.0.count }  // states at most
+        byte.reserveCapacity(most)
+        firstChild.reserveCapacity(most)
+        lastChild.reserveCapacity(most)
+        sibling.reserveCapacity(most)
+        terminal.reserveCapacity(most)
+        passes.reserveCapacity(most)
         var keys: Set<UInt32> = []
         var windowKeys: Set<UInt32> = []
         let stride = min(4, (forms.map(\.0.count).min() ?? 7) - 3)
