@@ -1,3 +1,5 @@
+import Glibc
+
 /// Output with every occurrence of some byte strings (``MaskForms``) replaced by a mask, as it
 /// streams: a form split across writes, however many and however small, is still hidden,
 /// because the bytes that may begin one (the automaton's open state: never more than the longest
@@ -167,6 +169,13 @@ package struct MaskingStream: Sendable {
             }
             return unbroken(index).map(automaton.mayBegin) ?? true
         }
+        /// Where the first CR or LF from `index` on is (`count`: none), found by memchr.
+        func nextBreak(_ index: Int) -> Int {
+            let rest = count - index
+            let lineFeed = memchr(pointer + index, 0x0A, rest).map { UnsafeRawPointer($0) - pointer } ?? count
+            return memchr(pointer + index, 0x0D, lineFeed - index).map { UnsafeRawPointer($0) - pointer } ?? lineFeed
+        }
+        var lineBreak = -1
         var found: [(start: Int, end: Int, open: Int)] = []
         let stride = automaton.stride
         var index = 0
@@ -180,7 +189,19 @@ package struct MaskingStream: Sendable {
                     // up to `stride` - 1 bytes before (or where the bytes end: what follows
                     // decides).
                     var probe = index
-                    while probe &+ 4 <= count && !holds(probe) { probe &+= stride }
+                    while probe &+ 4 <= count {
+                        if wraps && probe &+ 4 > lineBreak {
+                            // Four bytes that may hold a line break: looked at with it passed over.
+                            if lineBreak < probe {
+                                lineBreak = nextBreak(probe)
+                                continue
+                            }
+                            if holds(probe) { break }
+                        } else if automaton.mayHold((pointer + probe).loadUnaligned(as: UInt32.self)) {
+                            break
+                        }
+                        probe &+= stride
+                    }
                     index = max(index, probe &- stride &+ 1)
                     forcedUntil = probe &+ 4 <= count ? probe &+ 1 : count
                     if index >= count { break }
