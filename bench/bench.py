@@ -315,7 +315,7 @@ replaced by the command) and masked (keychain-cli reads the command's output and
 with every form of the secrets hidden); then masked with 1,000 secrets loaded (`--from` a
 service of 999 secrets as CI holds them, fixed by a seed: tokens, passwords with punctuation,
 base64 keys, three-line keys; and the worst case for a matcher, `a`×100,001 + `b`), which
-includes reading them and building the automaton of their forms (about 0.2 s). The second table:
+includes reading them and building the automaton of their forms (about 0.13 s). The second table:
 256 MiB of each kind of output, through `cat | cat` and masked for the same 1,000 secrets (MB is
 10^6 bytes): the run of `a` keeps a form 100,001 bytes deep open all along, and the base64 of a
 run of `a` is masked whole (the shifted base64 of `a`×100,001 + `b` cannot be told from it), so
