@@ -3,9 +3,9 @@
 /// cost of masking grows with the output alone, never with output × form length.
 ///
 /// State 0 is the root (no byte of any form open). A state stands for the longest end of the
-/// output read so far that begins some form; ``longest(_:)`` is the longest form that ends
+/// output read so far that begins some form; `longest` is the longest form that ends
 /// there. Forms given as `acrossLines` (base64, which encoders wrap) may have a line break (LF or
-/// CRLF) between any two of their bytes: a state inside one passes a break over.
+/// CRLF) between any two of their bytes: ``wrapping(_:)`` finds the state that passes one over.
 ///
 /// Immutable once made; its tables are plain memory, so that the byte loop reads them without
 /// bounds checks or reference counting.

@@ -7,8 +7,9 @@ import Glibc
 /// they do, or ``finish(into:)``. Where forms overlap or touch, the whole span they cover becomes
 /// one mask, so no part of either shows.
 ///
-/// Each byte is one step of a ``MaskingAutomaton``; where no form is open, a position whose next
-/// four bytes begin no form (one load and a bit test) is passed over without one.
+/// The bytes go through a ``MaskingAutomaton`` (one step a byte, amortized); where no form is
+/// open, only every third or fourth position is looked at (one load and a bit test) until one
+/// may be inside a form, and the automaton reads only the bytes where one may begin.
 package struct MaskingStream: Sendable {
     /// What every hidden span becomes.
     package static let mask = Array("***".utf8)
@@ -48,7 +49,9 @@ package struct MaskingStream: Sendable {
     }
 
     /// Hides `forms` from now on (as ``init(hiding:)``): what is held back is read again with
-    /// them, and what that makes ready goes to `output`.
+    /// them, and what that makes ready goes to `output`. (Bytes a pause let go of, by
+    /// ``release(into:)``, are not read again: a form they began and that goes on after this
+    /// call is not found.)
     package mutating func hide(_ forms: MaskForms, into output: inout [UInt8]) {
         let pending = held
         var fresh = MaskingStream(hiding: forms)
