@@ -1,5 +1,3 @@
-import Glibc
-
 /// Output with every occurrence of some byte strings (``MaskForms``) replaced by a mask, as it
 /// streams: a form split across writes, however many and however small, is still hidden,
 /// because the bytes that may begin one (the automaton's open state: never more than the longest
@@ -14,8 +12,8 @@ package struct MaskingStream: Sendable {
     /// What every hidden span becomes.
     package static let mask = Array("***".utf8)
 
-    private var automaton: MaskingAutomaton
-    private var state = 0
+    var automaton: MaskingAutomaton
+    var state = 0
     /// How many bytes have come in, and how many of them have gone out (masked or not).
     private var total = 0
     private var emitted = 0
@@ -23,18 +21,22 @@ package struct MaskingStream: Sendable {
     private var held: [UInt8] = []
     /// Where each of the last bytes that moved the automaton stood (a ring of a power of two
     /// above the longest form), so that a form's start is known across the line breaks it holds.
-    private var positions: [Int]
-    private var moves = 0
+    var positions: [Int]
+    var moves = 0
     /// The spans of the output to mask that may still grow, in order, apart, from `head` on (a
     /// later form that begins inside the automaton's open state may join some of them).
-    private var spans: [(start: Int, end: Int)] = []
-    private var head = 0
+    var spans: [(start: Int, end: Int)] = []
+    var head = 0
     /// Where the last mask written ends in the output (a span that touches it goes on in it).
     private var maskedEnd = -1
     /// The line break passed over since the last move: 0 none, 1 a CR, 2 a whole break.
-    private var passed = 0
+    var passed = 0
     /// The last position where some form may begin, as far as the filter tells.
-    private var mayBegin = -1
+    var mayBegin = -1
+    /// The bytes of the open state that a pause let go of, from `releasedStart` on: what
+    /// ``hide(_:into:)`` reads again with them.
+    private var released: [UInt8] = []
+    private var releasedStart = 0
 
     package init(hiding forms: MaskForms) {
         automaton = MaskingAutomaton(plain: forms.plain, acrossLines: forms.acrossLines)
@@ -49,13 +51,18 @@ package struct MaskingStream: Sendable {
     }
 
     /// Hides `forms` from now on (as ``init(hiding:)``): what is held back is read again with
-    /// them, and what that makes ready goes to `output`. (Bytes a pause let go of, by
-    /// ``release(into:)``, are not read again: a form they began and that goes on after this
-    /// call is not found.)
+    /// them, and what that makes ready goes to `output`; so are the bytes of a form begun that a
+    /// pause let go of (``release(into:)``), without being written again.
     package mutating func hide(_ forms: MaskForms, into output: inout [UInt8]) {
-        let pending = held
         var fresh = MaskingStream(hiding: forms)
-        pending.withUnsafeBytes { fresh.write($0, into: &output) }
+        if !released.isEmpty {
+            var written: [UInt8] = []
+            released.withUnsafeBytes { fresh.write($0, into: &written) }
+            fresh.emitted = fresh.total
+            fresh.held = []
+            (fresh.released, fresh.releasedStart) = (released, 0)
+        }
+        held.withUnsafeBytes { fresh.write($0, into: &output) }
         self = fresh
     }
 
@@ -78,6 +85,12 @@ package struct MaskingStream: Sendable {
         scan(bytes, from: start, into: &output)
         total = start + count
         let open = openFrom()
+        if open >= releasedStart + released.count {
+            released = []
+        } else if open > releasedStart {
+            released.removeFirst(open - releasedStart)
+            releasedStart = open
+        }
         closeSpans(before: open, bytes, from: start, into: &output)
         if head < spans.count && spans[head].start < open {
             // Up to `open` it is masked whatever follows: the mask goes out now, and the span
@@ -107,7 +120,13 @@ package struct MaskingStream: Sendable {
     private mutating func release(into output: inout [UInt8], all: Bool) {
         let none = UnsafeRawBufferPointer(start: nil, count: 0)
         closeSpans(before: Int.max, none, from: total, into: &output)
-        if all { emit(upTo: total, none, from: total, into: &output) }
+        if all {
+            // (The bytes the open state began before `emitted` are released already.)
+            let open = openFrom()
+            released = open >= emitted ? Array(held.suffix(total - open)) : released + held
+            releasedStart = total - released.count
+            emit(upTo: total, none, from: total, into: &output)
+        }
         keep(none, from: total)
     }
 
@@ -118,7 +137,7 @@ package struct MaskingStream: Sendable {
     }
 
     /// Writes the spans that end before `open` (no later form can join them) masked.
-    private mutating func closeSpans(
+    mutating func closeSpans(
         before open: Int, _ bytes: UnsafeRawBufferPointer, from base: Int, into output: inout [UInt8]
     ) {
         while head < spans.count && spans[head].end < open {
@@ -134,138 +153,9 @@ package struct MaskingStream: Sendable {
         }
     }
 
-    /// Runs the automaton over `bytes`, the output's bytes from `base` on, and masks each span
-    /// that can no longer grow as it is found.
-    private mutating func scan(_ bytes: UnsafeRawBufferPointer, from base: Int, into output: inout [UInt8]) {
-        let automaton = self.automaton
-        let count = bytes.count
-        guard let pointer = bytes.baseAddress, count > 0 else { return }
-        let mask = positions.count - 1
-        var (state, moves, passed, mayBegin) = (self.state, self.moves, self.passed, self.mayBegin)
-        let wraps = automaton.wraps
-        /// The four bytes from `index` on that are no line break (nil: the bytes end first).
-        func unbroken(_ index: Int) -> UInt32? {
-            var (key, found, next) = (UInt32(0), 0, index)
-            while found < 4 && next < count {
-                if bytes[next] != 0x0A && bytes[next] != 0x0D {
-                    key |= UInt32(bytes[next]) << (8 * found)
-                    found += 1
-                }
-                next += 1
-            }
-            return found == 4 ? key : nil
-        }
-        /// Whether a form may hold the four bytes at `index` (as they are, or without the line
-        /// breaks among them where some form wraps) at an offset below `stride`.
-        @inline(__always) func holds(_ index: Int) -> Bool {
-            let word = (pointer + index).loadUnaligned(as: UInt32.self)
-            if automaton.mayHold(word) { return true }
-            guard wraps && MaskingAutomaton.holdsBreak(word) else { return false }
-            return unbroken(index).map(automaton.mayHold) ?? true
-        }
-        /// Whether a form may begin at `index` (none that wraps begins with a line break).
-        @inline(__always) func begins(_ index: Int) -> Bool {
-            let word = (pointer + index).loadUnaligned(as: UInt32.self)
-            if automaton.mayBegin(word) { return true }
-            guard wraps && MaskingAutomaton.holdsBreak(word) && bytes[index] != 0x0A && bytes[index] != 0x0D else {
-                return false
-            }
-            return unbroken(index).map(automaton.mayBegin) ?? true
-        }
-        /// Where the first CR or LF from `index` on is (`count`: none), found by memchr.
-        func nextBreak(_ index: Int) -> Int {
-            let rest = count - index
-            let lineFeed = memchr(pointer + index, 0x0A, rest).map { UnsafeRawPointer($0) - pointer } ?? count
-            return memchr(pointer + index, 0x0D, lineFeed - index).map { UnsafeRawPointer($0) - pointer } ?? lineFeed
-        }
-        var lineBreak = -1
-        var found: [(start: Int, end: Int, open: Int)] = []
-        let stride = automaton.stride
-        var index = 0
-        var forcedUntil = 0
-        positions.withUnsafeMutableBufferPointer { positions in
-            while index < count {
-                if state == 0 && index >= forcedUntil {
-                    // Where no form is open, every `stride`th position is looked at: a form
-                    // that begins at `index` or later holds four bytes the filter knows at the
-                    // first one within it. Where one may, the automaton starts from the root
-                    // up to `stride` - 1 bytes before (or where the bytes end: what follows
-                    // decides).
-                    var probe = index
-                    while probe &+ 4 <= count {
-                        if wraps && probe &+ 4 > lineBreak {
-                            // Four bytes that may hold a line break: looked at with it passed over.
-                            if lineBreak < probe {
-                                lineBreak = nextBreak(probe)
-                                continue
-                            }
-                            if holds(probe) { break }
-                        } else if automaton.mayHold((pointer + probe).loadUnaligned(as: UInt32.self)) {
-                            break
-                        }
-                        probe &+= stride
-                    }
-                    index = max(index, probe &- stride &+ 1)
-                    forcedUntil = probe &+ 4 <= count ? probe &+ 1 : count
-                    if index >= count { break }
-                }
-                // Each position the automaton reads is looked at through the filter of beginnings;
-                // from the root, it reads only where a form may begin.
-                if index &+ 4 > count || begins(index) {
-                    mayBegin = base + index
-                } else if state == 0 {
-                    index &+= 1
-                    continue
-                }
-                let byte = bytes[index]
-                if state != 0 && (byte == 0x0A || byte == 0x0D) && (byte == 0x0A ? passed < 2 : passed == 0)
-                    && automaton.edge(state, byte) == nil
-                {
-                    // The longest open form that wraps goes on past the break.
-                    let wrapping = automaton.wrapping(state)
-                    if wrapping != 0 {
-                        (state, passed, index) = (wrapping, passed + (byte == 0x0A ? 2 : 1), index &+ 1)
-                        continue
-                    }
-                }
-                passed = 0
-                state = automaton.next(state, byte)
-                moves &+= 1
-                positions[moves & mask] = base + index
-                let depth = Int(automaton.depth[state])
-                if depth < 4 {
-                    // No form is this short, and where none begins in these bytes (the filter
-                    // says), the automaton starts again from the root: in text whose every
-                    // short string begins some form it would otherwise never get back there.
-                    if depth > 0 && mayBegin < positions[(moves - depth + 1) & mask] { state = 0 }
-                } else if automaton.longest[state] > 0 {
-                    let length = Int(automaton.longest[state])
-                    found.append(
-                        (
-                            positions[(moves - length + 1) & mask], base + index + 1,
-                            positions[(moves - depth + 1) & mask]
-                        ))
-                }
-                index += 1
-            }
-        }
-        (self.state, self.moves, self.passed, self.mayBegin) = (state, moves, passed, mayBegin)
-        for (start, end, open) in found {
-            // A form joins every span it touches or overlaps; those before the state's start
-            // can no longer grow.
-            var merged = (start: start, end: end)
-            while spans.count > head, let last = spans.last, last.end >= merged.start {
-                merged = (min(last.start, merged.start), max(last.end, merged.end))
-                spans.removeLast()
-            }
-            spans.append(merged)
-            closeSpans(before: open, bytes, from: base, into: &output)
-        }
-    }
-
     /// Writes what comes before `hidden` and a mask for it, or goes on in the mask last
     /// written where `hidden` touches it.
-    private mutating func close(
+    mutating func close(
         _ hidden: (start: Int, end: Int), _ bytes: UnsafeRawBufferPointer, from base: Int, into output: inout [UInt8]
     ) {
         guard hidden.end > emitted else { return }

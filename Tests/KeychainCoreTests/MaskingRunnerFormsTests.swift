@@ -154,6 +154,23 @@ struct MaskingRunnerFormsTests {
         }
     }
 
+    /// Forms added while a pause has let the beginning of a form go (serve learns a secret
+    /// then): the rest of that form is still masked.
+    @Test func formsAddedAfterAPauseStillMaskAFormBegun() {
+        var stream = MaskingStream(hiding: MaskedForms.of(Array("slow-secret-value".utf8)))
+        var output: [UInt8] = []
+        Array("login: slo".utf8).withUnsafeBytes { stream.write($0, into: &output) }
+        stream.release(into: &output)
+        Array("w-".utf8).withUnsafeBytes { stream.write($0, into: &output) }
+        stream.release(into: &output)
+        var more = MaskedForms.of(Array("slow-secret-value".utf8))
+        more += MaskedForms.of(Array("other-secret".utf8))
+        stream.hide(more, into: &output)
+        Array("secret-value! other-secret".utf8).withUnsafeBytes { stream.write($0, into: &output) }
+        stream.finish(into: &output)
+        #expect(String(decoding: output, as: UTF8.self) == "login: slo***! ***")
+    }
+
     /// `::add-mask::` carries only pieces the runner registers as they are: split at CR and LF
     /// and trimmed, each of 4 characters or more, so that no short piece is masked everywhere.
     @Test func addMaskCarriesOnlyPiecesSafeToRegister() {
