@@ -30,8 +30,9 @@ final class MaskingAutomaton: @unchecked Sendable {
     /// Every form's four bytes at each offset below ``stride``: looking at every `stride`th
     /// position finds every form, since each holds one of them at the first position looked at.
     private let windows: KeyFilter
-    /// How far apart the positions looked at through `windows` are: at most 4, and 3 less than
-    /// the shortest form, so that each form holds the four bytes at the first one within it.
+    /// How far apart the positions looked at through `windows` are: at most 4, and 2 less than
+    /// the shortest form, so that each form holds the four bytes at the first one within it (or,
+    /// one of that length, its last three and the byte that follows: all 256 are keys).
     let stride: Int
     /// Whether some form wraps across lines.
     let wraps: Bool
@@ -57,7 +58,7 @@ final class MaskingAutomaton: @unchecked Sendable {
         passes.reserveCapacity(most)
         var keys: Set<UInt32> = []
         var windowKeys: Set<UInt32> = []
-        let stride = min(4, (forms.map(\.0.count).min() ?? 7) - 3)
+        let stride = min(4, (forms.map(\.0.count).min() ?? 6) - 2)
         for (form, wraps) in forms {
             precondition(form.count >= 4)
             var state = 0
@@ -81,7 +82,13 @@ final class MaskingAutomaton: @unchecked Sendable {
             }
             terminal[state] = true
             keys.insert(Self.key(form))
-            for offset in 0..<stride { windowKeys.insert(Self.key(form[offset...])) }
+            for offset in 0..<stride {
+                if offset + 4 <= form.count {
+                    windowKeys.insert(Self.key(form[offset...]))
+                } else {  // a form of `stride` + 2 bytes: its last three and whatever byte follows
+                    for next in UInt8.min...UInt8.max { windowKeys.insert(Self.key(form[offset...] + [next])) }
+                }
+            }
         }
         self.stride = stride
         wraps = !acrossLines.isEmpty
