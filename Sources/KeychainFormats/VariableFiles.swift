@@ -69,18 +69,17 @@ package enum GitHubEnvironmentFile {
         return text
     }
 
-    /// The runner's `::add-mask::` commands for `values`: one for each line of each (LF or CRLF
-    /// ends) of at least ``MaskedForms/minimumLength`` bytes (a shorter one would mask every
-    /// `a` in the log), its `%` and any other CR escaped as the runner unescapes them. (By bytes:
-    /// a String splits no CRLF at "\n", which is one Character.)
+    /// The runner's `::add-mask::` commands for `values`: one for each piece of each as the
+    /// runner cuts what it is given (split at every CR and LF and trimmed: it registers each
+    /// piece of an `::add-mask::` value as a secret of its own), only the pieces of at least
+    /// ``MaskedForms/minimumLength`` characters: sent a longer line, the runner would also mask
+    /// every occurrence of a short piece of it (`"  xy  "` or `ab\rcd…` would mask every `xy`
+    /// or `ab` in the log). Its `%` escaped as the runner unescapes it.
     package static func maskCommands(for values: [String]) -> String {
         var text = ""
         for value in values {
-            for line in MaskedForms.lines(of: Array(value.utf8)) where line.count >= MaskedForms.minimumLength {
-                let escaped = String(decoding: line, as: UTF8.self).unicodeScalars.map { scalar in
-                    scalar == "%" ? "%25" : scalar == "\r" ? "%0D" : String(scalar)
-                }.joined()
-                text += "::add-mask::\(escaped)\n"
+            for piece in MaskedForms.pieces(of: Array(value.utf8)) where !MaskedForms.isTooShort(piece) {
+                text += "::add-mask::\(String(decoding: piece, as: UTF8.self).replacing("%", with: "%25"))\n"
             }
         }
         return text

@@ -1,147 +1,203 @@
-import Glibc
-
-/// Output with every occurrence of some byte strings (``MaskedForms``) replaced by a mask, as it
-/// streams: a form split across two writes is still hidden, because the shortest tail that could
-/// begin one is held back (never more than the longest form less a byte) until the next write
-/// or ``finish(into:)``. Where forms overlap or touch, the whole span they cover becomes one
-/// mask, so no part of either shows.
+/// Output with every occurrence of some byte strings (``MaskForms``) replaced by a mask, as it
+/// streams: a form split across writes, however many and however small, is still hidden,
+/// because the bytes that may begin one (the automaton's open state: never more than the longest
+/// form, and the line breaks a wrapped form may hold) are held back until a write shows whether
+/// they do, or ``finish(into:)``. Where forms overlap or touch, the whole span they cover becomes
+/// one mask, so no part of either shows.
 ///
-/// Every position is looked at once through a filter of the forms' first four bytes (one load
-/// and a bit test a byte); only a position that passes is compared with the forms themselves.
+/// The bytes go through a ``MaskingAutomaton`` (one step a byte, amortized); where no form is
+/// open, only every third or fourth position is looked at (one load and a bit test) until one
+/// may be inside a form, and the automaton reads only the bytes where one may begin.
 package struct MaskingStream: Sendable {
     /// What every hidden span becomes.
     package static let mask = Array("***".utf8)
 
-    private let forms: [UInt32: [[UInt8]]]
-    private let filter: [UInt64]
-    /// The first one, two and three bytes of every form, packed as ``key(_:count:)`` packs them.
-    private let beginnings: [Set<UInt32>]
+    var automaton: MaskingAutomaton
+    var state = 0
+    /// How many bytes have come in, and how many of them have gone out (masked or not).
+    private var total = 0
+    private var emitted = 0
+    /// The bytes from `emitted` to `total`.
     private var held: [UInt8] = []
+    /// Where each of the last bytes that moved the automaton stood (a ring of a power of two
+    /// above the longest form), so that a form's start is known across the line breaks it holds.
+    var positions: [Int]
+    var moves = 0
+    /// The spans of the output to mask that may still grow, in order, apart, from `head` on (a
+    /// later form that begins inside the automaton's open state may join some of them).
+    var spans: [(start: Int, end: Int)] = []
+    var head = 0
+    /// Where the last mask written ends in the output (a span that touches it goes on in it).
+    private var maskedEnd = -1
+    /// The line break passed over since the last move: 0 none, 1 a CR, 2 a whole break.
+    var passed = 0
+    /// The last position where some form may begin, as far as the filter tells.
+    var mayBegin = -1
+    /// The bytes of the open state that a pause let go of, from `releasedStart` on: what
+    /// ``hide(_:into:)`` reads again with them.
+    private var released: [UInt8] = []
+    private var releasedStart = 0
 
-    /// `forms`: each at least four bytes long.
+    package init(hiding forms: MaskForms) {
+        automaton = MaskingAutomaton(plain: forms.plain, acrossLines: forms.acrossLines)
+        var size = 16
+        while size <= automaton.longestForm { size <<= 1 }
+        positions = [Int](repeating: 0, count: size)
+    }
+
+    /// `forms`, none across lines: each at least four bytes long.
     package init(hiding forms: [[UInt8]]) {
-        precondition(forms.allSatisfy { $0.count >= 4 })
-        var byStart: [UInt32: [[UInt8]]] = [:]
-        var filter = [UInt64](repeating: 0, count: 1024)
-        var beginnings: [Set<UInt32>] = [[], [], []]
-        for form in forms {
-            let start = Self.key(form[...], count: 4)
-            byStart[start, default: []].append(form)
-            let slot = Self.slot(start)
-            filter[slot >> 6] |= 1 << UInt64(slot & 63)
-            for count in 1...3 { beginnings[count - 1].insert(Self.key(form[...], count: count)) }
+        self.init(hiding: MaskForms(plain: forms))
+    }
+
+    /// Hides `forms` from now on (as ``init(hiding:)``): what is held back is read again with
+    /// them, and what that makes ready goes to `output`; so are the bytes of a form begun that a
+    /// pause let go of (``release(into:)``), without being written again.
+    package mutating func hide(_ forms: MaskForms, into output: inout [UInt8]) {
+        var fresh = MaskingStream(hiding: forms)
+        if !released.isEmpty {
+            var written: [UInt8] = []
+            released.withUnsafeBytes { fresh.write($0, into: &written) }
+            fresh.emitted = fresh.total
+            fresh.held = []
+            (fresh.released, fresh.releasedStart) = (released, 0)
         }
-        self.forms = byStart
-        self.filter = filter
-        self.beginnings = beginnings
+        held.withUnsafeBytes { fresh.write($0, into: &output) }
+        self = fresh
     }
 
-    /// Hides `forms` from now on (as ``init(hiding:)``), keeping what is held back.
-    package mutating func hide(_ forms: [[UInt8]]) {
-        let held = self.held
-        self = MaskingStream(hiding: forms)
-        self.held = held
-    }
-
-    /// Whether some bytes wait for the next write to tell whether they begin a form.
-    package var isHolding: Bool { !held.isEmpty }
+    /// Whether some bytes wait for a later write to tell whether they begin a form.
+    package var isHolding: Bool { total > emitted }
 
     /// How many bytes wait so.
-    package var heldCount: Int { held.count }
+    package var heldCount: Int { total - emitted }
 
     /// Appends to `output` what `bytes` make ready to be written, masked.
     package mutating func write(_ bytes: UnsafeRawBufferPointer, into output: inout [UInt8]) {
-        guard !forms.isEmpty else {
+        let start = total
+        let count = bytes.count
+        if automaton.isEmpty {
             output.appendBytes(bytes)
+            total += count
+            emitted = total
             return
         }
-        if held.isEmpty {
-            let kept = scan(bytes, final: false, into: &output)
-            held.appendBytes(UnsafeRawBufferPointer(rebasing: bytes[kept...]))
-        } else {
-            held.appendBytes(bytes)
-            let pending = held
-            held = []
-            pending.withUnsafeBytes { pending in
-                let kept = scan(pending, final: false, into: &output)
-                held.appendBytes(UnsafeRawBufferPointer(rebasing: pending[kept...]))
-            }
+        scan(bytes, from: start, into: &output)
+        total = start + count
+        let open = openFrom()
+        if open >= releasedStart + released.count {
+            released = []
+        } else if open > releasedStart {
+            released.removeFirst(open - releasedStart)
+            releasedStart = open
         }
+        closeSpans(before: open, bytes, from: start, into: &output)
+        if head < spans.count && spans[head].start < open {
+            // Up to `open` it is masked whatever follows: the mask goes out now, and the span
+            // goes on in it, so that a span as long as the output is never held whole.
+            close((spans[head].start, open), bytes, from: start, into: &output)
+        }
+        emit(upTo: head < spans.count ? min(open, spans[head].start) : open, bytes, from: start, into: &output)
+        keep(bytes, from: start)
     }
 
-    /// Appends to `output` whatever is held back, masked where it is a whole form: at the end of
-    /// the output, or when it has been quiet a while.
+    /// Appends to `output` whatever is held back, masked where it is a whole form: at the end
+    /// of the output. Anything that begins a form begins it anew afterwards.
     package mutating func finish(into output: inout [UInt8]) {
-        let pending = held
-        held = []
-        pending.withUnsafeBytes { _ = scan($0, final: true, into: &output) }
+        release(into: &output, all: true)
+        state = 0
+        passed = 0
     }
 
-    /// Appends `bytes` masked to `output` up to the first position that may begin a form the
-    /// bytes end inside of (none when `final`), and returns that position.
-    private func scan(_ bytes: UnsafeRawBufferPointer, final: Bool, into output: inout [UInt8]) -> Int {
-        let count = bytes.count
-        var written = 0
-        var span: (start: Int, end: Int)? = nil
-        var boundary = count
-        func close(_ hidden: (start: Int, end: Int)) {
-            output.appendBytes(UnsafeRawBufferPointer(rebasing: bytes[written..<hidden.start]))
+    /// After a pause: a span to mask goes out masked, and the bytes held back go out too when
+    /// fewer than four bytes of a form are open (less than any secret that is masked: a prompt
+    /// that could begin one shows); four or more wait for what follows, or the end. The
+    /// automaton keeps its state, so a form the pause cut in two is still masked from here on.
+    package mutating func release(into output: inout [UInt8]) {
+        release(into: &output, all: automaton.depth[state] < MaskedForms.minimumLength)
+    }
+
+    private mutating func release(into output: inout [UInt8], all: Bool) {
+        let none = UnsafeRawBufferPointer(start: nil, count: 0)
+        closeSpans(before: Int.max, none, from: total, into: &output)
+        if all {
+            // (The bytes the open state began before `emitted` are released already.)
+            let open = openFrom()
+            released = open >= emitted ? Array(held.suffix(total - open)) : released + held
+            releasedStart = total - released.count
+            emit(upTo: total, none, from: total, into: &output)
+        }
+        keep(none, from: total)
+    }
+
+    /// Where the automaton's open state begins in the output: no later form begins before.
+    private func openFrom() -> Int {
+        let depth = Int(automaton.depth[state])
+        return depth == 0 ? total : positions[(moves - depth + 1) & (positions.count - 1)]
+    }
+
+    /// Writes the spans that end before `open` (no later form can join them) masked.
+    mutating func closeSpans(
+        before open: Int, _ bytes: UnsafeRawBufferPointer, from base: Int, into output: inout [UInt8]
+    ) {
+        while head < spans.count && spans[head].end < open {
+            close(spans[head], bytes, from: base, into: &output)
+            head += 1
+        }
+        if head == spans.count {
+            spans.removeAll(keepingCapacity: true)
+            head = 0
+        } else if head > 64 && head * 2 > spans.count {
+            spans.removeFirst(head)
+            head = 0
+        }
+    }
+
+    /// Writes what comes before `hidden` and a mask for it, or goes on in the mask last
+    /// written where `hidden` touches it.
+    mutating func close(
+        _ hidden: (start: Int, end: Int), _ bytes: UnsafeRawBufferPointer, from base: Int, into output: inout [UInt8]
+    ) {
+        guard hidden.end > emitted else { return }
+        if hidden.start > maskedEnd || emitted != maskedEnd {
+            emit(upTo: hidden.start, bytes, from: base, into: &output)
             output.append(contentsOf: Self.mask)
-            written = hidden.end
         }
-        filter.withUnsafeBufferPointer { filter in
-            var position = 0
-            scanning: while position + 4 <= count {
-                let start = bytes.loadUnaligned(fromByteOffset: position, as: UInt32.self)
-                let slot = Self.slot(start)
-                if filter[slot >> 6] & (1 << UInt64(slot & 63)) != 0, let candidates = forms[start] {
-                    for form in candidates {
-                        let available = min(form.count, count - position)
-                        let same = form.withUnsafeBytes {
-                            memcmp($0.baseAddress!, bytes.baseAddress! + position, available) == 0
-                        }
-                        guard same else { continue }
-                        if available < form.count {
-                            if final { continue }
-                            boundary = position
-                            break scanning
-                        }
-                        let end = position + form.count
-                        if let open = span, position <= open.end {
-                            span = (open.start, max(open.end, end))
-                        } else {
-                            if let open = span { close(open) }
-                            span = (position, end)
-                        }
-                    }
-                }
-                position += 1
-            }
-            if !final && boundary == count {
-                // A tail shorter than four bytes that begins some form waits for what follows.
-                for position in max(0, count - 3)..<count
-                where beginnings[count - position - 1].contains(Self.key(bytes[position...], count: count - position)) {
-                    boundary = position
-                    break
-                }
-            }
-        }
-        if let open = span {
-            if open.end > boundary {
-                boundary = open.start  // it may grow with what follows: decided next time
-            } else {
-                close(open)
-            }
-        }
-        output.appendBytes(UnsafeRawBufferPointer(rebasing: bytes[written..<boundary]))
-        return boundary
+        emitted = hidden.end
+        maskedEnd = emitted
     }
 
-    private static func key<Bytes: Collection<UInt8>>(_ bytes: Bytes, count: Int) -> UInt32 {
-        bytes.prefix(count).reversed().reduce(0) { $0 << 8 | UInt32($1) }
+    /// Writes the output's bytes from `emitted` up to `end`: those held back, then those of
+    /// `bytes` (which start at `base`).
+    private mutating func emit(
+        upTo end: Int, _ bytes: UnsafeRawBufferPointer, from base: Int, into output: inout [UInt8]
+    ) {
+        guard end > emitted else { return }
+        if emitted < base {
+            let heldStart = base - held.count
+            held.withUnsafeBytes {
+                output.appendBytes(
+                    UnsafeRawBufferPointer(rebasing: $0[(emitted - heldStart)..<(min(end, base) - heldStart)]))
+            }
+        }
+        if end > base {
+            output.appendBytes(UnsafeRawBufferPointer(rebasing: bytes[(max(emitted, base) - base)..<(end - base)]))
+        }
+        emitted = end
     }
 
-    private static func slot(_ start: UInt32) -> Int { Int((start &* 0x9E37_79B1) >> 16) }
+    /// Keeps the bytes from `emitted` on, out of those held and `bytes` (from `base`).
+    private mutating func keep(_ bytes: UnsafeRawBufferPointer, from base: Int) {
+        let heldStart = base - held.count
+        if emitted >= base {
+            held.removeAll(keepingCapacity: true)
+        } else if emitted > heldStart {
+            held.removeFirst(emitted - heldStart)
+        }
+        if emitted < base + bytes.count {
+            held.appendBytes(UnsafeRawBufferPointer(rebasing: bytes[(max(emitted, base) - base)...]))
+        }
+    }
 }
 
 extension [UInt8] {

@@ -5,7 +5,8 @@ import Testing
 @testable import KeychainSystem
 
 /// The masking of `exec`'s output, as a stream: the same result however the output is split
-/// into writes, and no byte of any form left showing.
+/// into writes (spans that touch across writes are one mask too), and no byte of any form left
+/// showing.
 @Suite("Masked output: forms and the stream")
 struct MaskingStreamTests {
     /// `text` through a stream hiding `forms`, written in the given pieces.
@@ -42,13 +43,6 @@ struct MaskingStreamTests {
         return output
     }
 
-    /// Runs of masks are one mask (two spans that touch across a write boundary are two).
-    private func collapsed(_ bytes: [UInt8]) -> String {
-        var text = String(decoding: bytes, as: UTF8.self)
-        while text.contains("******") { text = text.replacingOccurrences(of: "******", with: "***") }
-        return text
-    }
-
     @Test func anySplitGivesWhatTheNaiveReferenceGives() {
         var generator = SystemRandomNumberGenerator()
         let alphabet = Array("abcdef\n".utf8)
@@ -64,11 +58,70 @@ struct MaskingStreamTests {
                     ? forms.randomElement(using: &generator)!.prefix(Int.random(in: 1...9, using: &generator))
                     : [alphabet.randomElement(using: &generator)!]
             }
-            let expected = collapsed(reference(text, hiding: forms))
-            #expect(collapsed(masked(text, hiding: forms, pieces: [text.count])) == expected)
+            let expected = String(decoding: reference(text, hiding: forms), as: UTF8.self)
+            func masked(_ pieces: [Int]) -> String {
+                String(decoding: self.masked(text, hiding: forms, pieces: pieces), as: UTF8.self)
+            }
+            #expect(masked([text.count]) == expected)
             let pieces = (0..<50).map { _ in Int.random(in: 1...12, using: &generator) }
-            #expect(collapsed(masked(text, hiding: forms, pieces: pieces)) == expected, "\(forms) \(pieces)")
-            #expect(collapsed(masked(text, hiding: forms, pieces: Array(repeating: 1, count: 300))) == expected)
+            #expect(masked(pieces) == expected, "\(forms) \(pieces)")
+            #expect(masked(Array(repeating: 1, count: 300)) == expected)
+        }
+    }
+
+    /// Forms that wrap (base64), with a line break (LF or CRLF) anywhere between their bytes,
+    /// however the output is split: no byte that an occurrence covers shows, but line breaks.
+    @Test func wrappedFormsLeaveNoByteShowingAcrossBreaks() {
+        var generator = SystemRandomNumberGenerator()
+        let alphabet = Array("ABab".utf8)
+        /// Where `form` ends if it occurs at `start` with a line break before any byte but the first.
+        func end(of form: [UInt8], in text: [UInt8], at start: Int) -> Int? {
+            var index = start
+            for (offset, byte) in form.enumerated() {
+                if offset > 0 && index < text.count && text[index] == 0x0A {
+                    index += 1
+                } else if offset > 0 && index + 1 < text.count && text[index] == 0x0D && text[index + 1] == 0x0A {
+                    index += 2
+                }
+                guard index < text.count, text[index] == byte else { return nil }
+                index += 1
+            }
+            return index
+        }
+        for _ in 0..<500 {
+            let forms = (0..<Int.random(in: 1...3, using: &generator)).map { _ in
+                (0..<Int.random(in: 4...10, using: &generator)).map { _ in alphabet.randomElement(using: &generator)! }
+            }
+            var text: [UInt8] = []
+            while text.count < 200 {
+                switch Int.random(in: 0..<6, using: &generator) {
+                case 0: text += [0x0A]
+                case 1: text += [0x0D, 0x0A]
+                case 2: text += forms.randomElement(using: &generator)!
+                default: text.append(alphabet.randomElement(using: &generator)!)
+                }
+            }
+            var covered = [Bool](repeating: false, count: text.count)
+            for form in forms {
+                for start in text.indices {
+                    if let end = end(of: form, in: text, at: start) {
+                        for index in start..<end { covered[index] = true }
+                    }
+                }
+            }
+            let shown = text.indices.filter { !covered[$0] && text[$0] != 0x0A && text[$0] != 0x0D }.count
+            for size in [text.count, 1, 3, 7] {
+                var stream = MaskingStream(hiding: MaskForms(acrossLines: forms))
+                var output: [UInt8] = []
+                for start in stride(from: 0, to: text.count, by: size) {
+                    Array(text[start..<min(text.count, start + size)]).withUnsafeBytes {
+                        stream.write($0, into: &output)
+                    }
+                }
+                stream.finish(into: &output)
+                let left = String(decoding: output, as: UTF8.self).replacingOccurrences(of: "***", with: "")
+                #expect(left.utf8.filter { $0 != 0x0A && $0 != 0x0D }.count == shown, "\(forms) \(text) \(size)")
+            }
         }
     }
 
@@ -92,7 +145,8 @@ struct MaskingStreamTests {
     /// What is masked for a value: itself whole, its lines, base64 at three offsets (only the
     /// characters the value alone decides), JSON and URL forms; nothing under four bytes.
     @Test func theFormsOfAValue() {
-        let forms = Set(MaskedForms.of(Array("ab/c\"d\né😀x\n".utf8)).map { String(decoding: $0, as: UTF8.self) })
+        let all = MaskedForms.of(Array("ab/c\"d\né😀x\n".utf8))
+        let forms = Set((all.plain + all.acrossLines).map { String(decoding: $0, as: UTF8.self) })
         #expect(forms.contains("ab/c\"d"))
         #expect(forms.contains("é😀x"))
         #expect(forms.contains("ab/c\"d\né😀x\n"))
@@ -104,7 +158,7 @@ struct MaskingStreamTests {
         #expect(forms.contains("ab%2Fc%22d%0A%C3%A9%F0%9F%98%80x%0A"))
         #expect(MaskedForms.of(Array("abc".utf8)).isEmpty)
         #expect(MaskedForms.isTooShort(Array("é😀x".utf8)))
-        #expect(MaskedForms.of(Array("abcd".utf8)).allSatisfy { $0.count >= 4 })
-        #expect(MaskedForms.base64(Array("abcd".utf8)[...]) == Array("YWJjZA".utf8.dropLast()))
+        #expect(MaskedForms.of(Array("abcd".utf8)).plain.allSatisfy { $0.count >= 4 })
+        #expect(MaskedEncodings.base64(Array("abcd".utf8)[...]) == Array("YWJjZA".utf8.dropLast()))
     }
 }

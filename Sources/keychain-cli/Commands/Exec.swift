@@ -22,18 +22,23 @@ extension KeychainCLI {
                 command ends, also if keychain-cli is killed.
 
                 The command's output and errors are masked: keychain-cli stays its parent and \
-                writes on what it writes with every secret it was given shown as ***, also in base64, \
-                JSON-escaped or URL-encoded, line by line (secrets under 4 characters are not \
-                masked; a warning names them). An output that is a terminal stays one for the \
-                command (a pty of ours). Its input is its own, signals sent to keychain-cli reach it, \
-                and keychain-cli ends as it ends (its status, or 128+N after signal N). It never \
-                shares keychain-cli's process group, so a signal sent to a group reaches it once; \
-                started by a shell with job control, it gets the terminal's foreground (a password \
-                prompt on /dev/tty works with stdin elsewhere) and Ctrl-Z stops it and keychain-cli \
-                as one job; started by a script, it takes keychain-cli's place in the script's \
-                group. With \
-                GITHUB_ACTIONS=true the secrets are first given to the runner as ::add-mask:: \
-                lines on stderr. --no-mask replaces keychain-cli with the command instead. \
+                writes on what it writes with every secret it was given shown as ***, in every form \
+                GitHub's runner masks (the value, each piece split at line breaks and trimmed, \
+                base64, JSON, URL, XML, expression, command-line and PowerShell escapes, the inside \
+                of quotes) and more: base64 inside longer text or wrapped across lines, JSON and \
+                URL encodings as other encoders spell them. Secrets under 4 characters are not \
+                masked (a warning names them); the runner masks any length. Bytes that may begin a \
+                secret are held while 4 or more of it are open, however slowly it comes; fewer show \
+                after half a second's quiet (a prompt). An output that is a terminal stays one for \
+                the command (a pty of ours); stdout and stderr on one pipe or file stay one pipe, in \
+                order. Its input is its own, signals sent to keychain-cli reach it, and keychain-cli \
+                ends as it ends (its status, or 128+N after signal N). It never shares \
+                keychain-cli's process group, so a signal sent to a group reaches it once; started \
+                by a shell with job control, it gets the terminal's foreground (a password prompt on \
+                /dev/tty works with stdin elsewhere) and Ctrl-Z stops it and keychain-cli as one \
+                job; started by a script, it takes keychain-cli's place in the script's group. With \
+                GITHUB_ACTIONS=true the secrets are first given to the runner as ::add-mask:: lines \
+                on stderr, piece by piece. --no-mask replaces keychain-cli with the command instead. \
                 If the command cannot be found, exit 127; if it cannot be run, 126; if what it \
                 writes cannot be written on (a full disk), 74. The vault's \
                 passphrases ($KEYCHAIN_PASSPHRASE, $KEYCHAIN_NEW_PASSPHRASE, --passphrase-fd), its \

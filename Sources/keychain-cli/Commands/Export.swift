@@ -28,7 +28,8 @@ extension KeychainCLI {
                 terminal there is written into, a directory refused (74), and the vault's own \
                 files are refused (64). For CI, --format github-env writes the runner's \
                 NAME<<DELIMITER form for >> "$GITHUB_ENV" (in GitHub Actions, it first prints \
-                ::add-mask:: for every value on stderr), and --format docker writes unquoted \
+                ::add-mask:: on stderr for every piece of 4 characters or more of every value, split \
+                at line breaks and trimmed as the runner registers it), and --format docker writes unquoted \
                 NAME=value lines for docker run --env-file, refusing what docker would read \
                 otherwise (line breaks, a value in quotes; 65). env, github-env and docker refuse \
                 a key that would set a variable that changes what programs run (PATH, LD_PRELOAD, \

@@ -8,7 +8,7 @@ import KeychainCore
 
 /// The secrets whose forms are hidden; `serve` adds those that pass through it as it runs.
 final class OutputMasks: Sendable {
-    private let state = Locked<(version: Int, forms: [[UInt8]], seen: Set<[UInt8]>)>((0, [], []))
+    private let state = Locked<(version: Int, forms: MaskForms, seen: Set<[UInt8]>)>((0, MaskForms(), []))
 
     init(_ secrets: [[UInt8]]) {
         for secret in secrets { add(secret) }
@@ -24,12 +24,13 @@ final class OutputMasks: Sendable {
         }
     }
 
-    var current: (version: Int, forms: [[UInt8]]) { state.withLock { ($0.version, $0.forms) } }
+    var current: (version: Int, forms: MaskForms) { state.withLock { ($0.version, $0.forms) } }
 }
 
 /// The command's standard output and error as keychain-cli receives them: a pty of ours for
 /// each of ours that is a terminal (with that terminal's settings and size; one for both when
-/// both are the same terminal), a pipe for one that is not.
+/// both are the same terminal), a pipe for one that is not (one for both when both are the same
+/// pipe or file, `2>&1`: the command's writes then keep their order, as they would without us).
 struct MaskedOutput {
     /// The command's descriptors 1 and 2 (close them once it runs: ``commandStarted(_:)``).
     let given: [Int32]
@@ -43,9 +44,19 @@ struct MaskedOutput {
         var ptys: [(master: Int32, slave: Int32, terminal: Int32, device: dev_t)] = []
         var sources: [(fd: Int32, target: Int32)] = []
         var given: [Int32] = []
+        var outputFile: (device: dev_t, inode: ino_t)? = nil
         for target in [STDOUT_FILENO, STDERR_FILENO] {
             var info = stat()
-            if isTerminal(target), fstat(target, &info) == 0 {
+            let known = fstat(target, &info) == 0
+            if known, !isTerminal(target) {
+                // stderr on stdout's pipe or file: the pipe given for stdout takes both, in order.
+                if let outputFile, outputFile == (info.st_dev, info.st_ino) {
+                    given.append(given[0])
+                    continue
+                }
+                if target == STDOUT_FILENO { outputFile = (info.st_dev, info.st_ino) }
+            }
+            if isTerminal(target), known {
                 if let same = ptys.first(where: { $0.device == info.st_rdev }) {
                     given.append(same.slave)
                     continue
@@ -135,10 +146,10 @@ func runMasked(_ command: [String], hiding masks: OutputMasks, erasing variables
     exitAsCommand(status ?? 0)
 }
 
-/// How long bytes that may begin a secret are held back at most: a secret written in two parts
-/// with a shorter pause between is still masked; a prompt that happens to end like a secret
-/// begins is shown this much later. Also how long a process the command left behind may be
-/// quiet before keychain-cli stops passing its output on.
+/// How long an output may be quiet before what it holds back is let go as far as it may be
+/// (``MaskingStream/release(into:)``: a prompt that could begin a secret shows, fewer than four
+/// bytes of one; four or more wait for what follows, whatever the pause). Also how long a process
+/// the command left behind may be quiet before keychain-cli stops passing its output on.
 private let quietMilliseconds: Int32 = 500
 
 /// Writes on what `output`'s sources give, masked, until the command has `ended` and they are
@@ -149,14 +160,15 @@ private let quietMilliseconds: Int32 = 500
 func relay(_ output: MaskedOutput, masks: OutputMasks, wake: Int32, ended: () -> Bool) -> Bool {
     var (version, forms) = masks.current
     var open = output.sources.map {
-        (fd: $0.fd, target: $0.target, stream: MaskingStream(hiding: forms), heldSince: Double?.none)
+        (fd: $0.fd, target: $0.target, stream: MaskingStream(hiding: forms), quietSince: Double?.none)
     }
     var endedAt: Double? = nil
     var lastRead = monotonicSeconds()
-    let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 18, alignment: 16)
+    // A read as large as the pipe (1 MiB): fewer reads and wake-ups when the command writes a lot.
+    let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 16)
     defer { buffer.deallocate() }
     var bytes: [UInt8] = []
-    bytes.reserveCapacity(1 << 18 + 1024)
+    bytes.reserveCapacity(1 << 20 + 1024)
     var lost = false
     func send(_ index: Int) {
         defer { bytes.removeAll(keepingCapacity: true) }
@@ -176,7 +188,7 @@ func relay(_ output: MaskedOutput, masks: OutputMasks, wake: Int32, ended: () ->
     }
     func finish(_ index: Int) {
         open[index].stream.finish(into: &bytes)
-        open[index].heldSince = nil
+        open[index].quietSince = nil
         send(index)
     }
     let quiet = Double(quietMilliseconds) / 1000
@@ -184,9 +196,13 @@ func relay(_ output: MaskedOutput, masks: OutputMasks, wake: Int32, ended: () ->
         let now = monotonicSeconds()
         if endedAt == nil && ended() { endedAt = now }
         if let endedAt, now - endedAt > 2 { break }  // what it left behind goes on writing
-        // Bytes are held back half a second at most, even while more keeps coming.
-        for index in open.indices where open[index].heldSince.map({ now - $0 >= quiet }) == true { finish(index) }
-        var deadlines = open.compactMap { $0.heldSince.map { $0 + quiet } }
+        // An output quiet for half a second lets go of what it may (once: then it waits for more).
+        for index in open.indices where open[index].quietSince.map({ now - $0 >= quiet }) == true {
+            open[index].stream.release(into: &bytes)
+            open[index].quietSince = nil
+            send(index)
+        }
+        var deadlines = open.compactMap { $0.quietSince.map { $0 + quiet } }
         if endedAt != nil { deadlines.append(lastRead + quiet) }
         if !output.ptys.isEmpty {  // a terminal's change of size reaches its foreground group, often not us
             keychain_cli_relay_follow_sizes(0)
@@ -203,7 +219,10 @@ func relay(_ output: MaskedOutput, masks: OutputMasks, wake: Int32, ended: () ->
         let latest = masks.current
         if latest.version != version {
             (version, forms) = latest
-            for index in open.indices { open[index].stream.hide(forms) }
+            for index in open.indices {
+                open[index].stream.hide(forms, into: &bytes)
+                send(index)
+            }
         }
         // Ended, and what it left behind is quiet.
         if ready == 0, endedAt != nil, monotonicSeconds() - lastRead >= quiet { break }
@@ -219,14 +238,7 @@ func relay(_ output: MaskedOutput, masks: OutputMasks, wake: Int32, ended: () ->
                 continue
             }
             open[index].stream.write(UnsafeRawBufferPointer(rebasing: buffer[..<count]), into: &bytes)
-            // A hold that began in this write starts its half second now; one that goes on
-            // from before keeps its start.
-            let held = open[index].stream.heldCount
-            if held == 0 {
-                open[index].heldSince = nil
-            } else if held <= count || open[index].heldSince == nil {
-                open[index].heldSince = lastRead
-            }
+            open[index].quietSince = open[index].stream.isHolding ? lastRead : nil
             send(index)
         }
     }
