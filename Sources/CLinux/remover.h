@@ -155,6 +155,27 @@ static inline void keychain_cli_empty_directory(int handle) {
     munmap(levels, size);
 }
 
+// Removes the emptied directory open as `handle`: at `directory`, or wherever the command renamed
+// it to (its path now, from /proc/self/fd), checked to be the same directory; a process left
+// behind then writes into it no more. Only system calls.
+static inline void keychain_cli_remove_emptied(int handle, const char *directory) {
+    struct stat open, named;
+    if (fstat(handle, &open) != 0) return;
+    if (lstat(directory, &named) == 0 && named.st_dev == open.st_dev && named.st_ino == open.st_ino) {
+        rmdir(directory);
+        return;
+    }
+    char link[32], path[4096];
+    keychain_cli_fd_path(handle, link);
+    ssize_t count = readlink(link, path, sizeof path - 1);
+    if (count <= 1 || path[0] != '/') return;
+    path[count] = 0;
+    if (lstat(path, &named) == 0 && named.st_dev == open.st_dev && named.st_ino == open.st_ino) {
+        keychain_cli_empty_directory(handle);
+        rmdir(path);
+    }
+}
+
 // Starts the remover of `exec --file`'s directory: a fork that holds only `handle` (the directory,
 // open, with the flock that tells a later exec --file it is looked after), leaves the terminal's
 // session, ignores the signals that end a program, and waits until this process has ended
@@ -185,7 +206,7 @@ static inline int keychain_cli_spawn_remover(const char *directory, int handle) 
     }
     while (getppid() == parent) sigwaitinfo(&wait, NULL);  // a stray SIGUSR1 while it lives is not its end
     keychain_cli_empty_directory(0);
-    rmdir(directory);
+    keychain_cli_remove_emptied(0, directory);
     _exit(0);
 }
 

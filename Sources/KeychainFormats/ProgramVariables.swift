@@ -36,6 +36,14 @@ package enum ProgramVariables {
         "GOROOT", "GOTOOLCHAIN", "GOPROXY", "GOCACHEPROG", "GOEXPERIMENT", "RUSTC", "RUSTC_WRAPPER",
         "RUSTFLAGS", "RUSTDOCFLAGS", "MAKEFILES", "MAKEFLAGS", "MFLAGS", "OPENSSL_CONF", "OPENSSL_ENGINES",
         "OPENSSL_MODULES",
+        // Editors' and interpreters' start-up commands (vim runs $VIMINIT as Ex commands).
+        "VIMINIT", "EXINIT", "GVIMINIT", "MYVIMRC", "MYGVIMRC", "VIMRUNTIME", "EMACSLOADPATH", "LUA_INIT",
+        "LUA_PATH", "LUA_CPATH", "PHPRC", "PHP_INI_SCAN_DIR", "TCLLIBPATH", "R_PROFILE", "R_PROFILE_USER",
+        "R_ENVIRON", "R_ENVIRON_USER",
+        // GitHub's runner: the files a step writes the job's variables and outputs to, and the
+        // addresses its token is sent to (GITHUB_TOKEN itself is a secret like any other).
+        "GITHUB_ENV", "GITHUB_PATH", "GITHUB_OUTPUT", "GITHUB_STATE", "GITHUB_STEP_SUMMARY", "GITHUB_WORKSPACE",
+        "GITHUB_EVENT_PATH", "GITHUB_ACTION_PATH", "GITHUB_API_URL", "GITHUB_SERVER_URL", "GITHUB_GRAPHQL_URL",
         // keychain-cli's backends: a token or address of the key writer's choice.
         "BAO_TOKEN", "VAULT_TOKEN", "BAO_ADDR", "VAULT_ADDR", "CREDENTIALS_DIRECTORY",
     ]
@@ -43,12 +51,17 @@ package enum ProgramVariables {
     /// The beginnings: families whose members all change what runs or is loaded.
     package static let prefixes = [
         "LD_", "DYLD_", "BASH_FUNC_", "GIT_", "PYTHON", "NODE_", "NPM_CONFIG_", "PERL", "CARGO_", "CGO_",
-        "KEYCHAIN_", "XDG_",
+        "KEYCHAIN_", "XDG_", "LUA_INIT_",
+        // GitHub's runner: ACTIONS_ALLOW_UNSECURE_COMMANDS=true brings ::set-env and ::add-path::
+        // back (CVE-2020-15228), ACTIONS_* and RUNNER_* steer it.
+        "ACTIONS_", "RUNNER_",
     ]
 
-    /// Whether the variable `name` is one of them.
+    /// Whether the variable `name` is one of them, in any case: npm reads `npm_config_*` in any,
+    /// and zsh ties `path` to `PATH`.
     package static func changesWhatRuns(_ name: String) -> Bool {
-        names.contains(name) || prefixes.contains { name.hasPrefix($0) }
+        let upper = name.uppercased()
+        return names.contains(upper) || prefixes.contains { upper.hasPrefix($0) }
     }
 
     /// The first of `variables` that sets one of them, with its key: what a refusal names.

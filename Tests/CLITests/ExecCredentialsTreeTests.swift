@@ -31,6 +31,28 @@ struct ExecCredentialsTreeTests {
         }
     }
 
+    /// The command renames the directory on its tmpfs (a swap into place) and leaves a process
+    /// that writes into it: the directory goes all the same, where it was moved to, with and
+    /// without keychain-cli staying (masked, and --no-mask, where the remover removes it).
+    @Test(arguments: [false, true])
+    func aDirectoryTheCommandRenamedGoesToo(noMask: Bool) throws {
+        try withSecretAndScratch("renamed") { s, scratch in
+            let script = #"""
+                printf %s "$CREDENTIALS_DIRECTORY.moved" > "$0"; mv "$CREDENTIALS_DIRECTORY" "$CREDENTIALS_DIRECTORY.moved"
+                (sleep 1; cp "$CREDENTIALS_DIRECTORY.moved/k" "$CREDENTIALS_DIRECTORY.moved/copy" 2>/dev/null) &
+                exit 7
+                """#
+            let result = try cli(
+                ["-s", s, "exec", "--file", "k=k"] + (noMask ? ["--no-mask"] : []) + ["--", "sh", "-c", script]
+                    + [scratch.path("record")], timeout: 30)
+            #expect(result.status == 7, "\(result.stderr)")
+            try expectRemoved(recordedIn: scratch)
+            usleep(1_500_000)  // the process left behind has tried to write by now
+            let moved = try String(contentsOfFile: scratch.path("record"), encoding: .utf8)
+            #expect(!FileManager.default.fileExists(atPath: moved), "\(moved) came back")
+        }
+    }
+
     /// keychain-cli killed while its command runs: its remover removes the same tree.
     @Test func theRemoverRemovesAnyTreeAfterASIGKILL() throws {
         try withSecretAndScratch("tree-killed") { s, scratch in

@@ -119,6 +119,7 @@ struct ExecFromTests {
                 "git-external-diff", "git-askpass", "git-editor", "git-pager", "git-proxy-command", "git-dir",
                 "sudo-askpass", "jdk-java-options", "lessopen", "zdotdir", "glibc-tunables", "pythonwarnings",
                 "node-repl-external-module", "perl5db", "bash-func-x", "npm-config-script-shell", "xdg-config-home",
+                "viminit", "exinit", "lua-init", "phprc", "actions-allow-unsecure-commands", "github-env",
             ]
             for key in keys {
                 let s = uniqueService()
@@ -130,6 +131,16 @@ struct ExecFromTests {
                 #expect(result.stderr.split(separator: "\n").count == 1 && !result.stderr.contains(program))
             }
             #expect(!FileManager.default.fileExists(atPath: marker))
+            // In any case: npm reads npm_config_* so, and a prefix may make the name.
+            let lower = uniqueService()
+            _ = try cli(["-s", lower, "set", "script-shell"], input: program)
+            let prefixed = try cli(["exec", "--from", lower, "--prefix", "npm_config_", "--", "touch", marker])
+            #expect(prefixed.status == 65 && prefixed.stderr.contains("npm_config_SCRIPT_SHELL"), "\(prefixed.stderr)")
+            // A token the runner gives steps is a secret like any other.
+            let token = uniqueService()
+            _ = try cli(["-s", token, "set", "github-token"], input: "t0ken-value")
+            let passed = try cli(["exec", "--from", token, "--", "sh", "-c", "test -n \"$GITHUB_TOKEN\""])
+            #expect(passed.status == 0, "\(passed.stderr)")
             let s = uniqueService()
             _ = try cli(["-s", s, "set", "git-external-diff"], input: program)
             let repository = #"""

@@ -63,8 +63,8 @@ struct CredentialsDirectory {
     /// Removes the directory and all it holds now (the remover finds nothing left).
     func remove() {
         keychain_cli_empty_directory(handle)
+        keychain_cli_remove_emptied(handle, path)
         close(handle)
-        rmdir(path)
     }
 
     private static let prefix = "keychain-cli-exec."

@@ -79,8 +79,13 @@ struct JobControl {
             return nil
         }
         // At the terminal before keychain-cli gave it the foreground (it started reading at once):
-        // the foreground now. Else the stop is the job's: keychain-cli stops too, as the shell
-        // above expects, with SIGSTOP (never discarded, as SIGTSTP is in an orphaned group).
+        // the foreground now, or already (given between its read and this wait: the stop came
+        // before it). Else the stop is the job's: keychain-cli stops too, as the shell above
+        // expects, with SIGSTOP (never discarded, as SIGTSTP is in an orphaned group).
+        if signal != SIGTSTP && terminal >= 0 && tcgetpgrp(terminal) == child {
+            kill(-child, SIGCONT)
+            return nil
+        }
         if signal == SIGTSTP || !giveTerminal(to: child) {
             takeTerminal(from: child)
             kill(getpid(), SIGSTOP)
