@@ -255,13 +255,14 @@ struct UnlockHardeningTests {
             open(sys.argv[2], "w").close()
             time.sleep(60)
             """
-        let before = residentKiB(pid)
+        let before = memoryKiB(pid, "VmRSS")
         let sender = try startQuietly(
             "/usr/bin/python3", ["-c", promise, place.runtime + "/keychain-cli/holder.sock", ready])
         defer { sender.killAndWait() }
         for _ in 0..<200 where !FileManager.default.fileExists(atPath: ready) { usleep(20_000) }
         #expect(try place.run(["get", "token"]).stdoutText == place.secret)
-        #expect(residentKiB(pid) - before < 20_000, "resident \(before) KiB, then \(residentKiB(pid)) KiB")
+        #expect(
+            memoryKiB(pid, "VmRSS") - before < 20_000, "resident \(before) KiB, then \(memoryKiB(pid, "VmRSS")) KiB")
     }
 
     /// Durations as ssh users type them; a unit out of order is refused.
@@ -279,13 +280,6 @@ struct UnlockHardeningTests {
     }
 
     // MARK: Helpers
-
-    /// The resident memory of `pid` in KiB.
-    func residentKiB(_ pid: Int32) -> Int {
-        let status = (try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)) ?? ""
-        let line = status.split(separator: "\n").first { $0.hasPrefix("VmRSS:") } ?? ""
-        return Int(line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "") ?? 0
-    }
 
     /// A process holding the vault's lock (its directory's flock) until `release` exists.
     func holdVaultLock(_ place: Place, until release: String) throws -> Process {

@@ -80,3 +80,11 @@ struct UnlockPlace {
         scratch.remove()
     }
 }
+
+/// A memory figure of process `pid` from /proc/PID/status, in KiB: `VmRSS` (resident now) or
+/// `VmHWM` (the most it has had).
+func memoryKiB(_ pid: Int32, _ field: String) -> Int {
+    let status = (try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)) ?? ""
+    let line = status.split(separator: "\n").first { $0.hasPrefix(field + ":") } ?? ""
+    return Int(line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "") ?? 0
+}

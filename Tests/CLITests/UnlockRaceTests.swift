@@ -129,14 +129,14 @@ struct UnlockRaceTests {
             open(sys.argv[2], "w").close()
             time.sleep(30)
             """
-        let before = peakKiB(pid)
+        let before = memoryKiB(pid, "VmHWM")
         let clients = try startQuietly(
             "/usr/bin/python3", ["-c", flood, place.runtime + "/keychain-cli/holder.sock", sent])
         defer { clients.killAndWait() }
         for _ in 0..<1000 where !FileManager.default.fileExists(atPath: sent) { usleep(20_000) }
         #expect(FileManager.default.fileExists(atPath: sent))
         #expect(try place.run(["--timeout", "5", "get", "token"]).stdoutText == place.secret)
-        #expect(peakKiB(pid) - before < 450 << 10, "peak \(before) KiB, then \(peakKiB(pid)) KiB")
+        #expect(memoryKiB(pid, "VmHWM") - before < 450 << 10, "peak \(before) KiB, then \(memoryKiB(pid, "VmHWM")) KiB")
     }
 
     /// A plain user whose $XDG_RUNTIME_DIR is root's (su and sudo keep it): unlock and lock refuse
@@ -153,12 +153,5 @@ struct UnlockRaceTests {
             #expect(refused.status == 74, "\(arguments): \(refused.stderr)")
             #expect(refused.stderr.contains("set XDG_RUNTIME_DIR to a private directory of yours"), "\(refused.stderr)")
         }
-    }
-
-    /// The most resident memory `pid` has had (VmHWM), in KiB.
-    func peakKiB(_ pid: Int32) -> Int {
-        let status = (try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)) ?? ""
-        let line = status.split(separator: "\n").first { $0.hasPrefix("VmHWM:") } ?? ""
-        return Int(line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "") ?? 0
     }
 }

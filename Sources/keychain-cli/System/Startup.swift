@@ -56,15 +56,10 @@ enum Startup {
     ///   the holder gives them to `unlock`).
     static func holdSecretsSafely(_ command: String) -> [String] {
         var failed = failures
-        var filter = [UInt8](repeating: 0, count: 32)
-        let fd = open("/proc/self/coredump_filter", O_RDONLY | O_CLOEXEC)
-        if fd >= 0 {
-            let count = read(fd, &filter, filter.count)
-            close(fd)
-            // Read as hexadecimal digits; written back with 0x, which the kernel's parser needs (a
-            // leading 0 alone would read as octal).
-            let digits = String(decoding: filter[..<max(count, 0)], as: UTF8.self).trimming()
-            if let value = UInt32(digits, radix: 16) { inheritedDumpFilter = "0x" + String(value, radix: 16) }
+        // Read as hexadecimal digits; written back with 0x, which the kernel's parser needs (a
+        // leading 0 alone would read as octal).
+        if let digits = dumpFilter(), let value = UInt32(digits, radix: 16) {
+            inheritedDumpFilter = "0x" + String(value, radix: 16)
         }
         let keepOut = "; run it where /proc is mounted, or keep core dumps off (ulimit -c 0, and a core_pattern "
         if !clearDumpFilter() {
@@ -102,12 +97,15 @@ enum Startup {
                 exit(70)
             }
         }
-        var back = [UInt8](repeating: 0, count: 16)
-        let fd = open("/proc/self/coredump_filter", O_RDONLY | O_CLOEXEC)
-        let count = fd >= 0 ? read(fd, &back, back.count) : -1
-        if fd >= 0 { close(fd) }
+        let back = dumpFilter()
         errno = error
-        return written && count > 0 && back[..<count].allSatisfy { $0 == UInt8(ascii: "0") || $0 == UInt8(ascii: "\n") }
+        return written && back.map { !$0.isEmpty && $0.allSatisfy { $0 == "0" } } == true
+    }
+
+    /// This process's core dump filter as /proc shows it (hexadecimal digits), nil when unread.
+    private static func dumpFilter() -> Substring? {
+        guard let bytes = try? readFileIfPresent("/proc/self/coredump_filter", limit: 64) else { return nil }
+        return String(decoding: bytes, as: UTF8.self).trimming()
     }
 
     /// The process tracing this one (`TracerPid` of /proc/self/status), 0 for none.
