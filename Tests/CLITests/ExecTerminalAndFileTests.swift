@@ -162,23 +162,29 @@ struct ExecTerminalAndFileTests {
             _ = try cli(["-s", s, "set", "k"], input: "killed-secret")
             let record = FileManager.default.temporaryDirectory.appendingPathComponent("kc-file-\(UUID())").path
             defer { try? FileManager.default.removeItem(atPath: record) }
+            // The command lives until the test closes its input: it is ended without a signal,
+            // so no other test's process can be hit by one.
+            let input = Pipe()
             let process = Process()
             process.executableURL = URL(fileURLWithPath: keychainCLIPath)
             process.arguments = [
                 "-s", s, "exec", "--file", "k=k", "--", "sh", "-c",
-                #"echo "$CREDENTIALS_DIRECTORY" > "$0"; exec sleep 30"#,
+                #"echo "$CREDENTIALS_DIRECTORY" > "$0"; exec cat > /dev/null"#,
                 record,
             ]
             process.environment = cliEnvironment()
+            process.standardInput = input
             process.standardOutput = FileHandle.nullDevice
             try process.run()
+            try input.fileHandleForReading.close()
             #expect(try waitUntil { FileManager.default.fileExists(atPath: record) })
             let directory = try String(contentsOfFile: record, encoding: .utf8).trimmingCharacters(in: .newlines)
             #expect(FileManager.default.fileExists(atPath: "\(directory)/k"))
             kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
             #expect(try waitUntil { !FileManager.default.fileExists(atPath: directory) }, "\(directory) is left")
-            _ = try runProcess("/usr/bin/pkill", ["-f", "exec sleep 30"], environment: [:])
+            // Foundation sees keychain-cli's end only once its orphaned command has gone too.
+            try input.fileHandleForWriting.close()
+            process.waitUntilExit()
         }
     }
 
@@ -191,8 +197,11 @@ struct ExecTerminalAndFileTests {
             var environment = cliEnvironment()
             environment["KC"] = keychainCLIPath
             environment["S"] = s
+            // The commands read a FIFO the script alone holds open for writing: closing it ends
+            // them, with no signal that could reach another test's process.
             let script = #"""
-                start() { "$KC" -s "$S" exec --file k=k -- sh -c 'echo "$CREDENTIALS_DIRECTORY"; exec sleep 30' > "$1" & }
+                mkfifo hold; exec 3<>hold
+                start() { "$KC" -s "$S" exec --file k=k -- sh -c 'echo "$CREDENTIALS_DIRECTORY"; exec cat > /dev/null' < hold > "$1" 3>&- & }
                 start abandoned; kc=$!; start live; live=$!
                 while [ ! -s abandoned ] || [ ! -s live ]; do sleep 0.05; done
                 a=$(cat abandoned); l=$(cat live)
@@ -203,8 +212,9 @@ struct ExecTerminalAndFileTests {
                 touch -d '2 minutes ago' "$a" "$l"
                 "$KC" -s "$S" exec --file k=k -- true
                 [ -e "$a" ] && echo "abandoned left"; [ -e "$l/k" ] && echo "live kept"
-                kill $live; wait $live 2>/dev/null; sleep 0.3; [ -e "$l" ] && echo "live left"
-                pkill -f 'exec sleep 30' || true
+                exec 3>&-; wait $live
+                i=0; while [ -e "$l" ] && [ $i -lt 400 ]; do sleep 0.05; i=$((i + 1)); done
+                [ -e "$l" ] && echo "live left"
                 """#
             let directory = try ScratchDirectory("abandoned")
             let result = try runProcess(
