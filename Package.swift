@@ -75,9 +75,10 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
-        // GLib and GIO shared by the Secret Service client and provider: who owns which reference,
-        // the bounded main-context runner.
-        .target(name: "KeychainGLib", dependencies: ["KeychainStore", "CLibSecret", "CLibraryLoader"]),
+        // The D-Bus layer, below every store: our own wire client (message, socket, authentication),
+        // GLib and GIO shared by the Secret Service client and provider (who owns which reference,
+        // the bounded main-context runner). It knows no store and throws its own DBusError.
+        .target(name: "KeychainDBus", dependencies: ["KeychainSystem", "CLibSecret", "CLibraryLoader"]),
         // The Secret Service's encrypted session, both sides (libgcrypt).
         .target(
             name: "KeychainSecretSession",
@@ -86,20 +87,20 @@ let package = Package(
         .target(
             name: "KeychainSecretService",
             dependencies: [
-                "KeychainStore", "KeychainSystem", "KeychainCredentials", "KeychainGLib", "KeychainSecretSession",
+                "KeychainStore", "KeychainSystem", "KeychainCredentials", "KeychainDBus", "KeychainSecretSession",
                 "CLibSecret",
             ]
         ),
         .target(
             name: "KeychainProvider",
-            dependencies: ["KeychainStore", "KeychainSystem", "KeychainGLib", "KeychainSecretSession", "CLibSecret"]
+            dependencies: ["KeychainStore", "KeychainSystem", "KeychainDBus", "KeychainSecretSession", "CLibSecret"]
         ),
         .target(name: "KeychainOpenBao", dependencies: ["KeychainStore", "KeychainSystem", "CCurl"]),
         // `unlock`'s holder and the vault through it: the command line's, not the library's.
         .target(
             name: "KeychainHolder",
             dependencies: [
-                "KeychainStore", "KeychainSystem", "KeychainAge", "KeychainVault", "KeychainGLib", "CLibSecret",
+                "KeychainStore", "KeychainSystem", "KeychainAge", "KeychainVault", "KeychainDBus", "CLibSecret",
                 "CLinux",
             ]
         ),
@@ -143,13 +144,16 @@ let package = Package(
         .testTarget(
             name: "KeychainCoreTests",
             dependencies: [
-                "KeychainCore", "KeychainSecretSession", "KeychainProvider", "KeychainFuzzTargets", "KeychainKeePass",
-                .product(name: "Crypto", package: "swift-crypto"),
+                "KeychainCore", "KeychainDBus", "KeychainSecretSession", "KeychainProvider", "KeychainFuzzTargets",
+                "KeychainKeePass", .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
         // The built binary: help, exit codes, input and output rules, terminals (via expect).
         .testTarget(name: "CLITests", dependencies: ["TestSupport"]),
         // SecretServiceStore against a real gnome-keyring; interop with secret-tool and python keyring.
-        .testTarget(name: "IntegrationTests", dependencies: ["KeychainCore", "KeychainSecretService", "TestSupport"]),
+        .testTarget(
+            name: "IntegrationTests",
+            dependencies: ["KeychainCore", "KeychainDBus", "KeychainSecretService", "TestSupport"]
+        ),
     ]
 )

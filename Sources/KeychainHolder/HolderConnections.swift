@@ -167,7 +167,7 @@ final class HolderConnections {
                 var byte: UInt8 = 1
                 _ = Glibc.write(wake, &byte, 1)
             }
-            guard started else { return }
+            guard started == nil else { return }
             waiting.remove(at: index)
             if writes { running.writes += 1 } else { running.reads += 1 }
         }

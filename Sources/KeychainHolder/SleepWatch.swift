@@ -1,7 +1,7 @@
 import CLibSecret
 import Dispatch
 import Glibc
-import KeychainGLib
+import KeychainDBus
 import KeychainSystem
 
 /// The machine going to sleep, as logind announces it on the system bus (`PrepareForSleep(true)`
@@ -29,7 +29,7 @@ package enum SleepWatch {
                 sleep(retrySeconds)
             }
         }
-        if started { _ = subscribed.wait(timeout: .now() + seconds) }
+        if started == nil { _ = subscribed.wait(timeout: .now() + seconds) }
     }
 
     /// Watches on one connection to the bus at `address` until it closes; returns at once when

@@ -264,25 +264,3 @@ package final class VaultHolder: Sendable {
         try KeychainKey(name ?? "")
     }
 }
-
-/// Runs `body` on a new detached thread; false when none can be made.
-func startThread(_ body: @escaping @Sendable () -> Void) -> Bool {
-    final class Box: Sendable {
-        let body: @Sendable () -> Void
-        init(_ body: @escaping @Sendable () -> Void) { self.body = body }
-    }
-    var thread = pthread_t()
-    let box = Unmanaged.passRetained(Box(body)).toOpaque()
-    let created = pthread_create(
-        &thread, nil,
-        { argument in
-            Unmanaged<Box>.fromOpaque(argument!).takeRetainedValue().body()
-            return nil
-        }, box)
-    guard created == 0 else {
-        Unmanaged<Box>.fromOpaque(box).release()
-        return false
-    }
-    pthread_detach(thread)
-    return true
-}

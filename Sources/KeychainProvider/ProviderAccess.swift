@@ -1,7 +1,7 @@
 internal import CLibSecret
 import FoundationEssentials
 import Glibc
-import KeychainGLib
+import KeychainDBus
 import KeychainStore
 import KeychainSystem
 

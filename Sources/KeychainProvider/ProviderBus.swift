@@ -1,6 +1,6 @@
 internal import CLibSecret
 import FoundationEssentials
-import KeychainGLib
+import KeychainDBus
 import KeychainStore
 
 // The provider's objects on the bus: their interfaces (introspection data), their registration

@@ -1,6 +1,6 @@
 internal import CLibSecret
 import FoundationEssentials
-import KeychainGLib
+import KeychainDBus
 import KeychainStore
 
 // The Collection and Item interfaces. Every write goes to the collection's store before the

@@ -1,5 +1,5 @@
 internal import CLibSecret
-import KeychainGLib
+import KeychainDBus
 import KeychainStore
 
 // D-Bus's standard ObjectManager on /org/freedesktop/secrets: every object under it (the

@@ -1,5 +1,5 @@
 internal import CLibSecret
-import KeychainGLib
+import KeychainDBus
 import KeychainStore
 
 // org.freedesktop.DBus.Properties on every object: GDBus hands these calls to the provider's one

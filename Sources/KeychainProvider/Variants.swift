@@ -1,5 +1,5 @@
 internal import CLibSecret
-import KeychainGLib
+import KeychainDBus
 
 // GVariant values for the provider's replies and the readers of its arguments, each value one
 // of ours (OwnedVariant): a handler that throws halfway drops what it built. g_variant_new is

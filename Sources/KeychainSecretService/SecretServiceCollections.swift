@@ -1,5 +1,5 @@
 internal import CLibSecret
-import KeychainGLib
+import KeychainDBus
 import KeychainStore
 
 // Every item at once: every item's properties in one call, from a provider that offers D-Bus's

@@ -1,7 +1,7 @@
 internal import CLibSecret
 import FoundationEssentials
 import KeychainCredentials
-import KeychainGLib
+import KeychainDBus
 import KeychainStore
 
 /// Network credentials on the Secret Service are its network passwords, as git-credential-libsecret

@@ -1,4 +1,5 @@
 import FoundationEssentials
+import KeychainDBus
 import KeychainSecretSession
 import KeychainStore
 import KeychainSystem
@@ -27,7 +28,7 @@ extension SecretServiceConnection {
     /// Runs `body` on the direct connection for the current bus address (opened on first use;
     /// `what` and `seconds` are its errors' words and its limit per message). Nil when this way
     /// cannot be taken, or `body` says so: the caller takes the GLib way.
-    func onDirectBus<T: Sendable>(what: String, seconds: Double, _ body: (DirectBus) throws(KeychainError) -> T?)
+    func onDirectBus<T: Sendable>(what: String, seconds: Double, _ body: (DirectBus) throws -> T?)
         throws(KeychainError) -> T?
     {
         guard let address = Environment.value("DBUS_SESSION_BUS_ADDRESS") else { return nil }
@@ -39,10 +40,16 @@ extension SecretServiceConnection {
                 else { return nil }
                 kept = DirectBus(address: address, wire: wire)
             }
-            do throws(KeychainError) {
+            do {
                 return try body(kept!)
-            } catch  where error == BusWire.refused {
+            } catch let error as KeychainError {
+                throw error
+            } catch DBusError.refused {
                 return nil
+            } catch let error as DBusError {
+                throw KeychainError(error)
+            } catch {
+                throw .backendFailure(detail: "the Secret Service failed: \(error)")
             }
         }
     }
@@ -52,14 +59,14 @@ extension SecretServiceConnection {
     /// gnome-keyring 42 sometimes aborts (a failed assertion on a client it does not know yet)
     /// when a new connection's first call is OpenSession (see SecretServiceWrites.swift).
     /// Returns the search's serial, for ``searchResult(_:_:_:)``.
-    func sendSearch(_ pairs: KeyValuePairs<String, String>, on bus: DirectBus) throws(KeychainError) -> UInt32 {
+    func sendSearch(_ pairs: KeyValuePairs<String, String>, on bus: DirectBus) throws -> UInt32 {
         let search = try searchItems(pairs, bus.wire)
         if bus.session == nil && bus.opening == nil { try openSession(on: bus) }
         return search
     }
 
     /// Sends SearchItems alone; its serial.
-    private func searchItems(_ pairs: KeyValuePairs<String, String>, _ wire: BusWire) throws(KeychainError) -> UInt32 {
+    private func searchItems(_ pairs: KeyValuePairs<String, String>, _ wire: BusWire) throws -> UInt32 {
         // org.freedesktop.Secret.Service.SearchItems(a{ss} attributes) -> (ao unlocked, ao locked)
         try wire.call(
             Self.busName, "/org/freedesktop/secrets", "org.freedesktop.Secret.Service", "SearchItems",
@@ -73,7 +80,7 @@ extension SecretServiceConnection {
     /// exists, so that answer means "search again", up to four times, as the GLib way does
     /// (SecretServiceQueries.swift; seen once in a CI run of 500 tests on this way).
     func searchResult(_ serial: UInt32, _ pairs: KeyValuePairs<String, String>, _ wire: BusWire)
-        throws(KeychainError) -> (unlocked: [String], locked: [String])
+        throws -> (unlocked: [String], locked: [String])
     {
         var reply = try wire.reply(to: serial)
         for _ in 0..<4 where reply.errorName == "org.freedesktop.DBus.Error.UnknownMethod" {
@@ -88,16 +95,16 @@ extension SecretServiceConnection {
     /// (``SecretSession/keyNotAgreed``, once in 256) is replaced by another, and a session kept
     /// from an earlier call that the service answers with an error (it restarted) by a new one,
     /// once.
-    func inDirectSession<T>(_ bus: DirectBus, _ body: (SecretSession) throws(KeychainError) -> T)
-        throws(KeychainError) -> T?
+    func inDirectSession<T>(_ bus: DirectBus, _ body: (SecretSession) throws -> T)
+        throws -> T?
     {
         var retried = false
         for attempt in 1...5 {
             let reused = bus.opening == nil && bus.session != nil
             guard let session = try session(of: bus) else { return nil }
-            do throws(KeychainError) {
+            do {
                 return try body(session)
-            } catch  where error == SecretSession.keyNotAgreed && attempt < 5 {
+            } catch let error as KeychainError where error == SecretSession.keyNotAgreed && attempt < 5 {
                 bus.session = nil
             } catch  where reused && !retried && !bus.wire.closed && !Self.isTimeOut(error) {
                 (bus.session, retried) = (nil, true)
@@ -106,13 +113,15 @@ extension SecretServiceConnection {
         preconditionFailure("the last attempt returns or throws")
     }
 
-    private static func isTimeOut(_ error: KeychainError) -> Bool {
-        if case .timedOut = error { return true }
-        return false
+    private static func isTimeOut(_ error: any Error) -> Bool {
+        switch error {
+        case KeychainError.timedOut, DBusError.timedOut: true
+        default: false
+        }
     }
 
     /// Sends OpenSession with our half of the key exchange (the one prepared, if any).
-    private func openSession(on bus: DirectBus) throws(KeychainError) {
+    private func openSession(on bus: DirectBus) throws {
         let exchange = preparedExchange.withLock { $0.take() } ?? SecretSession.KeyExchange()
         // org.freedesktop.Secret.Service.OpenSession(s algorithm, v input) -> (v output, o result)
         let serial = try bus.wire.call(
@@ -128,7 +137,7 @@ extension SecretServiceConnection {
 
     /// The bus's encrypted session, its OpenSession answered (sent now if need be); nil when the
     /// service offers none.
-    private func session(of bus: DirectBus) throws(KeychainError) -> SecretSession? {
+    private func session(of bus: DirectBus) throws -> SecretSession? {
         if let session = bus.session { return session }
         if bus.opening == nil { try openSession(on: bus) }
         let (serial, exchange) = bus.opening!
@@ -149,14 +158,14 @@ extension SecretServiceConnection {
     /// The body of a reply of signature `signature`, or nil for an error saying that the object
     /// does not exist (an item another client deleted, or no default collection).
     func answerUnlessVanished(_ reply: BusMessage.Received, _ signature: String, _ wire: BusWire)
-        throws(KeychainError) -> BusReader?
+        throws -> BusReader?
     {
         if let name = reply.errorName, vanishedObjectErrors.contains(name) { return nil }
         return try answer(reply, signature, wire)
     }
 
     /// The body of a reply of signature `signature`; an error answered is thrown as its case.
-    func answer(_ reply: BusMessage.Received, _ signature: String, _ wire: BusWire) throws(KeychainError)
+    func answer(_ reply: BusMessage.Received, _ signature: String, _ wire: BusWire) throws
         -> BusReader
     {
         if let name = reply.errorName {
@@ -175,7 +184,7 @@ extension SecretServiceConnection {
 extension SecretSession {
     /// Reads a `(oayays)` secret struct the service sent (session, IV, ciphertext, content type),
     /// which must name this session, and decrypts it.
-    func open(_ reader: inout BusReader) throws(KeychainError) -> Data {
+    func open(_ reader: inout BusReader) throws -> Data {
         reader.align(8)
         guard try reader.string() == path else {
             throw KeychainError.backendFailure(detail: "the Secret Service sent the secret in another session")
@@ -192,7 +201,7 @@ extension SecretSession {
     }
 
     /// `secret` encrypted in this session, for ``BusWriter/secret(_:_:contentType:)``.
-    func seal(_ secret: Data) throws(KeychainError) -> (parameters: [UInt8], value: [UInt8]) {
+    func seal(_ secret: Data) throws -> (parameters: [UInt8], value: [UInt8]) {
         do {
             return try encrypt(secret)
         } catch let error as KeychainError {

@@ -1,4 +1,5 @@
 import FoundationEssentials
+import KeychainDBus
 import KeychainSecretSession
 import KeychainStore
 
@@ -10,7 +11,7 @@ extension SecretServiceConnection {
     func readDirectly(_ pairs: KeyValuePairs<String, String>, what: String, seconds: Double) throws(KeychainError)
         -> Data??
     {
-        try onDirectBus(what: what, seconds: seconds) { bus throws(KeychainError) -> Data?? in
+        try onDirectBus(what: what, seconds: seconds) { bus throws -> Data?? in
             let search = try sendSearch(pairs, on: bus)
             let found = try searchResult(search, pairs, bus.wire)
             guard !found.unlocked.isEmpty else {
@@ -25,7 +26,7 @@ extension SecretServiceConnection {
             }
             for path in found.unlocked {
                 switch try inDirectSession(
-                    bus, { session throws(KeychainError) in try secret(at: path, bus.wire, session) })
+                    bus, { session throws in try secret(at: path, bus.wire, session) })
                 {
                 case .none: return nil
                 case .some(.none): continue
@@ -38,7 +39,7 @@ extension SecretServiceConnection {
     }
 
     /// The secret of the item at `path` in `session`; nil when the item was deleted after the search.
-    private func secret(at path: String, _ wire: BusWire, _ session: SecretSession) throws(KeychainError) -> Data? {
+    private func secret(at path: String, _ wire: BusWire, _ session: SecretSession) throws -> Data? {
         // org.freedesktop.Secret.Item.GetSecret(o session) -> ((oayays) secret)
         let get = try wire.call(Self.busName, path, "org.freedesktop.Secret.Item", "GetSecret", signature: "o") {
             $0.string(session.path)
@@ -50,7 +51,7 @@ extension SecretServiceConnection {
     }
 
     /// Whether the default collection is locked and shows no item (as ``searchVisiblePaths``).
-    private func hidesItemsWhileLocked(_ wire: BusWire) throws(KeychainError) -> Bool {
+    private func hidesItemsWhileLocked(_ wire: BusWire) throws -> Bool {
         let alias = "/org/freedesktop/secrets/aliases/default"
         guard var locked = try property(alias, "Collection", "Locked", wire), try locked.signature() == "b",
             try locked.boolean(), var items = try property(alias, "Collection", "Items", wire),
@@ -61,7 +62,7 @@ extension SecretServiceConnection {
 
     /// `secret`, or nil when it is empty and the item at `path` is gone by now (see
     /// ``confirmingEmpty(_:at:_:_:)`` of the GLib way).
-    private func confirmingEmpty(_ secret: Data, at path: String, _ wire: BusWire) throws(KeychainError) -> Data? {
+    private func confirmingEmpty(_ secret: Data, at path: String, _ wire: BusWire) throws -> Data? {
         guard secret.isEmpty else { return secret }
         return try property(path, "Item", "Label", wire) == nil ? nil : secret
     }
@@ -70,7 +71,7 @@ extension SecretServiceConnection {
     /// interface `interface` at `path`, positioned at the variant's signature; nil when the object
     /// does not exist.
     private func property(_ path: String, _ interface: String, _ name: String, _ wire: BusWire)
-        throws(KeychainError) -> BusReader?
+        throws -> BusReader?
     {
         let serial = try wire.call(Self.busName, path, "org.freedesktop.DBus.Properties", "Get", signature: "ss") {
             $0.string("org.freedesktop.Secret.\(interface)")

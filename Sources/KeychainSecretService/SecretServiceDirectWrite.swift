@@ -1,4 +1,5 @@
 import FoundationEssentials
+import KeychainDBus
 import KeychainSecretSession
 import KeychainStore
 
@@ -14,10 +15,10 @@ extension SecretServiceStore {
     func setSecretOnDirectBus(_ secret: Data, service: ServiceName, key: KeychainKey) throws(KeychainError) -> Bool? {
         let pairs: KeyValuePairs = ["service": service.rawValue, "username": key.rawValue]
         return try connection.onDirectBus(what: "store the secret", seconds: timeout) {
-            bus throws(KeychainError) -> Bool in
+            bus throws -> Bool in
             let found = try connection.searchResult(connection.sendSearch(pairs, on: bus), pairs, bus.wire)
             guard found.locked.isEmpty else { return false }
-            return try connection.inDirectSession(bus) { session throws(KeychainError) -> Bool in
+            return try connection.inDirectSession(bus) { session throws -> Bool in
                 // An item another tool stored under the same service and key (with other extra
                 // attributes) gets the new secret in place; an item deleted since the search is
                 // skipped.
@@ -37,7 +38,7 @@ extension SecretServiceStore {
     /// (``SecretServiceStore/secretChangedSignal``) while SetSecret is answered, and a Ping to the
     /// bus behind it returns once the bus has the signal.
     private func putSecret(_ secret: Data, at path: String, _ session: SecretSession, _ wire: BusWire)
-        throws(KeychainError) -> Bool
+        throws -> Bool
     {
         let sealed = try session.seal(secret)
         // org.freedesktop.Secret.Item.SetSecret((oayays) secret)
@@ -63,7 +64,7 @@ extension SecretServiceStore {
     /// prompt asked for).
     private func createItem(
         _ secret: Data, attributes: [(String, String)], label: String, _ session: SecretSession, _ wire: BusWire
-    ) throws(KeychainError) -> Bool {
+    ) throws -> Bool {
         let sealed = try session.seal(secret)
         // org.freedesktop.Secret.Collection.CreateItem(a{sv} properties, (oayays) secret, b replace)
         //   -> (o item, o prompt)

@@ -1,5 +1,5 @@
 internal import CLibSecret
-import KeychainGLib
+import KeychainDBus
 import KeychainStore
 
 // What the Secret Service's and libsecret's errors mean to a caller: one KeychainError case each
@@ -36,6 +36,20 @@ extension KeychainError {
             self =
                 error.domain == keychain_cli_io_error_quark()
                 ? .noSessionBus(detail: detail) : .backendFailure(detail: "the Secret Service failed: \(detail)")
+        }
+    }
+
+    /// What a failure of the D-Bus layer means to the Secret Service client: the one map from
+    /// ``DBusError`` to a case.
+    init(_ error: DBusError) {
+        switch error {
+        case .refused: self = .noSessionBus(detail: "the session bus refused the authentication")
+        case .closed: self = .noSessionBus(detail: "the session bus closed the connection")
+        case .malformed: self = .backendFailure(detail: "the session bus sent a malformed D-Bus message")
+        case .timedOut(let operation, let seconds): self = .timedOut(operation: operation, seconds: seconds)
+        case .glib(let failure, let expired, let operation, let seconds):
+            self.init(failure, operation: operation, seconds: seconds, expired: expired)
+        case .failed(let detail): self = .backendFailure(detail: "the Secret Service failed: \(detail)")
         }
     }
 
@@ -102,15 +116,12 @@ func clearingVanishedItemError(_ error: GErrorSlot) -> Bool {
 }
 
 extension BoundedOperation {
-    /// Runs `body` as ``run(_:seconds:meaning:failure:_:)`` does, with what the Secret Service's
+    /// Runs `body` as ``run(_:seconds:meaning:_:)`` does, with what the Secret Service's
     /// and libsecret's errors mean.
     static func run<T>(_ what: String, seconds: Double, _ body: (BoundedOperation) throws -> T) throws(KeychainError)
         -> T
     {
-        try run(
-            what, seconds: seconds,
-            meaning: { KeychainError($0, operation: what, seconds: seconds, expired: $1) },
-            failure: "the Secret Service failed", body)
+        try run(what, seconds: seconds, meaning: KeychainError.init, body)
     }
 
     /// One D-Bus method call on the Secret Service object at `path` (an item): nil when the object

@@ -1,6 +1,6 @@
 internal import CLibSecret
 import FoundationEssentials
-import KeychainGLib
+import KeychainDBus
 import KeychainStore
 
 // The item queries of a SecretServiceConnection, on the session bus without libsecret's service

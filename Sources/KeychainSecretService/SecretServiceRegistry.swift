@@ -1,7 +1,7 @@
 internal import CLibSecret
 import FoundationEssentials
 import KeychainCredentials
-import KeychainGLib
+import KeychainDBus
 import KeychainStore
 
 /// Registry credentials on the Secret Service are docker-credential-secretservice's items:

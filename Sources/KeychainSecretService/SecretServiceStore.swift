@@ -1,6 +1,6 @@
 internal import CLibSecret
 import FoundationEssentials
-import KeychainGLib
+import KeychainDBus
 import KeychainSecretSession
 import KeychainStore
 import KeychainSystem
@@ -39,7 +39,7 @@ public final class SecretServiceStore: SecretStore {
     /// close it).
     @_spi(Testing) public func closeKeptSessionOnTheService() throws {
         guard let path = keptSessionPath else { return }
-        _ = try connection.onDirectBus(what: "close the session", seconds: timeout) { bus throws(KeychainError) in
+        _ = try connection.onDirectBus(what: "close the session", seconds: timeout) { bus in
             // org.freedesktop.Secret.Session.Close() -> ()
             let close = try bus.wire.call(
                 SecretServiceConnection.busName, path, "org.freedesktop.Secret.Session", "Close")

@@ -1,6 +1,6 @@
 internal import CLibSecret
 import FoundationEssentials
-import KeychainGLib
+import KeychainDBus
 import KeychainStore
 
 // How the Secret Service is watched: its collections' signals, and a light poll of the items'

@@ -1,6 +1,6 @@
 internal import CLibSecret
 import FoundationEssentials
-import KeychainGLib
+import KeychainDBus
 import KeychainSecretSession
 import KeychainStore
 

@@ -60,12 +60,7 @@ public final class StoreWatch: Sendable {
         _ body: @escaping @Sendable (StoreWatch, _ ready: (KeychainError?) -> Void) -> Void
     ) throws(KeychainError) -> StoreWatch {
         let watch = StoreWatch()
-        // @unchecked: handed to the new thread once, and only that thread calls `run`.
-        final class Box: @unchecked Sendable {
-            let run: () -> Void
-            init(_ run: @escaping () -> Void) { self.run = run }
-        }
-        let box = Box {
+        let failure = startThread {
             // The signals that end a program are the main thread's to handle (`watch` waits for
             // them there), never a watcher's, whose default action would end the process.
             var signals = sigset_t()
@@ -85,18 +80,9 @@ public final class StoreWatch: Sendable {
             }
             watch.finished.signal()
         }
-        var thread = pthread_t()
-        let created = pthread_create(
-            &thread, nil,
-            { argument in
-                Unmanaged<Box>.fromOpaque(argument!).takeRetainedValue().run()
-                return nil
-            }, Unmanaged.passRetained(box).toOpaque())
-        guard created == 0 else {
-            Unmanaged.passUnretained(box).release()
-            throw .backendFailure(detail: "cannot start a watcher thread (\(String(cString: strerror(created))))")
+        if let failure {
+            throw .backendFailure(detail: "cannot start a watcher thread (\(failure))")
         }
-        pthread_detach(thread)
         watch.startup.wait()
         if case .some(.some(let failure)) = watch.state.withLock({ $0.started }) {
             watch.finished.wait()

@@ -50,7 +50,7 @@ struct LayoutTests {
     @Test func theLayoutCheckSeesAnArrowUpAndAnUndeclaredImport() throws {
         let copy = FileManager.default.temporaryDirectory.appendingPathComponent("kc-arrows-\(getpid())")
         defer { try? FileManager.default.removeItem(at: copy) }
-        for folder in ["Sources/Top", "Sources/Middle", "Sources/Bottom", "Sources/KeychainGLib", "docs"] {
+        for folder in ["Sources/Top", "Sources/Middle", "Sources/Bottom", "Sources/KeychainDBus", "docs"] {
             try FileManager.default.createDirectory(
                 at: copy.appendingPathComponent(folder), withIntermediateDirectories: true)
         }
@@ -67,10 +67,10 @@ struct LayoutTests {
             "Sources/Middle/Middle.swift": "internal import Bottom\n",
             "Sources/Bottom/Bottom.swift": "// import Top; g_free(x)\nlet s = \"g_object_unref(y)\"\n",
             "Sources/Middle/Reply.swift": "func f(_ v: OpaquePointer) { g_variant_unref (v) }\n",
-            "Sources/KeychainGLib/Owned.swift": "final class Owned { deinit { g_object_unref(raw) } }\n",
+            "Sources/KeychainDBus/Owned.swift": "final class Owned { deinit { g_object_unref(raw) } }\n",
             "Sources/Top/Options.swift": "let home = getenv(\"HOME\") // getenv(\"X\") in a comment\n",
             "docs/development.md":
-                "# Map\n\n## Map\n\n```\nSources/Top/\nSources/Middle/\nSources/KeychainGLib/\nSources/Bottom/\n```\n",
+                "# Map\n\n## Map\n\n```\nSources/Top/\nSources/Middle/\nSources/KeychainDBus/\nSources/Bottom/\n```\n",
         ]
         for (path, text) in files {
             try text.write(to: copy.appendingPathComponent(path), atomically: true, encoding: .utf8)
@@ -83,7 +83,7 @@ struct LayoutTests {
         #expect(
             lines.sorted() == [
                 "Package.swift: Bottom depends on Middle, which docs/development.md's map puts above it",
-                "Sources/Middle/Reply.swift calls g_variant_unref: GLib's references are owned in Sources/KeychainGLib",
+                "Sources/Middle/Reply.swift calls g_variant_unref: GLib's references are owned in Sources/KeychainDBus",
                 "Sources/Top/Options.swift calls getenv: the environment is read through "
                     + "Sources/KeychainSystem/Environment.swift",
                 "Sources/Top/Top.swift imports Bottom, which Package.swift does not list as a dependency of Top",

@@ -5,6 +5,7 @@ import TestSupport
 import Testing
 
 @testable import KeychainCore
+@testable import KeychainDBus
 @_spi(Testing) @testable import KeychainSecretService
 
 /// The only suite that calls libsecret inside the test process: GDBus keeps one session-bus

@@ -1,9 +1,9 @@
 import CLibSecret
 import Glibc
-import KeychainGLib
 import KeychainStore
 import Testing
 
+@testable import KeychainDBus
 @testable import KeychainSecretService
 
 /// The D-Bus messages of the direct read path (BusMessage.swift), checked against GDBus, which
@@ -111,7 +111,7 @@ struct BusMessageTests {
                 _ = try? body.objectPaths()
             }
         }
-        #expect(throws: KeychainError.self) { try BusMessage.parse([UInt8(ascii: "x")] + whole.dropFirst()) }
+        #expect(throws: DBusError.self) { try BusMessage.parse([UInt8(ascii: "x")] + whole.dropFirst()) }
     }
 
     // MARK: GDBus as the peer

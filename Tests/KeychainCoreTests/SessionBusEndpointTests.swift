@@ -1,6 +1,7 @@
 import Testing
 
 @testable import KeychainCore
+@testable import KeychainDBus
 @testable import KeychainSecretService
 
 /// Which `$DBUS_SESSION_BUS_ADDRESS` values keychain-cli opens itself (a Unix socket by path or
@@ -49,5 +50,23 @@ struct SessionBusEndpointTests {
 
     @Test func thePathFillsSunPathWithRoomForItsNul() {
         #expect(Endpoint("unix:path=/" + String(repeating: "d", count: 106))?.socketPath.count == 107)
+    }
+}
+
+/// The D-Bus layer says what went wrong on the bus in its own words; the Secret Service client
+/// says, in one map, what each means to a store: a bus that refuses us or goes away is no session
+/// bus, a stream out of step is a backend failure, a wait that ran out is a time-out.
+@Suite("What each D-Bus failure means to the Secret Service client")
+struct SecretServiceErrorMapTests {
+    @Test func eachFailureOfTheBusIsItsCase() {
+        #expect(KeychainError(DBusError.refused) == .noSessionBus(detail: "the session bus refused the authentication"))
+        #expect(KeychainError(DBusError.closed) == .noSessionBus(detail: "the session bus closed the connection"))
+        #expect(
+            KeychainError(DBusError.malformed)
+                == .backendFailure(detail: "the session bus sent a malformed D-Bus message"))
+        #expect(
+            KeychainError(DBusError.timedOut(operation: "return the secret", seconds: 3))
+                == .timedOut(operation: "return the secret", seconds: 3))
+        #expect(KeychainError(DBusError.failed("odd")) == .backendFailure(detail: "the Secret Service failed: odd"))
     }
 }

@@ -133,7 +133,7 @@ package final class OwnedAttributes {
 }
 
 /// A GError's contents in Swift: what a caller needs to decide what it means.
-package struct GLibError: Error, Sendable {
+package struct GLibError: Error, Equatable, Sendable {
     package let domain: GQuark
     package let code: Int32
     package let message: String

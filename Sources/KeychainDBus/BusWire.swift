@@ -1,5 +1,4 @@
 import Glibc
-import KeychainStore
 import KeychainSystem
 
 /// A session bus connection spoken directly, without GLib: the fast read path's
@@ -11,7 +10,7 @@ import KeychainSystem
 /// `seconds` since the last message received.
 ///
 /// Not thread-safe: its owner holds it under a lock.
-final class BusWire {
+package final class BusWire {
     private let fd: Int32
     private var received: [UInt8] = []
     private var lastSerial: UInt32 = 0
@@ -21,15 +20,15 @@ final class BusWire {
     /// Bytes not yet sent: the authentication and Hello go out with the first call.
     private var queued: [UInt8] = []
     /// The bus's connection broke or refused us: no further call on it.
-    private(set) var closed = false
+    package private(set) var closed = false
     /// Where the bus is, and the GUID its `OK` must carry.
     private let endpoint: SessionBusSocket.Endpoint
     /// What the caller is doing, for errors, and how long it waits for each message.
-    let operation: String
-    let seconds: Double
+    package let operation: String
+    package let seconds: Double
 
     /// Connects to `endpoint` and queues the authentication and `Hello`; nil when it cannot connect.
-    init?(_ endpoint: SessionBusSocket.Endpoint, operation: String, seconds: Double) {
+    package init?(_ endpoint: SessionBusSocket.Endpoint, operation: String, seconds: Double) {
         guard let fd = SessionBusSocket.connect(endpoint) else { return nil }
         (self.fd, self.endpoint, self.operation, self.seconds) = (fd, endpoint, operation, seconds)
         // org.freedesktop.DBus.Hello() -> (s unique name): the bus takes no other message first.
@@ -47,10 +46,10 @@ final class BusWire {
     }
 
     /// Sends a method call (with what is queued before it) and returns its serial, for ``reply(to:)``.
-    func call(
+    package func call(
         _ destination: String, _ path: String, _ interface: String, _ member: String, signature: String = "",
         body: (inout BusWriter) -> Void = { _ in }
-    ) throws(KeychainError) -> UInt32 {
+    ) throws(DBusError) -> UInt32 {
         let serial = nextSerial()
         let message = BusMessage.call(
             serial: serial, destination: destination, path: path, interface: interface, member: member,
@@ -61,7 +60,7 @@ final class BusWire {
     }
 
     /// Queues a signal (a message with no destination) to go out with the next call.
-    func signal(_ path: String, _ interface: String, _ member: String) {
+    package func signal(_ path: String, _ interface: String, _ member: String) {
         queued += BusMessage.call(
             serial: nextSerial(), destination: nil, path: path, interface: interface, member: member)
     }
@@ -69,7 +68,7 @@ final class BusWire {
     /// The reply (or error) to the call `serial`, waiting for it.
     /// - Throws: ``refused`` when the bus did not accept the authentication (the caller takes
     ///   another way), the wire's time-out when nothing arrives within `seconds`.
-    func reply(to serial: UInt32) throws(KeychainError) -> BusMessage.Received {
+    package func reply(to serial: UInt32) throws(DBusError) -> BusMessage.Received {
         while true {
             if let reply = pending.removeValue(forKey: serial) { return reply }
             if !authenticated {
@@ -93,7 +92,7 @@ final class BusWire {
                 authenticated = true
             }
             let message: BusMessage.Received
-            do throws(KeychainError) {
+            do throws(DBusError) {
                 guard let length = try BusMessage.length(received[...]), received.count >= length else {
                     try receive()
                     continue
@@ -111,16 +110,16 @@ final class BusWire {
     }
 
     /// What ``reply(to:)`` throws for a bus that did not accept us.
-    static let refused = KeychainError.noSessionBus(detail: "the session bus refused the authentication")
+    package static let refused = DBusError.refused
 
-    private func send(_ bytes: [UInt8]) throws(KeychainError) {
+    private func send(_ bytes: [UInt8]) throws(DBusError) {
         var sent = 0
         while sent < bytes.count {
             let count = bytes[sent...].withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
             if count > 0 {
                 sent += count
             } else if count < 0 && (errno == EAGAIN || errno == EINTR) {
-                do throws(KeychainError) {
+                do throws(DBusError) {
                     try wait(for: Int16(POLLOUT))
                 } catch {
                     closed = true  // a message cut short: nothing more may follow it
@@ -132,7 +131,7 @@ final class BusWire {
         }
     }
 
-    private func receive() throws(KeychainError) {
+    private func receive() throws(DBusError) {
         var buffer = [UInt8](repeating: 0, count: 16384)
         while true {
             let count = recv(fd, &buffer, buffer.count, 0)
@@ -146,7 +145,7 @@ final class BusWire {
     }
 
     /// Waits until the socket is ready for `events`, at most `seconds`.
-    private func wait(for events: Int16) throws(KeychainError) {
+    private func wait(for events: Int16) throws(DBusError) {
         let deadline = monotonicSeconds() + seconds
         while true {
             let remaining = deadline - monotonicSeconds()
@@ -157,9 +156,8 @@ final class BusWire {
         }
     }
 
-    private func broken() -> KeychainError {
+    private func broken() -> DBusError {
         closed = true
-        return authenticated
-            ? .noSessionBus(detail: "the session bus closed the connection") : Self.refused
+        return authenticated ? .closed : Self.refused
     }
 }

@@ -1,12 +1,10 @@
-import KeychainStore
-
 /// D-Bus messages in the wire format of the D-Bus specification ("Message Protocol"), the few
 /// types a `get` sends and reads: method calls out (little-endian, as every client on this
 /// machine sends them), replies and errors in (either byte order), each body's values read by
 /// ``BusReader`` against the signature the message declares. Used by ``BusWire``, the session
 /// bus connection of the fast read path, which needs no GLib (see SecretServiceDirectRead.swift).
-enum BusMessage {
-    enum Kind: UInt8 {
+package enum BusMessage {
+    package enum Kind: UInt8 {
         case methodCall = 1
         case methodReturn = 2
         case error = 3
@@ -15,20 +13,20 @@ enum BusMessage {
 
     /// A received message: its kind, the serial it answers (replies and errors), the error's
     /// name, and its body with the signature it declares.
-    struct Received {
-        let kind: Kind?
-        let replySerial: UInt32?
-        let errorName: String?
-        let signature: String
-        let body: BusReader
+    package struct Received {
+        package let kind: Kind?
+        package let replySerial: UInt32?
+        package let errorName: String?
+        package let signature: String
+        package let body: BusReader
     }
 
     /// The largest message the specification allows (2^27 bytes).
-    static let maximumLength = 1 << 27
+    package static let maximumLength = 1 << 27
 
     /// A method call with serial `serial` (or, `destination` nil, a signal to every listener);
     /// `signature` describes what `body` writes.
-    static func call(
+    package static func call(
         serial: UInt32, destination: String?, path: String, interface: String, member: String,
         signature: String = "", body: (inout BusWriter) -> Void = { _ in }
     ) -> [UInt8] {
@@ -52,7 +50,7 @@ enum BusMessage {
 
     /// The length of the message at the start of `bytes` once its fixed header (16 bytes) is
     /// there: nil before that; throws for a header that is not D-Bus's or a message too long.
-    static func length(_ bytes: ArraySlice<UInt8>) throws(KeychainError) -> Int? {
+    package static func length(_ bytes: ArraySlice<UInt8>) throws(DBusError) -> Int? {
         guard bytes.count >= 16 else { return nil }
         var header = try BusReader(bytes.prefix(16), endian: bytes.first!)
         header.position = 4
@@ -67,7 +65,7 @@ enum BusMessage {
     }
 
     /// Reads a whole message (``length(_:)`` bytes).
-    static func parse(_ bytes: ArraySlice<UInt8>) throws(KeychainError) -> Received {
+    package static func parse(_ bytes: ArraySlice<UInt8>) throws(DBusError) -> Received {
         var reader = try BusReader(bytes, endian: bytes.first!)
         reader.position = 1
         let kind = Kind(rawValue: try reader.byte())
@@ -97,37 +95,37 @@ enum BusMessage {
             body: reader.rest())
     }
 
-    static let malformed = KeychainError.backendFailure(detail: "the session bus sent a malformed D-Bus message")
+    static let malformed = DBusError.malformed
 }
 
 /// Writes D-Bus values, aligned from the start of the message (or of a body, which starts aligned).
-struct BusWriter {
-    var bytes: [UInt8] = []
+package struct BusWriter {
+    package var bytes: [UInt8] = []
 
-    mutating func align(_ alignment: Int) {
+    package mutating func align(_ alignment: Int) {
         while bytes.count % alignment != 0 { bytes.append(0) }
     }
 
-    mutating func uint32(_ value: UInt32) {
+    package mutating func uint32(_ value: UInt32) {
         align(4)
         withUnsafeBytes(of: value.littleEndian) { bytes += $0 }
     }
 
     /// A string or an object path (`s`, `o`).
-    mutating func string(_ value: String) {
+    package mutating func string(_ value: String) {
         uint32(UInt32(value.utf8.count))
         bytes += value.utf8
         bytes.append(0)
     }
 
-    mutating func signature(_ value: String) {
+    package mutating func signature(_ value: String) {
         bytes.append(UInt8(value.utf8.count))
         bytes += value.utf8
         bytes.append(0)
     }
 
     /// An array whose elements `elements` writes, aligned to `alignment` (8 for structs and dict entries).
-    mutating func array(alignment: Int, _ elements: (inout BusWriter) -> Void) {
+    package mutating func array(alignment: Int, _ elements: (inout BusWriter) -> Void) {
         uint32(0)
         let lengthAt = bytes.count - 4
         align(alignment)
@@ -138,10 +136,10 @@ struct BusWriter {
         }
     }
 
-    mutating func boolean(_ value: Bool) { uint32(value ? 1 : 0) }
+    package mutating func boolean(_ value: Bool) { uint32(value ? 1 : 0) }
 
     /// An `a{ss}`: a dictionary of strings.
-    mutating func stringDictionary(_ pairs: some Sequence<(String, String)>) {
+    package mutating func stringDictionary(_ pairs: some Sequence<(String, String)>) {
         array(alignment: 8) { entries in
             for (key, value) in pairs {
                 entries.align(8)
@@ -152,7 +150,7 @@ struct BusWriter {
     }
 
     /// An `ay`.
-    mutating func byteArray(_ value: [UInt8]) {
+    package mutating func byteArray(_ value: [UInt8]) {
         uint32(UInt32(value.count))
         bytes += value
     }
@@ -167,13 +165,13 @@ struct BusWriter {
 }
 
 /// Reads D-Bus values; every read checks its bounds and throws ``BusMessage/malformed`` past them.
-struct BusReader {
+package struct BusReader {
     private let bytes: ArraySlice<UInt8>
     private let bigEndian: Bool
     /// The offset from the start of the message.
-    var position: Int
+    package var position: Int
 
-    init(_ bytes: ArraySlice<UInt8>, endian: UInt8) throws(KeychainError) {
+    package init(_ bytes: ArraySlice<UInt8>, endian: UInt8) throws(DBusError) {
         guard endian == UInt8(ascii: "l") || endian == UInt8(ascii: "B") else { throw BusMessage.malformed }
         (self.bytes, bigEndian, position) = (bytes, endian == UInt8(ascii: "B"), 0)
     }
@@ -181,28 +179,28 @@ struct BusReader {
     /// What is left to read, alignment kept (the offsets stay the message's).
     fileprivate func rest() -> BusReader { self }
 
-    var atEnd: Bool { position >= bytes.count }
+    package var atEnd: Bool { position >= bytes.count }
 
-    mutating func align(_ alignment: Int) {
+    package mutating func align(_ alignment: Int) {
         position = (position + alignment - 1) / alignment * alignment
     }
 
-    private mutating func take(_ count: Int) throws(KeychainError) -> ArraySlice<UInt8> {
+    private mutating func take(_ count: Int) throws(DBusError) -> ArraySlice<UInt8> {
         guard count >= 0, position + count <= bytes.count else { throw BusMessage.malformed }
         defer { position += count }
         let start = bytes.startIndex + position
         return bytes[start..<start + count]
     }
 
-    mutating func byte() throws(KeychainError) -> UInt8 { try take(1).first! }
+    package mutating func byte() throws(DBusError) -> UInt8 { try take(1).first! }
 
-    mutating func uint32() throws(KeychainError) -> UInt32 {
+    package mutating func uint32() throws(DBusError) -> UInt32 {
         align(4)
         let value = try take(4).reduce(0) { ($0 << 8) | UInt32($1) }
         return bigEndian ? value : value.byteSwapped
     }
 
-    mutating func boolean() throws(KeychainError) -> Bool {
+    package mutating func boolean() throws(DBusError) -> Bool {
         switch try uint32() {
         case 0: return false
         case 1: return true
@@ -211,16 +209,16 @@ struct BusReader {
     }
 
     /// A string or an object path: valid UTF-8 with its terminating NUL.
-    mutating func string() throws(KeychainError) -> String {
+    package mutating func string() throws(DBusError) -> String {
         let count = Int(try uint32())
         return try terminated(count)
     }
 
-    mutating func signature() throws(KeychainError) -> String {
+    package mutating func signature() throws(DBusError) -> String {
         try terminated(Int(try byte()))
     }
 
-    private mutating func terminated(_ count: Int) throws(KeychainError) -> String {
+    private mutating func terminated(_ count: Int) throws(DBusError) -> String {
         let text = try take(count)
         guard try byte() == 0, !text.contains(0), let value = String(validating: text, as: UTF8.self) else {
             throw BusMessage.malformed
@@ -228,12 +226,12 @@ struct BusReader {
         return value
     }
 
-    mutating func byteArray() throws(KeychainError) -> [UInt8] {
+    package mutating func byteArray() throws(DBusError) -> [UInt8] {
         Array(try take(Int(try uint32())))
     }
 
     /// An `ao`.
-    mutating func objectPaths() throws(KeychainError) -> [String] {
+    package mutating func objectPaths() throws(DBusError) -> [String] {
         let end = Int(try uint32()) + position
         var paths: [String] = []
         while position < end { paths.append(try string()) }

@@ -1,13 +1,12 @@
 package import CLibSecret
-import KeychainStore
 
 /// One bounded backend operation: a private GMainContext on which libsecret's and GDBus's
 /// asynchronous calls run, and a limit on how long the backend may go without answering.
 ///
 /// libsecret's `…_sync` functions spin their own hidden main loop, which no timer of ours can
 /// reach; driving the asynchronous forms here lets a timeout source cancel the shared
-/// `GCancellable`, so an unanswered unlock prompt ends in ``KeychainError/timedOut(operation:seconds:)``
-/// instead of a hang. The limit restarts whenever a call completes, so a long operation that keeps
+/// `GCancellable`, so an unanswered unlock prompt ends in ``DBusError/timedOut(operation:seconds:)``
+/// (in the caller's words) instead of a hang. The limit restarts whenever a call completes, so a long operation that keeps
 /// progressing (gnome-keyring deletes the items of a large keyring one slow step at a time) is not cut short, while a
 /// backend or prompt that stops answering is. It holds even for a call that never calls back
 /// (libsecret's precondition failures return without one). Not thread-safe: one instance lives
@@ -33,8 +32,8 @@ package final class BoundedOperation {
 
     private let context: OpaquePointer
     private let cancellable: OwnedObject
-    /// What a GError (and whether the deadline passed) means to the caller.
-    private let meaning: (GLibError, _ expired: Bool) -> KeychainError
+    /// What a failure means to the caller: every error a call throws is the caller's own.
+    private let meaning: (DBusError) -> any Error
     private var timer: UnsafeMutablePointer<GSource>?
     private let what: String
     private let seconds: Double
@@ -46,25 +45,27 @@ package final class BoundedOperation {
 
     /// Runs `body` with a new operation that is cancelled when the backend has not answered for
     /// `seconds`.
-    /// `what` completes "timed out waiting for the Secret Service to …".
-    /// Every failure is a ``KeychainError``: `meaning` says what a GError stands for, and anything
-    /// else thrown is `failure`'s.
-    package static func run<T>(
-        _ what: String, seconds: Double, meaning: @escaping (GLibError, _ expired: Bool) -> KeychainError,
-        failure: String, _ body: (BoundedOperation) throws -> T
-    ) throws(KeychainError) -> T {
+    /// `what` completes "timed out waiting for … to …".
+    /// Every failure is a `Failure`: `meaning` says what a ``DBusError`` (a GError, the deadline,
+    /// anything else `body` throws) stands for to the caller.
+    package static func run<T, Failure: Error>(
+        _ what: String, seconds: Double, meaning: @escaping (DBusError) -> Failure,
+        _ body: (BoundedOperation) throws -> T
+    ) throws(Failure) -> T {
         let operation = BoundedOperation(what: what, seconds: seconds, meaning: meaning)
         defer { operation.close() }
         do {
             return try body(operation)
-        } catch let error as KeychainError {
+        } catch let error as Failure {
             throw error
+        } catch let error as DBusError {
+            throw meaning(error)
         } catch {
-            throw .backendFailure(detail: "\(failure): \(error)")
+            throw meaning(.failed("\(error)"))
         }
     }
 
-    private init(what: String, seconds: Double, meaning: @escaping (GLibError, _ expired: Bool) -> KeychainError) {
+    private init(what: String, seconds: Double, meaning: @escaping (DBusError) -> any Error) {
         self.what = what
         self.seconds = seconds
         self.meaning = meaning
@@ -111,9 +112,9 @@ package final class BoundedOperation {
     }
 
     /// How long work outside GLib (a socket of our own) may wait for the backend, and the error
-    /// to throw when it has waited that long.
-    package var limit: (seconds: Double, timedOut: KeychainError) {
-        (seconds, .timedOut(operation: what, seconds: seconds))
+    /// to throw (the caller's) when it has waited that long.
+    package var limit: (seconds: Double, timedOut: any Error) {
+        (seconds, meaning(.timedOut(operation: what, seconds: seconds)))
     }
 
     /// Starts one asynchronous call and iterates the context until it completes.
@@ -122,7 +123,7 @@ package final class BoundedOperation {
     ///   - start: calls the asynchronous C function with the cancellable, callback and user data.
     ///   - meanwhile: work to do while the call is under way.
     ///   - finish: calls the matching `…_finish` function with the result and an error slot.
-    /// - Throws: the ``KeychainError`` the GError (or the deadline) stands for.
+    /// - Throws: what the GError (or the deadline) means to the caller.
     package func call<T>(
         _ start: (UnsafeMutablePointer<GCancellable>, GAsyncReadyCallback, gpointer) -> Void,
         meanwhile: () -> Void = {},
@@ -215,7 +216,7 @@ package final class BoundedOperation {
         _ completion: Completion, _ finish: (OpaquePointer, GErrorSlot) -> T
     ) throws -> T {
         let (value, error) = catchingError { finish(completion.result!, $0) }
-        if let error { throw meaning(error, expired) }
+        if let error { throw meaning(.glib(error, expired: expired, operation: what, seconds: seconds)) }
         return value
     }
 
@@ -238,7 +239,7 @@ package final class BoundedOperation {
             if g_main_context_iteration(context, 0) == 0 { g_usleep(1000) }
         }
         if !done() {
-            throw KeychainError.timedOut(operation: what, seconds: seconds)
+            throw meaning(.timedOut(operation: what, seconds: seconds))
         }
     }
 }

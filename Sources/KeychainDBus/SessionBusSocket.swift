@@ -1,6 +1,5 @@
 internal import CLibSecret
 import Glibc
-import KeychainGLib
 import KeychainSystem
 
 /// The session bus connection for the Secret Service calls made without libsecret, opened the way
@@ -20,7 +19,7 @@ import KeychainSystem
 /// stays the same; the socket closes when the store goes away (GDBus finalizes the connection
 /// with its last reference; closing it first would leave its "closed" signal queued on a main
 /// context nobody runs, which keeps both alive).
-final class SessionBusSocket: Sendable {
+package final class SessionBusSocket: Sendable {
     /// The connection for `address`, or nil when that address goes to GIO's connection (not a
     /// socket opened here, or its bus refused us), so that later operations do not try again.
     private struct Kept: Sendable {
@@ -44,13 +43,15 @@ final class SessionBusSocket: Sendable {
         }
     }
     private let kept = Locked<Kept?>(nil)
+
+    package init() {}
     /// The address of the connection kept open (for tests).
-    var keptAddress: String? { kept.withLock { $0?.bus == nil ? nil : $0?.address } }
+    package var keptAddress: String? { kept.withLock { $0?.bus == nil ? nil : $0?.address } }
 
     /// The connection for the current `$DBUS_SESSION_BUS_ADDRESS` (opened on
     /// first use), or nil when that address is not one opened here. `meanwhile` runs once, while
     /// the bus answers the authentication (or at once for a kept connection).
-    func connection(_ operation: BoundedOperation, meanwhile: () -> Void) throws -> OwnedObject? {
+    package func connection(_ operation: BoundedOperation, meanwhile: () -> Void) throws -> OwnedObject? {
         guard let address = Environment.value("DBUS_SESSION_BUS_ADDRESS") else { return nil }
         switch kept.withLock({ $0?.lookup(address) ?? .unknown }) {
         case .open(let bus):
@@ -66,11 +67,11 @@ final class SessionBusSocket: Sendable {
 
     /// The first address of a D-Bus address list when it is a Unix socket by path or abstract
     /// name: the bytes of `sun_path` (an abstract name after a NUL) and the server's GUID if given.
-    struct Endpoint: Equatable {
+    package struct Endpoint: Equatable {
         let socketPath: [UInt8]
         let guid: String?
 
-        init?(_ addresses: String) {
+        package init?(_ addresses: String) {
             guard let first = addresses.split(separator: ";", omittingEmptySubsequences: false).first,
                 first.hasPrefix("unix:")
             else { return nil }
@@ -143,7 +144,7 @@ final class SessionBusSocket: Sendable {
     /// A socket connected to `endpoint`, non-blocking from the start, so that neither a full
     /// listen queue nor a silent bus can hold the caller past the operation's limit; nil when
     /// nothing listens there.
-    static func connect(_ endpoint: Endpoint) -> Int32? {
+    package static func connect(_ endpoint: Endpoint) -> Int32? {
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue | SOCK_NONBLOCK.rawValue), 0)
         guard fd >= 0 else { return nil }
         guard withUnixSocketAddress(endpoint.socketPath, { Glibc.connect(fd, $0, $1) }) == 0 else {
@@ -155,7 +156,7 @@ final class SessionBusSocket: Sendable {
 
     /// The credentials byte, then EXTERNAL with our uid (its decimal digits, hex-encoded) and
     /// BEGIN behind it: the bus answers once, with OK and its GUID.
-    static var authentication: [UInt8] {
+    package static var authentication: [UInt8] {
         let uid = String(getuid()).utf8.map { String($0, radix: 16) }.joined()
         return [0] + Array("AUTH EXTERNAL \(uid)\r\nBEGIN\r\n".utf8)
     }
