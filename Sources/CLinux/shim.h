@@ -11,6 +11,7 @@
 #include <sys/socket.h>
 #include <signal.h>
 #include <sys/syscall.h>
+#include <sys/timerfd.h>
 #include <sys/vfs.h>
 #include <stdint.h>
 #include <stdlib.h>

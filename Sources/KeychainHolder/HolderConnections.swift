@@ -53,20 +53,23 @@ final class HolderConnections {
         close(wake.write)
     }
 
-    /// Serves for up to `milliseconds`: accepts, reads, answers, writes.
-    func serve(for milliseconds: Int32) {
+    /// Serves until one of `events` is readable, or a request is answered: accepts, reads,
+    /// answers, writes.
+    func serve(until events: [Int32]) {
         var identifiers: [Int] = []
         var pollers = [pollfd(fd: listener, events: Int16(POLLIN), revents: 0)]
         pollers.append(pollfd(fd: wake.read, events: Int16(POLLIN), revents: 0))
+        for fd in events { pollers.append(pollfd(fd: fd, events: Int16(POLLIN), revents: 0)) }
+        let first = pollers.count
         for (identifier, connection) in connections {
             var events: Int32 = connection.busy ? 0 : POLLIN
             if connection.written < connection.output.count { events |= POLLOUT }
             identifiers.append(identifier)
             pollers.append(pollfd(fd: connection.fd, events: Int16(events), revents: 0))
         }
-        guard poll(&pollers, nfds_t(pollers.count), milliseconds) > 0 else { return }
+        guard poll(&pollers, nfds_t(pollers.count), -1) > 0 else { return }
         for (index, identifier) in identifiers.enumerated() {
-            let events = Int32(pollers[index + 2].revents)
+            let events = Int32(pollers[index + first].revents)
             if events & (POLLERR | POLLHUP | POLLNVAL) != 0 && events & POLLIN == 0 {
                 drop(identifier)
                 continue

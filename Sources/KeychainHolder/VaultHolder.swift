@@ -70,10 +70,15 @@ package final class VaultHolder: Sendable {
     /// finds none, and `unlock` starts another holder, which takes the lock once this one is gone.
     package func run() throws(KeychainError) {
         let clients = try HolderConnections(listener: listener) { [self] in answer($0, cancellation: $1) }
+        guard let events = HolderEvents(socket: place.socket) else {
+            throw .vaultIO(detail: "the holder cannot watch its socket or set its timer")
+        }
         let started = bootSeconds()
         var everHeld = false
         while true {
-            clients.serve(for: nextCheck())
+            events.wake(at: nextLimit() ?? (everHeld ? nil : started + Self.firstVaultSeconds))
+            clients.serve(until: [events.timer, events.watch])
+            events.drain()
             let now = bootSeconds()
             let reachable = reachable()
             let ended = state.withLock { state in
@@ -93,15 +98,13 @@ package final class VaultHolder: Sendable {
         if reachable() { unlink(place.socket) }
     }
 
-    /// Milliseconds until a vault's limit ends, a second at most (the socket is looked at then).
-    private func nextCheck() -> Int32 {
-        let now = bootSeconds()
-        let next = state.withLock { state in
+    /// When the first of the vaults' limits ends (boot seconds), nil when none has one.
+    private func nextLimit() -> Double? {
+        state.withLock { state in
             state.vaults.values.flatMap { held in
                 [held.expires, held.idle.map { held.lastUse + $0 }].compactMap(\.self)
             }.min()
         }
-        return Int32(max(0, min(1, (next ?? now + 1) - now)) * 1000) + 1
     }
 
     /// Forgets every vault now (a suspend): their keys go with their stores.
