@@ -200,6 +200,12 @@ package struct BusReader {
         return bigEndian ? value : value.byteSwapped
     }
 
+    package mutating func uint64() throws(DBusError) -> UInt64 {
+        align(8)
+        let value = try take(8).reduce(0) { ($0 << 8) | UInt64($1) }
+        return bigEndian ? value : value.byteSwapped
+    }
+
     package mutating func boolean() throws(DBusError) -> Bool {
         switch try uint32() {
         case 0: return false

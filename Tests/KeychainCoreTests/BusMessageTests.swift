@@ -114,6 +114,66 @@ struct BusMessageTests {
         #expect(throws: DBusError.self) { try BusMessage.parse([UInt8(ascii: "x")] + whole.dropFirst()) }
     }
 
+    /// The values of the Secret Service's calls and replies, as ``BusValue`` holds them.
+    static let values: [BusValue] = {
+        let secret = BusValue.structure([
+            .objectPath("/s/1"), .bytes([9]), .bytes([0x61, 0x62]), .string("text/plain"),
+        ])
+        return [
+            .string("svc é"), .objectPath("/org/freedesktop/secrets/aliases/default"), .boolean(true), .uint32(7),
+            .byte(9), .uint64(1 << 40), .signature("a{sv}"), .bytes([0, 1, 255]), .bytes([]),
+            .array(element: "o", [.objectPath("/a"), .objectPath("/b/c")]), .array(element: "o", []),
+            .strings([("service", "s"), ("username", "")]),
+            .dictionary(
+                key: "s", value: "v",
+                [
+                    .init(.string("org.freedesktop.Secret.Item.Label"), .variant(.string("L"))),
+                    .init(.string("org.freedesktop.Secret.Item.Attributes"), .variant(.strings([("a", "b")]))),
+                ]),
+            secret, .variant(.bytes([1, 2, 3])), .array(element: "(oayays)", [secret, secret]),
+            .dictionary(key: "o", value: "(oayays)", [.init(.objectPath("/i/1"), secret)]),
+        ]
+    }()
+
+    /// What we write GDBus reads as the same values, what GDBus writes (in either byte order) we
+    /// read as the same values, and a value made a GVariant reads back as itself: one value type
+    /// for both ways to the bus.
+    @Test func valuesGoEitherWayUnchanged() throws {
+        let signature = Self.values.map(\.signature).joined()
+        let call = BusMessage.call(
+            serial: 3, destination: "d.e", path: "/p", interface: "i.j", member: "M", signature: signature
+        ) { body in
+            for value in Self.values { body.value(value) }
+        }
+        let message = try #require(gdbus(call))
+        let read = message.use { OwnedVariant(taking: g_variant_ref(g_dbus_message_get_body($0)!)) }
+        #expect(BusValue(read) == .structure(Self.values))
+        for order in [G_DBUS_MESSAGE_BYTE_ORDER_LITTLE_ENDIAN, G_DBUS_MESSAGE_BYTE_ORDER_BIG_ENDIAN] {
+            let bytes = try #require(BusValue.structure(Self.values).variant.use { replyBlob($0, order) })
+            let reply = try BusMessage.parse(bytes[...])
+            var body = reply.body
+            #expect(reply.signature == signature)
+            #expect(try body.values(signature) == Self.values)
+            #expect(body.atEnd)
+        }
+        for value in Self.values { #expect(BusValue(value.variant) == value, "\(value.signature)") }
+    }
+
+    /// A signature that is not one, or a body shorter than its signature says, is malformed.
+    @Test func badSignaturesAndShortBodiesAreMalformed() throws {
+        let bytes = try #require(
+            BusValue.structure(Self.values).variant.use {
+                replyBlob($0, G_DBUS_MESSAGE_BYTE_ORDER_LITTLE_ENDIAN)
+            })
+        let body = try BusMessage.parse(bytes[...]).body
+        for bad in ["a", "(s", "a{s", "{ss}", "x", "s}", String(repeating: "a", count: 70) + "s"] {
+            var reader = body
+            #expect(throws: DBusError.malformed, "\(bad)") { try reader.values(bad) }
+        }
+        var short = body
+        #expect(throws: DBusError.malformed) { try short.values(Self.values.map(\.signature).joined() + "s") }
+    }
+
     // MARK: GDBus as the peer
 
     private func gdbus(_ bytes: [UInt8]) -> OwnedObject? {
@@ -132,11 +192,16 @@ struct BusMessageTests {
 
     /// GDBus's reply to a call of serial 41 with `body` (GVariant text), in byte order `order`.
     private func replyBlob(_ body: String, _ order: GDBusMessageByteOrder) -> [UInt8]? {
+        guard let value = g_variant_parse(nil, body, nil, nil, nil) else { return nil }
+        return replyBlob(value, order)
+    }
+
+    /// GDBus's reply to a call of serial 41 with the tuple `value` as its body.
+    private func replyBlob(_ value: OpaquePointer, _ order: GDBusMessageByteOrder) -> [UInt8]? {
         let call = OwnedObject(
             taking: UnsafeMutableRawPointer(g_dbus_message_new_method_call("d.e", "/p", "i.j", "M")!))
         g_dbus_message_set_serial(call.opaque, 41)
         let reply = OwnedObject(taking: UnsafeMutableRawPointer(g_dbus_message_new_method_reply(call.opaque)!))
-        guard let value = g_variant_parse(nil, body, nil, nil, nil) else { return nil }
         g_dbus_message_set_body(reply.opaque, value)
         g_dbus_message_set_byte_order(reply.opaque, order)
         g_dbus_message_set_serial(reply.opaque, 42)
