@@ -35,8 +35,9 @@ package final class BoundedOperation {
     /// What a failure means to the caller: every error a call throws is the caller's own.
     private let meaning: (DBusError) -> any Error
     private var timer: UnsafeMutablePointer<GSource>?
-    private let what: String
-    private let seconds: Double
+    /// What it is for, and how long the backend may go without answering.
+    package let what: String
+    package let seconds: Double
     private var expired = false
 
     /// Calls in flight at once in ``callEach(_:start:finish:)``, well under the session bus's

@@ -167,7 +167,11 @@ extension SecretServiceStore {
             }
             for entry in reply.child(0).children {
                 let path = entry.child(0).string
-                secrets[path] = try connection.confirmingEmpty(session.open(entry.child(1)), at: path, operation, bus)
+                guard let secret = BusValue(entry.child(1)) else {
+                    throw KeychainError.backendFailure(detail: "the Secret Service sent a secret that is not (oayays)")
+                }
+                secrets[path] = try SecretServiceConnection.confirmingEmpty(
+                    session.open(secret), at: path, on: GDBusCalls(operation, bus))
             }
         }
         return secrets

@@ -31,20 +31,12 @@ extension SecretServiceConnection {
         _ operation: BoundedOperation, _ bus: OpaquePointer, _ pairs: KeyValuePairs<String, String>
     ) throws -> (unlocked: [String], locked: [String]) {
         let found = try searchPaths(operation, bus, pairs)
-        if found.unlocked.isEmpty && found.locked.isEmpty, try hiddenByLock(operation, bus) {
+        if found.unlocked.isEmpty && found.locked.isEmpty,
+            try Self.hidesItemsWhileLocked(on: GDBusCalls(operation, bus))
+        {
             throw KeychainError.locked(detail: "the default keyring is locked and hides its items until it is unlocked")
         }
         return found
-    }
-
-    /// Whether the default collection is locked and shows no item; false when there is no
-    /// default collection.
-    private func hiddenByLock(_ operation: BoundedOperation, _ bus: OpaquePointer) throws -> Bool {
-        let alias = "/org/freedesktop/secrets/aliases/default"
-        guard let locked = try? property(alias, "Collection", "Locked", operation, bus), Self.isTrue(locked) else {
-            return false
-        }
-        return Self.paths(try property(alias, "Collection", "Items", operation, bus)).isEmpty
     }
 
     /// The property `name` of the Secret Service interface `interface` (Service, Collection)

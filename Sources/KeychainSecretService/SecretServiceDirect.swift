@@ -58,36 +58,11 @@ extension SecretServiceConnection {
     /// right behind it: the service answers both in one round trip. The search goes first:
     /// gnome-keyring 42 sometimes aborts (a failed assertion on a client it does not know yet)
     /// when a new connection's first call is OpenSession (see SecretServiceWrites.swift).
-    /// Returns the search's serial, for ``searchResult(_:_:_:)``.
+    /// Returns the search's serial, for ``searchResult(_:_:on:)``.
     func sendSearch(_ pairs: KeyValuePairs<String, String>, on bus: DirectBus) throws -> UInt32 {
-        let search = try searchItems(pairs, bus.wire)
+        let search = try Self.sendSearch(pairs.map { ($0.key, $0.value) }, on: bus.wire)
         if bus.session == nil && bus.opening == nil { try openSession(on: bus) }
         return search
-    }
-
-    /// Sends SearchItems alone; its serial.
-    private func searchItems(_ pairs: KeyValuePairs<String, String>, _ wire: BusWire) throws -> UInt32 {
-        // org.freedesktop.Secret.Service.SearchItems(a{ss} attributes) -> (ao unlocked, ao locked)
-        try wire.call(
-            Self.busName, "/org/freedesktop/secrets", "org.freedesktop.Secret.Service", "SearchItems",
-            signature: "a{ss}"
-        ) { $0.stringDictionary(pairs.lazy.map { ($0.key, $0.value) }) }
-    }
-
-    /// The paths of the unlocked and of the locked items the search `serial` (of `pairs`) found.
-    /// gnome-keyring 42 answers UnknownMethod ("Method SearchItems is not implemented") when an
-    /// item it matched is deleted by another client during the search: the service object
-    /// exists, so that answer means "search again", up to four times, as the GLib way does
-    /// (SecretServiceQueries.swift; seen once in a CI run of 500 tests on this way).
-    func searchResult(_ serial: UInt32, _ pairs: KeyValuePairs<String, String>, _ wire: BusWire)
-        throws -> (unlocked: [String], locked: [String])
-    {
-        var reply = try wire.reply(to: serial)
-        for _ in 0..<4 where reply.errorName == "org.freedesktop.DBus.Error.UnknownMethod" {
-            reply = try wire.reply(to: searchItems(pairs, wire))
-        }
-        var body = try answer(reply, "aoao", wire)
-        return (try body.objectPaths(), try body.objectPaths())
     }
 
     /// Runs `body` in the bus's encrypted session (opened if need be); nil when the service offers
@@ -123,16 +98,7 @@ extension SecretServiceConnection {
     /// Sends OpenSession with our half of the key exchange (the one prepared, if any).
     private func openSession(on bus: DirectBus) throws {
         let exchange = preparedExchange.withLock { $0.take() } ?? SecretSession.KeyExchange()
-        // org.freedesktop.Secret.Service.OpenSession(s algorithm, v input) -> (v output, o result)
-        let serial = try bus.wire.call(
-            Self.busName, "/org/freedesktop/secrets", "org.freedesktop.Secret.Service", "OpenSession",
-            signature: "sv"
-        ) { body in
-            body.string(SecretSession.algorithm)
-            body.signature("ay")
-            body.byteArray(exchange.paddedPublicValue)
-        }
-        bus.opening = (serial, exchange)
+        bus.opening = (try Self.sendOpenSession(exchange, on: bus.wire), exchange)
     }
 
     /// The bus's encrypted session, its OpenSession answered (sent now if need be); nil when the
@@ -142,17 +108,8 @@ extension SecretServiceConnection {
         if bus.opening == nil { try openSession(on: bus) }
         let (serial, exchange) = bus.opening!
         bus.opening = nil
-        let reply = try bus.wire.reply(to: serial)
-        if reply.errorName == "org.freedesktop.DBus.Error.NotSupported" { return nil }
-        var output = try answer(reply, "vo", bus.wire)
-        guard try output.signature() == "ay" else {
-            throw KeychainError.backendFailure(
-                detail: "the Secret Service answered the session's key exchange with no public value")
-        }
-        let peer = try output.byteArray()
-        let session = SecretSession(path: try output.string(), exchange: exchange, peer: peer)
-        bus.session = session
-        return session
+        bus.session = try Self.openedSession(serial, exchange, on: bus.wire)
+        return bus.session
     }
 
     /// The body of a reply of signature `signature`, or nil for an error saying that the object
@@ -182,24 +139,6 @@ extension SecretServiceConnection {
 }
 
 extension SecretSession {
-    /// Reads a `(oayays)` secret struct the service sent (session, IV, ciphertext, content type),
-    /// which must name this session, and decrypts it.
-    func open(_ reader: inout BusReader) throws -> Data {
-        reader.align(8)
-        guard try reader.string() == path else {
-            throw KeychainError.backendFailure(detail: "the Secret Service sent the secret in another session")
-        }
-        let parameters = try reader.byteArray()
-        let value = try reader.byteArray()
-        do {
-            return try decrypt(parameters: parameters, value: value)
-        } catch let error as KeychainError {
-            throw error
-        } catch {
-            throw KeychainError.backendFailure(detail: "the secret could not be decrypted")
-        }
-    }
-
     /// `secret` encrypted in this session, for ``BusWriter/secret(_:_:contentType:)``.
     func seal(_ secret: Data) throws -> (parameters: [UInt8], value: [UInt8]) {
         do {

@@ -16,7 +16,8 @@ extension SecretServiceStore {
         let pairs: KeyValuePairs = ["service": service.rawValue, "username": key.rawValue]
         return try connection.onDirectBus(what: "store the secret", seconds: timeout) {
             bus throws -> Bool in
-            let found = try connection.searchResult(connection.sendSearch(pairs, on: bus), pairs, bus.wire)
+            let found = try SecretServiceConnection.searchResult(
+                connection.sendSearch(pairs, on: bus), pairs.map { ($0.key, $0.value) }, on: bus.wire)
             guard found.locked.isEmpty else { return false }
             return try connection.inDirectSession(bus) { session throws -> Bool in
                 // An item another tool stored under the same service and key (with other extra

@@ -11,7 +11,7 @@ extension SecretServiceConnection {
     func searchPaths(
         _ operation: BoundedOperation, _ bus: OpaquePointer, _ pairs: KeyValuePairs<String, String>
     ) throws -> (unlocked: [String], locked: [String]) {
-        let found = try endSearch(beginSearch(operation, bus, pairs))
+        let found = try endSearch(try beginSearch(operation, bus, pairs))
         guard pairs.isEmpty, found.unlocked.isEmpty, found.locked.isEmpty else { return found }
         // KeePassXC matches no item for an empty search, where gnome-keyring matches every one.
         return try collectionsItems(operation, bus)
@@ -28,7 +28,7 @@ extension SecretServiceConnection {
     ) throws -> [(attributes: [String: String], path: String)] {
         var pairs = pairs
         if let schema { pairs["xdg:schema"] = schema }
-        let found = try endSearch(beginSearch(operation, bus, pairs.sorted { $0.key < $1.key }))
+        let found = try endSearch(try beginSearch(operation, bus, pairs.sorted { $0.key < $1.key }))
         let unlocked = try unlock(found.locked, operation)
         let paths = found.unlocked + unlocked + found.locked.filter { !unlocked.contains($0) }
         let attributes = try itemProperty("Attributes", of: paths, operation, bus) { Self.dictionary($0) }
@@ -36,60 +36,25 @@ extension SecretServiceConnection {
     }
 
     /// A search started by ``beginSearch(_:_:_:)``.
-    final class PendingSearch {
-        fileprivate let operation: BoundedOperation
-        fileprivate let bus: OpaquePointer
-        fileprivate let attributes: OwnedVariant
+    struct PendingSearch {
+        fileprivate let calls: GDBusCalls
+        fileprivate let pairs: [(String, String)]
         fileprivate let call: BoundedOperation.PendingCall
-
-        fileprivate init(_ operation: BoundedOperation, _ bus: OpaquePointer, _ attributes: OwnedVariant) {
-            (self.operation, self.bus, self.attributes) = (operation, bus, attributes)
-            call = SecretServiceConnection.startSearch(operation, bus, attributes)
-        }
     }
 
     /// Sends the search for `pairs` (see ``searchPaths(_:_:_:)``) without waiting for
     /// its answer, which ``endSearch(_:)`` returns.
     func beginSearch(
         _ operation: BoundedOperation, _ bus: OpaquePointer, _ pairs: some Sequence<(key: String, value: String)>
-    ) -> PendingSearch {
-        let entries = pairs.map {
-            g_variant_new_dict_entry(g_variant_new_string($0.key), g_variant_new_string($0.value))
-        }
-        return PendingSearch(
-            operation, bus,
-            OwnedVariant(sinking: g_variant_new_array(keychain_cli_type_string_pair(), entries, gsize(entries.count))))
+    ) throws -> PendingSearch {
+        let calls = GDBusCalls(operation, bus)
+        let pairs = pairs.map { ($0.key, $0.value) }
+        return PendingSearch(calls: calls, pairs: pairs, call: try Self.sendSearch(pairs, on: calls))
     }
 
-    /// The answer to a search ``beginSearch(_:_:_:)`` sent.
+    /// The answer to a search ``beginSearch(_:_:_:)`` sent (``searchResult(_:_:on:)``).
     func endSearch(_ search: PendingSearch) throws -> (unlocked: [String], locked: [String]) {
-        let (operation, bus) = (search.operation, search.bus)
-        // gnome-keyring 42 answers UnknownMethod ("Method SearchItems is not implemented") when an
-        // item it matched is deleted by another client during the search (measured: 1 run in 3 of
-        // ForeignItemTests' race). The service object exists, so that answer means "search again".
-        var call = search.call
-        var reply = try operation.end(call) { finishItemCall(bus, $0, $1) }
-        for _ in 0..<4 where reply == nil {
-            call = Self.startSearch(operation, bus, search.attributes)
-            reply = try operation.end(call) { finishItemCall(bus, $0, $1) }
-        }
-        guard let reply else {
-            throw KeychainError.backendFailure(detail: "the Secret Service's search kept failing while items changed")
-        }
-        let lists = (0..<2).map { reply.child($0).children.map(\.string) }
-        return (lists[0], lists[1])
-    }
-
-    /// org.freedesktop.Secret.Service.SearchItems(a{ss}) -> (ao unlocked, ao locked), started.
-    fileprivate static func startSearch(
-        _ operation: BoundedOperation, _ bus: OpaquePointer, _ attributes: OwnedVariant
-    ) -> BoundedOperation.PendingCall {
-        operation.begin {
-            g_dbus_connection_call(
-                bus, busName, "/org/freedesktop/secrets", "org.freedesktop.Secret.Service", "SearchItems",
-                g_variant_new_tuple([attributes.raw], 1), keychain_cli_type_search_reply(), G_DBUS_CALL_FLAGS_NONE, -1,
-                $0, $1, $2)
-        }
+        try Self.searchResult(search.call, search.pairs, on: search.calls)
     }
 
     /// The metadata of the items at `paths`, in order (nil for an item that is gone, or that

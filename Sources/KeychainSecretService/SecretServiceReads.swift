@@ -58,71 +58,21 @@ extension SecretServiceConnection {
     func openSession(_ operation: BoundedOperation, _ bus: OpaquePointer, meanwhile: () -> Void = {}) throws
         -> SecretSession?
     {
-        let prepared = preparedExchange.withLock { prepared in
-            defer { prepared = nil }
-            return prepared
-        }
-        let exchange = prepared ?? SecretSession.KeyExchange()
-        let parameters = OwnedVariant.tuple([
-            g_variant_new_string(SecretSession.algorithm),
-            g_variant_new_variant(byteArrayVariant(exchange.paddedPublicValue)),
-        ])
-        // org.freedesktop.Secret.Service.OpenSession(s algorithm, v input) -> (v output, o result)
-        let reply = try operation.call(
-            { cancellable, callback, data in
-                parameters.use {
-                    g_dbus_connection_call(
-                        bus, Self.busName, "/org/freedesktop/secrets", "org.freedesktop.Secret.Service", "OpenSession",
-                        $0, keychain_cli_type_open_session_reply(), G_DBUS_CALL_FLAGS_NONE, -1, cancellable, callback,
-                        data)
-                }
-            },
-            meanwhile: meanwhile,
-            finish: { result, error in
-                let reply = OwnedVariant(takingIfAny: g_dbus_connection_call_finish(bus, result, error))
-                // A service without this session: no reply and no error, so the caller falls back.
-                if let failure = error.pointee, remoteErrorName(failure) == "org.freedesktop.DBus.Error.NotSupported" {
-                    _ = takeError(error)
-                }
-                return reply
-            })
-        guard let reply else { return nil }
-        let output = propertyValue(reply)
-        guard output.isOfType(keychain_cli_type_bytestring()) else {
-            throw KeychainError.backendFailure(
-                detail: "the Secret Service answered the session's key exchange with no public value")
-        }
-        // The key is derived while the first request in the session is under way.
-        return SecretSession(path: reply.child(1).string, exchange: exchange, peer: output.bytes)
+        let exchange = preparedExchange.withLock { $0.take() } ?? SecretSession.KeyExchange()
+        let calls = GDBusCalls(operation, bus)
+        let call = try Self.sendOpenSession(exchange, on: calls)
+        meanwhile()
+        return try Self.openedSession(call, exchange, on: calls)
     }
 
     /// The secret of the item at `path`, sent and decrypted in `session`; nil when the item is gone.
     func getSecret(
         at path: String, in session: SecretSession, _ operation: BoundedOperation, _ bus: OpaquePointer
     ) throws -> Data? {
-        // org.freedesktop.Secret.Item.GetSecret(o session) -> ((oayays) secret)
-        guard
-            let reply = try operation.callItemMethod(
-                bus, Self.busName, path, "org.freedesktop.Secret.Item", "GetSecret",
-                .tuple([g_variant_new_object_path(session.path)]),
-                replyType: keychain_cli_type_get_secret_reply(), meanwhile: session.deriveKey)
-        else { return nil }
-        return try confirmingEmpty(session.open(reply.child(0)), at: path, operation, bus)
-    }
-
-    /// `secret`, or nil when it is empty and the item at `path` is gone by now. kwalletd5
-    /// removes an item's secret before the item itself (a deleted object goes once its event
-    /// loop turns): a read that comes between gets an empty secret, where the item is in fact
-    /// gone. One property read, asked only for an empty secret, tells them apart.
-    func confirmingEmpty(_ secret: Data, at path: String, _ operation: BoundedOperation, _ bus: OpaquePointer)
-        throws -> Data?
-    {
-        guard secret.isEmpty else { return secret }
-        // org.freedesktop.DBus.Properties.Get(s interface, s name) -> (v value)
-        let reply = try operation.callItemMethod(
-            bus, Self.busName, path, "org.freedesktop.DBus.Properties", "Get",
-            .tuple([g_variant_new_string("org.freedesktop.Secret.Item"), g_variant_new_string("Label")]))
-        return reply == nil ? nil : secret
+        let calls = GDBusCalls(operation, bus)
+        let call = try Self.sendGetSecret(at: path, in: session, on: calls)
+        session.deriveKey()
+        return try Self.secret(call, at: path, in: session, on: calls)
     }
 
     /// The secret of the item at `path` through libsecret, for a service without an encrypted session.
@@ -162,16 +112,5 @@ extension SecretServiceConnection {
                     return takeStrings(unlocked)
                 })
         }
-    }
-}
-
-extension SecretSession {
-    /// The plaintext of a `(oayays)` secret struct the service sent (session, IV, ciphertext,
-    /// content type), which must name this session.
-    func open(_ secret: OwnedVariant) throws -> Data {
-        guard secret.child(0).string == path else {
-            throw KeychainError.backendFailure(detail: "the Secret Service sent the secret in another session")
-        }
-        return try decrypt(parameters: secret.child(1).bytes, value: secret.child(2).bytes)
     }
 }

@@ -31,9 +31,9 @@ extension SecretServiceStore {
         // does not know yet) when a new connection's first call is OpenSession (measured: 1 `set`
         // in about 1,500 killed the daemon; secret-tool, whose first calls go elsewhere, none).
         let pairs: KeyValuePairs = ["service": service.rawValue, "username": key.rawValue]
-        var search: SecretServiceConnection.PendingSearch? = connection.beginSearch(operation, bus, pairs)
+        var search: SecretServiceConnection.PendingSearch? = try connection.beginSearch(operation, bus, pairs)
         func store(in session: SecretSession) throws -> Bool {
-            let pending = search ?? connection.beginSearch(operation, bus, pairs)
+            let pending = try search ?? connection.beginSearch(operation, bus, pairs)
             search = nil
             session.deriveKey()
             let found = try connection.endSearch(pending)

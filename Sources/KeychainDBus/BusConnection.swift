@@ -1,0 +1,97 @@
+internal import CLibSecret
+
+/// What a peer answered a method call: its values, or the D-Bus error it sent (its name, and
+/// its message when it gave one).
+package enum BusAnswer: Equatable, Sendable {
+    case values([BusValue])
+    case error(name: String, message: String)
+}
+
+/// A connection that method calls go out on, whichever way it reaches the bus: our own wire
+/// (``BusWire``) or GDBus (``GDBusCalls``). A call is sent without waiting: the peer answers in
+/// order, so several calls can be on their way at once (the pipelining that makes a `get` one
+/// round trip); ``answer(_:)`` then waits for one. A client written on this protocol is written
+/// once for both.
+package protocol BusConnection {
+    associatedtype Call
+    /// What the calls are for (completing "timed out waiting for … to …"), and how long each may
+    /// wait: the words of a time-out the peer's bus reports.
+    var operation: String { get }
+    var seconds: Double { get }
+    /// Sends a method call, and returns at once.
+    func send(_ destination: String, _ path: String, _ interface: String, _ member: String, _ arguments: [BusValue])
+        throws -> Call
+    /// The answer to `call`, waiting for it. A connection that fails, or a wait that runs out,
+    /// throws; an error the peer answered is a value.
+    func answer(_ call: Call) throws -> BusAnswer
+}
+
+extension BusWire: BusConnection {
+    package func send(
+        _ destination: String, _ path: String, _ interface: String, _ member: String, _ arguments: [BusValue]
+    ) throws(DBusError) -> UInt32 {
+        try call(destination, path, interface, member, signature: arguments.map(\.signature).joined()) { body in
+            for argument in arguments { body.value(argument) }
+        }
+    }
+
+    package func answer(_ call: UInt32) throws(DBusError) -> BusAnswer {
+        let reply = try reply(to: call)
+        var body = reply.body
+        if let name = reply.errorName {
+            let message = reply.signature.hasPrefix("s") ? (try? body.string()) ?? "" : ""
+            return .error(name: name, message: message)
+        }
+        guard reply.kind == .methodReturn else { throw .malformed }
+        return .values(try body.values(reply.signature))
+    }
+}
+
+/// Method calls on a GDBus connection, within a bounded operation: each call is started on the
+/// operation's context and finished when answered.
+package struct GDBusCalls: BusConnection {
+    let bounded: BoundedOperation
+    let bus: OpaquePointer
+
+    package init(_ operation: BoundedOperation, _ bus: OpaquePointer) { (bounded, self.bus) = (operation, bus) }
+
+    package var operation: String { bounded.what }
+    package var seconds: Double { bounded.seconds }
+
+    package func send(
+        _ destination: String, _ path: String, _ interface: String, _ member: String, _ arguments: [BusValue]
+    ) -> BoundedOperation.PendingCall {
+        let parameters = BusValue.structure(arguments).variant
+        return bounded.begin { cancellable, callback, data in
+            parameters.use {
+                g_dbus_connection_call(
+                    bus, destination, path, interface, member, $0, nil, G_DBUS_CALL_FLAGS_NONE, -1, cancellable,
+                    callback, data)
+            }
+        }
+    }
+
+    package func answer(_ call: BoundedOperation.PendingCall) throws -> BusAnswer {
+        let answer = try bounded.end(call) { result, error -> BusAnswer? in
+            if let reply = g_dbus_connection_call_finish(bus, result, error) {
+                let values = OwnedVariant(taking: reply).children.map(BusValue.init)
+                return values.contains(nil) ? nil : .values(values.compactMap(\.self))
+            }
+            // An error the peer sent is an answer; one of the connection's own is thrown.
+            guard let failure = error.pointee, let name = remoteErrorName(failure) else { return nil }
+            let message = GLibError(failure).message
+            _ = takeError(error)
+            return .error(name: name, message: Self.strippingRemotePrefix(message))
+        }
+        guard let answer else { throw DBusError.failed("a reply of a type this client does not read") }
+        return answer
+    }
+
+    /// GDBus puts "GDBus.Error:NAME: " before a remote error's message; the peer's words follow.
+    static func strippingRemotePrefix(_ message: String) -> String {
+        guard message.hasPrefix("GDBus.Error:"), let colon = message.dropFirst(12).firstIndex(of: ":") else {
+            return message
+        }
+        return String(message[message.index(after: colon)...].drop(while: { $0 == " " }))
+    }
+}
