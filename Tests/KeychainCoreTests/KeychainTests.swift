@@ -136,7 +136,7 @@ struct KeychainTests {
         do {
             _ = try keychain.string(for: key("bin"))
         } catch let error as KeychainError {
-            guard case .invalidData(let name, _) = error else {
+            guard case .notText(let name) = error else {
                 Issue.record("unexpected \(error)")
                 return
             }
