@@ -299,8 +299,9 @@ package enum AgeFile {
 
 extension AgeFile.Header {
     /// A header given by the process that opened it (`unlock` to its holder): its bytes and its
-    /// file key. Nothing is checked here; a file whose header differs is not opened with it.
-    package init(bytes: [UInt8], fileKey: [UInt8], stanzaTypes: [String]) {
+    /// file key, copied from `fileKey` straight into a key of its own (no other copy is made).
+    /// Nothing is checked here; a file whose header differs is not opened with it.
+    package init(bytes: [UInt8], fileKey: UnsafeRawBufferPointer, stanzaTypes: [String]) {
         self.init(bytes: bytes, fileKey: SymmetricKey(data: fileKey), stanzaTypes: stanzaTypes)
     }
 

@@ -33,7 +33,7 @@ public struct VaultRecipient: Sendable, Hashable, CustomStringConvertible {
             guard let x25519 = AgeX25519.Recipient(text) else {
                 throw RecipientError(
                     "\(quotedValue(text, expected: "a recipient")) is not a valid age recipient (age1… with a correct "
-                        + "checksum). Copy it again from age-keygen's or vault keygen's output")
+                        + "checksum)", kind: .invalidAgeRecipient)
             }
             (key, comment, recipient) = (x25519.encoded, "", x25519)
         } else if text.hasPrefix("ssh-ed25519 ") {
@@ -50,7 +50,8 @@ public struct VaultRecipient: Sendable, Hashable, CustomStringConvertible {
         } else if text.hasPrefix("ssh-") || text.hasPrefix("ecdsa-") || text.hasPrefix("sk-") {
             let type = text.prefix { $0 != " " }
             throw RecipientError(
-                "\(type) keys cannot be vault recipients: use an ssh-ed25519 key or an age key (vault keygen)")
+                "\(type) keys cannot be vault recipients: use an ssh-ed25519 key or an age key",
+                kind: .unsupportedKeyType)
         } else if text.hasPrefix("AGE-SECRET-KEY-") {
             throw RecipientError(
                 "that is an identity (a private key), not a recipient: give its public key, age1… "
@@ -89,7 +90,18 @@ public struct VaultRecipient: Sendable, Hashable, CustomStringConvertible {
 /// Why a recipient was refused.
 public struct RecipientError: Error, Sendable, CustomStringConvertible {
     public var description: String
-    init(_ description: String) { self.description = description }
+    /// Which mistake it is, for a caller that says what to do next.
+    public var kind: Kind
+
+    public enum Kind: Sendable, Equatable {
+        /// An age1… recipient whose checksum or encoding is wrong (mistyped, cut short).
+        case invalidAgeRecipient
+        /// A public key of a type vaults cannot be encrypted to (RSA, ECDSA, a security key's).
+        case unsupportedKeyType
+        case other
+    }
+
+    init(_ description: String, kind: Kind = .other) { (self.description, self.kind) = (description, kind) }
 }
 
 /// A private key that opens vaults encrypted to its recipient: an age X25519 identity

@@ -104,13 +104,13 @@ public final class Keychain: Sendable {
     }
 
     /// The secret stored under `key` as UTF-8 text, or `nil` when there is none.
-    /// - Throws: ``KeychainError/invalidData(key:reason:)`` when the secret is not valid UTF-8,
+    /// - Throws: ``KeychainError/notText(key:)`` when the secret is not valid UTF-8 (read it as
+    ///   bytes with ``data(for:)``),
     ///   or any ``KeychainError`` of ``data(for:)``.
     public func string(for key: KeychainKey) throws -> String? {
         guard let data = try data(for: key) else { return nil }
         guard let text = String(validating: data, as: UTF8.self) else {
-            throw KeychainError.invalidData(
-                key: key.rawValue, reason: "is not UTF-8 text; read it as bytes (data(for:))")
+            throw KeychainError.notText(key: key.rawValue)
         }
         return text
     }

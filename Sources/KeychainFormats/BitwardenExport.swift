@@ -36,8 +36,7 @@ package enum BitwardenExport {
                 + "`python3 -m json.tool FILE` names the line at fault")
         if document["format"]?.string == ExportDocument.formatName {
             throw FormatError(
-                "\(source) is keychain-cli's own export, not Bitwarden's; nothing was stored. Import it without --format"
-            )
+                "\(source) is keychain-cli's own export, not Bitwarden's; nothing was stored", kind: .ownExportAsOther)
         }
         switch document["encrypted"] {
         case nil, .null, .bool(false): break

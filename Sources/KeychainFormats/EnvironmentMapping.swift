@@ -29,11 +29,11 @@ package struct EnvironmentMapping: Sendable {
                     + "name. Use letters, digits and _, not starting with a digit", isUsageError: true)
         }
         if let quote = target.unicodeScalars.first, quote == "\"" || quote == "'" {
-            // NAME="value" is a file of values (export --format env, a .env), not of mappings.
+            // NAME="value" is a file of values (an export in env format, a .env), not of mappings.
             throw FormatError(
-                "\(origin): \(name) is given a quoted value, as in a file of values (export --format env, a "
+                "\(origin): \(name) is given a quoted value, as in a file of values (an export in env format, a "
                     + ".env); a mapping names a secret: NAME=KEY or NAME=SERVICE/KEY. The value is not repeated "
-                    + "here. To store such a file's values: keychain-cli -s SERVICE import FILE", isUsageError: true)
+                    + "here", isUsageError: true, kind: .valueInMapping)
         }
         if let kind = secretKind(inAnyPartOf: String(target)) {
             throw FormatError(
@@ -51,11 +51,10 @@ package struct EnvironmentMapping: Sendable {
         }
     }
 
-    /// The mapping of `--env TEXT`, named in messages as `--env NAME` (never with what follows =,
-    /// which may be a value given by mistake).
-    package init(option text: String, isFile: Bool = false) throws(FormatError) {
+    /// The mapping `TEXT` given by the caller's `option` (`--env`), named in messages as
+    /// `OPTION NAME` (never with what follows =, which may be a value given by mistake).
+    package init(option text: String, named option: String, isFile: Bool = false) throws(FormatError) {
         let name = text.firstIndex(of: "=").map { String(text[..<$0]) } ?? ""
-        let option = isFile ? "--file" : "--env"
         let shown = isFile ? Self.isFileName(name) && misplacedSecretKind(name) == nil : DotEnv.isVariableName(name)
         try self.init(text, origin: shown ? "\(option) \(name)" : option, isFile: isFile)
     }

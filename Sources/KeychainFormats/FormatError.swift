@@ -4,9 +4,20 @@
 package struct FormatError: Error, CustomStringConvertible {
     package var description: String
     package var isUsageError: Bool
+    /// Which mistake it is, where a caller has more to say about what to do next.
+    package var kind: Kind
 
-    package init(_ description: String, isUsageError: Bool = false) {
+    package enum Kind: Sendable, Equatable {
+        /// A mapping given a quoted value, as a file of values (a .env, an export) has them.
+        case valueInMapping
+        /// This library's own export document, given as another program's export.
+        case ownExportAsOther
+        case other
+    }
+
+    package init(_ description: String, isUsageError: Bool = false, kind: Kind = .other) {
         self.description = description
         self.isUsageError = isUsageError
+        self.kind = kind
     }
 }

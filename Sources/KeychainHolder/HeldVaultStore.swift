@@ -42,14 +42,14 @@ package final class HeldVaultStore: SecretStore {
         connection.withLock { if case .some(.some(let fd)) = $0 { close(fd) } }
     }
 
-    /// The holder's reply to `request`, or nil when the vault is to be opened directly. A
-    /// connection the holder closed since the last request (it keeps a few hundred, closing
-    /// those unused longest) is made again once: a request it never read is sent again.
-    private func ask(_ request: HolderRequest) throws(KeychainError) -> HolderReply? {
+    /// The holder's reply to `operation` on this vault, or nil when the vault is to be opened
+    /// directly. A connection the holder closed since the last request (it keeps a few hundred,
+    /// closing those unused longest) is made again once: a request it never read is sent again.
+    private func ask(_ operation: HolderRequest.VaultOperation) throws(KeychainError) -> HolderReply? {
         try connection.withLock { (state) throws(KeychainError) -> HolderReply? in
             let deadline = monotonicSeconds() + timeout
-            var request = request
-            (request.vault, request.deadline) = (vault, deadline - Self.margin(timeout))
+            let request = HolderRequest.use(
+                vault: vault, deadline: deadline - Self.margin(timeout), operation: operation)
             for attempt in 0..<2 {
                 var fd: Int32
                 var reused = false
@@ -74,17 +74,21 @@ package final class HeldVaultStore: SecretStore {
                     state = nil
                     continue
                 }
-                guard case .success(let reply?) = answer, reply.notHeld != true else {
+                guard case .success(let reply?) = answer else {
                     close(fd)
                     state = .some(.none)
                     _ = try answer.get()
                     return nil
                 }
-                if case .holderTimedOut(let socket, _) = reply.error {
-                    throw .holderTimedOut(socket: socket, seconds: timeout)
+                switch reply {
+                case .notHeld:
+                    close(fd)
+                    state = .some(.none)
+                    return nil
+                case .failed(.holderTimedOut(let socket, _)): throw .holderTimedOut(socket: socket, seconds: timeout)
+                case .failed(let error): throw error
+                default: return reply
                 }
-                if let error = reply.error { throw error }
-                return reply
             }
             return nil
         }
@@ -94,30 +98,31 @@ package final class HeldVaultStore: SecretStore {
         secrets.map { HolderRequest.Item(service: $0.service.rawValue, key: $0.key.rawValue, secret: $0.secret) }
     }
 
-    private func request(_ operation: HolderRequest.Operation, service: ServiceName?, key: KeychainKey? = nil)
-        -> HolderRequest
-    {
-        var request = HolderRequest(operation, vault: vault)
-        (request.service, request.key) = (service?.rawValue, key?.rawValue)
-        return request
+    private func address(_ service: ServiceName, _ key: KeychainKey) -> HolderRequest.Address {
+        HolderRequest.Address(service: service.rawValue, key: key.rawValue)
+    }
+
+    /// A reply that is not the one `operation` gets: the holder is another version, or broken.
+    private func unexpected(_ reply: HolderReply) -> KeychainError {
+        .backendFailure(detail: "the holder gave an answer of the wrong kind")
     }
 
     // MARK: SecretStore
 
     package func secret(service: ServiceName, key: KeychainKey) throws(KeychainError) -> Data? {
-        guard let reply = try ask(request(.secret, service: service, key: key)) else {
+        guard let reply = try ask(.secret(address(service, key))) else {
             return try direct.secret(service: service, key: key)
         }
-        return reply.secrets?.first ?? nil
+        guard case .secrets(let secrets) = reply, secrets.count == 1 else { throw unexpected(reply) }
+        return secrets[0]
     }
 
     package func secrets(of addresses: [SecretAddress]) throws(KeychainError) -> [Data?] {
-        var request = HolderRequest(.secrets, vault: vault)
-        request.items = addresses.map { HolderRequest.Item(service: $0.service.rawValue, key: $0.key.rawValue) }
-        guard let reply = try ask(request) else { return try direct.secrets(of: addresses) }
-        guard let secrets = reply.secrets, secrets.count == addresses.count else {
-            throw .backendFailure(
-                detail: "the holder answered \(reply.secrets?.count ?? 0) secrets for \(addresses.count)")
+        guard let reply = try ask(.secrets(addresses.map { address($0.service, $0.key) })) else {
+            return try direct.secrets(of: addresses)
+        }
+        guard case .secrets(let secrets) = reply, secrets.count == addresses.count else {
+            throw .backendFailure(detail: "the holder answered \(reply.resultCount) secrets for \(addresses.count)")
         }
         return secrets
     }
@@ -127,9 +132,10 @@ package final class HeldVaultStore: SecretStore {
     }
 
     package func setSecrets(_ secrets: [SecretToStore], progress: (Int) -> Void) throws(KeychainError) {
-        var request = HolderRequest(.store, vault: vault)
-        request.items = items(secrets)
-        guard try ask(request) != nil else { return try direct.setSecrets(secrets, progress: progress) }
+        guard let reply = try ask(.store(items(secrets))) else {
+            return try direct.setSecrets(secrets, progress: progress)
+        }
+        guard case .done = reply else { throw unexpected(reply) }
         progress(secrets.count)
     }
 
@@ -138,33 +144,36 @@ package final class HeldVaultStore: SecretStore {
     }
 
     package func addSecrets(_ secrets: [SecretToStore], progress: (Int) -> Void) throws(KeychainError) -> [Bool] {
-        var request = HolderRequest(.add, vault: vault)
-        request.items = items(secrets)
-        guard let reply = try ask(request) else { return try direct.addSecrets(secrets, progress: progress) }
-        guard let added = reply.flags, added.count == secrets.count else {
-            throw .backendFailure(detail: "the holder answered \(reply.flags?.count ?? 0) results for \(secrets.count)")
+        guard let reply = try ask(.add(items(secrets))) else {
+            return try direct.addSecrets(secrets, progress: progress)
+        }
+        guard case .added(let added) = reply, added.count == secrets.count else {
+            throw .backendFailure(detail: "the holder answered \(reply.resultCount) results for \(secrets.count)")
         }
         progress(secrets.count)
         return added
     }
 
     package func deleteSecret(service: ServiceName, key: KeychainKey) throws(KeychainError) -> Bool {
-        guard let reply = try ask(request(.delete, service: service, key: key)) else {
+        guard let reply = try ask(.delete(address(service, key))) else {
             return try direct.deleteSecret(service: service, key: key)
         }
-        return reply.count == 1
+        guard case .deleted(let count) = reply else { throw unexpected(reply) }
+        return count == 1
     }
 
     package func deleteAll(service: ServiceName) throws(KeychainError) -> Int {
-        guard let reply = try ask(request(.deleteAll, service: service)) else {
+        guard let reply = try ask(.deleteAll(service: service.rawValue)) else {
             return try direct.deleteAll(service: service)
         }
-        return reply.count ?? 0
+        guard case .deleted(let count) = reply else { throw unexpected(reply) }
+        return count
     }
 
     package func items(service: ServiceName?) throws(KeychainError) -> [ItemInfo] {
-        guard let reply = try ask(request(.items, service: service)) else { return try direct.items(service: service) }
-        return reply.items ?? []
+        guard let reply = try ask(.items(service: service?.rawValue)) else { return try direct.items(service: service) }
+        guard case .items(let items) = reply else { throw unexpected(reply) }
+        return items
     }
 
     /// Watched on the file, as without a holder (the watcher decrypts it each time it changes).

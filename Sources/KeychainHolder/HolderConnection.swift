@@ -52,13 +52,3 @@ extension HolderConnections {
         var isCancelled: Bool { cancelled.withLock { $0 } }
     }
 }
-
-extension HolderRequest.Operation {
-    /// Whether it changes the vault (and may wait for its lock).
-    var writes: Bool {
-        switch self {
-        case .store, .add, .delete, .deleteAll: true
-        case .hold, .forget, .status, .secret, .secrets, .items: false
-        }
-    }
-}

@@ -138,14 +138,15 @@ final class HolderConnections {
         var body = connection.take(count)
         defer { wipe(&body) }
         pending -= 4 + count
-        guard let request = try? JSONDecoder().decode(HolderRequest.self, from: Data(body)) else {
-            return drop(identifier)
-        }
+        var data = Data(body)
+        let decoded = try? JSONDecoder().decode(HolderRequest.self, from: data)
+        wipe(&data)
+        guard let request = decoded else { return drop(identifier) }
         let cancellation = Cancellation()
         connection.underWay = cancellation
-        switch request.operation {
+        switch request {
         case .forget, .status: reply(identifier, answer(request, cancellation))
-        default:
+        case .hold, .use:
             waiting.append((identifier, request))
             startWorkers()
         }
@@ -155,7 +156,8 @@ final class HolderConnections {
         var index = 0
         while index < waiting.count {
             let (identifier, request) = waiting[index]
-            let writes = request.operation.writes
+            let writes: Bool
+            if case .use(_, _, let operation) = request { writes = operation.writes } else { writes = false }
             guard writes ? running.writes < Self.workers.writes : running.reads < Self.workers.reads,
                 let cancellation = connections[identifier]?.underWay
             else {

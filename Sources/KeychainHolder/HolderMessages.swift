@@ -4,42 +4,71 @@ import KeychainStore
 import KeychainSystem
 
 /// One request to the holder: a JSON object after its length (4 bytes, big-endian). A client may
-/// send many on one connection, each after the answer to the one before.
-package struct HolderRequest: Codable, Sendable {
-    package enum Operation: String, Codable, Sendable {
-        /// `unlock`: hold `vault` with `header` and `fileKey` until `ttl`, or `idle` unused.
-        case hold
-        /// `lock`: forget `vault`, or every vault when it is nil.
-        case forget
-        /// What is held, and until when.
-        case status
-        case secret, secrets, store, add, delete, deleteAll, items
+/// send many on one connection, each after the answer to the one before. Each case carries what
+/// it needs and nothing else.
+package enum HolderRequest: Codable, Sendable {
+    /// `unlock`: hold a vault with its header and file key.
+    case hold(Hold)
+    /// `lock`: forget `vault`, or every vault when it is nil.
+    case forget(vault: String?)
+    /// What is held, and until when.
+    case status
+    /// A read or a write of `vault` (as ``HolderRequest/vaultKey(_:)`` names it), carried out
+    /// with the key held. `deadline` is when the client stops waiting (CLOCK_MONOTONIC seconds,
+    /// the same for every process): the holder waits for the vault's lock until then, and starts
+    /// no write after it.
+    case use(vault: String, deadline: Double, operation: VaultOperation)
+
+    package struct Hold: Codable, Sendable {
+        /// The vault file, as ``HolderRequest/vaultKey(_:)`` names it.
+        package var vault: String
+        package var header: Data
+        package var fileKey: HeldKey
+        package var stanzaTypes: [String]
+        /// Seconds until the vault is locked, and unused seconds after which it is; nil for none.
+        package var ttl: Double?
+        package var idle: Double?
+
+        package init(
+            vault: String, header: Data, fileKey: HeldKey, stanzaTypes: [String], ttl: Double?, idle: Double?
+        ) {
+            (self.vault, self.header, self.fileKey, self.stanzaTypes) = (vault, header, fileKey, stanzaTypes)
+            (self.ttl, self.idle) = (ttl, idle)
+        }
     }
 
-    package var operation: Operation
-    /// The vault file, as ``HolderRequest/vaultKey(_:)`` names it.
-    package var vault: String?
-    package var header: Data?
-    package var fileKey: Data?
-    package var stanzaTypes: [String]?
-    package var ttl: Double?
-    package var idle: Double?
-    /// When the client stops waiting (CLOCK_MONOTONIC seconds, the same for every process): the
-    /// holder waits for the vault's lock until then, and starts no write after it.
-    package var deadline: Double?
-    package var service: String?
-    package var key: String?
-    package var items: [Item]?
+    /// What a request on a held vault does.
+    package enum VaultOperation: Codable, Sendable {
+        case secret(Address)
+        case secrets([Address])
+        case store([Item])
+        case add([Item])
+        case delete(Address)
+        case deleteAll(service: String)
+        case items(service: String?)
+
+        /// Whether it changes the vault (and may wait for its lock).
+        var writes: Bool {
+            switch self {
+            case .store, .add, .delete, .deleteAll: true
+            case .secret, .secrets, .items: false
+            }
+        }
+    }
+
+    package struct Address: Codable, Sendable {
+        package var service: String
+        package var key: String
+        package init(service: String, key: String) { (self.service, self.key) = (service, key) }
+    }
 
     package struct Item: Codable, Sendable {
         package var service: String
         package var key: String
-        package var secret: Data?
-    }
-
-    package init(_ operation: Operation, vault: String?) {
-        self.operation = operation
-        self.vault = vault
+        package var secret: Data
+        package init(service: String, key: String, secret: Data) {
+            (self.service, self.key, self.secret) = (service, key, secret)
+        }
     }
 
     /// The name a vault is held under: its absolute path with the links at its end and in its
@@ -61,17 +90,80 @@ package struct HolderRequest: Codable, Sendable {
     }
 }
 
-/// The holder's answer: `notHeld` (the client opens the vault itself), an error, or the result.
-package struct HolderReply: Codable, Sendable {
-    package var notHeld: Bool?
-    package var error: KeychainError?
-    package var secrets: [Data?]?
-    package var flags: [Bool]?
-    package var count: Int?
-    package var items: [ItemInfo]?
-    package var held: [HeldVault]?
+/// A file key on its way to the holder: its bytes in one buffer of their own, never copied
+/// (a class, so that passing the request on shares it), and overwritten when the last reference
+/// goes. It travels as a JSON array of numbers, decoded straight into that buffer, so that no
+/// string or growing array of the key is left behind by the decoding.
+package final class HeldKey: Codable, @unchecked Sendable {
+    // @unchecked: the buffer is written only in init and in deinit, which no other reference
+    // outlives.
+    private let buffer: UnsafeMutableRawBufferPointer
+    /// More than any file key (age's are 16 bytes): a longer array is not one.
+    static let largest = 64
 
-    package init() {}
+    /// A copy of `bytes` (at most ``largest``, the rest is left out).
+    package init(copying bytes: UnsafeRawBufferPointer) {
+        buffer = .allocate(byteCount: min(bytes.count, Self.largest), alignment: 1)
+        buffer.copyMemory(from: UnsafeRawBufferPointer(rebasing: bytes.prefix(buffer.count)))
+    }
+
+    deinit {
+        if let base = buffer.baseAddress { explicit_bzero(base, buffer.count) }
+        buffer.deallocate()
+    }
+
+    /// Calls `body` with the key's bytes, which it must not keep.
+    package func withBytes<Result>(_ body: (UnsafeRawBufferPointer) throws -> Result) rethrows -> Result {
+        try body(UnsafeRawBufferPointer(buffer))
+    }
+
+    package init(from decoder: any Decoder) throws {
+        var container = try decoder.unkeyedContainer()
+        guard let count = container.count, count <= Self.largest else {
+            throw DecodingError.dataCorruptedError(in: container, debugDescription: "not a file key")
+        }
+        let bytes = UnsafeMutableRawBufferPointer.allocate(byteCount: count, alignment: 1)
+        do {
+            for index in 0..<count { bytes[index] = try container.decode(UInt8.self) }
+        } catch {
+            if let base = bytes.baseAddress { explicit_bzero(base, bytes.count) }
+            bytes.deallocate()
+            throw error
+        }
+        buffer = bytes
+    }
+
+    package func encode(to encoder: any Encoder) throws {
+        var container = encoder.unkeyedContainer()
+        for byte in buffer { try container.encode(byte) }
+    }
+}
+
+/// The holder's answer to a request.
+package enum HolderReply: Codable, Sendable {
+    /// It does not hold the vault (or is ending, for a hold): the client opens the vault itself.
+    case notHeld
+    case failed(KeychainError)
+    /// A hold or a store done.
+    case done
+    case secrets([Data?])
+    /// For each item to add, whether it was added.
+    case added([Bool])
+    /// Items deleted.
+    case deleted(Int)
+    case items([ItemInfo])
+    /// The vaults forgotten (`forget`), and those still held.
+    case forgotten(Int, stillHeld: [HeldVault])
+    case status([HeldVault])
+
+    /// How many results it carries (secrets, flags), for a message about a wrong count.
+    var resultCount: Int {
+        switch self {
+        case .secrets(let secrets): secrets.count
+        case .added(let flags): flags.count
+        default: 0
+        }
+    }
 
     package struct HeldVault: Codable, Sendable {
         package var vault: String

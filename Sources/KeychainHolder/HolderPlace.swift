@@ -84,9 +84,7 @@ package struct HolderPlace: Sendable {
         var peer = keychain_cli_peer()
         guard keychain_cli_peer_credentials(fd, &peer) == 0, peer.uid == geteuid() else {
             close(fd)
-            throw .insecureFile(
-                detail: "the holder's socket \(quotedPath(socket)) is served by uid \(peer.uid), not by you; "
-                    + "remove it and run keychain-cli unlock again")
+            throw .holderNotOurs(socket: socket, uid: peer.uid)
         }
         return fd
     }

@@ -121,28 +121,29 @@ package final class VaultHolder: Sendable {
     /// What `request` gets; a write stops before it replaces the file once `cancellation` says
     /// its client went away.
     func answer(_ request: HolderRequest, cancellation: HolderConnections.Cancellation) -> HolderReply {
-        var reply = HolderReply()
-        switch request.operation {
-        case .hold: return hold(request)
-        case .forget:
-            reply.count = state.withLock { state in
-                guard let vault = request.vault else { return state.forgetAll() }
+        switch request {
+        case .hold(let hold): return self.hold(hold)
+        case .forget(let vault):
+            let count = state.withLock { state in
+                guard let vault else { return state.forgetAll() }
                 return state.forget(vault) ? 1 : 0
             }
-            reply.held = status()
-            return reply
+            return .forgotten(count, stillHeld: status())
         case .status:
-            reply.held = status()
-            return reply
-        default: break
+            return .status(status())
+        case .use(let vault, let deadline, let operation):
+            return carryOut(operation, on: vault, until: deadline, cancellation: cancellation)
         }
-        guard let vault = request.vault, let store = use(vault) else {
-            reply.notHeld = true
-            return reply
-        }
-        // The client's time: waited for the vault's lock until it ends, and no write replaces
-        // the file after it; nor once the vault is locked (its key is gone by then).
-        let deadline = request.deadline ?? monotonicSeconds() + defaultStoreTimeout
+    }
+
+    /// `operation` on `vault` with the key held; `deadline` is the client's time: waited for the
+    /// vault's lock until it ends, and no write replaces the file after it; nor once the vault is
+    /// locked (its key is gone by then).
+    private func carryOut(
+        _ operation: HolderRequest.VaultOperation, on vault: String, until deadline: Double,
+        cancellation: HolderConnections.Cancellation
+    ) -> HolderReply {
+        guard let store = use(vault) else { return .notHeld }
         let check: @Sendable () throws(KeychainError) -> Void = { [self] () throws(KeychainError) in
             guard state.withLock({ $0.vaults[vault]?.store === store }) else { throw .vaultRekeyed(path: vault) }
             guard monotonicSeconds() < deadline, !cancellation.isCancelled else {
@@ -152,16 +153,15 @@ package final class VaultHolder: Sendable {
         do throws(KeychainError) {
             try check()
             let writer = store.waiting(deadline - monotonicSeconds(), check: check)
-            try carryOut(request, reading: store, writing: writer, into: &reply)
+            return try carryOut(operation, reading: store, writing: writer)
         } catch .vaultRekeyed, .noMatchingIdentity, .noPassphrase, .wrongPassphrase {
             // Locked meanwhile, or re-keyed since (vault passwd, vault recipients): the key held
             // opens it no more.
             _ = state.withLock { state in state.vaults[vault]?.store === store ? state.forget(vault) : false }
-            reply.notHeld = true
+            return .notHeld
         } catch {
-            reply.error = error
+            return .failed(error)
         }
-        return reply
     }
 
     /// What is held, and until when.
@@ -190,24 +190,19 @@ package final class VaultHolder: Sendable {
         }
     }
 
-    private func hold(_ request: HolderRequest) -> HolderReply {
-        var reply = HolderReply()
-        guard let vault = request.vault, let bytes = request.header, var key = request.fileKey else {
-            reply.error = .badConfiguration(detail: "a hold request without its vault, header or key")
-            return reply
+    /// Holds `request.vault`. The key's bytes go from the request's one buffer (wiped when the
+    /// request goes) straight into the header's key, which the store wipes when it forgets it.
+    private func hold(_ request: HolderRequest.Hold) -> HolderReply {
+        let vault = request.vault
+        let header = request.fileKey.withBytes { key in
+            AgeFile.Header(bytes: Array(request.header), fileKey: key, stanzaTypes: request.stanzaTypes)
         }
-        defer { wipe(&key) }
-        let header = AgeFile.Header(bytes: Array(bytes), fileKey: Array(key), stanzaTypes: request.stanzaTypes ?? [])
         let store = VaultStore.holding(path: vault, header: header, lockTimeout: defaultStoreTimeout)
         do throws(KeychainError) {
             // The vault as it is now must open with it: a vault re-keyed meanwhile is not held.
-            guard try store.opensWithHeldKey() else {
-                reply.error = .vaultRekeyed(path: vault)
-                return reply
-            }
+            guard try store.opensWithHeldKey() else { return .failed(.vaultRekeyed(path: vault)) }
         } catch {
-            reply.error = error
-            return reply
+            return .failed(error)
         }
         let now = bootSeconds()
         let held = Held(store: store, expires: request.ttl.map { now + $0 }, idle: request.idle, lastUse: now)
@@ -217,53 +212,46 @@ package final class VaultHolder: Sendable {
             state.vaults[vault] = held
             return true
         }
-        if !accepted { reply.notHeld = true }
-        return reply
+        return accepted ? .done : .notHeld
     }
 
     private func carryOut(
-        _ request: HolderRequest, reading store: VaultStore, writing writer: VaultStore, into reply: inout HolderReply
-    ) throws(KeychainError) {
-        switch request.operation {
-        case .secret:
-            reply.secrets = [try store.secret(service: try service(request.service), key: try key(request.key))]
-        case .secrets:
-            reply.secrets = try store.secrets(
-                of: try (request.items ?? []).map { (item) throws(KeychainError) in
-                    SecretAddress(service: try service(item.service), key: try key(item.key))
-                })
-        case .store:
-            try writer.setSecrets(try secrets(request)) { _ in }
-        case .add:
-            reply.flags = try writer.addSecrets(try secrets(request)) { _ in }
-        case .delete:
-            let deleted = try writer.deleteSecret(service: try service(request.service), key: try key(request.key))
-            reply.count = deleted ? 1 : 0
-        case .deleteAll:
-            reply.count = try writer.deleteAll(service: try service(request.service))
-        case .items:
-            reply.items = try store.items(
-                service: try request.service.map { (name) throws(KeychainError) in
-                    try ServiceName(name)
-                })
-        case .hold, .forget, .status: break
+        _ operation: HolderRequest.VaultOperation, reading store: VaultStore, writing writer: VaultStore
+    ) throws(KeychainError) -> HolderReply {
+        switch operation {
+        case .secret(let address):
+            return .secrets([
+                try store.secret(service: try ServiceName(address.service), key: try KeychainKey(address.key))
+            ])
+        case .secrets(let addresses):
+            return .secrets(
+                try store.secrets(
+                    of: try addresses.map { (address) throws(KeychainError) in
+                        SecretAddress(service: try ServiceName(address.service), key: try KeychainKey(address.key))
+                    }))
+        case .store(let items):
+            try writer.setSecrets(try secrets(items)) { _ in }
+            return .done
+        case .add(let items):
+            return .added(try writer.addSecrets(try secrets(items)) { _ in })
+        case .delete(let address):
+            let deleted = try writer.deleteSecret(
+                service: try ServiceName(address.service), key: try KeychainKey(address.key))
+            return .deleted(deleted ? 1 : 0)
+        case .deleteAll(let service):
+            return .deleted(try writer.deleteAll(service: try ServiceName(service)))
+        case .items(let service):
+            return .items(
+                try store.items(
+                    service: try service.map { (name) throws(KeychainError) in
+                        try ServiceName(name)
+                    }))
         }
     }
 
-    private func secrets(_ request: HolderRequest) throws(KeychainError) -> [SecretToStore] {
-        try (request.items ?? []).map { (item) throws(KeychainError) in
-            guard let secret = item.secret else {
-                throw .badConfiguration(detail: "an item to store without its secret")
-            }
-            return SecretToStore(service: try service(item.service), key: try key(item.key), secret: secret)
+    private func secrets(_ items: [HolderRequest.Item]) throws(KeychainError) -> [SecretToStore] {
+        try items.map { (item) throws(KeychainError) in
+            SecretToStore(service: try ServiceName(item.service), key: try KeychainKey(item.key), secret: item.secret)
         }
-    }
-
-    private func service(_ name: String?) throws(KeychainError) -> ServiceName {
-        try ServiceName(name ?? "")
-    }
-
-    private func key(_ name: String?) throws(KeychainError) -> KeychainKey {
-        try KeychainKey(name ?? "")
     }
 }

@@ -116,28 +116,18 @@ final class OpenBaoClient: Sendable {
         case .token(let token, _):
             return token
         case .none:
-            throw .serverDenied(
-                detail: "no OpenBao token: set BAO_TOKEN (or VAULT_TOKEN), log in with 'bao login' (which "
-                    + "writes ~/.vault-token), or for AppRole set KEYCHAIN_OPENBAO_ROLE_ID and "
-                    + "KEYCHAIN_OPENBAO_SECRET_ID, for a CI job's identity token KEYCHAIN_OPENBAO_JWT "
-                    + "(or their _FILE variants)")
+            throw .openBao(.noToken)
         case .appRole(let roleID, let secretID, let mount):
-            return try login(
-                mount: mount, ["role_id": roleID, "secret_id": secretID],
-                check: "KEYCHAIN_OPENBAO_ROLE_ID and KEYCHAIN_OPENBAO_SECRET_ID (a secret id may have expired "
-                    + "or been used up), and KEYCHAIN_OPENBAO_APPROLE_MOUNT")
+            return try login(.appRole, mount: mount, ["role_id": roleID, "secret_id": secretID])
         case .jwt(let jwt, let role, let mount):
             var body = ["jwt": jwt]
             if let role { body["role"] = role }
-            return try login(
-                mount: mount, body,
-                check: "KEYCHAIN_OPENBAO_JWT (it may have expired, or its audience, issuer or subject may not "
-                    + "match the role's bounds), KEYCHAIN_OPENBAO_JWT_ROLE and KEYCHAIN_OPENBAO_JWT_MOUNT")
+            return try login(.jwt, mount: mount, body)
         }
     }
 
     /// `POST /v1/auth/MOUNT/login` with `body`; the token it returns, kept for later requests.
-    private func login(mount: String, _ body: [String: String], check: String) throws(KeychainError) -> String {
+    private func login(_ kind: OpenBaoLogin, mount: String, _ body: [String: String]) throws(KeychainError) -> String {
         if let token = state.withLock({ $0.loginToken }) { return token }
         struct Answer: Decodable {
             struct Auth: Decodable {
@@ -148,7 +138,7 @@ final class OpenBaoClient: Sendable {
         }
         let path = "auth/\(try kvPath(mount))/login"
         func refused(_ status: Int, _ suffix: String) -> KeychainError {
-            .serverDenied(detail: "the \(tokenSource) was refused (HTTP \(status)\(suffix)). Check \(check)")
+            .openBao(.loginRefused(kind, source: tokenSource, status: status, suffix: suffix))
         }
         let response: HTTPResponse
         do {

@@ -61,34 +61,24 @@ public struct OpenBaoConfiguration: Sendable {
         func own(_ name: String) -> String? {
             environment["KEYCHAIN_OPENBAO_" + name].flatMap { $0.isEmpty ? nil : $0 }
         }
-        func fromValueOrFile(_ name: String) throws(KeychainError) -> String? {
+        func fromValueOrFile(_ name: String, _ setting: OpenBaoSetting) throws(KeychainError) -> String? {
             if let text = own(name) { return text }
             guard let path = own(name + "_FILE") else { return nil }
             guard let text = try readFile(path) else {
-                if let kind = misplacedSecretKind(path) {
-                    throw .badConfiguration(
-                        detail: "KEYCHAIN_OPENBAO_\(name)_FILE holds \(kind), not a path; it is not repeated "
-                            + "here. Set it to the path of a file, or the value itself in KEYCHAIN_OPENBAO_\(name)")
-                }
-                throw .badConfiguration(
-                    detail:
-                        "KEYCHAIN_OPENBAO_\(name)_FILE names \(quotedPath(path)), which does not exist. Fix the path")
+                if let kind = misplacedSecretKind(path) { throw .openBao(.settingFileHoldsSecret(setting, kind: kind)) }
+                throw .openBao(.settingFileMissing(setting, path: path))
             }
             return text.trimmingLineEnds
         }
         var credentials = Credentials.none
-        let roleID = try fromValueOrFile("ROLE_ID")
-        let secretID = try fromValueOrFile("SECRET_ID")
+        let roleID = try fromValueOrFile("ROLE_ID", .roleID)
+        let secretID = try fromValueOrFile("SECRET_ID", .secretID)
         if let token = value("TOKEN") {
             credentials = .token(token, source: environment["BAO_TOKEN"] != nil ? "$BAO_TOKEN" : "$VAULT_TOKEN")
         } else if roleID != nil || secretID != nil {
-            guard let roleID, let secretID else {
-                throw .badConfiguration(
-                    detail: "AppRole login needs both a role id and a secret id: set KEYCHAIN_OPENBAO_ROLE_ID "
-                        + "and KEYCHAIN_OPENBAO_SECRET_ID (or their _FILE variants)")
-            }
+            guard let roleID, let secretID else { throw .openBao(.halfAnAppRole) }
             credentials = .appRole(roleID: roleID, secretID: secretID, mount: own("APPROLE_MOUNT") ?? "approle")
-        } else if let jwt = try fromValueOrFile("JWT") {
+        } else if let jwt = try fromValueOrFile("JWT", .jwt) {
             credentials = .jwt(jwt, role: own("JWT_ROLE"), mount: own("JWT_MOUNT") ?? "jwt")
         } else if let home = environment["HOME"], !home.isEmpty,
             let token = try readFile(home + "/.vault-token")?.trimmingLineEnds, !token.isEmpty
@@ -143,9 +133,7 @@ public struct OpenBaoConfiguration: Sendable {
     static func checkedMount(_ mount: String) throws(KeychainError) -> String {
         let trimmed = mount.split(separator: "/", omittingEmptySubsequences: true).joined(separator: "/")
         guard !trimmed.isEmpty, (try? kvPath(trimmed)) != nil else {
-            throw .badConfiguration(
-                detail: "KEYCHAIN_OPENBAO_MOUNT '\(escapedForDisplay(mount))' is not a mount path. "
-                    + "Set it to the KV version 2 mount, e.g. secret")
+            throw .openBao(.mountNotAPath(mount: mount))
         }
         return trimmed
     }

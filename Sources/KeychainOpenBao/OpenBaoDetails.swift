@@ -136,7 +136,7 @@ extension OpenBaoStore: DetailedSecretStore {
     func readableSecret(_ service: ServiceName) throws(KeychainError) -> KVSecret? {
         do {
             return try read(service)
-        } catch .serverDenied, .invalidData {
+        } catch .serverDenied, .openBao(.noToken), .openBao(.loginRefused), .invalidData {
             return nil
         }
     }

@@ -29,7 +29,7 @@ extension OpenBaoStore {
         let response: HTTPResponse
         do {
             response = try client.send("GET", "sys/internal/ui/mounts/\(try kvPath(configuration.mount))")
-        } catch .serverDenied {
+        } catch .serverDenied, .openBao(.noToken), .openBao(.loginRefused) {
             return .notShown
         }
         guard response.status == 200, let mount = try? JSONDecoder().decode(Answer.self, from: Data(response.body)).data
@@ -44,11 +44,9 @@ extension OpenBaoStore {
     func requireKVVersion2() throws(KeychainError) {
         guard !mountVerified.withLock({ $0 }) else { return }
         if case .other(let type, let version) = try mountKind() {
-            throw .serverUnavailable(
-                detail:
-                    "'\(configuration.mount)' on OpenBao at \(configuration.shownAddress) is \(Self.name(type, version)), "
-                    + "not a KV version 2 mount; nothing was read or written. Set KEYCHAIN_OPENBAO_MOUNT to a KV "
-                    + "version 2 mount, or upgrade this one (bao kv enable-versioning \(configuration.mount))")
+            throw .openBao(
+                .notKVVersion2(
+                    mount: configuration.mount, address: configuration.shownAddress, engine: Self.name(type, version)))
         }
         mountVerified.withLock { $0 = true }
     }
@@ -58,10 +56,7 @@ extension OpenBaoStore {
         guard response.status == 404,
             OpenBaoClient.errors(of: response).contains(where: { $0.contains("no handler for route") })
         else { return }
-        throw .serverUnavailable(
-            detail: "OpenBao at \(configuration.shownAddress) has no mount '\(configuration.mount)'; nothing was read "
-                + "or written. Check KEYCHAIN_OPENBAO_MOUNT (bao secrets list), or enable it: bao secrets enable "
-                + "-path=\(configuration.mount) kv-v2")
+        throw .openBao(.noMount(mount: configuration.mount, address: configuration.shownAddress))
     }
 
     /// `doctor`'s look at the mount: KV version 2, missing (69), another engine (69), or out of the

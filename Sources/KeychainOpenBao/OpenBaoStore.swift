@@ -131,10 +131,7 @@ public final class OpenBaoStore: SecretStore {
             answer = nil
         }
         if response.status == 200 && answer?.data?.metadata?.version == nil {
-            throw .serverUnavailable(
-                detail: "OpenBao's answer for \(path) is not a KV version 2 secret. Check that "
-                    + "'\(configuration.mount)' is a KV version 2 mount (bao secrets list -detailed), "
-                    + "or set KEYCHAIN_OPENBAO_MOUNT")
+            throw .openBao(.answerNotKVVersion2(path: path, mount: configuration.mount))
         }
         return KVSecret(
             fields: response.status == 200 ? answer?.data?.data ?? [:] : [:],
@@ -163,7 +160,7 @@ public final class OpenBaoStore: SecretStore {
             guard response.status == 404 || response.status == 405 || casRequired else {
                 throw refused("PATCH", path, response)
             }
-        } catch .serverDenied {
+        } catch .serverDenied, .openBao(.noToken), .openBao(.loginRefused) {
             // No `patch` capability: read, merge and write back with check-and-set below.
         }
         // `change` always answers, so a version is always written.
@@ -208,7 +205,7 @@ public final class OpenBaoStore: SecretStore {
                         deadline: deadline)
                     // 404, 405: no current version to patch, or no PATCH: the whole secret below.
                     if answer.status != 404 && answer.status != 405 { patched = answer }
-                } catch .serverDenied {
+                } catch .serverDenied, .openBao(.noToken), .openBao(.loginRefused) {
                     patches = false  // no `patch` capability
                 }
             }

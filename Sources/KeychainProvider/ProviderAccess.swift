@@ -118,14 +118,15 @@ extension SecretServiceProvider {
     func requireWorkingLog() throws(ProviderError) {
         if let logFailure {
             throw .failed(
-                "keychain-cli serve cannot write its access log (\(logFailure)); it answers no request until restarted")
+                "this Secret Service provider cannot write its access log (\(logFailure)); it answers no request "
+                    + "until restarted")
         }
     }
 
     /// The refusal of a read by a program outside `--allow-exe`.
     func denial(_ call: ProviderCall) -> ProviderError {
         .accessDenied(
-            "keychain-cli serve lets only the programs of --allow-exe read secrets; "
+            "this Secret Service provider lets only the programs it was told to allow read secrets; "
                 + "\(client(call.sender).executable ?? "this client") is not one of them")
     }
 

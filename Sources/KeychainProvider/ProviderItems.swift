@@ -15,7 +15,7 @@ extension SecretServiceProvider {
             return Variant.tuple([Variant.objectPaths(found)])
         case "CreateItem": return try createItem(call, in: collection)
         case "Delete":
-            throw .notSupported("keychain-cli serve's collections cannot be deleted: delete their items instead")
+            throw .notSupported("this provider's collections cannot be deleted: delete their items instead")
         default:
             throw .notSupported("\(call.interface).\(call.method) is not supported")
         }

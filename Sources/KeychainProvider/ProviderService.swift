@@ -31,7 +31,7 @@ extension SecretServiceProvider {
             let (alias, target) = (call.string(0), call.string(1))
             guard let collection = aliased(alias), self.collection(at: target) === collection else {
                 throw .notSupported(
-                    "keychain-cli serve's aliases are fixed: default and login name the login collection, "
+                    "this provider's aliases are fixed: default and login name the login collection, "
                         + "session the session collection")
             }
             return Variant.tuple([])

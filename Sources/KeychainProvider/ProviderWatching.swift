@@ -29,7 +29,9 @@ extension SecretServiceProvider {
     /// meanwhile); a vault re-keyed, damaged or removed, or a token no longer valid, does not.
     static func outlives(_ failure: KeychainError) -> Bool {
         switch failure {
-        case .serverUnavailable, .serverTimedOut: true
+        case .serverUnavailable, .serverTimedOut, .openBao(.noMount), .openBao(.notKVVersion2),
+            .openBao(.answerNotKVVersion2):
+            true
         default: false
         }
     }

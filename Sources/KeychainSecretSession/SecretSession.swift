@@ -47,7 +47,7 @@ package struct SecretSession: Sendable {
     /// What ``key()`` throws when the shared value begins with a zero byte: the service may have
     /// derived another key (see above), so the caller opens a fresh session.
     package static let keyNotAgreed = KeychainError.backendFailure(
-        detail: "the Secret Service and keychain-cli may not agree on the session's key (its shared value "
+        detail: "the Secret Service and this client may not agree on the session's key (its shared value "
             + "begins with a zero byte, which kwalletd hashes differently)")
 
     /// The session's object path on the service, sent with every request for a secret.

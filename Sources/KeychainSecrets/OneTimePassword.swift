@@ -32,10 +32,10 @@ public struct OneTimePassword: Sendable, Equatable {
     /// Reads a stored secret: an `otpauth://totp/LABEL?secret=…` URI, or a base32 seed (spaces,
     /// hyphens and `=` padding allowed, any case), or an entry of several lines holding an
     /// `otpauth://` line. Surrounding white space is ignored.
-    /// - Throws: ``KeychainError/invalidData(key:reason:)`` saying what is wrong, never repeating the secret.
+    /// - Throws: ``KeychainError/notOneTimePassword(key:reason:)`` saying what is wrong, never repeating the secret.
     public init(stored: Data, key: KeychainKey) throws(KeychainError) {
         guard let text = String(validating: stored, as: UTF8.self) else {
-            throw .invalidData(key: key.rawValue, reason: "is not text, so not a TOTP seed or otpauth:// URI")
+            throw .notOneTimePassword(key: key.rawValue, reason: "is not text, so not a TOTP seed or otpauth:// URI")
         }
         do {
             // An entry of several lines (pass's layout, what import stores): its first
@@ -45,7 +45,7 @@ public struct OneTimePassword: Sendable, Equatable {
             let line = lines.count > 1 ? lines.first { $0.hasPrefix("otpauth://") } : nil
             self = try Self.parse(line.map { String($0.trimming()) } ?? trimmed)
         } catch {
-            throw .invalidData(key: key.rawValue, reason: error.reason)
+            throw .notOneTimePassword(key: key.rawValue, reason: error.reason)
         }
     }
 

@@ -65,6 +65,17 @@ public enum KeychainError: Error, Equatable, Sendable, CustomStringConvertible, 
     case serverDenied(detail: String)
     /// The OpenBao server did not answer usefully within `seconds` (silent, or still electing a leader).
     case serverTimedOut(address: String, seconds: Double, detail: String)
+    /// The secret under `key` is not UTF-8 text, and text was asked for.
+    case notText(key: String)
+    /// The secret under `key` is not a one-time password's seed (a TOTP otpauth:// URI or a
+    /// base32 seed); `reason` says why, never repeating it.
+    case notOneTimePassword(key: String, reason: String)
+    /// Removing recipients from the team vault at `path` would leave it with none; it is unchanged.
+    case lastRecipient(path: String)
+    /// The holder's socket is served by another user (`uid`), not by this one; nothing was sent.
+    case holderNotOurs(socket: String, uid: UInt32)
+    /// The OpenBao backend's settings, its login or its mount cannot work.
+    case openBao(OpenBaoProblem)
     /// Another process owns the bus name a provider must own (`org.freedesktop.secrets`), did not
     /// let it be replaced, or took it over.
     case nameTaken(name: String, owner: String, conflict: NameConflict)
@@ -116,6 +127,16 @@ public enum KeychainError: Error, Equatable, Sendable, CustomStringConvertible, 
             return "the holder at \(quotedPath(socket)) did not answer within \(formatSeconds(seconds)) s"
         case .serverTimedOut(let address, let seconds, let detail):
             return "OpenBao at \(address) did not answer within \(formatSeconds(seconds)) s (\(detail))"
+        case .notText(let key):
+            return "the secret \(quotedValue(key, expected: "a key name")) is not UTF-8 text"
+        case .notOneTimePassword(let key, let reason):
+            return "the secret \(quotedValue(key, expected: "a key name")) \(reason)"
+        case .lastRecipient(let path):
+            return "a team vault needs at least one recipient; \(quotedPath(path)) was left as it was"
+        case .holderNotOurs(let socket, let uid):
+            return "the holder's socket \(quotedPath(socket)) is served by uid \(uid), not by you"
+        case .openBao(let problem):
+            return problem.description
         case .nameTaken(let name, let owner, .owned):
             return "\(name) is already owned by \(escapedForDisplay(owner)) on this bus"
         case .nameTaken(let name, let owner, .replacementRefused):

@@ -49,9 +49,7 @@ extension VaultStore {
                 let before = contents.recipients ?? []
                 let after = try change(before)
                 guard !after.isEmpty else {
-                    throw KeychainError.badConfiguration(
-                        detail:
-                            "a team vault needs at least one recipient; \(quotedPath(path)) was left as it was")
+                    throw KeychainError.lastRecipient(path: path)
                 }
                 (contents.header, contents.recipients) = (
                     try AgeFile.makeHeader(recipients: after.map(\.recipient)), after

@@ -6,7 +6,7 @@ import KeychainCore
 /// to one line that never echoes what followed `set KEY`.
 enum UsageCheck {
     /// The command names, `help` included.
-    static let commands = KeychainCLI.configuration.subcommands.map { $0._commandName } + ["help"]
+    static let commands = KeychainCLI.configuration.subcommands.map(commandName) + ["help"]
 
     /// The global options that take a value, which may come before the command name (and the
     /// parser's own, which `make install` uses to write the completion scripts).

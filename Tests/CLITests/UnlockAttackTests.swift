@@ -14,7 +14,7 @@ struct UnlockAttackTests {
         import json, socket, struct, sys
         s = socket.socket(socket.AF_UNIX)
         s.connect(sys.argv[1])
-        body = json.dumps({"operation": "status"}).encode()
+        body = json.dumps({"status": {}}).encode()
         try:
             s.sendall(struct.pack(">I", len(body)) + body)
             print("reply" if s.recv(4) else "closed")

@@ -82,9 +82,9 @@ struct UnlockRaceTests {
             held = []
             for i in range(70):
                 s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])
-                body = json.dumps({"operation": "store", "vault": os.path.realpath(sys.argv[2]),
-                    "deadline": time.monotonic() + 20,
-                    "items": [{"service": "s", "key": f"w{i}", "secret": base64.b64encode(b"x").decode()}]}).encode()
+                body = json.dumps({"use": {"vault": os.path.realpath(sys.argv[2]),
+                    "deadline": time.monotonic() + 20, "operation": {"store": {"_0":
+                    [{"service": "s", "key": f"w{i}", "secret": base64.b64encode(b"x").decode()}]}}}}).encode()
                 s.sendall(struct.pack(">I", len(body)) + body); held.append(s)
             open(sys.argv[3], "w").close()
             time.sleep(30)

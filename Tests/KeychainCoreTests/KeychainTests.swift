@@ -136,7 +136,7 @@ struct KeychainTests {
         do {
             _ = try keychain.string(for: key("bin"))
         } catch let error as KeychainError {
-            guard case .invalidData(let name, _) = error else {
+            guard case .notText(let name) = error else {
                 Issue.record("unexpected \(error)")
                 return
             }
@@ -269,6 +269,15 @@ struct ErrorMessageTests {
         .noNewPassphrase(detail: "d"), .noMatchingIdentity(path: "/v", detail: "d"), .vaultBusy(path: "/v", seconds: 5),
         .vaultRekeyed(path: "/v"), .badConfiguration(detail: "d"), .serverUnavailable(detail: "d"),
         .serverDenied(detail: "d"), .serverTimedOut(address: "http://127.0.0.1:8200", seconds: 5, detail: "d"),
+        .notText(key: "k"), .notOneTimePassword(key: "k", reason: "is not text, so not a TOTP seed or otpauth:// URI"),
+        .lastRecipient(path: "/v"), .holderNotOurs(socket: "/run/h.sock", uid: 65534),
+        .openBao(.settingFileHoldsSecret(.secretID, kind: "a token")),
+        .openBao(.settingFileMissing(.jwt, path: "/j")), .openBao(.halfAnAppRole), .openBao(.mountNotAPath(mount: "/")),
+        .openBao(.noToken),
+        .openBao(.loginRefused(.appRole, source: "AppRole login at auth/approle", status: 400, suffix: "")),
+        .openBao(.notKVVersion2(mount: "kv", address: "http://127.0.0.1:8200", engine: "a KV version 1 mount")),
+        .openBao(.noMount(mount: "kv", address: "http://127.0.0.1:8200")),
+        .openBao(.answerNotKVVersion2(path: "kv/data/s", mount: "kv")),
     ]
 
     /// The library says what happened to which item or file; what to do next (an option, a
@@ -277,7 +286,7 @@ struct ErrorMessageTests {
         for error in Self.everyCase {
             let text = error.description
             #expect(!text.isEmpty && !text.hasSuffix("."), "\(error)")
-            for word in ["--", "keychain-cli", "$KEYCHAIN", "raise", "Pass ", "Set $"] {
+            for word in ["--", "keychain-cli", "KEYCHAIN_", "raise", "Pass ", "Set $", "unlock again", "keygen"] {
                 #expect(!text.contains(word), "\(error) names '\(word)': \(text)")
             }
         }

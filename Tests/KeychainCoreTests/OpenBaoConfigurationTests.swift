@@ -52,7 +52,8 @@ struct OpenBaoConfigurationTests {
         #expect(chosen.mount == "kv")
     }
 
-    /// Each is `badConfiguration` (exit 64) with what to change.
+    /// Each is `badConfiguration` (exit 64) with what to change, or one of the settings' problems
+    /// (exit 64 too) whose variables the command line's hint names.
     @Test func settingsThatCannotWorkAreUsageErrors() {
         for environment in [
             ["BAO_ADDR": "http://bao.example.com:8200"],  // a token in clear text over the network
@@ -64,6 +65,9 @@ struct OpenBaoConfigurationTests {
                 _ = try configuration(environment)
                 Issue.record("accepted \(environment)")
             } catch {
+                if case .openBao(.halfAnAppRole) = error { continue }
+                if case .openBao(.mountNotAPath) = error { continue }
+                if case .openBao(.settingFileMissing) = error { continue }
                 guard case .badConfiguration(let detail) = error else {
                     Issue.record("\(environment): \(error)")
                     continue

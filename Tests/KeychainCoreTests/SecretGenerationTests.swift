@@ -154,7 +154,7 @@ struct OneTimePasswordTests {
         #expect {
             try OneTimePassword(stored: Data(text.utf8), key: key)
         } throws: { error in
-            guard case .invalidData(_, let message) = error as? KeychainError else { return false }
+            guard case .notOneTimePassword(_, let message) = error as? KeychainError else { return false }
             return message.contains(reason) && !message.contains("GEZDGNBV") && !message.contains("hunter2")
         }
     }

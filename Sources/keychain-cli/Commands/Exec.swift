@@ -114,10 +114,12 @@ extension KeychainCLI {
         }
 
         func run() throws {
-            var all = try mappings.map { text throws(FormatError) in try EnvironmentMapping(option: text) }
+            var all = try mappings.map { text throws(FormatError) in
+                try EnvironmentMapping(option: text, named: "--env")
+            }
             if let environmentFile { all += try EnvironmentMapping.read(file: environmentFile) }
             let fileMappings = try files.map { text throws(FormatError) in
-                try EnvironmentMapping(option: text, isFile: true)
+                try EnvironmentMapping(option: text, named: "--file", isFile: true)
             }
             for group in [all, fileMappings] {
                 var seen: Swift.Set<String> = []

@@ -33,8 +33,22 @@ func missingCommand(_ command: any ParsableCommand.Type, arguments: [String]) ->
         " ('\(escapedForDisplay($0))' is read as \($0.dropFirst().map { "-\($0)" }.joined(separator: " ")), "
             + "each taking the next word as its value: write -s NAME, with a space)"
     }
-    let names = command.configuration.subcommands.map { $0._commandName }
-    let path = command == KeychainCLI.self ? "keychain-cli" : "keychain-cli \(command._commandName)"
+    let names = command.configuration.subcommands.map(commandName)
+    let path = command == KeychainCLI.self ? "keychain-cli" : "keychain-cli \(commandName(command))"
     return CommandFailure.usage(
         "no command given\(hint ?? ""). The commands are \(names.joined(separator: ", ")); see '\(path) --help'")
+}
+
+/// A command's name as argument-parser documents it: its configuration's `commandName`, else its
+/// type's name in hyphen-separated lowercase words (`DockerCredential` is `docker-credential`).
+func commandName(_ command: any ParsableCommand.Type) -> String {
+    if let name = command.configuration.commandName { return name }
+    var name = ""
+    var afterLowercase = false
+    for character in String(describing: command) {
+        if character.isUppercase && afterLowercase { name += "-" }
+        afterLowercase = character.isLowercase || character.isNumber
+        name += character.lowercased()
+    }
+    return name
 }

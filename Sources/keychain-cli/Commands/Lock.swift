@@ -29,13 +29,13 @@ extension KeychainCLI {
             // --vault alone narrows it: $KEYCHAIN_VAULT is the job's setting, not a choice made at
             // lock time (a relative one may name another file once a step has changed directory).
             let vault = !all && settings.vault != nil ? try settings.vaultPath() : nil
-            let request = HolderRequest(.forget, vault: vault.map(HolderRequest.vaultKey))
             let reply = try HolderProcess.ask(
-                request, place: HolderPlace.current(), start: nil, timeout: try settings.resolvedTimeout())
-            let count = reply?.count ?? 0
+                .forget(vault: vault.map(HolderRequest.vaultKey)), place: HolderPlace.current(), start: nil,
+                timeout: try settings.resolvedTimeout())
+            let (count, held) = if case .forgotten(let count, let held) = reply { (count, held) } else { (0, []) }
             if let vault {
                 warn(count > 0 ? "\(vault) is locked" : "\(vault) was not unlocked")
-                let others = (reply?.held ?? []).map(\.vault).sorted()
+                let others = held.map(\.vault).sorted()
                 if !others.isEmpty {
                     warn(
                         "still unlocked: \(others.map { quotedPath($0) }.joined(separator: ", ")); "

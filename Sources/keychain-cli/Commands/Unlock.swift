@@ -53,25 +53,20 @@ extension KeychainCLI {
                 throw CommandFailure.notFound(
                     "there is no vault at \(store.path) to unlock; the first set creates one")
             }
-            var request = HolderRequest(.hold, vault: HolderRequest.vaultKey(store.path))
-            request.header = Data(header.bytes)
-            request.fileKey = header.withFileKey { Data($0) }
-            request.stanzaTypes = header.stanzaTypes
-            (request.ttl, request.idle) = (
-                try Self.seconds(ttl, option: "--ttl"), try Self.seconds(idle, option: "--idle")
-            )
+            let (ttl, idle) = (try Self.seconds(ttl, option: "--ttl"), try Self.seconds(idle, option: "--idle"))
+            // The key's one copy outside the header's own: the request shares it, and it is
+            // overwritten once the request is gone (HeldKey's deinit).
+            let request = HolderRequest.hold(
+                HolderRequest.Hold(
+                    vault: HolderRequest.vaultKey(store.path), header: Data(header.bytes),
+                    fileKey: header.withFileKey(HeldKey.init(copying:)), stanzaTypes: header.stanzaTypes, ttl: ttl,
+                    idle: idle))
             let timeout = try settings.resolvedTimeout()
-            defer {
-                request.fileKey.map {
-                    var key = $0
-                    wipe(&key)
-                }
-            }
             _ = try HolderProcess.ask(
                 request, place: HolderPlace.current(), start: Environment.all(except: Set(Settings.secretVariables)),
                 timeout: timeout)
             let limits = [
-                request.ttl.map { "for \(Self.text($0))" }, request.idle.map { "until \(Self.text($0)) unused" },
+                ttl.map { "for \(Self.text($0))" }, idle.map { "until \(Self.text($0)) unused" },
             ]
             .compactMap(\.self)
             let until = limits.isEmpty ? "until locked" : limits.joined(separator: ", or ")

@@ -164,7 +164,7 @@ private func parseRecipients(_ arguments: [String]) throws -> [VaultRecipient] {
                 recipients += parsed
             }
         } catch let error as RecipientError {
-            throw CommandFailure.usage((isKey ? "" : "\(argument): ") + error.description)
+            throw CommandFailure.usage((isKey ? "" : "\(argument): ") + describedWithHint(error))
         }
     }
     return recipients

@@ -11,16 +11,21 @@ func exitStatus(for error: any Error, parserStatus: (any Error) -> Int32 = { _ i
     case let error as KeychainError:
         switch error {
         case .notFound: return 1
-        case .invalidName, .badConfiguration: return 64
-        case .emptySecret, .secretTooLarge, .invalidData, .vaultCorrupt: return 65
+        case .invalidName, .badConfiguration, .lastRecipient: return 64
+        case .emptySecret, .secretTooLarge, .invalidData, .notText, .notOneTimePassword, .vaultCorrupt: return 65
         case .noSessionBus, .noSecretService, .noDefaultCollection, .backendFailure, .serverUnavailable, .nameTaken:
             return 69
-        case .vaultIO, .insecureFile: return 74
+        case .vaultIO, .insecureFile, .holderNotOurs: return 74
         case .timedOut, .vaultBusy, .serverTimedOut, .holderTimedOut: return 75
         case .locked, .permissionDenied, .wrongPassphrase, .noPassphrase, .noNewPassphrase, .noMatchingIdentity,
             .vaultRekeyed,
             .serverDenied:
             return 77
+        case .openBao(.settingFileHoldsSecret), .openBao(.settingFileMissing), .openBao(.halfAnAppRole),
+            .openBao(.mountNotAPath):
+            return 64
+        case .openBao(.noMount), .openBao(.notKVVersion2), .openBao(.answerNotKVVersion2): return 69
+        case .openBao(.noToken), .openBao(.loginRefused): return 77
         }
     case is FileError:
         return 74
@@ -54,7 +59,7 @@ func failureMessage(_ error: any Error) -> String? {
     case let error as KeychainError: return describedWithHint(error)
     case let failure as CommandFailure: return failure.message
     case let error as FileError: return "\(error). Check the path and its permissions"
-    case let error as FormatError: return error.description
+    case let error as FormatError: return describedWithHint(error)
     default:
         return nil
     }

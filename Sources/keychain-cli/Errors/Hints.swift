@@ -14,12 +14,13 @@ func hint(for error: KeychainError) -> String? {
         return "Is the variable you piped unset? Pass --allow-empty if an empty secret is really meant"
     case .secretTooLarge:
         return "Store a path to a file instead, or split it"
-    case .invalidData(let key, let reason):
-        if reason.contains("otpauth") || reason.contains("TOTP") {
-            return "Store the otpauth://totp/ URI or base32 seed the service gave: keychain-cli set "
-                + shellQuoted(escapedForDisplay(key))
-        }
-        return reason.contains("UTF-8") ? "Read it with get --raw" : nil
+    case .notOneTimePassword(let key, _):
+        return "Store the otpauth://totp/ URI or base32 seed the service gave: keychain-cli set "
+            + shellQuoted(escapedForDisplay(key))
+    case .notText:
+        return "Read it with get --raw"
+    case .invalidData:
+        return nil
     case .noSessionBus:
         // The wait: the daemon answers before it owns its name, and a call meanwhile would
         // activate a second one (docs/ci.md).
@@ -62,8 +63,12 @@ func hint(for error: KeychainError) -> String? {
         return "Start again with the new passphrase or identity (vault passwd or vault recipients changed it)"
     case .vaultBusy:
         return "Try again, or raise --timeout"
-    case .badConfiguration(let detail) where detail.hasPrefix("a team vault needs at least one recipient"):
+    case .lastRecipient:
         return "To lock it with a passphrase instead, run 'keychain-cli vault passwd'"
+    case .holderNotOurs:
+        return "Remove it and run 'keychain-cli unlock' again"
+    case .openBao(let problem):
+        return hint(for: problem)
     case .holderTimedOut:
         return
             "Is it stopped (kill -STOP)? Continue it (kill -CONT), or end it (its keys go with it) and unlock again; "
@@ -82,8 +87,73 @@ func hint(for error: KeychainError) -> String? {
     }
 }
 
+/// What to do next about the OpenBao backend's settings, login or mount: the variables to set.
+func hint(for problem: OpenBaoProblem) -> String {
+    switch problem {
+    case .settingFileHoldsSecret(let setting, _):
+        let variable = openBaoVariable(setting)
+        return "Set \(variable)_FILE to the path of a file, or the value itself in \(variable)"
+    case .settingFileMissing(let setting, _):
+        return "Fix the path in \(openBaoVariable(setting))_FILE"
+    case .halfAnAppRole:
+        return "Set KEYCHAIN_OPENBAO_ROLE_ID and KEYCHAIN_OPENBAO_SECRET_ID (or their _FILE variants)"
+    case .mountNotAPath:
+        return "Set KEYCHAIN_OPENBAO_MOUNT to the KV version 2 mount, e.g. secret"
+    case .noToken:
+        return "Set BAO_TOKEN (or VAULT_TOKEN), log in with 'bao login' (which writes ~/.vault-token), or for "
+            + "AppRole set KEYCHAIN_OPENBAO_ROLE_ID and KEYCHAIN_OPENBAO_SECRET_ID, for a CI job's identity token "
+            + "KEYCHAIN_OPENBAO_JWT (or their _FILE variants)"
+    case .loginRefused(.appRole, _, _, _):
+        return "Check KEYCHAIN_OPENBAO_ROLE_ID and KEYCHAIN_OPENBAO_SECRET_ID (a secret id may have expired or been "
+            + "used up), and KEYCHAIN_OPENBAO_APPROLE_MOUNT"
+    case .loginRefused(.jwt, _, _, _):
+        return "Check KEYCHAIN_OPENBAO_JWT (it may have expired, or its audience, issuer or subject may not match "
+            + "the role's bounds), KEYCHAIN_OPENBAO_JWT_ROLE and KEYCHAIN_OPENBAO_JWT_MOUNT"
+    case .notKVVersion2(let mount, _, _):
+        return "Set KEYCHAIN_OPENBAO_MOUNT to a KV version 2 mount, or upgrade this one (bao kv enable-versioning "
+            + "\(escapedForDisplay(mount)))"
+    case .noMount(let mount, _):
+        return "Check KEYCHAIN_OPENBAO_MOUNT (bao secrets list), or enable it: bao secrets enable "
+            + "-path=\(escapedForDisplay(mount)) kv-v2"
+    case .answerNotKVVersion2(_, let mount):
+        return "Check that '\(escapedForDisplay(mount))' is a KV version 2 mount (bao secrets list -detailed), or "
+            + "set KEYCHAIN_OPENBAO_MOUNT"
+    }
+}
+
+/// The variable that gives `setting` (its file's path in the same name with _FILE).
+private func openBaoVariable(_ setting: OpenBaoSetting) -> String {
+    switch setting {
+    case .roleID: "KEYCHAIN_OPENBAO_ROLE_ID"
+    case .secretID: "KEYCHAIN_OPENBAO_SECRET_ID"
+    case .jwt: "KEYCHAIN_OPENBAO_JWT"
+    }
+}
+
 /// `error`'s description and its hint, as one line: `<what happened>. <what to do next>`.
 func describedWithHint(_ error: KeychainError) -> String {
     guard let hint = hint(for: error) else { return error.description }
     return "\(error.description). \(hint)"
+}
+
+/// A format's mistake and, where this tool has more to say, what to do next.
+func describedWithHint(_ error: FormatError) -> String {
+    switch error.kind {
+    case .valueInMapping:
+        return "\(error.description). To store such a file's values: keychain-cli -s SERVICE import FILE"
+    case .ownExportAsOther: return "\(error.description). Import it without --format"
+    case .other: return error.description
+    }
+}
+
+/// A recipient's mistake and what to do next: where a recipient comes from, in this tool's words.
+func describedWithHint(_ error: RecipientError) -> String {
+    switch error.kind {
+    case .invalidAgeRecipient:
+        return "\(error.description). Copy it again from age-keygen's or keychain-cli vault keygen's output"
+    case .unsupportedKeyType:
+        return "\(error.description) (keychain-cli vault keygen makes one)"
+    case .other:
+        return error.description
+    }
 }

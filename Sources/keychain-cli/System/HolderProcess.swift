@@ -24,21 +24,23 @@ enum HolderProcess {
             }
             defer { close(fd) }
             let deadline = monotonicSeconds() + timeout
+            let isHold = if case .hold = request { true } else { false }
             guard
                 let reply = try HolderWire.exchange(
                     request, on: fd, socket: place.socket, deadline: deadline, seconds: timeout)
             else {
                 // It ended meanwhile (its last vault expired): it holds nothing; a hold starts another.
-                guard request.operation == .hold else { return nil }
+                guard isHold else { return nil }
                 usleep(300_000)
                 continue
             }
-            if let error = reply.error { throw error }
-            if reply.notHeld == true && request.operation == .hold {
+            switch reply {
+            case .failed(let error): throw error
+            case .notHeld where isHold:
                 usleep(300_000)
                 continue
+            default: return reply
             }
-            return reply
         }
         throw KeychainError.backendFailure(detail: "no holder could be started at \(place.socket)")
     }
@@ -50,7 +52,7 @@ enum HolderProcess {
         let place = HolderPlace.current()
         guard HeldVaultStore.mayHold(place) else { return }
         _ = try? ask(
-            HolderRequest(.forget, vault: HolderRequest.vaultKey(path)), place: place, start: nil, timeout: 1)
+            .forget(vault: HolderRequest.vaultKey(path)), place: place, start: nil, timeout: 1)
     }
 
     /// Starts the holder and waits until it listens (or another one does).
