@@ -107,11 +107,11 @@ struct UnlockAttackTests {
         defer { control.killAndWait() }
         usleep(500_000)
         _ = try runProcess(
-            "/usr/bin/gcore", ["-o", place.scratch.path("control"), "\(control.processIdentifier)"],
+            "/usr/bin/gcore", ["-o", place.scratch.path("control"), "\(control.pid)"],
             environment: ["PATH": "/usr/bin:/bin"])
         let holderCore = try Data(contentsOf: URL(fileURLWithPath: "\(core).\(pid)"))
         let controlCore = try Data(
-            contentsOf: URL(fileURLWithPath: place.scratch.path("control.\(control.processIdentifier)")))
+            contentsOf: URL(fileURLWithPath: place.scratch.path("control.\(control.pid)")))
         let needle = Data(place.secret.utf8)
         #expect(holderCore.count > 0 && holderCore.range(of: needle) == nil)
         #expect(controlCore.range(of: needle) != nil, "the control core should hold the secret")

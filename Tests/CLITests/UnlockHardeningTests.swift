@@ -282,7 +282,7 @@ struct UnlockHardeningTests {
     // MARK: Helpers
 
     /// A process holding the vault's lock (its directory's flock) until `release` exists.
-    func holdVaultLock(_ place: Place, until release: String) throws -> Process {
+    func holdVaultLock(_ place: Place, until release: String) throws -> ChildProcess {
         let ready = place.scratch.path("locked")
         let script = """
             import fcntl, os, sys, time
@@ -292,20 +292,20 @@ struct UnlockHardeningTests {
             while not os.path.exists(sys.argv[3]): time.sleep(0.02)
             """
         let locker = try startQuietly("/usr/bin/python3", ["-c", script, place.scratch.url.path, ready, release])
-        for _ in 0..<200 where !FileManager.default.fileExists(atPath: ready) { usleep(20_000) }
+        eventually(timeout: 10) { FileManager.default.fileExists(atPath: ready) }
         return locker
     }
 
     /// `place`'s vault unlocked, its lock held by another process until `release` exists, and a
     /// `set k` through the holder (given 20 s) waiting for it: the holder's worker has started.
-    func writeWaitingForTheVault(_ place: Place) throws -> (writer: Process, locker: Process, release: String) {
+    func writeWaitingForTheVault(_ place: Place) throws -> (writer: ChildProcess, locker: ChildProcess, release: String) {
         #expect(try place.run(["unlock"], passphrase: true).status == 0)
         let release = place.scratch.path("release")
         let locker = try holdVaultLock(place, until: release)
         let holder = try #require(place.holders().first)
         let idle = threads(holder)
         let writer = try startCLI(place, ["--timeout", "20", "set", "k"], stdin: Data("v".utf8))
-        for _ in 0..<200 where threads(holder) == idle { usleep(10_000) }
+        eventually(timeout: 10) { threads(holder) != idle }
         return (writer, locker, release)
     }
 
@@ -315,7 +315,7 @@ struct UnlockHardeningTests {
     }
 
     /// keychain-cli on `place`'s vault without waiting, given no passphrase.
-    func startCLI(_ place: Place, _ arguments: [String], stdin: Data) throws -> Process {
+    func startCLI(_ place: Place, _ arguments: [String], stdin: Data) throws -> ChildProcess {
         try UnlockTests().startCLI(
             arguments,
             environment: [

@@ -19,11 +19,11 @@ struct UnlockRaceTests {
         defer { locker.killAndWait() }
         let holder = try #require(place.holders().first)
         let idle = UnlockHardeningTests().threads(holder) - 1
-        kill(writer.processIdentifier, SIGKILL)
+        writer.signal(SIGKILL)
         writer.waitUntilExit()
         _ = FileManager.default.createFile(atPath: release, contents: nil)
         locker.waitUntilExit()
-        for _ in 0..<500 where UnlockHardeningTests().threads(holder) > idle { usleep(10_000) }  // and over
+        #expect(eventually(timeout: 10) { UnlockHardeningTests().threads(holder) <= idle })
         #expect(UnlockHardeningTests().threads(holder) == idle)
         #expect(try place.run(["get", "token"]).stdoutText == place.secret, "the holder goes on")
         #expect(try place.run(["get", "k"]).status == 1, "the interrupted write did not land")

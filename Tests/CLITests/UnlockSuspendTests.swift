@@ -46,8 +46,8 @@ struct UnlockSuspendTests {
 
     /// A private bus listening at `socket`, and the stand-in logind on it; both ended by `stop`.
     struct Bus {
-        let daemon: Process
-        let logind: Process
+        let daemon: ChildProcess
+        let logind: ChildProcess
         let address: String
 
         init(socket: String, log: String, trigger: String) throws {
