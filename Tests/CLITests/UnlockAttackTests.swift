@@ -124,12 +124,12 @@ struct UnlockAttackTests {
         defer { place.finish() }
         #expect(try place.run(["unlock"], passphrase: true).status == 0)
         let pid = try #require(place.holders().first)
-        kill(pid, SIGSTOP)
+        signalVerified(pid, SIGSTOP) { place.isHolder(pid) }
         let stalled = try place.run(["--timeout", "1", "set", "k"], stdin: Data("old".utf8))
         #expect(stalled.status == 75 && stalled.stderr.contains("did not answer"), "\(stalled.stderr)")
         #expect(try place.run(["set", "k"], passphrase: true, stdin: Data("new".utf8)).status == 0)
-        kill(pid, SIGCONT)
-        usleep(500_000)
+        signalVerified(pid, SIGCONT) { place.isHolder(pid) }
+        usleep(500_000)  // (the stalled write's time to land, if it would: an absence, no event)
         #expect(try place.run(["get", "k"], passphrase: true).stdoutText == "new")
         // Another writer keeps the vault's lock (its directory's flock) for 3 seconds.
         let holdLock = """
@@ -141,7 +141,7 @@ struct UnlockAttackTests {
             """
         let ready = place.scratch.path("locked")
         let locker = try startQuietly("/usr/bin/python3", ["-c", holdLock, place.scratch.url.path, ready])
-        for _ in 0..<100 where !FileManager.default.fileExists(atPath: ready) { usleep(20_000) }
+        eventually(timeout: 10) { FileManager.default.fileExists(atPath: ready) }
         let short = try place.run(["--timeout", "1", "set", "k"], stdin: Data("short".utf8))
         #expect(short.status == 75, "\(short.stderr)")
         let long = try place.run(["--timeout", "10", "set", "k"], stdin: Data("long".utf8))
