@@ -156,7 +156,8 @@ struct ClipboardTests {
             let scratch = try ScratchDirectory("stalled")
             defer { scratch.remove() }
             let number = scratch.path("display")
-            let xvfb = try startQuietly("/bin/sh", ["-c", #"exec Xvfb -displayfd 3 -nolisten tcp -noreset 3>"$0""#, number])
+            let xvfb = try startQuietly(
+                "/bin/sh", ["-c", #"exec Xvfb -displayfd 3 -nolisten tcp -noreset 3>"$0""#, number])
             defer { xvfb.killAndWait() }
             var display = ""
             eventually(timeout: 6) {

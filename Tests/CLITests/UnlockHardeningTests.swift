@@ -303,7 +303,8 @@ struct UnlockHardeningTests {
 
     /// `place`'s vault unlocked, its lock held by another process until `release` exists, and a
     /// `set k` through the holder (given 20 s) waiting for it: the holder's worker has started.
-    func writeWaitingForTheVault(_ place: Place) throws -> (writer: ChildProcess, locker: ChildProcess, release: String) {
+    func writeWaitingForTheVault(_ place: Place) throws -> (writer: ChildProcess, locker: ChildProcess, release: String)
+    {
         #expect(try place.run(["unlock"], passphrase: true).status == 0)
         let release = place.scratch.path("release")
         let locker = try holdVaultLock(place, until: release)

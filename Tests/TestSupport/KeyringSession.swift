@@ -187,10 +187,12 @@ public final class KeyringSession: @unchecked Sendable {
         var problems: [String] = []
         if let ending = bus.ending {
             problems.append(
-                "\(bus.name) \(ending); its stderr ends: \(tail(ofFile: directory.appendingPathComponent("bus.log").path))")
+                "\(bus.name) \(ending); its stderr ends: \(tail(ofFile: directory.appendingPathComponent("bus.log").path))"
+            )
         }
         if let daemon, let ending = daemon.ending {
-            problems.append("\(daemon.name) \(ending); its stderr ends: \(daemonLog.map { tail(ofFile: $0.path) } ?? "")")
+            problems.append(
+                "\(daemon.name) \(ending); its stderr ends: \(daemonLog.map { tail(ofFile: $0.path) } ?? "")")
         }
         return problems.isEmpty ? nil : problems.joined(separator: "\n")
     }
@@ -245,7 +247,9 @@ extension KeyringSession {
     /// ended, if one did: a suite whose gnome-keyring quit midway says why, once.
     public func recordIfItDied(sourceLocation: SourceLocation = #_sourceLocation) {
         if let diagnosis = diagnosis() {
-            Issue.record("the suite's Secret Service session ended before the suite did: \(diagnosis)", sourceLocation: sourceLocation)
+            Issue.record(
+                "the suite's Secret Service session ended before the suite did: \(diagnosis)",
+                sourceLocation: sourceLocation)
         }
     }
 }

@@ -34,7 +34,9 @@ extension KeyringSession {
                 #"printf '%s\n' "$DBUS_SESSION_BUS_ADDRESS" > "$0.new" && mv "$0.new" "$0" && exec sleep 100000"#,
                 ready.path,
             ], environment: ["PATH": ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"],
-            files: [(0, "/dev/null", O_RDONLY), (1, "/dev/null", O_WRONLY), (2, log.path, O_WRONLY | O_CREAT | O_TRUNC)])
+            files: [
+                (0, "/dev/null", O_RDONLY), (1, "/dev/null", O_WRONLY), (2, log.path, O_WRONLY | O_CREAT | O_TRUNC),
+            ])
         let started = eventually(timeout: 60) {
             FileManager.default.fileExists(atPath: ready.path) || !process.isRunning
         }
