@@ -74,7 +74,7 @@ struct UnlockAttackTests {
                 directory + "/holder.sock", record,
             ])
         defer { fake.killAndWait() }
-        for _ in 0..<100 where !FileManager.default.fileExists(atPath: record + ".ready") { usleep(50_000) }
+        eventually(timeout: 5) { FileManager.default.fileExists(atPath: record + ".ready") }
         chmod(directory, 0o700)
         let unlocked = try place.run(["unlock"], passphrase: true)
         #expect(unlocked.status == 74, "\(unlocked.stderr)")
@@ -159,8 +159,7 @@ struct UnlockAttackTests {
         #expect(try place.run(["unlock", "--ttl", "none"], passphrase: true).status == 0)
         #expect(place.holders().count == 1)
         try FileManager.default.removeItem(atPath: place.runtime + "/keychain-cli/holder.sock")
-        for _ in 0..<40 where !place.holders().isEmpty { usleep(50_000) }
-        #expect(place.holders().isEmpty)
+        #expect(eventually(timeout: 2) { place.holders().isEmpty })
         #expect(try place.run(["unlock"], passphrase: true).status == 0)
         #expect(try place.run(["get", "token"]).stdoutText == place.secret)
     }

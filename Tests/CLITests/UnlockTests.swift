@@ -41,6 +41,7 @@ struct UnlockTests {
         defer { place.finish() }
         #expect(try place.run(["unlock", "--ttl", "2s"], passphrase: true).status == 0)
         #expect(try place.run(["get", "token"]).stdoutText == place.secret)
+        // (The sleeps here are the limits under test: 2 s of --ttl and of --idle passing.)
         usleep(2_300_000)
         #expect(try place.run(["get", "token"]).status == 77, "past --ttl")
         #expect(try place.run(["unlock", "--ttl", "none", "--idle", "2s"], passphrase: true).status == 0)
@@ -87,8 +88,7 @@ struct UnlockTests {
             ["vault", "passwd", "--new-passphrase-file", place.scratch.path("new")], passphrase: true)
         #expect(rekeyed.status == 0, "\(rekeyed.stderr)")
         // vault passwd told the holder, which held nothing more and ended.
-        for _ in 0..<40 where !place.holders().isEmpty { usleep(50_000) }
-        #expect(place.holders().isEmpty)
+        #expect(eventually(timeout: 2) { place.holders().isEmpty })
         #expect(try place.run(["set", "held"], stdin: Data("old-key".utf8)).status == 77)
         #expect(try place.run(["get", "held"]).status == 77)
         let reread = try place.run(["--passphrase-file", place.scratch.path("new"), "get", "held"])
