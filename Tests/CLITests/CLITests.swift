@@ -108,13 +108,15 @@ struct HelpAndUsageTests {
         let run = try runProcess(
             "/usr/bin/python3", ["-c", unblocked, "/usr/bin/dbus-run-session", "--", "sh", "-c", script],
             environment: environment)
-        _ = try runProcess(
-            "/bin/sh",
-            [
-                "-c",
-                #"for p in $(pgrep -x gnome-keyring-d); do grep -qz "^HOME=$0$" /proc/$p/environ && kill $p; done"#,
-                home.url.path,
-            ], environment: environment)
+        // The recipe's daemon, found by its HOME, which no other process has, and signalled only
+        // while its pid is still that daemon's (a pidfd taken, then checked).
+        func isTheRecipesDaemon(_ pid: Int32) -> Bool {
+            FileManager.default.contents(atPath: "/proc/\(pid)/comm") == Data("gnome-keyring-d\n".utf8)
+                && (FileManager.default.contents(atPath: "/proc/\(pid)/environ") ?? Data()).split(separator: 0)
+                    .contains(Data("HOME=\(home.url.path)".utf8))
+        }
+        let pids = ((try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []).compactMap(Int32.init)
+        for pid in pids where isTheRecipesDaemon(pid) { signalVerified(pid, SIGTERM) { isTheRecipesDaemon(pid) } }
         #expect(run.status == 0 && run.stdoutText.contains("✓ default keyring unlocked: yes"), "\(run.stdoutText)")
     }
 }

@@ -81,12 +81,7 @@ struct ClipboardTests {
 
     /// Waits until the clipboard holds `expected` (nil: is empty), for up to `seconds`.
     static func waitForClipboard(_ expected: String?, _ session: Session, seconds: Double) throws -> Bool {
-        let deadline = Date().addingTimeInterval(seconds)
-        while Date() < deadline {
-            if try clipboard(session) == expected { return true }
-            usleep(100_000)
-        }
-        return false
+        try eventually(timeout: seconds, interval: 0.1) { try clipboard(session) == expected }
     }
 
     @Test(arguments: CLIBackend.allCases)
@@ -124,14 +119,14 @@ struct ClipboardTests {
             _ = try cli(["set", "b"], input: "second")
             #expect(try run(["get", "a", "--clip", "--clear-after", "2"], on: .xclip).status == 0)
             #expect(try run(["get", "b", "--clip", "--clear-after", "4"], on: .xclip).status == 0)
-            sleep(3)
+            sleep(3)  // (past the first clearer's 2 s, before the second's 4: the times are what is tested)
             #expect(try Self.clipboard(.xclip) == "second", "the first clearer wiped the second secret")
             #expect(try Self.waitForClipboard(nil, .xclip, seconds: 4))
 
             #expect(try run(["get", "a", "--clip", "--clear-after", "2"], on: .xclip).status == 0)
-            usleep(500_000)
+            usleep(500_000)  // (the second copy comes later than the first: the order in time is tested)
             #expect(try run(["get", "a", "--clip", "--clear-after", "4"], on: .xclip).status == 0)
-            sleep(3)
+            sleep(3)  // (past the first copy's 2 s, before the second's 4)
             #expect(try Self.clipboard(.xclip) == "first", "the first copy's clearer wiped the second copy")
             #expect(try Self.waitForClipboard(nil, .xclip, seconds: 4))
         }
@@ -145,7 +140,7 @@ struct ClipboardTests {
             _ = try cli(["set", "k"], input: "mine")
             #expect(try run(["get", "k", "--clip", "--clear-after", "1"], on: session).status == 0)
             try Self.copy("theirs", session)
-            sleep(2)
+            sleep(2)  // (past the 1 s clear-after: that nothing is cleared then is what is tested)
             #expect(try Self.clipboard(session) == "theirs")
             #expect(try run(["get", "k", "--clip", "--clear-after", "1"], on: session).status == 0)
             try Self.copy("mine", session)
@@ -161,19 +156,16 @@ struct ClipboardTests {
             let scratch = try ScratchDirectory("stalled")
             defer { scratch.remove() }
             let number = scratch.path("display")
-            let xvfb = Process()
-            xvfb.executableURL = URL(fileURLWithPath: "/bin/sh")
-            xvfb.arguments = ["-c", #"exec Xvfb -displayfd 3 -nolisten tcp -noreset 3>"$0""#, number]
-            xvfb.standardError = FileHandle(forWritingAtPath: "/dev/null")
-            try xvfb.run()
-            defer { kill(xvfb.processIdentifier, SIGKILL) }
+            let xvfb = try startQuietly(
+                "/bin/sh", ["-c", #"exec Xvfb -displayfd 3 -nolisten tcp -noreset 3>"$0""#, number])
+            defer { xvfb.killAndWait() }
             var display = ""
-            for _ in 0..<300 where display.isEmpty {
+            eventually(timeout: 6) {
                 display = ((try? String(contentsOfFile: number, encoding: .utf8)) ?? "").trimmingCharacters(
                     in: .whitespacesAndNewlines)
-                usleep(20_000)
+                return !display.isEmpty
             }
-            kill(xvfb.processIdentifier, SIGSTOP)
+            xvfb.signal(SIGSTOP)
             _ = try cli(["set", "big", "--raw"], stdin: Data(repeating: UInt8(ascii: "x"), count: 100_000))
             let started = Date()
             let result = try CLIBackend.$overrides.withValue(

@@ -76,17 +76,9 @@ struct DirectBusTests {
         let directory = try ScratchDirectory("fake-bus")
         defer { directory.remove() }
         let socketPath = directory.path("bus")
-        let server = Process()
-        server.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-        server.arguments = ["-c", Self.fakeBus, socketPath, mode]
-        try server.run()
-        defer {
-            // SIGKILL: the test runner's children start with SIGTERM blocked.
-            kill(server.processIdentifier, SIGKILL)
-            server.waitUntilExit()
-        }
-        let deadline = Date().addingTimeInterval(10)
-        while !FileManager.default.fileExists(atPath: socketPath) && Date() < deadline { usleep(20_000) }
+        let server = try startQuietly("/usr/bin/python3", ["-c", Self.fakeBus, socketPath, mode])
+        defer { server.killAndWait() }
+        eventually(timeout: 10) { FileManager.default.fileExists(atPath: socketPath) }
         let started = Date()
         let result = try cli(
             ["--timeout", "2", "get", "k"], extra: ["DBUS_SESSION_BUS_ADDRESS": "unix:path=\(socketPath)"], timeout: 30)

@@ -56,23 +56,25 @@ struct ExecCredentialsTreeTests {
     /// keychain-cli killed while its command runs: its remover removes the same tree.
     @Test func theRemoverRemovesAnyTreeAfterASIGKILL() throws {
         try withSecretAndScratch("tree-killed") { s, scratch in
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: keychainCLIPath)
-            process.arguments = [
-                "-s", s, "exec", "--file", "k=k", "--", "sh", "-c",
-                Self.leaveATree + #"\#necho $$ > "$1/pid"; exec sleep 60"#, scratch.path("record"), scratch.url.path,
-            ]
-            process.environment = cliEnvironment()
-            process.standardOutput = FileHandle.nullDevice
-            try process.run()
-            let pid = scratch.path("pid")
-            #expect(waitUntil { FileManager.default.fileExists(atPath: pid) })
-            kill(process.processIdentifier, SIGKILL)
+            // The command waits on a FIFO the test holds and ends when the test closes it: no
+            // signal to a process keychain-cli started.
+            let hold = scratch.path("hold")
+            #expect(mkfifo(hold, 0o600) == 0)
+            let process = try ChildProcess(
+                keychainCLIPath,
+                [
+                    "-s", s, "exec", "--file", "k=k", "--", "sh", "-c",
+                    Self.leaveATree + #"\#necho $$ > "$1/pid"; exec cat "$1/hold""#, scratch.path("record"),
+                    scratch.url.path,
+                ], environment: cliEnvironment(),
+                files: [(0, "/dev/null", O_RDONLY), (1, "/dev/null", O_WRONLY), (2, "/dev/null", O_WRONLY)])
+            defer { process.killAndWait() }
+            // Held open (read and write, so the open does not wait for the reader) until the end.
+            let writer = open(hold, O_RDWR)
+            defer { if writer >= 0 { close(writer) } }
+            #expect(eventually { FileManager.default.fileExists(atPath: scratch.path("pid")) })
+            process.signal(SIGKILL)
             try expectRemoved(recordedIn: scratch)
-            if let command = pid_t((try? String(contentsOfFile: pid, encoding: .utf8))?.trimmed ?? "") {
-                kill(command, SIGKILL)  // the command's sleep, which keychain-cli started for this test
-            }
-            process.waitUntilExit()  // (Process waits for the sleep too, which holds a socket of its)
         }
     }
 
@@ -85,18 +87,15 @@ struct ExecCredentialsTreeTests {
             // directory again once the test has removed it.)
             let script = #"""
                 d=$CREDENTIALS_DIRECTORY; echo "$d" > "$0"
-                (i=0; while :; do mkdir "$d/g$((i % 50))" "$d/g$((i % 50))/x$i"; i=$((i + 1)); done) > /dev/null 2>&1 &
-                echo $! > "$1/grower"
+                (i=0; while [ ! -e "$1/stop" ]; do mkdir "$d/g$((i % 50))" "$d/g$((i % 50))/x$i"; i=$((i + 1)); done) > /dev/null 2>&1 &
                 while [ ! -d "$d/g49" ]; do sleep 0.01; done
                 exit 5
                 """#
             let result = try cli(
                 ["-s", s, "exec", "--file", "k=k", "--", "sh", "-c", script, scratch.path("record"), scratch.url.path],
                 timeout: 30)
-            if let grower = pid_t((try? String(contentsOfFile: scratch.path("grower"), encoding: .utf8))?.trimmed ?? "")
-            {
-                kill(grower, SIGKILL)  // (started by the command this test ran)
-            }
+            // The grower stops when told (a file, not a signal to a pid it may no longer have).
+            _ = FileManager.default.createFile(atPath: scratch.path("stop"), contents: nil)
             #expect(result.status == 5, "\(result.stderr)")
             let directory = try String(contentsOfFile: scratch.path("record"), encoding: .utf8).trimmed
             try? FileManager.default.removeItem(atPath: directory)
@@ -154,16 +153,8 @@ struct ExecCredentialsTreeTests {
     private func expectRemoved(recordedIn scratch: ScratchDirectory) throws {
         let directory = try String(contentsOfFile: scratch.path("record"), encoding: .utf8).trimmed
         #expect(directory.hasPrefix("/"))
-        #expect(waitUntil { !FileManager.default.fileExists(atPath: directory) }, "\(directory) is left")
+        #expect(eventually { !FileManager.default.fileExists(atPath: directory) }, "\(directory) is left")
         #expect(try String(contentsOfFile: scratch.path("keep"), encoding: .utf8) == "kept")
-    }
-
-    private func waitUntil(_ condition: () -> Bool) -> Bool {
-        for _ in 0..<200 {
-            if condition() { return true }
-            usleep(50_000)
-        }
-        return condition()
     }
 }
 

@@ -256,8 +256,13 @@ final class HardeningTests {
         let result = try shell(
             #"""
             ulimit -c unlimited
-            sleep 2 | KEYCHAIN_PASSPHRASE=pass-in-core $KC -s \#(s) set k2 & sleep 0.5
-            pid=$(pgrep -n -f "$KC -s \#(s) set k2")
+            # ($! is the pipeline's last process, our set; its stdin stays open while sleep runs.)
+            sleep 5 | KEYCHAIN_PASSPHRASE=pass-in-core $KC -s \#(s) set k2 & pid=$!
+            # Until it runs keychain-cli and has set its limit (5 s at most: then the limit shows).
+            for i in $(seq 250); do
+              [ "$(readlink /proc/$pid/exe)" = "$KC" ] && grep -q "^Max core file size *0 " /proc/$pid/limits && break
+              sleep 0.02
+            done
             awk '/Max core file size/ { print "limit=" $5 }' /proc/$pid/limits
             kill -QUIT $pid; wait
             $KC -s \#(s) exec --env A=k -- sh -c 'echo "child=$(ulimit -c)"'

@@ -87,8 +87,7 @@ struct OpenBaoMountTests {
                 try input.close()
                 return process
             }
-            for writer in writers { writer.waitUntilExit() }
-            #expect(writers.allSatisfy { $0.terminationStatus == 0 })
+            #expect(writers.allSatisfy { $0.wait(timeout: 60) && $0.ending == "exited with status 0" })
             for index in 0..<6 { #expect(try cli(["-s", "ci", "get", "w\(index)"]).stdoutText == "v\(index)") }
             #expect(try cli(["-s", "ci", "reset", "--yes"]).status == 0)
             #expect(try cli(["-s", "ci", "list"]).stdoutText == "")

@@ -74,7 +74,7 @@ struct UnlockAttackTests {
                 directory + "/holder.sock", record,
             ])
         defer { fake.killAndWait() }
-        for _ in 0..<100 where !FileManager.default.fileExists(atPath: record + ".ready") { usleep(50_000) }
+        eventually(timeout: 5) { FileManager.default.fileExists(atPath: record + ".ready") }
         chmod(directory, 0o700)
         let unlocked = try place.run(["unlock"], passphrase: true)
         #expect(unlocked.status == 74, "\(unlocked.stderr)")
@@ -107,11 +107,11 @@ struct UnlockAttackTests {
         defer { control.killAndWait() }
         usleep(500_000)
         _ = try runProcess(
-            "/usr/bin/gcore", ["-o", place.scratch.path("control"), "\(control.processIdentifier)"],
+            "/usr/bin/gcore", ["-o", place.scratch.path("control"), "\(control.pid)"],
             environment: ["PATH": "/usr/bin:/bin"])
         let holderCore = try Data(contentsOf: URL(fileURLWithPath: "\(core).\(pid)"))
         let controlCore = try Data(
-            contentsOf: URL(fileURLWithPath: place.scratch.path("control.\(control.processIdentifier)")))
+            contentsOf: URL(fileURLWithPath: place.scratch.path("control.\(control.pid)")))
         let needle = Data(place.secret.utf8)
         #expect(holderCore.count > 0 && holderCore.range(of: needle) == nil)
         #expect(controlCore.range(of: needle) != nil, "the control core should hold the secret")
@@ -124,12 +124,12 @@ struct UnlockAttackTests {
         defer { place.finish() }
         #expect(try place.run(["unlock"], passphrase: true).status == 0)
         let pid = try #require(place.holders().first)
-        kill(pid, SIGSTOP)
+        signalVerified(pid, SIGSTOP) { place.isHolder(pid) }
         let stalled = try place.run(["--timeout", "1", "set", "k"], stdin: Data("old".utf8))
         #expect(stalled.status == 75 && stalled.stderr.contains("did not answer"), "\(stalled.stderr)")
         #expect(try place.run(["set", "k"], passphrase: true, stdin: Data("new".utf8)).status == 0)
-        kill(pid, SIGCONT)
-        usleep(500_000)
+        signalVerified(pid, SIGCONT) { place.isHolder(pid) }
+        usleep(500_000)  // (the stalled write's time to land, if it would: an absence, no event)
         #expect(try place.run(["get", "k"], passphrase: true).stdoutText == "new")
         // Another writer keeps the vault's lock (its directory's flock) for 3 seconds.
         let holdLock = """
@@ -141,7 +141,7 @@ struct UnlockAttackTests {
             """
         let ready = place.scratch.path("locked")
         let locker = try startQuietly("/usr/bin/python3", ["-c", holdLock, place.scratch.url.path, ready])
-        for _ in 0..<100 where !FileManager.default.fileExists(atPath: ready) { usleep(20_000) }
+        eventually(timeout: 10) { FileManager.default.fileExists(atPath: ready) }
         let short = try place.run(["--timeout", "1", "set", "k"], stdin: Data("short".utf8))
         #expect(short.status == 75, "\(short.stderr)")
         let long = try place.run(["--timeout", "10", "set", "k"], stdin: Data("long".utf8))
@@ -159,8 +159,7 @@ struct UnlockAttackTests {
         #expect(try place.run(["unlock", "--ttl", "none"], passphrase: true).status == 0)
         #expect(place.holders().count == 1)
         try FileManager.default.removeItem(atPath: place.runtime + "/keychain-cli/holder.sock")
-        for _ in 0..<40 where !place.holders().isEmpty { usleep(50_000) }
-        #expect(place.holders().isEmpty)
+        #expect(eventually(timeout: 2) { place.holders().isEmpty })
         #expect(try place.run(["unlock"], passphrase: true).status == 0)
         #expect(try place.run(["get", "token"]).stdoutText == place.secret)
     }

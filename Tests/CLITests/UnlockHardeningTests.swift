@@ -92,7 +92,7 @@ struct UnlockHardeningTests {
         let hanging = try startQuietly(
             "/usr/bin/python3", ["-c", hang, place.runtime + "/keychain-cli/holder.sock", ready])
         defer { hanging.killAndWait() }
-        for _ in 0..<200 where !FileManager.default.fileExists(atPath: ready) { usleep(20_000) }
+        eventually(timeout: 10) { FileManager.default.fileExists(atPath: ready) }
         #expect(FileManager.default.fileExists(atPath: ready))
         #expect(try place.run(["--timeout", "5", "get", "token"]).stdoutText == place.secret)
         let moved = place.scratch.path("v.saved")
@@ -134,17 +134,19 @@ struct UnlockHardeningTests {
         let stopper = """
             import fcntl, os, signal, sys, time
             fd = os.open(sys.argv[1], os.O_RDONLY)
+            holder = os.pidfd_open(int(sys.argv[2]))  # (signals through it reach that process only)
             open(sys.argv[3], "w").close()
             while True:
                 try:
                     fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB); fcntl.flock(fd, fcntl.LOCK_UN)
                 except BlockingIOError:
-                    os.kill(int(sys.argv[2]), signal.SIGSTOP); time.sleep(3); os.kill(int(sys.argv[2]), signal.SIGCONT)
+                    signal.pidfd_send_signal(holder, signal.SIGSTOP); time.sleep(3)
+                    signal.pidfd_send_signal(holder, signal.SIGCONT)
                     break
             """
         let watcher = try startQuietly("/usr/bin/python3", ["-c", stopper, place.scratch.url.path, "\(pid)", ready])
         defer { watcher.killAndWait() }
-        for _ in 0..<200 where !FileManager.default.fileExists(atPath: ready) { usleep(20_000) }
+        eventually(timeout: 10) { FileManager.default.fileExists(atPath: ready) }
         let late = try place.run(["--timeout", "2", "set", "k"], stdin: Data("late".utf8))
         #expect(late.status == 75 && late.stderr.contains("within 2 s"), "\(late.stderr)")
         watcher.waitUntilExit()
@@ -171,7 +173,7 @@ struct UnlockHardeningTests {
         defer { place.finish() }
         #expect(try place.run(["unlock", "--ttl", "none"], passphrase: true).status == 0)
         let driver = """
-            import os, pty, subprocess, sys, time
+            import os, pty, signal, subprocess, sys, time
             env = dict(os.environ)
             pid, fd = pty.fork()
             if pid == 0:
@@ -181,9 +183,12 @@ struct UnlockHardeningTests {
                 seen += os.read(fd, 1024)
             for p in os.listdir("/proc"):
                 try:
-                    if p.isdigit() and open(f"/proc/{p}/cmdline", "rb").read() == b"keychain-cli\\0holder\\0" \\
+                    # A pidfd first, then the check: the kill reaches the holder checked, never a
+                    # process that got its pid.
+                    holder = os.pidfd_open(int(p)) if p.isdigit() else None
+                    if holder is not None and open(f"/proc/{p}/cmdline", "rb").read() == b"keychain-cli\\0holder\\0" \\
                             and f"XDG_RUNTIME_DIR={env['XDG_RUNTIME_DIR']}".encode() in open(f"/proc/{p}/environ", "rb").read():
-                        os.kill(int(p), 9)
+                        signal.pidfd_send_signal(holder, 9)
                 except OSError:
                     pass
             again = dict(env, KEYCHAIN_PASSPHRASE=sys.argv[2])
@@ -228,8 +233,8 @@ struct UnlockHardeningTests {
         defer { place.finish() }
         #expect(try place.run(["unlock"], passphrase: true).status == 0)
         let pid = try #require(place.holders().first)
-        kill(pid, SIGSTOP)
-        defer { kill(pid, SIGCONT) }
+        signalVerified(pid, SIGSTOP) { place.isHolder(pid) }
+        defer { signalVerified(pid, SIGCONT) { place.isHolder(pid) } }
         for arguments in [["--timeout", "1", "get", "token"], ["--timeout", "1", "set", "k"]] {
             let started = Date()
             let result = try place.run(arguments, stdin: Data("v".utf8))
@@ -259,7 +264,7 @@ struct UnlockHardeningTests {
         let sender = try startQuietly(
             "/usr/bin/python3", ["-c", promise, place.runtime + "/keychain-cli/holder.sock", ready])
         defer { sender.killAndWait() }
-        for _ in 0..<200 where !FileManager.default.fileExists(atPath: ready) { usleep(20_000) }
+        eventually(timeout: 10) { FileManager.default.fileExists(atPath: ready) }
         #expect(try place.run(["get", "token"]).stdoutText == place.secret)
         #expect(
             memoryKiB(pid, "VmRSS") - before < 20_000, "resident \(before) KiB, then \(memoryKiB(pid, "VmRSS")) KiB")
@@ -282,7 +287,7 @@ struct UnlockHardeningTests {
     // MARK: Helpers
 
     /// A process holding the vault's lock (its directory's flock) until `release` exists.
-    func holdVaultLock(_ place: Place, until release: String) throws -> Process {
+    func holdVaultLock(_ place: Place, until release: String) throws -> ChildProcess {
         let ready = place.scratch.path("locked")
         let script = """
             import fcntl, os, sys, time
@@ -292,20 +297,21 @@ struct UnlockHardeningTests {
             while not os.path.exists(sys.argv[3]): time.sleep(0.02)
             """
         let locker = try startQuietly("/usr/bin/python3", ["-c", script, place.scratch.url.path, ready, release])
-        for _ in 0..<200 where !FileManager.default.fileExists(atPath: ready) { usleep(20_000) }
+        eventually(timeout: 10) { FileManager.default.fileExists(atPath: ready) }
         return locker
     }
 
     /// `place`'s vault unlocked, its lock held by another process until `release` exists, and a
     /// `set k` through the holder (given 20 s) waiting for it: the holder's worker has started.
-    func writeWaitingForTheVault(_ place: Place) throws -> (writer: Process, locker: Process, release: String) {
+    func writeWaitingForTheVault(_ place: Place) throws -> (writer: ChildProcess, locker: ChildProcess, release: String)
+    {
         #expect(try place.run(["unlock"], passphrase: true).status == 0)
         let release = place.scratch.path("release")
         let locker = try holdVaultLock(place, until: release)
         let holder = try #require(place.holders().first)
         let idle = threads(holder)
         let writer = try startCLI(place, ["--timeout", "20", "set", "k"], stdin: Data("v".utf8))
-        for _ in 0..<200 where threads(holder) == idle { usleep(10_000) }
+        eventually(timeout: 10) { threads(holder) != idle }
         return (writer, locker, release)
     }
 
@@ -315,7 +321,7 @@ struct UnlockHardeningTests {
     }
 
     /// keychain-cli on `place`'s vault without waiting, given no passphrase.
-    func startCLI(_ place: Place, _ arguments: [String], stdin: Data) throws -> Process {
+    func startCLI(_ place: Place, _ arguments: [String], stdin: Data) throws -> ChildProcess {
         try UnlockTests().startCLI(
             arguments,
             environment: [

@@ -63,20 +63,30 @@ struct UnlockPlace {
     /// The holders serving this place's runtime directory.
     func holders() -> [Int32] {
         let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
-        return entries.compactMap(Int32.init).filter { pid in
-            guard let command = FileManager.default.contents(atPath: "/proc/\(pid)/cmdline"),
-                command == Data("keychain-cli\0holder\0".utf8),
-                let environment = FileManager.default.contents(atPath: "/proc/\(pid)/environ")
-            else { return false }
-            return environment.split(separator: 0).contains(Data("XDG_RUNTIME_DIR=\(runtime)".utf8))
-        }
+        return entries.compactMap(Int32.init).filter(isHolder)
+    }
+
+    /// Whether `pid` is this place's holder: `keychain-cli holder` with its XDG_RUNTIME_DIR.
+    func isHolder(_ pid: Int32) -> Bool {
+        guard let command = FileManager.default.contents(atPath: "/proc/\(pid)/cmdline"),
+            command == Data("keychain-cli\0holder\0".utf8),
+            let environment = FileManager.default.contents(atPath: "/proc/\(pid)/environ")
+        else { return false }
+        return environment.split(separator: 0).contains(Data("XDG_RUNTIME_DIR=\(runtime)".utf8))
+    }
+
+    /// Kills this place's holders (SIGKILL), each only while its pid is still a holder's, and
+    /// waits (10 s at most) until none is left.
+    func killHolders() {
+        for pid in holders() { signalVerified(pid, SIGKILL) { isHolder(pid) } }
+        eventually(timeout: 10) { holders().isEmpty }
     }
 
     /// Locks everything and waits for the holder to end (a second at most), then removes the files.
     func finish() {
         _ = try? run(["lock", "--all"])
-        for _ in 0..<40 where !holders().isEmpty { usleep(50_000) }
-        for pid in holders() { kill(pid, SIGKILL) }
+        eventually(timeout: 2) { holders().isEmpty }
+        killHolders()
         scratch.remove()
     }
 }

@@ -19,11 +19,11 @@ struct UnlockRaceTests {
         defer { locker.killAndWait() }
         let holder = try #require(place.holders().first)
         let idle = UnlockHardeningTests().threads(holder) - 1
-        kill(writer.processIdentifier, SIGKILL)
+        writer.signal(SIGKILL)
         writer.waitUntilExit()
         _ = FileManager.default.createFile(atPath: release, contents: nil)
         locker.waitUntilExit()
-        for _ in 0..<500 where UnlockHardeningTests().threads(holder) > idle { usleep(10_000) }  // and over
+        #expect(eventually(timeout: 10) { UnlockHardeningTests().threads(holder) <= idle })
         #expect(UnlockHardeningTests().threads(holder) == idle)
         #expect(try place.run(["get", "token"]).stdoutText == place.secret, "the holder goes on")
         #expect(try place.run(["get", "k"]).status == 1, "the interrupted write did not land")
@@ -92,8 +92,7 @@ struct UnlockRaceTests {
         let clients = try startQuietly(
             "/usr/bin/python3", ["-c", writers, place.runtime + "/keychain-cli/holder.sock", place.vault, sent])
         defer { clients.killAndWait() }
-        for _ in 0..<200 where !FileManager.default.fileExists(atPath: sent) { usleep(20_000) }
-        #expect(FileManager.default.fileExists(atPath: sent))
+        #expect(eventually(timeout: 4) { FileManager.default.fileExists(atPath: sent) })
         #expect(try place.run(["--timeout", "3", "get", "token"]).stdoutText == place.secret)
         let locked = try place.run(["--timeout", "3", "lock"])
         #expect(locked.status == 0 && locked.stderr.contains("1 vault is locked"), "\(locked.stderr)")
@@ -133,8 +132,7 @@ struct UnlockRaceTests {
         let clients = try startQuietly(
             "/usr/bin/python3", ["-c", flood, place.runtime + "/keychain-cli/holder.sock", sent])
         defer { clients.killAndWait() }
-        for _ in 0..<1000 where !FileManager.default.fileExists(atPath: sent) { usleep(20_000) }
-        #expect(FileManager.default.fileExists(atPath: sent))
+        #expect(eventually(timeout: 20) { FileManager.default.fileExists(atPath: sent) })
         #expect(try place.run(["--timeout", "5", "get", "token"]).stdoutText == place.secret)
         #expect(memoryKiB(pid, "VmHWM") - before < 450 << 10, "peak \(before) KiB, then \(memoryKiB(pid, "VmHWM")) KiB")
     }

@@ -46,15 +46,15 @@ struct UnlockSuspendTests {
 
     /// A private bus listening at `socket`, and the stand-in logind on it; both ended by `stop`.
     struct Bus {
-        let daemon: Process
-        let logind: Process
+        let daemon: ChildProcess
+        let logind: ChildProcess
         let address: String
 
         init(socket: String, log: String, trigger: String) throws {
             address = "unix:path=\(socket)"
             daemon = try startQuietly(
                 "/usr/bin/dbus-daemon", ["--session", "--nofork", "--address=\(address)", "--nopidfile"])
-            for _ in 0..<200 where !FileManager.default.fileExists(atPath: socket) { usleep(10_000) }
+            eventually(timeout: 2) { FileManager.default.fileExists(atPath: socket) }
             logind = try startQuietly("/usr/bin/python3", ["-c", UnlockSuspendTests.logind, address, log, trigger])
         }
 
@@ -74,7 +74,7 @@ struct UnlockSuspendTests {
             ((try? String(contentsOfFile: log, encoding: .utf8)) ?? "").split(separator: "\n").map(String.init)
         }
         func waitFor(_ note: String, count: Int) {
-            for _ in 0..<500 where notes().filter({ $0.hasPrefix(note) }).count < count { usleep(20_000) }
+            eventually(timeout: 10) { notes().filter({ $0.hasPrefix(note) }).count >= count }
         }
         var bus = try Bus(socket: socket, log: log, trigger: trigger)
         defer { bus.stop() }

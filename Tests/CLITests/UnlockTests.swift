@@ -41,6 +41,7 @@ struct UnlockTests {
         defer { place.finish() }
         #expect(try place.run(["unlock", "--ttl", "2s"], passphrase: true).status == 0)
         #expect(try place.run(["get", "token"]).stdoutText == place.secret)
+        // (The sleeps here are the limits under test: 2 s of --ttl and of --idle passing.)
         usleep(2_300_000)
         #expect(try place.run(["get", "token"]).status == 77, "past --ttl")
         #expect(try place.run(["unlock", "--ttl", "none", "--idle", "2s"], passphrase: true).status == 0)
@@ -87,8 +88,7 @@ struct UnlockTests {
             ["vault", "passwd", "--new-passphrase-file", place.scratch.path("new")], passphrase: true)
         #expect(rekeyed.status == 0, "\(rekeyed.stderr)")
         // vault passwd told the holder, which held nothing more and ended.
-        for _ in 0..<40 where !place.holders().isEmpty { usleep(50_000) }
-        #expect(place.holders().isEmpty)
+        #expect(eventually(timeout: 2) { place.holders().isEmpty })
         #expect(try place.run(["set", "held"], stdin: Data("old-key".utf8)).status == 77)
         #expect(try place.run(["get", "held"]).status == 77)
         let reread = try place.run(["--passphrase-file", place.scratch.path("new"), "get", "held"])
@@ -110,8 +110,8 @@ struct UnlockTests {
         }.map { $0.exitStatus() }
         #expect(results.allSatisfy { $0 == 0 }, "\(results)")
         #expect(place.holders().count == 1)
-        for pid in place.holders() { kill(pid, SIGKILL) }
-        usleep(100_000)
+        place.killHolders()
+        #expect(place.holders().isEmpty)
         #expect(FileManager.default.fileExists(atPath: place.runtime + "/keychain-cli/holder.sock"))
         let passedBy = try place.run(["get", "token"])
         #expect(passedBy.status == 77, "\(passedBy.stderr)")
@@ -140,12 +140,21 @@ struct UnlockTests {
     @Test func aSuspendLocksIt() throws {
         let place = try Place()
         defer { place.finish() }
-        let bus = try runProcess(
-            "/usr/bin/dbus-daemon", ["--session", "--fork", "--print-address=1", "--print-pid=1"],
-            environment: ["PATH": "/usr/bin:/bin"])
-        let lines = bus.stdoutText.split(separator: "\n").map(String.init)
-        let address = try #require(lines.first, "\(bus.stderr)")
-        defer { if let pid = lines.last.flatMap({ Int32($0) }) { kill(pid, SIGTERM) } }
+        // Not --fork: a bus of our own child's, that only we reap, so its pid is its own when
+        // it is ended.
+        let printed = place.scratch.path("bus.address")
+        let bus = try ChildProcess(
+            "/usr/bin/dbus-daemon", ["--session", "--nofork", "--print-address=1"],
+            environment: ["PATH": "/usr/bin:/bin"],
+            files: [(0, "/dev/null", O_RDONLY), (1, printed, O_WRONLY | O_CREAT | O_TRUNC), (2, "/dev/null", O_WRONLY)])
+        defer { bus.stop() }
+        var address = ""
+        #expect(
+            eventually(timeout: 30) {
+                address = (try? String(contentsOfFile: printed, encoding: .utf8)) ?? ""
+                return address.hasSuffix("\n")
+            })
+        address = address.trimmingCharacters(in: .newlines)
         let emit = """
             import sys
             from jeepney import DBusAddress, new_signal
@@ -178,28 +187,26 @@ struct UnlockTests {
             #expect(status == (sender == "logind" ? 77 : 0), "after \(sender)'s signal")
             if sender == "impostor" { #expect(place.holders().count == 1) }
         }
-        for _ in 0..<40 where !place.holders().isEmpty { usleep(50_000) }
-        #expect(place.holders().isEmpty, "a holder that holds nothing ends")
+        #expect(eventually(timeout: 2) { place.holders().isEmpty }, "a holder that holds nothing ends")
     }
 
     /// keychain-cli started with `environment` (and PATH) without waiting; stdin from `stdin`.
-    func startCLI(_ arguments: [String], environment: [String: String], stdin: Data = Data()) throws -> Process {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: keychainCLIPath)
-        process.arguments = arguments
-        process.environment = environment.merging(["PATH": "/usr/bin:/bin"]) { old, _ in old }
+    func startCLI(_ arguments: [String], environment: [String: String], stdin: Data = Data()) throws
+        -> ChildProcess
+    {
         let input = Pipe()
-        process.standardInput = input
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
+        let process = try ChildProcess(
+            keychainCLIPath, arguments, environment: environment.merging(["PATH": "/usr/bin:/bin"]) { old, _ in old },
+            files: [(1, "/dev/null", O_WRONLY), (2, "/dev/null", O_WRONLY)],
+            descriptors: [(0, input.fileHandleForReading.fileDescriptor)])
+        try input.fileHandleForReading.close()
         try input.fileHandleForWriting.write(contentsOf: stdin)
         try input.fileHandleForWriting.close()
         return process
     }
 }
 
-extension Process {
+extension ChildProcess {
     /// Waits for the process and gives its exit status.
     func exitStatus() -> Int32 {
         waitUntilExit()

@@ -68,17 +68,22 @@ struct UsageMistakesTests {
         let vault = directory.path("team/vault.age")
         let base = ["--vault", vault, "--identity", identity]
         #expect(try cli(base + ["vault", "recipients", "add", recipient], session: nil).status == 0)
-        // Another writer holds the lock (flock on the vault's directory) for 10 s.
-        let holder = Process()
-        holder.executableURL = URL(fileURLWithPath: "/usr/bin/flock")
-        holder.arguments = [directory.path("team"), "sleep", "10"]
-        try holder.run()
-        defer { holder.terminate() }
-        usleep(300_000)
-        let started = Date()
+        // Another writer holds the lock (flock on the vault's directory) until the test closes
+        // its stdin: a remove that waited for the lock would end with 75 after its --timeout.
+        let ready = directory.path("locked")
+        let stdin = Pipe()
+        let holder = try ChildProcess(
+            "/usr/bin/flock", [directory.path("team"), "sh", "-c", #": > "$0"; exec cat > /dev/null"#, ready],
+            environment: ["PATH": "/usr/bin:/bin"], files: [(1, "/dev/null", O_WRONLY), (2, "/dev/null", O_WRONLY)],
+            descriptors: [(0, stdin.fileHandleForReading.fileDescriptor)])
+        try stdin.fileHandleForReading.close()
+        defer {
+            try? stdin.fileHandleForWriting.close()
+            holder.waitUntilExit()
+        }
+        #expect(eventually(timeout: 10) { FileManager.default.fileExists(atPath: ready) }, "flock never held the lock")
         let result = try cli(base + ["--timeout", "8", "vault", "recipients", "remove", stranger], session: nil)
         #expect(result.status == 64, "\(result.stderr)")
         #expect(result.stderr.contains("is not one of the vault's recipients"), "\(result.stderr)")
-        #expect(Date().timeIntervalSince(started) < 5, "it waited for the lock")
     }
 }

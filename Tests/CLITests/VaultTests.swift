@@ -190,8 +190,7 @@ struct VaultTests {
                 try input.close()
             }
             for (process, _) in writers {
-                process.waitUntilExit()
-                #expect(process.terminationStatus == 0)
+                #expect(process.wait(timeout: 60) && process.ending == "exited with status 0")
             }
             let keys = try cli(["list"]).stdoutText.split(separator: "\n").map(String.init)
             #expect(Set(keys) == Set(["first"] + (1...12).map { "key-\($0)" }))
@@ -215,7 +214,7 @@ struct VaultTests {
                 try input.close()
                 // Kill it the moment it holds the new vault open: an unnamed file (O_TMPFILE) in
                 // the vault's directory, which /proc shows as "DIRECTORY/#INODE (deleted)".
-                let descriptors = "/proc/\(process.processIdentifier)/fd"
+                let descriptors = "/proc/\(process.pid)/fd"
                 while process.isRunning {
                     let open = (try? FileManager.default.contentsOfDirectory(atPath: descriptors)) ?? []
                     let writing = open.contains { fd in
@@ -223,12 +222,11 @@ struct VaultTests {
                         return target?.hasPrefix(directory + "/#") == true
                     }
                     if writing {
-                        kill(process.processIdentifier, SIGKILL)
-                        killedMidWrite += 1
+                        if process.signal(SIGKILL) { killedMidWrite += 1 }
                         break
                     }
                 }
-                process.waitUntilExit()
+                process.wait(timeout: 60)
                 #expect(try cli(["get", "bulk-5"]).stdout == Data(repeating: 5, count: 1 << 20))
                 let list = try cli(["list"])
                 #expect(list.status == 0, "\(list.stderr)")

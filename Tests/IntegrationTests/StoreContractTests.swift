@@ -22,6 +22,7 @@ struct InProcessKeyringTrait: SuiteTrait, TestScoping {
         setenv("DBUS_SESSION_BUS_ADDRESS", session.busAddress, 1)
         unsetenv("DISPLAY")
         try await KeyringSession.$current.withValue(session) { try await function() }
+        session.recordIfItDied()
     }
 }
 
@@ -368,6 +369,7 @@ struct SecretServiceStoreTests {
     @Test func everyFreshSessionDecrypts() throws {
         // One shared value in 256 starts with a zero byte, which both sides must hash as 128 bytes;
         // 300 exchanges meet that case with a probability of about 70% (and the unit tests always).
+        // (They take about a second: not worth fewer.)
         let service = try ServiceName(uniqueService())
         let key = try KeychainKey("k")
         let secret = Data((0..<100).map { UInt8($0) })

@@ -265,7 +265,9 @@ final class VaultStoreTests {
             listed.withLock { $0 = count }
             readEnded.signal()
         }
-        let readWaited = readEnded.wait(timeout: .now() + 0.5) == .timedOut
+        // (A hang guard, not a speed bound: a read that waited for the prompt would wait until the
+        // answer below, after this.)
+        let readWaited = readEnded.wait(timeout: .now() + 10) == .timedOut
         #expect(!readWaited, "the read waited for the prompt")
         // Another writer creates the vault meanwhile, within its 1 s of patience.
         let other = VaultStore(path: path, workFactor: 10, lockTimeout: 1) { _ in passphrase }

@@ -26,14 +26,14 @@ public func expect(_ script: String, session: KeyringSession? = KeyringSession.c
 }
 
 /// Starts the built `keychain-cli` with `arguments` in ``cliEnvironment(session:)`` without
-/// waiting for it; write its standard input through `input`, then close it.
-public func launchCLI(_ arguments: [String]) throws -> (process: Process, input: FileHandle) {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: keychainCLIPath)
-    process.arguments = arguments
-    process.environment = cliEnvironment()
+/// waiting for it (its output thrown away); write its standard input through `input`, then close
+/// it. A ``ChildProcess``: safe to signal until it is reaped.
+public func launchCLI(_ arguments: [String]) throws -> (process: ChildProcess, input: FileHandle) {
     let input = Pipe()
-    process.standardInput = input
-    try process.run()
+    let process = try ChildProcess(
+        keychainCLIPath, arguments, environment: cliEnvironment(),
+        files: [(1, "/dev/null", O_WRONLY), (2, "/dev/null", O_WRONLY)],
+        descriptors: [(0, input.fileHandleForReading.fileDescriptor)])
+    try input.fileHandleForReading.close()
     return (process, input.fileHandleForWriting)
 }

@@ -11,11 +11,11 @@ public final class Displays: Sendable {
     public let waylandRuntime: String
     public let wayland: String
     let directory: URL
-    let processes: [Process]
+    let processes: [ChildProcess]
 
     @TaskLocal public static var current: Displays?
 
-    init(x11: String, waylandRuntime: String, wayland: String, directory: URL, processes: [Process]) {
+    init(x11: String, waylandRuntime: String, wayland: String, directory: URL, processes: [ChildProcess]) {
         (self.x11, self.waylandRuntime, self.wayland) = (x11, waylandRuntime, wayland)
         (self.directory, self.processes) = (directory, processes)
     }
@@ -37,7 +37,7 @@ public final class Displays: Sendable {
         try FileManager.default.createDirectory(
             at: runtime, withIntermediateDirectories: false,
             attributes: [.posixPermissions: 0o700])
-        var started: [Process] = []
+        var started: [ChildProcess] = []
         do {
             let numberFile = directory.appendingPathComponent("x11-display")
             let xvfb = try launch(
@@ -69,44 +69,36 @@ public final class Displays: Sendable {
             return Displays(
                 x11: x11, waylandRuntime: runtime.path, wayland: wayland, directory: directory, processes: started)
         } catch {
-            for process in started where process.isRunning { kill(process.processIdentifier, SIGKILL) }
+            for process in started { process.killAndWait() }
             try? FileManager.default.removeItem(at: directory)
             throw error
         }
     }
 
-    /// SIGKILL: the test runner's threads block SIGTERM, and its children inherit that.
+    /// SIGKILL, to each only until it is reaped here (ChildProcess).
     public func stop() {
-        for process in processes where process.isRunning { kill(process.processIdentifier, SIGKILL) }
-        for process in processes { process.waitUntilExit() }
+        for process in processes { process.killAndWait() }
         try? FileManager.default.removeItem(at: directory)
     }
 
     private static func launch(_ executable: String, _ arguments: [String], environment: [String: String], log: URL)
-        throws -> Process
+        throws -> ChildProcess
     {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        process.environment = environment
-        process.standardInput = FileHandle(forReadingAtPath: "/dev/null")
-        _ = FileManager.default.createFile(atPath: log.path, contents: nil)
-        process.standardOutput = try FileHandle(forWritingTo: log)
-        process.standardError = try FileHandle(forWritingTo: log)
-        try process.run()
-        return process
+        try ChildProcess(
+            executable, arguments, environment: environment,
+            files: [(0, "/dev/null", O_RDONLY), (1, log.path, O_WRONLY | O_CREAT | O_TRUNC)], descriptors: [(2, 1)])
     }
 
-    private static func waitFor(_ name: String, _ process: Process, _ log: URL, ready: () -> String?) throws -> String {
-        let deadline = Date().addingTimeInterval(30)
-        while true {
-            if let value = ready() { return value }
-            guard process.isRunning, Date() < deadline else {
-                let output = (try? String(contentsOf: log, encoding: .utf8)) ?? ""
-                throw SessionError("\(name) did not start: \(output.suffix(2000))")
-            }
-            usleep(20_000)
+    private static func waitFor(_ name: String, _ process: ChildProcess, _ log: URL, ready: () -> String?) throws
+        -> String
+    {
+        var value: String?
+        eventually(timeout: 30) {
+            value = ready()
+            return value != nil || !process.isRunning
         }
+        if let value { return value }
+        throw SessionError("\(name) did not start (it \(process.ending ?? "ran on")): \(tail(ofFile: log.path))")
     }
 }
 

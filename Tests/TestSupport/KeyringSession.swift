@@ -23,8 +23,10 @@ public final class KeyringSession: @unchecked Sendable {
 
     public let directory: URL
     public let busAddress: String
-    private let bus: Process
-    private var daemon: Process?
+    private let bus: ChildProcess
+    private var daemon: ChildProcess?
+    /// The current daemon's stderr (daemon-N.log in ``directory``).
+    private var daemonLog: URL?
     /// How long ``stop()`` lets each process end on SIGTERM before SIGKILL.
     private let grace: Double
 
@@ -63,20 +65,26 @@ public final class KeyringSession: @unchecked Sendable {
         </busconfig>
         """.write(to: config, atomically: true, encoding: .utf8)
 
-        let bus = Process()
-        bus.executableURL = URL(fileURLWithPath: "/usr/bin/dbus-daemon")
-        bus.arguments = ["--config-file=\(config.path)", "--nofork", "--print-address=1"]
-        let addressPipe = Pipe()
-        bus.standardOutput = addressPipe
-        bus.standardError = FileHandle(forWritingAtPath: "/dev/null")
-        try bus.run()
-        var addressData = Data()
-        while !addressData.contains(UInt8(ascii: "\n")) {
-            let chunk = addressPipe.fileHandleForReading.availableData
-            if chunk.isEmpty { throw SessionError("dbus-daemon exited before printing its address") }
-            addressData += chunk
+        // Its address goes to a file (no pipe to keep open); its stderr to bus.log, for ``diagnosis()``.
+        let addressFile = directory.appendingPathComponent("bus.address").path
+        let bus = try ChildProcess(
+            "/usr/bin/dbus-daemon", ["--config-file=\(config.path)", "--nofork", "--print-address=1"],
+            environment: ProcessInfo.processInfo.environment,
+            files: [
+                (0, "/dev/null", O_RDONLY), (1, addressFile, O_WRONLY | O_CREAT | O_TRUNC),
+                (2, directory.appendingPathComponent("bus.log").path, O_WRONLY | O_CREAT | O_TRUNC),
+            ])
+        var address = ""
+        let printed = eventually(timeout: 30, interval: 0.005) {
+            address = (try? String(contentsOfFile: addressFile, encoding: .utf8)) ?? ""
+            return address.hasSuffix("\n") || !bus.isRunning
         }
-        let address = String(decoding: addressData, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        guard printed, address.hasSuffix("\n") else {
+            bus.stop()
+            try? FileManager.default.removeItem(at: directory)
+            throw SessionError("dbus-daemon did not print its address: it \(bus.ending ?? "ran on")")
+        }
+        address = address.trimmingCharacters(in: .whitespacesAndNewlines)
 
         let session = KeyringSession(directory: directory, busAddress: address, bus: bus, daemon: nil)
         if provider != .none {
@@ -85,7 +93,7 @@ public final class KeyringSession: @unchecked Sendable {
         return session
     }
 
-    init(directory: URL, busAddress: String, bus: Process, daemon: Process?, grace: Double = 3) {
+    init(directory: URL, busAddress: String, bus: ChildProcess, daemon: ChildProcess?, grace: Double = 3) {
         self.grace = grace
         self.directory = directory
         self.busAddress = busAddress
@@ -104,24 +112,22 @@ public final class KeyringSession: @unchecked Sendable {
         var problems: [String] = []
         for attempt in 1...3 {
             let log = directory.appendingPathComponent("daemon-\(attempt).log")
+            daemonLog = log
             daemon = try launchDaemon(unlocked: unlocked, log: log)
             guard let problem = waitForSecretService(seconds: 30) else { return }
-            let said = (try? String(contentsOf: log, encoding: .utf8))?.suffix(300) ?? ""
+            let said = tail(ofFile: log.path, 300)
             problems.append("attempt \(attempt): \(problem)\(said.isEmpty ? "" : " (it said: \(said))")")
-            if let daemon, daemon.isRunning {
-                kill(daemon.processIdentifier, SIGKILL)
-                daemon.waitUntilExit()
-            }
+            daemon?.signal(SIGKILL)
+            daemon?.wait(timeout: 60)
         }
         stop()
         throw SessionError(
             "gnome-keyring-daemon did not own org.freedesktop.secrets: \(problems.joined(separator: "; "))")
     }
 
-    private func launchDaemon(unlocked: Bool, log: URL) throws -> Process {
-        let keyring = Process()
-        keyring.executableURL = URL(fileURLWithPath: "/usr/bin/gnome-keyring-daemon")
-        keyring.arguments = ["--foreground", "--components=secrets"] + (unlocked ? ["--unlock"] : [])
+    /// Starts gnome-keyring-daemon, its stderr in `log` and, when `unlocked`, the login
+    /// password on its stdin (from a file: it reads to the end).
+    private func launchDaemon(unlocked: Bool, log: URL) throws -> ChildProcess {
         var environment = ProcessInfo.processInfo.environment.filter {
             !$0.key.hasPrefix("DBUS_") && $0.key != "DISPLAY"
         }
@@ -129,18 +135,13 @@ public final class KeyringSession: @unchecked Sendable {
         environment["HOME"] = directory.path
         environment["XDG_RUNTIME_DIR"] = directory.appendingPathComponent("run").path
         environment["XDG_DATA_HOME"] = directory.appendingPathComponent("data").path
-        keyring.environment = environment
-        let password = Pipe()
-        keyring.standardInput = password
-        keyring.standardOutput = FileHandle(forWritingAtPath: "/dev/null")
-        _ = FileManager.default.createFile(atPath: log.path, contents: nil)
-        keyring.standardError = try FileHandle(forWritingTo: log)
-        try keyring.run()
-        if unlocked {
-            password.fileHandleForWriting.write(Data("test-password".utf8))
-        }
-        try password.fileHandleForWriting.close()
-        return keyring
+        let password = directory.appendingPathComponent("password").path
+        guard FileManager.default.createFile(atPath: password, contents: Data((unlocked ? "test-password" : "").utf8))
+        else { throw SessionError("could not write \(password)") }
+        return try ChildProcess(
+            "/usr/bin/gnome-keyring-daemon", ["--foreground", "--components=secrets"] + (unlocked ? ["--unlock"] : []),
+            environment: environment,
+            files: [(0, password, O_RDONLY), (1, "/dev/null", O_WRONLY), (2, log.path, O_WRONLY | O_CREAT | O_TRUNC)])
     }
 
     /// Polls org.freedesktop.DBus.NameHasOwner until the daemon owns org.freedesktop.secrets:
@@ -158,9 +159,7 @@ public final class KeyringSession: @unchecked Sendable {
             } catch {
                 lastProblem = "\(error)"
             }
-            guard bus.isRunning, daemon?.isRunning ?? true else {
-                return bus.isRunning ? "gnome-keyring-daemon exited" : "dbus-daemon exited"
-            }
+            if let diagnosis = diagnosis() { return diagnosis }
             usleep(20_000)
         }
         return lastProblem
@@ -169,11 +168,34 @@ public final class KeyringSession: @unchecked Sendable {
     /// Freezes the keyring daemon (SIGSTOP) while it owns its name: the bus accepts calls to it
     /// and nothing ever answers, like a prompt nobody can see.
     public func freezeDaemon() {
-        if let daemon { kill(daemon.processIdentifier, SIGSTOP) }
+        daemon?.signal(SIGSTOP)
     }
 
-    /// The keyring daemon's process id (to kill it as a crash would), if there is one.
-    public var daemonProcessIdentifier: Int32? { daemon?.processIdentifier }
+    /// Kills the keyring daemon (SIGKILL), as a crash would; it is reaped by ``stop()`` only, so
+    /// ``diagnosis()`` can tell how it ended.
+    public func killDaemon() {
+        daemon?.signal(SIGKILL)
+    }
+
+    /// The keyring daemon's process id, for a script that kills it as a crash would: it stays the
+    /// daemon's (a zombie's, once it ends) until ``stop()`` or ``diagnosis()`` reaps it.
+    public var daemonProcessIdentifier: Int32? { daemon?.pid }
+
+    /// Nil while the bus and the keyring daemon run; else which one ended, how (an exit status or
+    /// a signal) and the end of its stderr: for the message of a test that lost its Secret Service.
+    public func diagnosis() -> String? {
+        var problems: [String] = []
+        if let ending = bus.ending {
+            problems.append(
+                "\(bus.name) \(ending); its stderr ends: \(tail(ofFile: directory.appendingPathComponent("bus.log").path))"
+            )
+        }
+        if let daemon, let ending = daemon.ending {
+            problems.append(
+                "\(daemon.name) \(ending); its stderr ends: \(daemonLog.map { tail(ofFile: $0.path) } ?? "")")
+        }
+        return problems.isEmpty ? nil : problems.joined(separator: "\n")
+    }
 
     /// Locks the login collection, as a screen lock or `seahorse` would.
     public func lockLogin() throws {
@@ -213,18 +235,23 @@ public final class KeyringSession: @unchecked Sendable {
 
     public func stop() {
         // A daemon blocked on an unlock prompt ignores SIGTERM: give it `grace`, then SIGKILL.
-        for process in [daemon, bus].compactMap({ $0 }) where process.isRunning {
-            kill(process.processIdentifier, SIGCONT)
-            process.terminate()
-            let deadline = Date().addingTimeInterval(grace)
-            while process.isRunning && Date() < deadline { usleep(10_000) }
-            if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-            process.waitUntilExit()
-        }
+        for process in [daemon, bus].compactMap({ $0 }) { process.stop(grace: grace) }
         try? FileManager.default.removeItem(at: directory)
     }
 
     deinit { stop() }
+}
+
+extension KeyringSession {
+    /// Records an issue (on the current test or suite) saying how the session's bus or daemon
+    /// ended, if one did: a suite whose gnome-keyring quit midway says why, once.
+    public func recordIfItDied(sourceLocation: SourceLocation = #_sourceLocation) {
+        if let diagnosis = diagnosis() {
+            Issue.record(
+                "the suite's Secret Service session ended before the suite did: \(diagnosis)",
+                sourceLocation: sourceLocation)
+        }
+    }
 }
 
 public struct SessionError: Error, CustomStringConvertible {
@@ -248,6 +275,7 @@ public struct KeyringSessionTrait: SuiteTrait, TestScoping {
         try await KeyringSession.$current.withValue(session) {
             try await function()
         }
+        session.recordIfItDied()
     }
 }
 

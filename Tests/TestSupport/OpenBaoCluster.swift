@@ -85,13 +85,10 @@ public final class OpenBaoCluster: @unchecked Sendable {
         (candidates ?? nodes).first { (try? $0.api("GET", "sys/health", token: nil).status) == 200 }
     }
 
-    /// Polls `condition` every 100 ms for 60 s.
+    /// Polls `condition` (``eventually(timeout:interval:_:)``, an error counting as not yet) every
+    /// 100 ms for 60 s.
     public func waitFor(_ what: String, _ condition: () throws -> Bool) throws {
-        let deadline = Date().addingTimeInterval(60)
-        while Date() < deadline {
-            if (try? condition()) == true { return }
-            usleep(100_000)
-        }
+        if eventually(timeout: 60, interval: 0.1, { (try? condition()) == true }) { return }
         throw SessionError("the cluster timed out waiting for \(what); node 1 log: \(nodes[0].log.suffix(2000))")
     }
 

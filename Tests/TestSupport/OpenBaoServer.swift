@@ -11,7 +11,7 @@ public final class OpenBaoServer: @unchecked Sendable {
     public let directory: ScratchDirectory
     /// The CA certificate of a `-dev-tls` server.
     public var caFile: String { directory.path("tls/vault-ca.pem") }
-    private let process: Process
+    private let process: ChildProcess
 
     /// The one dev server of this test process, started on first use; every test that runs on the
     /// openbao backend gets a KV mount of its own on it (``CLIBackend/run(_:)``).
@@ -57,39 +57,34 @@ public final class OpenBaoServer: @unchecked Sendable {
         if address.hasPrefix("https") {
             try FileManager.default.createDirectory(atPath: directory.path("tls"), withIntermediateDirectories: true)
         }
-        process = Process()
-        process.executableURL = URL(fileURLWithPath: "/bin/sh")
         let command = ([Self.binary] + arguments).map { "'\($0)'" }.joined(separator: " ")
-        process.arguments = [
-            "-c",
-            "\(command) >'\(directory.path("log"))' 2>&1 & pid=$!; trap 'kill $pid 2>/dev/null; wait; exit 0' TERM; "
-                // Until the test process is gone (a shared server, or a node a test killed, is never
-                // stopped); then the server and its files go too.
-                + "while [ \"$(cut -d' ' -f4 /proc/$$/stat)\" = \"$PPID\" ]; do sleep 0.2; done; "
-                + "kill $pid 2>/dev/null; wait; rm -rf '\(directory.url.path)'",
-        ]
-        process.environment = [
-            "PATH": "/usr/bin:/bin", "HOME": directory.url.path, "BAO_DISABLE_MLOCK": "true",
-            "SKIP_SETCAP": "1",
-        ]
-        // No inherited pipes: `swift test` reaps the test process only once its output pipe closes.
-        process.standardInput = FileHandle.nullDevice
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
+        // `bao` is the shell's child, which the shell may have reaped (a node a test killed): it is
+        // signalled only while /proc says it is still the shell's child, never by a pid alone.
+        let end = #"[ "$(cut -d" " -f4 /proc/$pid/stat 2>/dev/null)" = "$$" ] && kill $pid; wait"#
+        process = try ChildProcess(
+            "/bin/sh",
+            [
+                "-c",
+                "\(command) >'\(directory.path("log"))' 2>&1 & pid=$!; trap '\(end); exit 0' TERM; "
+                    // Until the test process is gone (a shared server, or a node a test killed, is
+                    // never stopped); then the server and its files go too.
+                    + "while [ \"$(cut -d' ' -f4 /proc/$$/stat)\" = \"$PPID\" ]; do sleep 0.2; done; "
+                    + "\(end); rm -rf '\(directory.url.path)'",
+            ],
+            environment: [
+                "PATH": "/usr/bin:/bin", "HOME": directory.url.path, "BAO_DISABLE_MLOCK": "true", "SKIP_SETCAP": "1",
+            ],
+            // No inherited pipes: `swift test` reaps the test process only once its output pipe closes.
+            files: [(0, "/dev/null", O_RDONLY), (1, "/dev/null", O_WRONLY), (2, "/dev/null", O_WRONLY)])
     }
 
     /// Polls `path` until the server answers it (any status below 500, or `accept`), for 30 s.
     public func waitUntilServing(path: String, accept: Set<Int> = []) throws {
-        let deadline = Date().addingTimeInterval(30)
-        while Date() < deadline {
-            if let status = try? api("GET", path, token: nil).status,
-                status > 0 && (status < 500 || accept.contains(status))
-            {
-                return
-            }
-            usleep(50_000)
+        let serving = eventually(timeout: 30, interval: 0.05) {
+            guard let status = try? api("GET", path, token: nil).status else { return false }
+            return status > 0 && (status < 500 || accept.contains(status))
         }
+        if serving { return }
         throw SessionError("bao at \(address) did not serve /v1/\(path) within 30 s; log: \(log)")
     }
 
@@ -143,14 +138,13 @@ public final class OpenBaoServer: @unchecked Sendable {
     /// The server's process id (the shell's child), to kill it as a crash would.
     public var serverProcessIdentifier: Int32? {
         let result = try? runProcess(
-            "/usr/bin/pgrep", ["-x", "-P", String(process.processIdentifier), "bao"],
+            "/usr/bin/pgrep", ["-x", "-P", String(process.pid), "bao"],
             environment: ["PATH": "/usr/bin:/bin"])
         return result.flatMap { Int32($0.stdoutText.trimmingCharacters(in: .whitespacesAndNewlines)) }
     }
 
     public func stop() {
-        if process.isRunning { process.terminate() }
-        process.waitUntilExit()
+        process.stop(grace: 30)
         directory.remove()
     }
 

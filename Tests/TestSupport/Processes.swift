@@ -75,9 +75,11 @@ private let addCloseFrom: @convention(c) (UnsafeMutablePointer<posix_spawn_file_
         symbol, to: (@convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32).self)
 }()
 
-/// Starts `executable` with `files` opened on their descriptors and every other descriptor closed.
-private func spawn(
-    _ executable: String, _ arguments: [String], environment: [String: String], files: [(Int32, String, Int32)]
+/// Starts `executable` with `files` opened on their descriptors, `descriptors` (ours) duplicated
+/// onto theirs (target, ours), and every other descriptor closed.
+func spawn(
+    _ executable: String, _ arguments: [String], environment: [String: String], files: [(Int32, String, Int32)],
+    descriptors: [(Int32, Int32)] = []
 ) throws -> pid_t {
     var actions = posix_spawn_file_actions_t()
     posix_spawn_file_actions_init(&actions)
@@ -85,6 +87,7 @@ private func spawn(
     for (descriptor, path, flags) in files {
         posix_spawn_file_actions_addopen(&actions, descriptor, path, flags, 0o600)
     }
+    for (target, source) in descriptors { posix_spawn_file_actions_adddup2(&actions, source, target) }
     _ = addCloseFrom(&actions, 3)
     var attributes = posix_spawnattr_t()
     posix_spawnattr_init(&attributes)
@@ -121,24 +124,13 @@ public func uniqueService(_ label: String = "t") -> String {
     "\(label)-\(UUID().uuidString.prefix(8))"
 }
 
-/// Starts `executable` with `arguments`, its output thrown away, so that it never holds a test's
-/// pipes open (a server a test starts and ends itself: ``Process/killAndWait()``).
-public func startQuietly(_ executable: String, _ arguments: [String]) throws -> Process {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: executable)
-    process.arguments = arguments
-    process.standardOutput = FileHandle.nullDevice
-    process.standardError = FileHandle.nullDevice
-    try process.run()
-    return process
-}
-
-extension Process {
-    /// Ends the process with SIGKILL (whoever it runs as now) and waits for it.
-    public func killAndWait() {
-        kill(processIdentifier, SIGKILL)
-        waitUntilExit()
-    }
+/// Starts `executable` with `arguments` (in the test process's environment), its output thrown
+/// away, so that it never holds a test's pipes open (a server a test starts and ends itself:
+/// ``ChildProcess/killAndWait()``).
+public func startQuietly(_ executable: String, _ arguments: [String]) throws -> ChildProcess {
+    try ChildProcess(
+        executable, arguments, environment: ProcessInfo.processInfo.environment,
+        files: [(0, "/dev/null", O_RDONLY), (1, "/dev/null", O_WRONLY), (2, "/dev/null", O_WRONLY)])
 }
 
 /// Runs `arguments` (a program and its arguments) as the user nobody (setpriv: needs root), with

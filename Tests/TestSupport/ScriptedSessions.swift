@@ -26,30 +26,25 @@ extension KeyringSession {
                 attributes: [.posixPermissions: 0o700])
         }
         let ready = directory.appendingPathComponent("address")
-        let process = Process()
-        process.executableURL = packageRoot.appendingPathComponent("scripts/\(script)")
-        process.arguments = [
-            "/bin/sh", "-c",
-            #"printf '%s\n' "$DBUS_SESSION_BUS_ADDRESS" > "$0.new" && mv "$0.new" "$0" && exec sleep 100000"#,
-            ready.path,
-        ]
-        process.environment = ["PATH": ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"]
-        process.standardInput = FileHandle(forReadingAtPath: "/dev/null")
-        process.standardOutput = FileHandle(forWritingAtPath: "/dev/null")
         let log = directory.appendingPathComponent("\(script).log")
-        _ = FileManager.default.createFile(atPath: log.path, contents: nil)
-        process.standardError = try FileHandle(forWritingTo: log)
-        try process.run()
-        let deadline = Date().addingTimeInterval(60)
-        while !FileManager.default.fileExists(atPath: ready.path) {
-            guard process.isRunning, Date() < deadline else {
-                if process.isRunning { process.terminate() }
-                process.waitUntilExit()
-                let output = (try? String(contentsOf: log, encoding: .utf8)) ?? ""
-                try? FileManager.default.removeItem(at: directory)
-                throw SessionError("scripts/\(script) did not start \(what): \(output)")
-            }
-            usleep(20_000)
+        let process = try ChildProcess(
+            packageRoot.appendingPathComponent("scripts/\(script)").path,
+            [
+                "/bin/sh", "-c",
+                #"printf '%s\n' "$DBUS_SESSION_BUS_ADDRESS" > "$0.new" && mv "$0.new" "$0" && exec sleep 100000"#,
+                ready.path,
+            ], environment: ["PATH": ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"],
+            files: [
+                (0, "/dev/null", O_RDONLY), (1, "/dev/null", O_WRONLY), (2, log.path, O_WRONLY | O_CREAT | O_TRUNC),
+            ])
+        let started = eventually(timeout: 60) {
+            FileManager.default.fileExists(atPath: ready.path) || !process.isRunning
+        }
+        guard started, FileManager.default.fileExists(atPath: ready.path) else {
+            process.stop()
+            let output = tail(ofFile: log.path)
+            try? FileManager.default.removeItem(at: directory)
+            throw SessionError("scripts/\(script) did not start \(what): \(output)")
         }
         let address = try String(contentsOf: ready, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
         // The script stops its provider and the bus before it exits (up to 12 s for a KeePassXC
@@ -70,15 +65,13 @@ extension KeyringSession {
         try dbusSend([
             "--dest=org.freedesktop.secrets", String(prompt), "org.freedesktop.Secret.Prompt.Prompt", "string:",
         ])
-        let deadline = Date().addingTimeInterval(20)
-        while Date() < deadline {
-            let locked = try dbusSend([
+        let locked = try eventually(timeout: 20) {
+            try dbusSend([
                 "--dest=org.freedesktop.secrets", "/org/freedesktop/secrets/collection/login",
                 "org.freedesktop.DBus.Properties.Get", "string:org.freedesktop.Secret.Collection", "string:Locked",
-            ])
-            if locked.contains("boolean true") { return }
-            usleep(50_000)
+            ]).contains("boolean true")
         }
+        if locked { return }
         throw SessionError("KeePassXC's database did not lock within 20 s")
     }
 }

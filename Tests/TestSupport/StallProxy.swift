@@ -7,7 +7,7 @@ import Glibc
 public final class StallProxy {
     /// The proxy's address, for BAO_ADDR.
     public let address: String
-    private let pid: Int32
+    private let process: ChildProcess
 
     /// Starts it for `server`, with its port file in `directory`; it stalls while
     /// `directory/stall` exists.
@@ -15,30 +15,27 @@ public final class StallProxy {
         guard let upstream = URLComponents(string: server.address)?.port else {
             throw SessionError("no port in \(server.address)")
         }
-        // Started by a shell that leaves it running: a Process of Foundation's would wait, at its
-        // end, for every process that inherited its descriptors.
-        let started = try runProcess(
-            "/bin/sh",
-            [
-                "-c", "python3 \"$0\" \"$1\" \"$2\" \"$3\" </dev/null >/dev/null 2>&1 & echo $!",
-                "\(clientScripts)/stall_proxy.py", directory.path("port"), String(upstream), directory.path("stall"),
-            ], environment: ["PATH": "/usr/bin:/bin"])
-        guard let pid = Int32(started.stdoutText.trimmingCharacters(in: .whitespacesAndNewlines)) else {
-            throw SessionError("the stall proxy did not start: \(started.stderr)")
+        // A ChildProcess: no descriptor of the test's for it to hold, and a pid that stays its own
+        // until it is reaped here.
+        let process = try ChildProcess(
+            "/usr/bin/python3",
+            ["\(clientScripts)/stall_proxy.py", directory.path("port"), String(upstream), directory.path("stall")],
+            environment: ["PATH": "/usr/bin:/bin"],
+            files: [(0, "/dev/null", O_RDONLY), (1, "/dev/null", O_WRONLY), (2, "/dev/null", O_WRONLY)])
+        var port: String?
+        eventually(timeout: 10, interval: 0.05) {
+            port = try? String(contentsOfFile: directory.path("port"), encoding: .utf8)
+            return port != nil || !process.isRunning
         }
-        self.pid = pid
-        for _ in 0..<200 {
-            if let port = try? String(contentsOfFile: directory.path("port"), encoding: .utf8) {
-                address = "http://127.0.0.1:\(port)"
-                return
-            }
-            usleep(50_000)
+        self.process = process
+        guard let port else {
+            process.killAndWait()
+            throw SessionError("the stall proxy wrote no port: it \(process.ending ?? "ran on")")
         }
-        kill(pid, SIGKILL)
-        throw SessionError("the stall proxy wrote no port")
+        address = "http://127.0.0.1:\(port)"
     }
 
-    public func stop() { kill(pid, SIGKILL) }
+    public func stop() { process.killAndWait() }
 
     /// Runs `body` with every keychain-cli it starts on a new KV mount of the shared OpenBao
     /// server, and a proxy to that server: `body` gets the server, the mount, and the environment

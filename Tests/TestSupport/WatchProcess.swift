@@ -3,7 +3,7 @@ import Foundation
 /// A running `keychain-cli watch`, whose output lines are collected as they come, with the time
 /// each arrived.
 public final class WatchProcess: @unchecked Sendable {
-    public let process: Process
+    public let process: ChildProcess
     private let condition = NSCondition()
     private var lines: [(text: String, time: Date)] = []
     private var partial = Data()
@@ -17,20 +17,16 @@ public final class WatchProcess: @unchecked Sendable {
         _ arguments: [String] = [], global: [String] = [], session: KeyringSession? = KeyringSession.current,
         extra: [String: String] = [:], service: String, readyKey: String = "watch-ready"
     ) throws {
-        process = Process()
-        process.executableURL = URL(fileURLWithPath: keychainCLIPath)
-        process.arguments = global + ["watch"] + arguments
         var environment = cliEnvironment(session: session)
         environment.merge(extra) { _, new in new }
-        process.environment = environment
         errorFile = FileManager.default.temporaryDirectory.appendingPathComponent("kc-watch-\(UUID().uuidString)")
-        _ = FileManager.default.createFile(atPath: errorFile.path, contents: nil)
-        process.standardError = try FileHandle(forWritingTo: errorFile)
-        process.standardInput = FileHandle(forReadingAtPath: "/dev/null")
         let output = Pipe()
-        process.standardOutput = output
+        process = try ChildProcess(
+            keychainCLIPath, global + ["watch"] + arguments, environment: environment,
+            files: [(0, "/dev/null", O_RDONLY), (2, errorFile.path, O_WRONLY | O_CREAT | O_TRUNC)],
+            descriptors: [(1, output.fileHandleForWriting.fileDescriptor)])
+        try output.fileHandleForWriting.close()
         let reader = output.fileHandleForReading
-        try process.run()
         Thread.detachNewThread { [self] in
             while true {
                 let data = reader.availableData
@@ -68,10 +64,7 @@ public final class WatchProcess: @unchecked Sendable {
     }
 
     deinit {
-        if process.isRunning {
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
-        }
+        process.stop(grace: 0)
         try? FileManager.default.removeItem(at: errorFile)
     }
 
@@ -117,17 +110,15 @@ public final class WatchProcess: @unchecked Sendable {
 
     /// Sends `signal` and returns the exit status (nil when it did not end within 10 s).
     public func stop(_ signal: Int32 = SIGINT) -> ProcessResult? {
-        kill(process.processIdentifier, signal)
+        process.signal(signal)
         return waitForExit()
     }
 
     /// Waits up to `timeout` seconds for it to end on its own.
     public func waitForExit(timeout: Double = 10) -> ProcessResult? {
-        let deadline = Date() + timeout
-        while process.isRunning && Date() < deadline { usleep(5_000) }
-        guard !process.isRunning else { return nil }
+        guard process.wait(timeout: timeout), let status = process.status else { return nil }
         return ProcessResult(
-            status: process.terminationStatus, signaled: process.terminationReason == .uncaughtSignal,
+            status: status.code, signaled: status.signaled,
             stdout: Data(consumeAll().map { $0 + "\n" }.joined().utf8), stderr: stderr)
     }
 }
