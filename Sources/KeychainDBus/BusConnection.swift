@@ -88,7 +88,7 @@ package struct GDBusCalls: BusConnection {
     }
 
     /// GDBus puts "GDBus.Error:NAME: " before a remote error's message; the peer's words follow.
-    static func strippingRemotePrefix(_ message: String) -> String {
+    package static func strippingRemotePrefix(_ message: String) -> String {
         guard message.hasPrefix("GDBus.Error:"), let colon = message.dropFirst(12).firstIndex(of: ":") else {
             return message
         }

@@ -59,7 +59,7 @@ package enum BusMessage {
         let fields = Int(try header.uint32())
         let length = (16 + fields + 7) / 8 * 8 + body
         guard body <= maximumLength, fields <= maximumLength, length <= maximumLength else {
-            throw malformed
+            throw .malformed
         }
         return length
     }
@@ -85,17 +85,16 @@ package enum BusMessage {
             case (_, "s"), (_, "o"): _ = try reader.string()
             case (_, "g"): _ = try reader.signature()
             case (_, "u"): _ = try reader.uint32()
-            default: throw malformed
+            default: throw .malformed
             }
         }
-        guard reader.position == fieldsEnd else { throw malformed }
+        guard reader.position == fieldsEnd else { throw .malformed }
         reader.align(8)
         return Received(
             kind: kind, replySerial: replySerial, errorName: errorName, signature: signature,
             body: reader.rest())
     }
 
-    static let malformed = DBusError.malformed
 }
 
 /// Writes D-Bus values, aligned from the start of the message (or of a body, which starts aligned).
@@ -164,7 +163,7 @@ package struct BusWriter {
     }
 }
 
-/// Reads D-Bus values; every read checks its bounds and throws ``BusMessage/malformed`` past them.
+/// Reads D-Bus values; every read checks its bounds and throws ``DBusError/malformed`` past them.
 package struct BusReader {
     private let bytes: ArraySlice<UInt8>
     private let bigEndian: Bool
@@ -172,7 +171,7 @@ package struct BusReader {
     package var position: Int
 
     package init(_ bytes: ArraySlice<UInt8>, endian: UInt8) throws(DBusError) {
-        guard endian == UInt8(ascii: "l") || endian == UInt8(ascii: "B") else { throw BusMessage.malformed }
+        guard endian == UInt8(ascii: "l") || endian == UInt8(ascii: "B") else { throw .malformed }
         (self.bytes, bigEndian, position) = (bytes, endian == UInt8(ascii: "B"), 0)
     }
 
@@ -186,7 +185,7 @@ package struct BusReader {
     }
 
     private mutating func take(_ count: Int) throws(DBusError) -> ArraySlice<UInt8> {
-        guard count >= 0, position + count <= bytes.count else { throw BusMessage.malformed }
+        guard count >= 0, position + count <= bytes.count else { throw .malformed }
         defer { position += count }
         let start = bytes.startIndex + position
         return bytes[start..<start + count]
@@ -210,7 +209,7 @@ package struct BusReader {
         switch try uint32() {
         case 0: return false
         case 1: return true
-        default: throw BusMessage.malformed
+        default: throw .malformed
         }
     }
 
@@ -227,7 +226,7 @@ package struct BusReader {
     private mutating func terminated(_ count: Int) throws(DBusError) -> String {
         let text = try take(count)
         guard try byte() == 0, !text.contains(0), let value = String(validating: text, as: UTF8.self) else {
-            throw BusMessage.malformed
+            throw .malformed
         }
         return value
     }
@@ -241,7 +240,7 @@ package struct BusReader {
         let end = Int(try uint32()) + position
         var paths: [String] = []
         while position < end { paths.append(try string()) }
-        guard position == end else { throw BusMessage.malformed }
+        guard position == end else { throw .malformed }
         return paths
     }
 }

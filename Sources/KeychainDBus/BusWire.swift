@@ -66,7 +66,7 @@ package final class BusWire {
     }
 
     /// The reply (or error) to the call `serial`, waiting for it.
-    /// - Throws: ``refused`` when the bus did not accept the authentication (the caller takes
+    /// - Throws: ``DBusError/refused`` when the bus did not accept the authentication (the caller takes
     ///   another way), the wire's time-out when nothing arrives within `seconds`.
     package func reply(to serial: UInt32) throws(DBusError) -> BusMessage.Received {
         while true {
@@ -76,7 +76,7 @@ package final class BusWire {
                     // The answer is one short line (OK and a GUID); a bus that sends more is not one.
                     guard received.count < 512 else {
                         closed = true
-                        throw Self.refused
+                        throw .refused
                     }
                     try receive()
                     continue
@@ -86,7 +86,7 @@ package final class BusWire {
                     endpoint.accepts(String(decoding: line.dropLast(), as: UTF8.self))
                 else {
                     closed = true
-                    throw Self.refused
+                    throw .refused
                 }
                 received.removeSubrange(...end)
                 authenticated = true
@@ -108,9 +108,6 @@ package final class BusWire {
             }
         }
     }
-
-    /// What ``reply(to:)`` throws for a bus that did not accept us.
-    package static let refused = DBusError.refused
 
     private func send(_ bytes: [UInt8]) throws(DBusError) {
         var sent = 0
@@ -158,6 +155,6 @@ package final class BusWire {
 
     private func broken() -> DBusError {
         closed = true
-        return authenticated ? .closed : Self.refused
+        return authenticated ? .closed : .refused
     }
 }

@@ -12,7 +12,7 @@ extension KeychainError {
     init(_ error: GLibError, operation: String, seconds: Double, expired: Bool) {
         let message = error.message
         let remoteName = error.remoteName
-        let detail = Self.strippingRemotePrefix(message)
+        let detail = GDBusCalls.strippingRemotePrefix(message)
 
         if error.isIOError(G_IO_ERROR_CANCELLED) {
             self =
@@ -72,14 +72,6 @@ extension KeychainError {
         default:
             self = .backendFailure(detail: "the Secret Service failed: \(detail)")
         }
-    }
-
-    /// GDBus prefixes remote errors with "GDBus.Error:org.freedesktop…: "; users need the text after it.
-    private static func strippingRemotePrefix(_ message: String) -> String {
-        guard message.hasPrefix("GDBus.Error:"), let colon = message.dropFirst(12).firstIndex(of: ":") else {
-            return message
-        }
-        return String(message[message.index(after: colon)...].drop(while: { $0 == " " }))
     }
 }
 
