@@ -24,6 +24,9 @@ package protocol BusConnection {
     /// The answer to `call`, waiting for it. A connection that fails, or a wait that runs out,
     /// throws; an error the peer answered is a value.
     func answer(_ call: Call) throws -> BusAnswer
+    /// Sends a signal with no arguments, broadcast on `path`: it goes out after every call sent
+    /// before it and before every call sent after it (on our wire, with the next call).
+    func emit(_ path: String, _ interface: String, _ member: String)
 }
 
 extension BusWire: BusConnection {
@@ -45,13 +48,15 @@ extension BusWire: BusConnection {
         guard reply.kind == .methodReturn else { throw .malformed }
         return .values(try body.values(reply.signature))
     }
+
+    package func emit(_ path: String, _ interface: String, _ member: String) { signal(path, interface, member) }
 }
 
 /// Method calls on a GDBus connection, within a bounded operation: each call is started on the
 /// operation's context and finished when answered.
 package struct GDBusCalls: BusConnection {
-    let bounded: BoundedOperation
-    let bus: OpaquePointer
+    package let bounded: BoundedOperation
+    package let bus: OpaquePointer
 
     package init(_ operation: BoundedOperation, _ bus: OpaquePointer) { (bounded, self.bus) = (operation, bus) }
 
@@ -85,6 +90,10 @@ package struct GDBusCalls: BusConnection {
         }
         guard let answer else { throw DBusError.failed("a reply of a type this client does not read") }
         return answer
+    }
+
+    package func emit(_ path: String, _ interface: String, _ member: String) {
+        g_dbus_connection_emit_signal(bus, nil, path, interface, member, nil, nil)
     }
 
     /// GDBus puts "GDBus.Error:NAME: " before a remote error's message; the peer's words follow.

@@ -23,9 +23,10 @@ package final class BusWire {
     package private(set) var closed = false
     /// Where the bus is, and the GUID its `OK` must carry.
     private let endpoint: SessionBusSocket.Endpoint
-    /// What the caller is doing, for errors, and how long it waits for each message.
-    package let operation: String
-    package let seconds: Double
+    /// What the caller is doing, for errors, and how long it waits for each message (set by each
+    /// caller that takes up a kept connection).
+    package var operation: String
+    package var seconds: Double
 
     /// Connects to `endpoint` and queues the authentication and `Hello`; nil when it cannot connect.
     package init?(_ endpoint: SessionBusSocket.Endpoint, operation: String, seconds: Double) {

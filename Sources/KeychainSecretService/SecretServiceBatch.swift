@@ -110,9 +110,8 @@ extension SecretServiceStore {
             }
             readable += unlocked
         }
-        return try connection.inSession(operation, bus) { session in
-            try getSecrets(readable, in: session, operation, bus)
-        }
+        let client = GDBusClient(connection, operation, bus)
+        return try client.inSession { session in try getSecrets(readable, in: session, client) }
             ?? Dictionary(
                 uniqueKeysWithValues: try readable.compactMap { path in
                     try connection.readSecretThroughLibsecret(at: path, operation).map { (path, $0) }
@@ -121,9 +120,10 @@ extension SecretServiceStore {
 
     /// The secrets of the items at `paths` (an item gone or locked meanwhile is left out), in
     /// `Service.GetSecrets` calls of ``secretsPerCall`` items.
-    private func getSecrets(
-        _ paths: [String], in session: SecretSession, _ operation: BoundedOperation, _ bus: OpaquePointer
-    ) throws -> [String: Data] {
+    private func getSecrets(_ paths: [String], in session: SecretSession, _ client: GDBusClient) throws
+        -> [String: Data]
+    {
+        let (operation, bus) = (client.bus.bounded, client.bus.bus)
         var secrets: [String: Data] = [:]
         for start in stride(from: 0, to: paths.count, by: Self.secretsPerCall) {
             let chunk = paths[start..<min(start + Self.secretsPerCall, paths.count)]
@@ -159,7 +159,7 @@ extension SecretServiceStore {
                 })
             guard let reply = answer else {
                 for path in chunk {
-                    if let secret = try connection.getSecret(at: path, in: session, operation, bus) {
+                    if let secret = try client.secret(at: path, in: session) {
                         secrets[path] = secret
                     }
                 }
@@ -171,7 +171,7 @@ extension SecretServiceStore {
                     throw KeychainError.backendFailure(detail: "the Secret Service sent a secret that is not (oayays)")
                 }
                 secrets[path] = try SecretServiceConnection.confirmingEmpty(
-                    session.open(secret), at: path, on: GDBusCalls(operation, bus))
+                    session.open(secret), at: path, on: client.bus)
             }
         }
         return secrets

@@ -137,9 +137,82 @@ extension SecretServiceConnection {
         _ = try values(of: answer, on: bus)
         return secret
     }
+    /// `Item.SetSecret` of the item at `path`, and watchers told (``SecretServiceStore/secretChangedSignal``,
+    /// a broadcast on the item's path, for which gnome-keyring sends nothing); false when the item
+    /// is gone (another client deleted it after the search). The signal and a `Peer.Ping` to the
+    /// bus go right behind the SetSecret: the service has the request before any watcher hears
+    /// of it, and the Ping's answer, one round trip with SetSecret's, means the bus has the
+    /// signal. (A SetSecret that fails leaves watchers a `changed` for an unchanged item.)
+    static func putSecret<Bus: BusConnection>(
+        _ secret: Data, at path: String, in session: SecretSession, on bus: Bus
+    ) throws -> Bool {
+        // org.freedesktop.Secret.Item.SetSecret((oayays) secret) -> ()
+        let set = try bus.send(
+            busName, path, "org.freedesktop.Secret.Item", "SetSecret",
+            [session.seal(secret, contentType: "application/octet-stream")])
+        let (interface, member) = SecretServiceStore.secretChangedSignal
+        bus.emit(path, interface, member)
+        // org.freedesktop.DBus.Peer.Ping() -> ()
+        let ping = try bus.send("org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus.Peer", "Ping", [])
+        let answer = try bus.answer(set)
+        _ = try values(of: bus.answer(ping), on: bus)
+        if case .error(let name, _) = answer, vanishedObjectErrors.contains(name) { return false }
+        _ = try values(of: answer, on: bus)
+        return true
+    }
+
+    /// `Collection.CreateItem` in the default collection, addressed by its alias path as
+    /// libsecret's store does (no ReadAlias), with `attributes` and `label`, replacing an item
+    /// with the same attributes. False when libsecret must do it: the collection is locked
+    /// (libsecret unlocks it, with a prompt), there is none (libsecret creates it), or the
+    /// service asks for a prompt before the item exists.
+    static func createItem<Bus: BusConnection>(
+        _ secret: Data, attributes: [(String, String)], label: String, contentType: String,
+        in session: SecretSession, on bus: Bus
+    ) throws -> Bool {
+        // Encrypted first: a session whose key cannot be derived throws before anything is sent.
+        let sealed = try session.seal(secret, contentType: contentType)
+        let properties = BusValue.dictionary(
+            key: "s", value: "v",
+            [
+                .init(.string("org.freedesktop.Secret.Item.Label"), .variant(.string(label))),
+                .init(.string("org.freedesktop.Secret.Item.Attributes"), .variant(.strings(attributes))),
+            ])
+        // org.freedesktop.Secret.Collection.CreateItem(a{sv} properties, (oayays) secret, b replace)
+        //   -> (o item, o prompt)
+        let answer = try bus.answer(
+            bus.send(
+                busName, "/org/freedesktop/secrets/aliases/default", "org.freedesktop.Secret.Collection",
+                "CreateItem", [properties, sealed, .boolean(true)]))
+        if case .error(let name, _) = answer,
+            name == "org.freedesktop.Secret.Error.IsLocked" || vanishedObjectErrors.contains(name)
+        {
+            return false
+        }
+        let values = try values(of: answer, on: bus)
+        guard values.count == 2, case .objectPath = values[0], case .objectPath(let prompt) = values[1] else {
+            throw KeychainError.backendFailure(
+                detail: "the Secret Service answered CreateItem with \(values.map(\.signature).joined())")
+        }
+        return prompt == "/"
+    }
 }
 
 extension SecretSession {
+    /// `secret` encrypted in this session, as the `(oayays)` struct the service takes: this
+    /// session, the IV, the ciphertext and the content type.
+    func seal(_ secret: Data, contentType: String) throws -> BusValue {
+        let sealed: (parameters: [UInt8], value: [UInt8])
+        do {
+            sealed = try encrypt(secret)
+        } catch let error as KeychainError {
+            throw error
+        } catch {
+            throw KeychainError.backendFailure(detail: "the secret could not be encrypted")
+        }
+        return .structure([.objectPath(path), .bytes(sealed.parameters), .bytes(sealed.value), .string(contentType)])
+    }
+
     /// The plaintext of a `(oayays)` secret struct the service sent (session, IV, ciphertext,
     /// content type), which must name this session.
     func open(_ secret: BusValue) throws -> Data {

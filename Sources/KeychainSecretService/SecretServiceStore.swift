@@ -28,9 +28,9 @@ public final class SecretServiceStore: SecretStore {
     let connection = SecretServiceConnection()
 
     /// The object path of the session kept on the direct connection (for tests).
-    @_spi(Testing) public var keptSessionPath: String? { connection.direct.withLock { $0?.session?.path } }
+    @_spi(Testing) public var keptSessionPath: String? { connection.direct.withLock { $0?.slot.session?.path } }
     /// Whether an OpenSession was sent on the direct connection and not yet answered (for tests).
-    @_spi(Testing) public var hasSessionOnItsWay: Bool { connection.direct.withLock { $0?.opening != nil } }
+    @_spi(Testing) public var hasSessionOnItsWay: Bool { connection.direct.withLock { $0?.slot.opening != nil } }
     /// The bus address of the direct connection, if one is open (for tests).
     @_spi(Testing) public var directBusAddress: String? { connection.direct.withLock { $0?.address } }
 
@@ -41,9 +41,8 @@ public final class SecretServiceStore: SecretStore {
         guard let path = keptSessionPath else { return }
         _ = try connection.onDirectBus(what: "close the session", seconds: timeout) { bus in
             // org.freedesktop.Secret.Session.Close() -> ()
-            let close = try bus.wire.call(
-                SecretServiceConnection.busName, path, "org.freedesktop.Secret.Session", "Close")
-            return try connection.answer(bus.wire.reply(to: close), "", bus.wire).atEnd
+            let close = try bus.wire.send(SecretServiceConnection.busName, path, "org.freedesktop.Secret.Session", "Close", [])
+            _ = try SecretServiceConnection.values(of: bus.wire.answer(close), on: bus.wire)
         }
     }
 
@@ -54,26 +53,8 @@ public final class SecretServiceStore: SecretStore {
     }
 
     public func secret(service: ServiceName, key: KeychainKey) throws(KeychainError) -> Data? {
-        let pairs: KeyValuePairs = ["service": service.rawValue, "username": key.rawValue]
-        if let found = try connection.readDirectly(pairs, what: "return the secret", seconds: timeout) { return found }
-        return try connection.onBus("return the secret", seconds: timeout, preparingSession: true) { operation, bus in
-            // Searching first needs no encrypted session, so a miss costs no key exchange;
-            // libsecret's lookup opens the session before it searches.
-            let found = try connection.searchVisiblePaths(operation, bus, pairs)
-            if found.unlocked.isEmpty && found.locked.isEmpty { return nil }
-            // An item another client deletes after the search is not there: the next one, or a miss.
-            for path in found.unlocked {
-                if let secret = try connection.readSecret(at: path, operation, bus) { return secret }
-            }
-            if found.locked.isEmpty { return nil }
-            let unlocked = try connection.unlock(found.locked, operation)
-            guard !unlocked.isEmpty else {
-                throw KeychainError.locked(detail: "the item is in a locked keyring that could not be unlocked")
-            }
-            for path in unlocked {
-                if let secret = try connection.readSecret(at: path, operation, bus) { return secret }
-            }
-            return nil
+        try connection.withClient("return the secret", seconds: timeout, preparingSession: true) {
+            try $0.lookup([("service", service.rawValue), ("username", key.rawValue)])
         }
     }
 
@@ -88,18 +69,25 @@ public final class SecretServiceStore: SecretStore {
     }
 
     public func setSecret(_ secret: Data, service: ServiceName, key: KeychainKey) throws(KeychainError) {
-        // On the direct connection when it can be (SecretServiceDirectWrite.swift), else the same
-        // calls on GDBus (SecretServiceWrites.swift); where either says libsecret must, libsecret,
-        // which unlocks, creates a default collection and shows prompts.
-        let direct = try setSecretOnDirectBus(secret, service: service, key: key)
-        if direct == true { return }
+        // On whichever connection the client takes (SecretServiceClient.swift); where it says
+        // libsecret must (a locked item or collection, none, a prompt, no encrypted session),
+        // libsecret's store, which unlocks, creates a default collection and shows prompts.
+        let stored = try connection.withClient("store the secret", seconds: timeout, preparingSession: true) {
+            try $0.store(
+                secret, replacing: [("service", service.rawValue), ("username", key.rawValue)],
+                attributes: newItemAttributes(service: service, key: key),
+                label: ItemInfo.defaultLabel(service: service, key: key), contentType: "application/octet-stream")
+        }
+        if !stored { try storeThroughLibsecret(secret, service: service, key: key) }
+    }
+
+    /// Stores `secret` through libsecret: every item found under `service` and `key` gets it in
+    /// place (unlocking them, which may prompt), else a new item of the default collection
+    /// (created if need be).
+    private func storeThroughLibsecret(_ secret: Data, service: ServiceName, key: KeychainKey) throws(KeychainError) {
         let value = OwnedSecretValue(secret, contentType: "application/octet-stream")
         try BoundedOperation.run("store the secret", seconds: timeout) { operation in
-            if direct == nil, try setSecretDirectly(secret, service: service, key: key, operation) { return }
             let libsecret = try connection.connect(operation, openSession: true)
-            // An item another tool stored under the same service and key (with other extra
-            // attributes) gets the new secret in place, so that every tool, and every later
-            // lookup, sees one value; otherwise a new item is created.
             try connection.search(operation, libsecret, ["service": service.rawValue, "username": key.rawValue]) {
                 existing in
                 var updated = 0
@@ -118,14 +106,14 @@ public final class SecretServiceStore: SecretStore {
                     try announceSecretChanged(item, operation)
                 }
                 if updated == 0 {
-                    try store(value, service: service, key: key, libsecret, operation)
+                    try storeNew(value, service: service, key: key, libsecret, operation)
                 }
             }
         }
     }
 
     /// Stores `value` as a new item of the default collection through libsecret.
-    private func store(
+    private func storeNew(
         _ value: OwnedSecretValue, service: ServiceName, key: KeychainKey, _ libsecret: OwnedObject,
         _ operation: BoundedOperation
     ) throws {
