@@ -153,7 +153,8 @@ extension SecretServiceConnection {
         let (interface, member) = SecretServiceStore.secretChangedSignal
         bus.emit(path, interface, member)
         // org.freedesktop.DBus.Peer.Ping() -> ()
-        let ping = try bus.send("org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus.Peer", "Ping", [])
+        let ping = try bus.send(
+            "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus.Peer", "Ping", [])
         let answer = try bus.answer(set)
         _ = try values(of: bus.answer(ping), on: bus)
         if case .error(let name, _) = answer, vanishedObjectErrors.contains(name) { return false }

@@ -41,7 +41,8 @@ public final class SecretServiceStore: SecretStore {
         guard let path = keptSessionPath else { return }
         _ = try connection.onDirectBus(what: "close the session", seconds: timeout) { bus in
             // org.freedesktop.Secret.Session.Close() -> ()
-            let close = try bus.wire.send(SecretServiceConnection.busName, path, "org.freedesktop.Secret.Session", "Close", [])
+            let close = try bus.wire.send(
+                SecretServiceConnection.busName, path, "org.freedesktop.Secret.Session", "Close", [])
             _ = try SecretServiceConnection.values(of: bus.wire.answer(close), on: bus.wire)
         }
     }
