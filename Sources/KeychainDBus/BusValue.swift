@@ -50,6 +50,17 @@ package indirect enum BusValue: Equatable, Sendable {
         }
     }
 
+    /// The pairs of an `a{ss}`, nil for anything else.
+    package var stringMap: [String: String]? {
+        guard case .dictionary("s", "s", let entries) = self else { return nil }
+        var pairs: [String: String] = [:]
+        for entry in entries {
+            guard case .string(let key) = entry.key, case .string(let value) = entry.value else { return nil }
+            pairs[key] = value
+        }
+        return pairs
+    }
+
     /// The strings of an `as` or `ao`, nil for anything else.
     package var strings: [String]? {
         guard case .array(_, let elements) = self else { return nil }

@@ -1,4 +1,3 @@
-internal import CLibSecret
 import FoundationEssentials
 import KeychainDBus
 import KeychainSecretSession
@@ -57,19 +56,18 @@ extension SecretServiceStore {
         -> [Data?]
     {
         guard !addresses.isEmpty else { return [] }
-        return try connection.onBus("read the secrets", seconds: timeout, preparingSession: true) { operation, bus in
+        return try connection.withClient("read the secrets", seconds: timeout, preparingSession: true) { client in
             var found: [SecretAddress: Data] = [:]
             var missing = addresses
             if let listing, case let listed = listing.byAddress(), addresses.allSatisfy({ listed[$0] != nil }) {
                 let paths = addresses.map { listed[$0]! }
-                let secrets = try readSecrets(
-                    of: Array(Set(paths)), locked: listing.locked.intersection(paths), operation, bus)
+                let secrets = try readSecrets(of: Array(Set(paths)), locked: listing.locked.intersection(paths), client)
                 for (address, path) in zip(addresses, paths) { found[address] = secrets[path] }
                 missing = addresses.filter { found[$0] == nil }
             }
             if !missing.isEmpty {
-                let paths = try searchFirstPaths(of: missing, operation, bus)
-                let secrets = try readSecrets(of: paths.unlocked, locked: paths.locked, operation, bus)
+                let paths = try searchFirstPaths(of: missing, client)
+                let secrets = try readSecrets(of: paths.unlocked, locked: paths.locked, client)
                 for (address, path) in paths.byAddress { found[address] = secrets[path] }
             }
             return addresses.map { found[$0] }
@@ -78,19 +76,18 @@ extension SecretServiceStore {
 
     /// The first item of each address among `addresses` (a search per service and every found
     /// item's attributes), and which of those paths are in a locked keyring.
-    private func searchFirstPaths(of addresses: [SecretAddress], _ operation: BoundedOperation, _ bus: OpaquePointer)
+    private func searchFirstPaths(of addresses: [SecretAddress], _ client: some SecretServiceClient)
         throws -> (byAddress: [SecretAddress: String], unlocked: [String], locked: Set<String>)
     {
         var candidates: [String] = []
         var locked: Set<String> = []
         for service in Set(addresses.map(\.service)).sorted() {
-            let found = try connection.searchPaths(operation, bus, ["service": service.rawValue])
+            let found = try client.searchPaths([("service", service.rawValue)])
             candidates += found.unlocked + found.locked
             locked.formUnion(found.locked)
         }
         let wanted = Set(addresses)
-        let found = ListedPaths(
-            paths: candidates, infos: try connection.infos(operation, bus, candidates, keysOnly: true), locked: locked)
+        let found = ListedPaths(paths: candidates, infos: try client.infos(candidates, keysOnly: true), locked: locked)
         let paths = found.byAddress().filter { wanted.contains($0.key) }
         let needed = Set(paths.values)
         return (paths, needed.subtracting(locked).sorted(), needed.intersection(locked))
@@ -99,79 +96,57 @@ extension SecretServiceStore {
     /// The secrets of the items at `paths` and `locked` (unlocked first, which may prompt): in
     /// this store's session, or through libsecret for a service without one. An item gone
     /// meanwhile is left out.
-    private func readSecrets(
-        of paths: [String], locked: Set<String>, _ operation: BoundedOperation, _ bus: OpaquePointer
-    ) throws -> [String: Data] {
+    private func readSecrets(of paths: [String], locked: Set<String>, _ client: some SecretServiceClient) throws
+        -> [String: Data]
+    {
         var readable = paths.filter { !locked.contains($0) }
         if !locked.isEmpty {
-            let unlocked = try connection.unlock(locked.sorted(), operation)
+            let unlocked = try client.unlock(locked.sorted())
             guard unlocked.count == locked.count else {
                 throw KeychainError.locked(detail: "some items are in a locked keyring that could not be unlocked")
             }
             readable += unlocked
         }
-        let client = GDBusClient(connection, operation, bus)
-        return try client.inSession { session in try getSecrets(readable, in: session, client) }
-            ?? Dictionary(
-                uniqueKeysWithValues: try readable.compactMap { path in
-                    try connection.readSecretThroughLibsecret(at: path, operation).map { (path, $0) }
-                })
+        if let secrets = try client.inSession({ try getSecrets(readable, in: $0, client) }) { return secrets }
+        var secrets: [String: Data] = [:]
+        for path in readable { secrets[path] = try client.readSecret(at: path) }
+        return secrets
     }
 
     /// The secrets of the items at `paths` (an item gone or locked meanwhile is left out), in
     /// `Service.GetSecrets` calls of ``secretsPerCall`` items.
-    private func getSecrets(_ paths: [String], in session: SecretSession, _ client: GDBusClient) throws
+    private func getSecrets(_ paths: [String], in session: SecretSession, _ client: some SecretServiceClient) throws
         -> [String: Data]
     {
-        let (operation, bus) = (client.bus.bounded, client.bus.bus)
         var secrets: [String: Data] = [:]
         for start in stride(from: 0, to: paths.count, by: Self.secretsPerCall) {
             let chunk = paths[start..<min(start + Self.secretsPerCall, paths.count)]
-            let items = chunk.map { g_variant_new_object_path($0) }
-            let arguments = OwnedVariant.tuple([
-                g_variant_new_array(keychain_cli_type_object_path(), items, gsize(items.count)),
-                g_variant_new_object_path(session.path),
-            ])
             // org.freedesktop.Secret.Service.GetSecrets(ao items, o session) -> (a{o(oayays)} secrets)
-            let answer = try operation.call(
-                {
-                    let (cancellable, callback, data) = ($0, $1, $2)
-                    arguments.use {
-                        g_dbus_connection_call(
-                            bus, SecretServiceConnection.busName, "/org/freedesktop/secrets",
-                            "org.freedesktop.Secret.Service", "GetSecrets", $0, keychain_cli_type_get_secrets_reply(),
-                            G_DBUS_CALL_FLAGS_NONE, -1, cancellable, callback, data)
-                    }
-                }, meanwhile: session.deriveKey,
-                finish: { result, error in
-                    let reply = OwnedVariant(takingIfAny: g_dbus_connection_call_finish(bus, result, error))
-                    // A provider that will not send so many secrets in one reply (keychain-cli
-                    // serve, past 64 MiB) answers Failed, and kwalletd5 answers InvalidArgs ("Can't
-                    // find item at path") for the whole call when one item was deleted since the
-                    // search: then each item is read alone, and one that is gone is skipped.
-                    if let failure = error.pointee,
-                        ["org.freedesktop.DBus.Error.Failed", "org.freedesktop.DBus.Error.InvalidArgs"].contains(
-                            remoteErrorName(failure))
-                    {
-                        _ = takeError(error)
-                    }
-                    return reply
-                })
-            guard let reply = answer else {
+            let call = try client.bus.send(
+                SecretServiceConnection.busName, "/org/freedesktop/secrets", "org.freedesktop.Secret.Service",
+                "GetSecrets", [.array(element: "o", chunk.map { .objectPath($0) }), .objectPath(session.path)])
+            session.deriveKey()
+            let answer = try client.bus.answer(call)
+            // A provider that will not send so many secrets in one reply (keychain-cli serve, past
+            // 64 MiB) answers Failed, and kwalletd5 answers InvalidArgs ("Can't find item at path")
+            // for the whole call when one item was deleted since the search: then each item is
+            // read alone, and one that is gone is skipped.
+            if case .error(let name, _) = answer,
+                ["org.freedesktop.DBus.Error.Failed", "org.freedesktop.DBus.Error.InvalidArgs"].contains(name)
+            {
                 for path in chunk {
-                    if let secret = try client.secret(at: path, in: session) {
-                        secrets[path] = secret
-                    }
+                    if let secret = try client.secret(at: path, in: session) { secrets[path] = secret }
                 }
                 continue
             }
-            for entry in reply.child(0).children {
-                let path = entry.child(0).string
-                guard let secret = BusValue(entry.child(1)) else {
-                    throw KeychainError.backendFailure(detail: "the Secret Service sent a secret that is not (oayays)")
-                }
+            let values = try SecretServiceConnection.values(of: answer, on: client.bus)
+            guard values.count == 1, case .dictionary(_, _, let entries) = values[0] else {
+                throw KeychainError.backendFailure(detail: "the Secret Service answered GetSecrets without secrets")
+            }
+            for entry in entries {
+                guard case .objectPath(let path) = entry.key else { continue }
                 secrets[path] = try SecretServiceConnection.confirmingEmpty(
-                    session.open(secret), at: path, on: client.bus)
+                    session.open(entry.value), at: path, on: client.bus)
             }
         }
         return secrets

@@ -14,10 +14,10 @@ extension SecretServiceStore: NetworkCredentialStore {
     public func networkCredentials(service: ServiceName) -> any NetworkCredentialStore { self }
 
     public func credential(matching query: NetworkCredential) throws(KeychainError) -> NetworkCredential? {
-        try connection.onBus("look up the credential", seconds: timeout, preparingSession: true) { operation, bus in
-            guard let (found, path) = try matchingItems(query, operation, bus).first else { return nil }
+        try connection.withClient("look up the credential", seconds: timeout, preparingSession: true) { client in
+            guard let (found, path) = try matchingItems(query, client).first else { return nil }
             var credential = found
-            guard let secret = try connection.readSecret(at: path, operation, bus) else { return nil }
+            guard let secret = try client.readSecret(at: path) else { return nil }
             credential.readStoredSecret(String(decoding: secret, as: UTF8.self))
             return credential
         }
@@ -53,18 +53,18 @@ extension SecretServiceStore: NetworkCredentialStore {
     }
 
     public func erase(matching query: NetworkCredential) throws(KeychainError) -> Int {
-        try connection.onBus("erase the credential", seconds: timeout) { operation, bus in
-            var paths = try matchingItems(query, operation, bus).map(\.path)
+        try connection.withClient("erase the credential", seconds: timeout) { client in
+            var paths = try matchingItems(query, client).map(\.path)
             if query.password != nil {
                 // Only those whose password is the query's (git's reject of a rejected password).
                 paths = try paths.filter { path in
-                    guard let secret = try connection.readSecret(at: path, operation, bus) else { return false }
+                    guard let secret = try client.readSecret(at: path) else { return false }
                     var stored = query
                     stored.readStoredSecret(String(decoding: secret, as: UTF8.self))
                     return stored.password == query.password
                 }
             }
-            return try connection.deleteItems(at: paths, operation, bus)
+            return try client.deleteItems(at: paths)
         }
     }
 
@@ -72,14 +72,14 @@ extension SecretServiceStore: NetworkCredentialStore {
     /// deadline), with their object paths, in the order ``credential(matching:)`` prefers them.
     /// Found by their attributes alone, whatever their schema (git-credential-libsecret's
     /// `org.gnome.keyring.NetworkPassword`, upstream git's `org.git.Password`).
-    private func matchingItems(
-        _ query: NetworkCredential, _ operation: BoundedOperation, _ bus: OpaquePointer
-    ) throws -> [(credential: NetworkCredential, path: String)] {
+    private func matchingItems(_ query: NetworkCredential, _ client: some SecretServiceClient) throws
+        -> [(credential: NetworkCredential, path: String)]
+    {
         var pairs = Self.attributes(of: query)
         // A query without port or path must not exclude items that have one: filtered below.
         pairs.removeValue(forKey: "port")
         pairs.removeValue(forKey: "object")
-        return try connection.findItems(pairs, operation, bus).compactMap { item -> (NetworkCredential, String)? in
+        return try client.findItems(pairs).compactMap { item -> (NetworkCredential, String)? in
             guard let credential = Self.credential(attributes: item.attributes), credential.matches(query)
             else { return nil }
             return (credential, item.path)

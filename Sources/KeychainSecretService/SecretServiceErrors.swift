@@ -76,25 +76,17 @@ extension KeychainError {
 }
 
 /// The D-Bus errors that answer a call on an object that does not exist: for an item, one another
-/// client deleted (see ``finishItemCall(_:_:_:)``); for a collection, no default keyring.
-/// KeePassXC (Qt's D-Bus) answers UnknownInterface for the path of an item it removed.
+/// client deleted between our search and this call (gnome-keyring 42 answers `UnknownMethod`
+/// "Object does not exist at path"; KeePassXC, Qt's D-Bus, `UnknownInterface`); for a
+/// collection, no default keyring.
 let vanishedObjectErrors = [
     "org.freedesktop.DBus.Error.UnknownMethod", "org.freedesktop.DBus.Error.UnknownObject",
     "org.freedesktop.DBus.Error.UnknownInterface", "org.freedesktop.Secret.Error.NoSuchObject",
 ]
 
-/// Finishes a D-Bus call made on one item: nil, and no error, when the item no longer exists. An
-/// item deleted by another client between our search and this call is answered with
-/// `UnknownMethod` "Object does not exist at path" (gnome-keyring 42), which for a collection
-/// would mean no default keyring, but for an item means only that it is gone.
-func finishItemCall(_ bus: OpaquePointer, _ result: OpaquePointer, _ error: GErrorSlot) -> OwnedVariant? {
-    let reply = OwnedVariant(takingIfAny: g_dbus_connection_call_finish(bus, result, error))
-    _ = clearingVanishedItemError(error)
-    return reply
-}
-
-/// Clears `error` and returns true when it says the item a call was made on no longer exists
-/// (see ``finishItemCall(_:_:_:)``; libsecret reports it as `SECRET_ERROR_NO_SUCH_OBJECT`).
+/// Clears `error` and returns true when it says the item a libsecret call was made on no longer
+/// exists (another client deleted it after it was found): libsecret's `SECRET_ERROR_NO_SUCH_OBJECT`,
+/// or one of ``vanishedObjectErrors``.
 func clearingVanishedItemError(_ error: GErrorSlot) -> Bool {
     guard let failure = error.pointee.map(GLibError.init) else { return false }
     let vanished: Bool
@@ -114,16 +106,5 @@ extension BoundedOperation {
         -> T
     {
         try run(what, seconds: seconds, meaning: KeychainError.init, body)
-    }
-
-    /// One D-Bus method call on the Secret Service object at `path` (an item): nil when the object
-    /// no longer exists, because another client deleted it after it was found.
-    func callItemMethod(
-        _ bus: OpaquePointer, _ destination: String, _ path: String, _ interface: String, _ method: String,
-        _ parameters: OwnedVariant?, replyType: OpaquePointer? = nil, meanwhile: () -> Void = {}
-    ) throws -> OwnedVariant? {
-        try callMethod(
-            bus, destination, path, interface, method, parameters, replyType: replyType, meanwhile: meanwhile,
-            finish: { finishItemCall(bus, $0, $1) })
     }
 }

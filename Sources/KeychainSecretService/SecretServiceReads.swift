@@ -5,8 +5,8 @@ import KeychainSecretSession
 import KeychainStore
 import KeychainSystem
 
-// What libsecret does for a SecretServiceStore's reads: a secret of a service without an
-// encrypted session, and unlocking locked items (which may prompt).
+// What libsecret does for a SecretServiceClient: a secret of a service without an encrypted
+// session, unlocking locked items and performing a provider's prompts.
 extension SecretServiceConnection {
     /// The secret of the item at `path` on `bus` (``SecretServiceClient/readSecret(at:)``); nil
     /// when the item no longer exists.
@@ -50,6 +50,26 @@ extension SecretServiceConnection {
                     _ = secret_service_unlock_dbus_paths_finish(connection, result, &unlocked, error)
                     return takeStrings(unlocked)
                 })
+        }
+    }
+
+    /// Performs, one after another, the prompts a provider answered deletions with: KeePassXC
+    /// answers every Item.Delete with one, which completes at once unless its user is asked to
+    /// confirm (then this waits for the answer, within the deadline). A dismissed prompt is a
+    /// refusal.
+    func performPrompts(_ prompts: [String], _ operation: BoundedOperation) throws {
+        guard !prompts.isEmpty else { return }
+        try connect(operation, openSession: false).use(as: SecretService.self) { service in
+            for prompt in prompts {
+                // secret_service_prompt_at_dbus_path / …_finish: nil, and no error, when dismissed.
+                let result = try operation.call(
+                    { secret_service_prompt_at_dbus_path(service, prompt, nil, $0, $1, $2) },
+                    finish: { OwnedVariant(takingIfAny: secret_service_prompt_at_dbus_path_finish(service, $0, $1)) })
+                guard result != nil else {
+                    throw KeychainError.permissionDenied(
+                        detail: "the deletion was declined at the Secret Service's prompt")
+                }
+            }
         }
     }
 }

@@ -12,14 +12,12 @@ extension SecretServiceStore: RegistryCredentialStore {
     public func registryCredentials(service: ServiceName) -> any RegistryCredentialStore { self }
 
     public func registryCredential(for serverURL: String) throws(KeychainError) -> RegistryCredential? {
-        try connection.onBus("look up the registry credential", seconds: timeout, preparingSession: true) {
-            operation, bus in
+        try connection.withClient("look up the registry credential", seconds: timeout, preparingSession: true) {
+            client in
             // Of several users' items for one server (other tools keep them), the one `list` names:
             // the last found, as docker-credential-secretservice's list and get both answer.
-            guard let (attributes, path) = try dockerItems(["server": serverURL], operation, bus).last else {
-                return nil
-            }
-            guard let secret = try connection.readSecret(at: path, operation, bus) else { return nil }
+            guard let (attributes, path) = try dockerItems(["server": serverURL], client).last else { return nil }
+            guard let secret = try client.readSecret(at: path) else { return nil }
             return RegistryCredential(
                 serverURL: serverURL, username: attributes["username"] ?? "",
                 secret: String(decoding: secret, as: UTF8.self))
@@ -53,25 +51,26 @@ extension SecretServiceStore: RegistryCredentialStore {
             }
             // One item per server: one of another user name goes, once the new one is stored.
             try connection.sessionBus(operation).use { bus in
-                let others = try dockerItems(["server": credential.serverURL], operation, bus)
+                let client = GDBusClient(connection, operation, bus)
+                let others = try dockerItems(["server": credential.serverURL], client)
                     .filter { $0.attributes["username"] != credential.username }.map(\.path)
                 guard !others.isEmpty else { return }
-                _ = try connection.deleteItems(at: others, operation, bus)
+                _ = try client.deleteItems(at: others)
             }
         }
     }
 
     public func eraseRegistryCredential(for serverURL: String) throws(KeychainError) -> Bool {
-        try connection.onBus("erase the registry credential", seconds: timeout) { operation, bus in
-            let paths = try dockerItems(["server": serverURL], operation, bus).map(\.path)
-            return try connection.deleteItems(at: paths, operation, bus) > 0
+        try connection.withClient("erase the registry credential", seconds: timeout) { client in
+            let paths = try dockerItems(["server": serverURL], client).map(\.path)
+            return try client.deleteItems(at: paths) > 0
         }
     }
 
     public func registryUsernames() throws(KeychainError) -> [String: String] {
-        try connection.onBus("list the registry credentials", seconds: timeout) { operation, bus in
+        try connection.withClient("list the registry credentials", seconds: timeout) { client in
             var result: [String: String] = [:]
-            for (attributes, _) in try dockerItems([:], operation, bus) {
+            for (attributes, _) in try dockerItems([:], client) {
                 if let server = attributes["server"] { result[server] = attributes["username"] ?? "" }
             }
             return result
@@ -80,10 +79,9 @@ extension SecretServiceStore: RegistryCredentialStore {
 
     /// The docker items whose attributes include `pairs` (unlocked first), with their paths:
     /// those of docker's schema only, as docker-credential-secretservice finds them.
-    private func dockerItems(_ pairs: [String: String], _ operation: BoundedOperation, _ bus: OpaquePointer) throws
+    private func dockerItems(_ pairs: [String: String], _ client: some SecretServiceClient) throws
         -> [(attributes: [String: String], path: String)]
     {
-        try connection.findItems(
-            pairs, schema: String(cString: keychain_cli_docker_schema().pointee.name), operation, bus)
+        try client.findItems(pairs, schema: String(cString: keychain_cli_docker_schema().pointee.name))
     }
 }

@@ -62,9 +62,8 @@ public final class SecretServiceStore: SecretStore {
     /// A search only: no encrypted session, and an item in a locked keyring counts without
     /// unlocking it.
     public func containsSecret(service: ServiceName, key: KeychainKey) throws(KeychainError) -> Bool {
-        try connection.onBus("look for the item", seconds: timeout) { operation, bus in
-            let found = try connection.searchPaths(
-                operation, bus, ["service": service.rawValue, "username": key.rawValue])
+        try connection.withClient("look for the item", seconds: timeout) {
+            let found = try $0.searchPaths([("service", service.rawValue), ("username", key.rawValue)])
             return !found.unlocked.isEmpty || !found.locked.isEmpty
         }
     }
@@ -137,14 +136,14 @@ public final class SecretServiceStore: SecretStore {
     }
 
     public func deleteSecret(service: ServiceName, key: KeychainKey) throws(KeychainError) -> Bool {
-        try deleteMatching(["service": service.rawValue, "username": key.rawValue], what: "delete the secret") > 0
+        try deleteMatching([("service", service.rawValue), ("username", key.rawValue)], what: "delete the secret") > 0
     }
 
     /// Removes the items ``items(service:)`` lists for `service`, and no other: an item of another
     /// application with a `service` attribute but no `username` (node keytar's `account`, say) is
     /// neither listed nor deleted.
     public func deleteAll(service: ServiceName) throws(KeychainError) -> Int {
-        try deleteMatching(["service": service.rawValue], requiring: "username", what: "delete the service's secrets")
+        try deleteMatching([("service", service.rawValue)], requiring: "username", what: "delete the service's secrets")
     }
 
     public func items(service: ServiceName?) throws(KeychainError) -> [ItemInfo] {
@@ -154,54 +153,45 @@ public final class SecretServiceStore: SecretStore {
     /// The items, and the object paths they were found at (``ListedPaths``), for
     /// ``secrets(of:listedIn:)``.
     public func listing(service: ServiceName?) throws(KeychainError) -> ItemListing {
-        let pairs: KeyValuePairs<String, String> = service.map { ["service": $0.rawValue] } ?? [:]
-        return try connection.onBus("list the items", seconds: timeout) { operation, bus in
+        let pairs = service.map { [("service", $0.rawValue)] } ?? []
+        return try connection.withClient("list the items", seconds: timeout) { client in
             // libsecret builds a D-Bus proxy per found item and refuses an empty search; asking
             // for the paths, then for every item's properties in pipelined Properties calls on the
             // same connection, costs one round trip per window and gnome-keyring's own time per
             // item (less for Attributes alone than for GetAll); one GetManagedObjects call where
             // the provider answers it (keychain-cli serve). Numbers: bench/RESULTS.md.
-            let found = try connection.searchVisiblePaths(operation, bus, pairs)
+            let found = try client.searchVisiblePaths(pairs)
             let paths = found.unlocked + found.locked
-            let infos = try connection.infos(operation, bus, paths, keysOnly: listing == .keysOnly)
+            let infos = try client.infos(paths, keysOnly: listing == .keysOnly)
             return ItemListing(
                 items: infos.compactMap { $0 },
                 found: ListedPaths(paths: paths, infos: infos, locked: Set(found.locked)))
         }
     }
 
-    // MARK: libsecret steps, each one asynchronous call on a bounded operation
-
     /// Deletes every item whose attributes include `pairs`, and the attribute `requiring` when one
     /// is named (unlocking locked ones first), with pipelined Item.Delete calls: one proxy and one
-    /// round trip per item was far slower for a large service. Items another client deleted meanwhile are not counted.
-    private func deleteMatching(
-        _ pairs: KeyValuePairs<String, String>, requiring: String? = nil, what: String
-    ) throws(KeychainError) -> Int {
-        try connection.onBus(what, seconds: timeout) { operation, bus in
-            var found = try connection.searchVisiblePaths(operation, bus, pairs)
+    /// round trip per item was far slower for a large service. Items another client deleted
+    /// meanwhile are not counted.
+    private func deleteMatching(_ pairs: [(String, String)], requiring: String? = nil, what: String)
+        throws(KeychainError) -> Int
+    {
+        try connection.withClient(what, seconds: timeout) { client in
+            var found = try client.searchVisiblePaths(pairs)
             if let requiring {
                 // The Secret Service searches by value only: read each item's attributes to keep
                 // those that have the attribute at all.
-                found.unlocked = try paths(found.unlocked, having: requiring, operation, bus)
-                found.locked = try paths(found.locked, having: requiring, operation, bus)
+                func having(_ paths: [String]) throws -> [String] {
+                    let attributes = try client.itemProperties(["Attributes"], of: paths)
+                    return zip(paths, attributes).compactMap { $1?[0]?.stringMap?[requiring] != nil ? $0 : nil }
+                }
+                found = (try having(found.unlocked), try having(found.locked))
             }
-            let unlocked = try connection.unlock(found.locked, operation)
+            let unlocked = try client.unlock(found.locked)
             guard unlocked.count == found.locked.count else {
                 throw KeychainError.locked(detail: "items to delete are in a locked keyring that could not be unlocked")
             }
-            return try connection.deleteItems(at: found.unlocked + unlocked, operation, bus)
+            return try client.deleteItems(at: found.unlocked + unlocked)
         }
     }
-
-    /// Those of `paths` whose items have the attribute `name` (and still exist).
-    private func paths(
-        _ paths: [String], having name: String, _ operation: BoundedOperation, _ bus: OpaquePointer
-    ) throws -> [String] {
-        let replies = try connection.itemProperty("Attributes", of: paths, operation, bus) {
-            SecretServiceConnection.dictionary($0)[name] != nil
-        }
-        return zip(paths, replies).compactMap { $1 == true ? $0 : nil }
-    }
-
 }

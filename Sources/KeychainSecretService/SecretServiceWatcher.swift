@@ -159,10 +159,10 @@ final class SignalWatcher {
                     if let parameters, variantString(parameters, child: 2).isEmpty { watcher.serviceLeft = true }
                 }, me, nil))
         try BoundedOperation.run("list the items", seconds: store.timeout) { operation in
-            let pairs: KeyValuePairs<String, String> = service.map { ["service": $0.rawValue] } ?? [:]
-            let found = try store.connection.searchPaths(operation, bus, pairs)
+            let client = GDBusClient(store.connection, operation, bus)
+            let found = try client.searchPaths(service.map { [("service", $0.rawValue)] } ?? [])
             let paths = found.unlocked + found.locked
-            for (path, info) in zip(paths, try store.connection.infos(operation, bus, paths, keysOnly: false)) {
+            for (path, info) in zip(paths, try client.infos(paths, keysOnly: false)) {
                 if let info, service == nil || info.service == service?.rawValue { known[path] = Known(info) }
             }
         }
@@ -266,7 +266,7 @@ final class SignalWatcher {
         }
         guard member == "ItemCreated" || member == "ItemChanged" || member == "SecretChanged", let bus else { return }
         let info = try BoundedOperation.run("read an item's attributes", seconds: store.timeout) {
-            try store.connection.infos($0, bus, [path], keysOnly: false)[0]
+            try GDBusClient(store.connection, $0, bus).infos([path], keysOnly: false)[0]
         }
         guard let info, service == nil || info.service == service?.rawValue else {
             // Gone, or its attributes moved it out of what is watched.
@@ -298,8 +298,8 @@ final class SignalWatcher {
         let paths = Array((all[start...] + all[..<start]).prefix(Self.itemsPerPoll))
         pollCursor = paths.last ?? ""
         let times = try BoundedOperation.run("read the items' times", seconds: store.timeout) { operation in
-            try store.connection.itemProperty("Modified", of: paths, operation, bus) {
-                SecretServiceConnection.date(variant: $0)
+            try GDBusClient(store.connection, operation, bus).itemProperties(["Modified"], of: paths).map {
+                GDBusClient.date($0?[0] ?? nil)
             }
         }
         for (path, modified) in zip(paths, times) {
