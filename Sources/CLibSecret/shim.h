@@ -10,23 +10,6 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-// A D-Bus connection on `fd`, a socket the caller has connected and authenticated (the SASL
-// exchange done, BEGIN sent), with no authentication or Hello of GDBus's own; NULL, with `fd`
-// closed, when GIO cannot take it. The connection owns the socket.
-static inline GDBusConnection *keychain_cli_connection_on_socket(int fd, GError **error) {
-    GSocket *socket = g_socket_new_from_fd(fd, error);
-    if (!socket) {
-        close(fd);
-        return NULL;
-    }
-    GSocketConnection *stream = g_socket_connection_factory_create_connection(socket);
-    g_object_unref(socket);
-    GDBusConnection *connection =
-        g_dbus_connection_new_sync(G_IO_STREAM(stream), NULL, G_DBUS_CONNECTION_FLAGS_NONE, NULL, NULL, error);
-    g_object_unref(stream);
-    return connection;
-}
-
 // The schema every keychain-cli item is written with and looked up by.
 // Swift imports SecretSchema.attributes as a 32-element tuple, so the schema is built here as a
 // function-local static instead of in Swift. SECRET_SCHEMA_DONT_MATCH_NAME makes lookups ignore
@@ -99,24 +82,14 @@ static inline GQuark keychain_cli_dbus_error_quark(void) { return g_dbus_error_q
 // G_VARIANT_TYPE casts a string literal, which has static storage in C; a Swift string passed to
 // g_variant_type_checked_ lives only for that one call, so the types are made here.
 static inline const GVariantType *keychain_cli_type_object_path_reply(void) { return G_VARIANT_TYPE("(o)"); }
-static inline const GVariantType *keychain_cli_type_search_reply(void) { return G_VARIANT_TYPE("(aoao)"); }
 static inline const GVariantType *keychain_cli_type_string_pair(void) { return G_VARIANT_TYPE("{ss}"); }
-static inline const GVariantType *keychain_cli_type_string_map(void) { return G_VARIANT_TYPE("a{ss}"); }
 static inline const GVariantType *keychain_cli_type_string(void) { return G_VARIANT_TYPE_STRING; }
-static inline const GVariantType *keychain_cli_type_uint64(void) { return G_VARIANT_TYPE_UINT64; }
 static inline const GVariantType *keychain_cli_type_byte(void) { return G_VARIANT_TYPE_BYTE; }
 static inline const GVariantType *keychain_cli_type_bytestring(void) { return G_VARIANT_TYPE_BYTESTRING; }
-static inline const GVariantType *keychain_cli_type_open_session_reply(void) { return G_VARIANT_TYPE("(vo)"); }
-static inline const GVariantType *keychain_cli_type_get_secret_reply(void) { return G_VARIANT_TYPE("((oayays))"); }
 static inline const GVariantType *keychain_cli_type_property_pair(void) { return G_VARIANT_TYPE("{sv}"); }
 static inline const GVariantType *keychain_cli_type_interface_entry(void) { return G_VARIANT_TYPE("{sa{sv}}"); }
 static inline const GVariantType *keychain_cli_type_managed_object(void) { return G_VARIANT_TYPE("{oa{sa{sv}}}"); }
-static inline const GVariantType *keychain_cli_type_managed_objects_reply(void) { return G_VARIANT_TYPE("(a{oa{sa{sv}}})"); }
-static inline const GVariantType *keychain_cli_type_create_item_reply(void) { return G_VARIANT_TYPE("(oo)"); }
-static inline const GVariantType *keychain_cli_type_get_secrets_reply(void) { return G_VARIANT_TYPE("(a{o(oayays)})"); }
 static inline const GVariantType *keychain_cli_type_object_path(void) { return G_VARIANT_TYPE_OBJECT_PATH; }
-static inline const GVariantType *keychain_cli_type_object_paths(void) { return G_VARIANT_TYPE_OBJECT_PATH_ARRAY; }
-static inline const GVariantType *keychain_cli_type_boolean(void) { return G_VARIANT_TYPE_BOOLEAN; }
 
 // The provider's (serve) replies and arguments.
 static inline const GVariantType *keychain_cli_type_secret_entry(void) { return G_VARIANT_TYPE("{o(oayays)}"); }

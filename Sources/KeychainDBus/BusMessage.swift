@@ -1,8 +1,8 @@
 /// D-Bus messages in the wire format of the D-Bus specification ("Message Protocol"), the few
-/// types a `get` sends and reads: method calls out (little-endian, as every client on this
+/// types the Secret Service client sends and reads: method calls and signals out (little-endian, as every client on this
 /// machine sends them), replies and errors in (either byte order), each body's values read by
 /// ``BusReader`` against the signature the message declares. Used by ``BusWire``, the session
-/// bus connection of the fast read path, which needs no GLib (see SecretServiceDirectRead.swift).
+/// bus connection that needs no GLib.
 package enum BusMessage {
     package enum Kind: UInt8 {
         case methodCall = 1

@@ -1,8 +1,8 @@
 import Glibc
 import KeychainSystem
 
-/// A session bus connection spoken directly, without GLib: the fast read path's
-/// (SecretServiceDirectRead.swift). It connects as ``SessionBusSocket`` does and sends the
+/// A session bus connection spoken directly, without GLib: the Secret Service client's way to a
+/// Unix socket (SecretServiceDirect.swift). It connects through ``SessionBusSocket`` and sends the
 /// authentication, `BEGIN`, `Hello` and the first requests in one write, before the bus has
 /// answered (the D-Bus specification lets a client pipeline after `BEGIN`; dbus-daemon and
 /// dbus-broker read it so); the bus's `OK` line is read with the first reply. Replies are matched

@@ -3,9 +3,9 @@ import KeychainDBus
 import KeychainSecretSession
 import KeychainStore
 
-// The Secret Service's calls written once, over any BusConnection: our own wire (the direct way
-// of `get` and `set`) or GDBus (listings, deletions, exports, the credential helpers). Each
-// quirk of a provider is handled here, for both.
+// The Secret Service's calls written once, over any BusConnection: our own wire (for a Unix
+// socket) or GDBus (any other bus). Each quirk of a provider with a call is handled here, for
+// both; the operations built on them are in SecretServiceClient.swift and SecretServiceItems.swift.
 extension SecretServiceConnection {
     /// Sends `org.freedesktop.Secret.Service.SearchItems(a{ss} attributes) -> (ao unlocked, ao
     /// locked)` for `pairs`, without waiting for its answer (``searchResult(_:_:on:)``).

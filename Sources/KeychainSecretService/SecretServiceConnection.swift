@@ -5,12 +5,11 @@ import KeychainSecretSession
 import KeychainStore
 import KeychainSystem
 
-/// How a ``SecretServiceStore`` reaches the Secret Service: a session bus connection (our own
-/// socket where it can be, ``SessionBusSocket``), the encrypted session kept on it
-/// (``SecretSession``), and libsecret's service proxy only for what libsecret must do (unlock
-/// prompts, creating the default collection, writes it falls back to). Its item queries are in
-/// SecretServiceQueries.swift, its secret reads in SecretServiceReads.swift; the store's reads,
-/// writes, listings, credentials and watches are built on them.
+/// How a ``SecretServiceStore`` reaches the Secret Service: our own connection where the bus is a
+/// Unix socket (``direct``, SecretServiceDirect.swift), else GIO's shared connection, the
+/// encrypted session kept on each (``SecretSession``), and libsecret's service proxy only for what libsecret must do
+/// (unlocking and prompts, creating the default collection, writes it falls back to). The
+/// operations on either connection are SecretServiceClient's; watches use GDBus.
 final class SecretServiceConnection: Sendable {
     /// An encrypted session and the bus connection it was opened on.
     struct KeptSession: Sendable {
@@ -19,12 +18,10 @@ final class SecretServiceConnection: Sendable {
     }
     /// The session of the last read, for the next one.
     let kept = Locked<KeptSession?>(nil)
-    /// The bus socket this connection opened itself, where it could (``sessionBus(_:preparingSession:)``).
-    let socket = SessionBusSocket()
-    /// Our half of a key exchange computed ahead (see ``sessionBus(_:preparingSession:)``), for
-    /// the next session opened; used once.
+    /// Our half of a key exchange computed ahead (see ``onBus(_:seconds:preparingSession:_:)``),
+    /// for the next session opened; used once.
     let preparedExchange = Locked<SecretSession.KeyExchange?>(nil)
-    /// The connection of the direct read path (SecretServiceDirectRead.swift), opened on first use.
+    /// Our own connection (SecretServiceDirect.swift), opened on first use.
     let direct = Locked<DirectBus?>(nil)
     /// libsecret's schema of our items (`org.freedesktop.Secret.Generic`, not matched by name).
     var schema: UnsafePointer<SecretSchema> { keychain_cli_schema() }
@@ -35,34 +32,22 @@ final class SecretServiceConnection: Sendable {
     static let busName: String =
         Environment.value("SECRET_SERVICE_BUS_NAME") ?? "org.freedesktop.secrets"
 
-    /// A session bus connection for the calls made without libsecret's service proxy. Building
-    /// that proxy costs seven D-Bus calls before the first useful one (three AddMatch, two
-    /// GetNameOwner, StartServiceByName, GetAll; seen with dbus-monitor), which reads, lists and
-    /// deletes of unlocked items do not need: a `get` is Hello, SearchItems, OpenSession and
-    /// GetSecret. The connection is ``SessionBusSocket``'s where it can open one, else GIO's
-    /// shared one (libsecret's too).
-    ///
-    /// `preparingSession`: the caller will most likely read or write a secret, so while the bus
-    /// answers the connection this one computes our half of the session's key exchange (a large
-    /// share of a whole `get`'s work), unless a session is kept or a prepared
-    /// half is already waiting. ``openSession(_:_:meanwhile:)`` takes it.
-    func sessionBus(_ operation: BoundedOperation, preparingSession: Bool = false) throws -> OwnedObject {
-        let prepare = {
-            guard preparingSession, self.kept.withLock({ $0 == nil }) else { return }
-            self.preparedExchange.withLock { $0 = $0 ?? SecretSession.KeyExchange() }
-        }
-        if let bus = try socket.connection(operation, meanwhile: prepare) { return bus }
-        return try sharedSessionBus(operation, meanwhile: prepare)
-    }
-
-    /// Runs `body` as a bounded operation (``BoundedOperation/run(_:seconds:_:)``) on the session
-    /// bus connection ``sessionBus(_:preparingSession:)`` gives, kept until `body` returns.
+    /// Runs `body` as a bounded operation (``BoundedOperation/run(_:seconds:_:)``) on GIO's
+    /// shared session bus connection (``sharedSessionBus(_:meanwhile:)``): the Secret Service
+    /// client's way when our own connection cannot be taken (SecretServiceDirect.swift), and the
+    /// watcher's. `preparingSession`: the caller will most likely read or write a secret, so while
+    /// GIO connects this computes our half of the session's key exchange (a large share of a
+    /// whole `get`'s work), unless a session is kept or a prepared half is already waiting.
     func onBus<T>(
         _ what: String, seconds: Double, preparingSession: Bool = false,
         _ body: (BoundedOperation, OpaquePointer) throws -> T
     ) throws(KeychainError) -> T {
         try BoundedOperation.run(what, seconds: seconds) { operation in
-            try sessionBus(operation, preparingSession: preparingSession).use { try body(operation, $0) }
+            let prepare = {
+                guard preparingSession, self.kept.withLock({ $0 == nil }) else { return }
+                self.preparedExchange.withLock { $0 = $0 ?? SecretSession.KeyExchange() }
+            }
+            return try sharedSessionBus(operation, meanwhile: prepare).use { try body(operation, $0) }
         }
     }
 

@@ -29,26 +29,26 @@ extension SecretServiceStore: NetworkCredentialStore {
         var label = "\(credential.protocol)://\(credential.host)" + (credential.port.map { ":\($0)" } ?? "")
         label += "/" + (credential.path ?? "")
         let secret = credential.storedSecret
-        try BoundedOperation.run("store the credential", seconds: timeout) { operation in
+        let schema = String(cString: keychain_cli_network_schema().pointee.name)
+        try connection.withClient("store the credential", seconds: timeout, preparingSession: true) { client in
             // In our own session where it can be (libsecret's fails on kwalletd5 about once in 100).
-            let schema = String(cString: keychain_cli_network_schema().pointee.name)
-            if try storeDirectly(
+            let stored = try client.create(
                 Data(secret.utf8), attributes: pairs.sorted { $0.key < $1.key } + [("xdg:schema", schema)],
-                label: label, contentType: "text/plain", operation)
-            {
-                return
-            }
+                label: label, contentType: "text/plain")
+            guard !stored else { return }
             // secret_password_storev / secret_password_store_finish: replaces the item with the
             // same attributes, as git-credential-libsecret does.
-            _ = try operation.call(
-                { cancellable, callback, data in
-                    attributes.use {
-                        secret_password_storev(
-                            keychain_cli_network_schema(), $0, SECRET_COLLECTION_DEFAULT, label, secret, cancellable,
-                            callback, data)
-                    }
-                },
-                finish: { secret_password_store_finish($0, $1) })
+            _ = try client.withOperation { operation in
+                try operation.call(
+                    { cancellable, callback, data in
+                        attributes.use {
+                            secret_password_storev(
+                                keychain_cli_network_schema(), $0, SECRET_COLLECTION_DEFAULT, label, secret,
+                                cancellable, callback, data)
+                        }
+                    },
+                    finish: { secret_password_store_finish($0, $1) })
+            }
         }
     }
 

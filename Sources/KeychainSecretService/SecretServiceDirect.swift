@@ -22,7 +22,7 @@ extension SecretServiceConnection {
 
     /// Runs `body` on a client of the Secret Service: on the direct connection for the current bus
     /// address (opened on first use) when the bus is a Unix socket that accepts us, else on GDBus
-    /// (``sessionBus(_:preparingSession:)``). `what` and `seconds` are its errors' words and its
+    /// (GIO's shared connection, ``onBus(_:seconds:preparingSession:_:)``). `what` and `seconds` are its errors' words and its
     /// limit per answer; `preparingSession`: GDBus's connection computes our half of the key
     /// exchange while it connects.
     func withClient<T>(

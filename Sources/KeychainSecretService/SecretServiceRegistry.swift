@@ -30,33 +30,32 @@ extension SecretServiceStore: RegistryCredentialStore {
             ("docker_cli", "1"),
         ]
         let attributes = OwnedAttributes(Dictionary(uniqueKeysWithValues: pairs))
-        try BoundedOperation.run("store the registry credential", seconds: timeout) { operation in
+        let schema = String(cString: keychain_cli_docker_schema().pointee.name)
+        try connection.withClient("store the registry credential", seconds: timeout, preparingSession: true) {
+            client in
             // In our own session where it can be (libsecret's fails on kwalletd5 about once in 100), else
             // secret_password_storev / secret_password_store_finish: each replaces the item with
             // the same attributes.
-            let schema = String(cString: keychain_cli_docker_schema().pointee.name)
-            let stored = try storeDirectly(
+            let stored = try client.create(
                 Data(credential.secret.utf8), attributes: pairs + [("xdg:schema", schema)],
-                label: credential.serverURL, contentType: "text/plain", operation)
+                label: credential.serverURL, contentType: "text/plain")
             if !stored {
-                _ = try operation.call(
-                    { cancellable, callback, data in
-                        attributes.use {
-                            secret_password_storev(
-                                keychain_cli_docker_schema(), $0, SECRET_COLLECTION_DEFAULT, credential.serverURL,
-                                credential.secret, cancellable, callback, data)
-                        }
-                    },
-                    finish: { secret_password_store_finish($0, $1) })
+                _ = try client.withOperation { operation in
+                    try operation.call(
+                        { cancellable, callback, data in
+                            attributes.use {
+                                secret_password_storev(
+                                    keychain_cli_docker_schema(), $0, SECRET_COLLECTION_DEFAULT,
+                                    credential.serverURL, credential.secret, cancellable, callback, data)
+                            }
+                        },
+                        finish: { secret_password_store_finish($0, $1) })
+                }
             }
             // One item per server: one of another user name goes, once the new one is stored.
-            try connection.sessionBus(operation).use { bus in
-                let client = GDBusClient(connection, operation, bus)
-                let others = try dockerItems(["server": credential.serverURL], client)
-                    .filter { $0.attributes["username"] != credential.username }.map(\.path)
-                guard !others.isEmpty else { return }
-                _ = try client.deleteItems(at: others)
-            }
+            let others = try dockerItems(["server": credential.serverURL], client)
+                .filter { $0.attributes["username"] != credential.username }.map(\.path)
+            if !others.isEmpty { _ = try client.deleteItems(at: others) }
         }
     }
 

@@ -8,7 +8,8 @@ import KeychainSystem
 /// A ``SecretStore`` on the freedesktop Secret Service (gnome-keyring, KeePassXC, KWallet, `serve`).
 ///
 /// Reads, writes, lists and deletes call the Secret Service's D-Bus API directly, on a session
-/// bus connection the store keeps (``SessionBusSocket``), and secrets travel encrypted in a
+/// bus connection the store keeps (our own where the bus is a Unix socket, else GDBus's: one
+/// client written for both, SecretServiceClient.swift), and secrets travel encrypted in a
 /// ``SecretSession`` the store opens on its first read or write and keeps. libsecret unlocks
 /// locked items and keyrings, creates a missing default keyring and shows prompts.
 ///
@@ -79,6 +80,15 @@ public final class SecretServiceStore: SecretStore {
                 label: ItemInfo.defaultLabel(service: service, key: key), contentType: "application/octet-stream")
         }
         if !stored { try storeThroughLibsecret(secret, service: service, key: key) }
+    }
+
+    /// The attributes of an item `set` creates, as libsecret's store gives them for our schema
+    /// (`xdg:schema` its name), on either way to the bus.
+    func newItemAttributes(service: ServiceName, key: KeychainKey) -> [(String, String)] {
+        [
+            ("service", service.rawValue), ("username", key.rawValue), ("application", "keychain-cli"),
+            ("xdg:schema", String(cString: connection.schema.pointee.name)),
+        ]
     }
 
     /// Stores `secret` through libsecret: every item found under `service` and `key` gets it in

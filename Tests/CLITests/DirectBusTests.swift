@@ -2,12 +2,12 @@ import Foundation
 import TestSupport
 import Testing
 
-/// `get` and `set` on the Secret Service speak D-Bus themselves when the bus is a Unix socket
-/// (SecretServiceDirect.swift), and take the GLib way otherwise. Every other suite meets the
+/// The Secret Service client speaks D-Bus itself when the bus is a Unix socket
+/// (SecretServiceDirect.swift), and takes the GLib way otherwise. Every other suite meets the
 /// direct way; here a bus address whose first entry cannot be reached sends the same commands the
 /// GLib way (GIO then connects to the second), and both must agree on every item. Then buses that
 /// misbehave: each gets its documented exit code and a bounded wait.
-@Suite("get and set on the direct D-Bus client, against the GLib way", .keyringSession)
+@Suite("The Secret Service client on the direct D-Bus connection, against the GLib way", .keyringSession)
 struct DirectBusTests {
     /// The environment that sends keychain-cli the GLib way: the direct client opens only the
     /// first address of the list, which does not exist.
@@ -44,6 +44,30 @@ struct DirectBusTests {
             let (direct, glib) = try bothWays(arguments)
             #expect(direct.status == glib.status && direct.stdout == glib.stdout && direct.stderr == glib.stderr)
         }
+    }
+
+    /// Listings, exports, look-ups and deletions agree word for word both ways, and what one way
+    /// deletes the other no longer finds.
+    @Test func listingsExportsAndDeletionsAgree() throws {
+        let s = uniqueService()
+        for key in ["a", "b", "c"] {
+            #expect(try cli(["-s", s, "set", key], stdin: Data("value of \(key)".utf8)).status == 0)
+        }
+        for arguments in [["-s", s, "list"], ["-s", s, "list", "--json"], ["-s", s, "export", "--yes"]] {
+            let (direct, glib) = try bothWays(arguments)
+            #expect(
+                direct.status == 0 && direct.stdout == glib.stdout, "\(arguments): \(direct.stderr) \(glib.stderr)")
+            #expect(direct.stdoutText.contains("b"), "\(arguments)")
+        }
+        #expect(try cli(["-s", s, "delete", "a"], extra: glibWay).status == 0)
+        #expect(try cli(["-s", s, "get", "a"]).status == 1, "deleted the GLib way, gone the direct way")
+        #expect(try cli(["-s", s, "delete", "b"]).status == 0)
+        #expect(
+            try cli(["-s", s, "get", "b"], extra: glibWay).status == 1, "deleted the direct way, gone the GLib way")
+        let (direct, glib) = try bothWays(["-s", s, "list"])
+        #expect(direct.stdoutText == "c\n" && glib.stdoutText == "c\n")
+        #expect(try cli(["-s", s, "reset", "--yes"], extra: glibWay).status == 0)
+        #expect(try cli(["-s", s, "list"]).stdoutText.isEmpty)
     }
 
     /// An item another tool stored under the same service and key, with an extra attribute, is
