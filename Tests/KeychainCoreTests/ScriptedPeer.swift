@@ -117,8 +117,10 @@ final class ScriptedService {
                 (0, "/dev/null", O_RDONLY), (1, file("address"), O_WRONLY | O_CREAT),
                 (2, file("bus.log"), O_WRONLY | O_CREAT),
             ])
+        /// The error, with what `process` said in `log`; the directory is removed.
         func failed(_ what: String, _ process: ChildProcess, log: String) -> SessionError {
-            SessionError("\(what): it \(process.ending ?? "ran on"): \(tail(ofFile: file(log), 500))")
+            defer { try? FileManager.default.removeItem(at: directory) }
+            return SessionError("\(what): it \(process.ending ?? "ran on"): \(tail(ofFile: file(log), 500))")
         }
         guard let address = line(of: file("address"), from: bus) else {
             defer { bus.stop() }
@@ -139,6 +141,7 @@ final class ScriptedService {
                 ])
         } catch {
             bus.stop()
+            try? FileManager.default.removeItem(at: directory)
             throw error
         }
         guard line(of: file("ready"), from: service) == "ready" else {
