@@ -68,7 +68,8 @@ def event(kind, message):
     fields = message.header.fields
     types = split(fields.get(HeaderFields.signature, ""))
     return {
-        "kind": kind, "path": fields.get(HeaderFields.path, ""), "interface": fields.get(HeaderFields.interface, ""),
+        "kind": kind, "path": fields.get(HeaderFields.path, ""),
+        "interface": fields.get(HeaderFields.interface, ""),
         "member": fields.get(HeaderFields.member, ""),
         "strings": [argument for t, argument in zip(types, message.body) if t == "s"],
     }
@@ -77,7 +78,8 @@ def event(kind, message):
 def answer(connection, message, methods):
     """Sends the next answer scripted for the method call `message`, if it is not one never given."""
     fields = message.header.fields
-    interface, member, path = (fields.get(f) for f in (HeaderFields.interface, HeaderFields.member, HeaderFields.path))
+    interface, member, path = (
+        fields.get(field) for field in (HeaderFields.interface, HeaderFields.member, HeaderFields.path))
     scripted = next((m for m in methods if m["interface"] == interface and m["member"] == member
                      and m["path"] in (None, path) and m["replies"]), None)
     if scripted is None:
