@@ -140,12 +140,14 @@ let package = Package(
         .executableTarget(name: "keychain-bench", dependencies: ["KeychainCore"], path: "bench/keychain-bench"),
         // Shared by the test targets: child processes, the private keyring session, the CLI runner.
         .target(name: "TestSupport", path: "Tests/TestSupport"),
-        // The engine over InMemorySecretStore: no backend, no processes.
+        // The engine over InMemorySecretStore: no backend. The one exception is the Secret
+        // Service's quirks, scripted once and played on every transport: in process, and by a
+        // scripted service on a private bus (TestSupport starts it).
         .testTarget(
             name: "KeychainCoreTests",
             dependencies: [
                 "KeychainCore", "KeychainDBus", "KeychainSecretSession", "KeychainProvider", "KeychainFuzzTargets",
-                "KeychainKeePass", .product(name: "Crypto", package: "swift-crypto"),
+                "KeychainKeePass", "TestSupport", .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
         // The built binary: help, exit codes, input and output rules, terminals (via expect).

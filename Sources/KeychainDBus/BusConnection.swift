@@ -96,6 +96,30 @@ package struct GDBusCalls: BusConnection {
         g_dbus_connection_emit_signal(bus, nil, path, interface, member, nil, nil)
     }
 
+    /// Runs `body` with calls on a new GDBus connection to the message bus at `address`, closed
+    /// when it returns, within a bounded operation (``BoundedOperation/run(_:seconds:meaning:_:)``).
+    /// For a caller with no connection of its own: the tests' scripted Secret Service on a
+    /// private bus (a test target cannot use BoundedOperation itself: its Foundation's ICU and
+    /// the system's, which libxml2 includes, clash in the code generated for it).
+    package static func onBus<T, Failure: Error>(
+        at address: String, _ what: String, seconds: Double, meaning: @escaping (DBusError) -> Failure,
+        _ body: (GDBusCalls) throws -> T
+    ) throws(Failure) -> T {
+        try BoundedOperation.run(what, seconds: seconds, meaning: meaning) { operation in
+            let flags = GDBusConnectionFlags(
+                rawValue: G_DBUS_CONNECTION_FLAGS_AUTHENTICATION_CLIENT.rawValue
+                    | G_DBUS_CONNECTION_FLAGS_MESSAGE_BUS_CONNECTION.rawValue)
+            let (connected, error) = catchingError {
+                g_dbus_connection_new_for_address_sync(address, flags, nil, nil, $0)
+            }
+            guard let connected else { throw DBusError.failed("cannot connect to \(address): \(error?.message ?? "")") }
+            let bus = OwnedObject(taking: UnsafeMutableRawPointer(connected))
+            g_dbus_connection_set_exit_on_close(connected, 0)
+            defer { g_dbus_connection_close_sync(connected, nil, nil) }
+            return try withExtendedLifetime(bus) { try body(GDBusCalls(operation, connected)) }
+        }
+    }
+
     /// GDBus puts "GDBus.Error:NAME: " before a remote error's message; the peer's words follow.
     package static func strippingRemotePrefix(_ message: String) -> String {
         guard message.hasPrefix("GDBus.Error:"), let colon = message.dropFirst(12).firstIndex(of: ":") else {
