@@ -1,6 +1,6 @@
-import Dispatch
 import FoundationEssentials
 import KeychainStore
+import KeychainSystem
 
 // The async API: each operation of ``Keychain`` as an `async` function. The backends block (on
 // D-Bus, a file lock, scrypt, HTTP), so the work runs on a thread of its own, never on one of
@@ -85,13 +85,14 @@ extension Keychain {
     }
 }
 
-/// Runs `work` on a new serial dispatch queue, whose work lands on libdispatch's overcommitting
-/// root queue: a thread is found or made for it even when every other one is blocked. (One
-/// shared concurrent queue runs only a few blocked calls at once: KeychainAsyncTests fails.)
+/// Runs `work` on a thread of its own (``startThread(_:)``, the library's one launcher), so that a
+/// thread runs it even when every other one is blocked; the task awaits its end. (One shared
+/// concurrent queue runs only a few blocked calls at once: KeychainAsyncTests fails.)
 func offCooperativePool<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
     let result: Result<T, any Error> = await withCheckedContinuation { continuation in
-        DispatchQueue(label: "KeychainCore.blocking").async {
-            continuation.resume(returning: Result { try work() })
+        if let failure = startThread({ continuation.resume(returning: Result { try work() }) }) {
+            continuation.resume(
+                returning: .failure(KeychainError.backendFailure(detail: "no thread could be started: \(failure)")))
         }
     }
     return try result.get()
