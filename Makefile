@@ -88,9 +88,13 @@ release:
 	$(SWIFT) build $(RELEASE_FLAGS) --product keychain-cli
 
 test: deps lint
+	@echo "== $$(date -u +%T) build --build-tests"
 	$(SWIFT) build --build-tests
+	@echo "== $$(date -u +%T) test-swift"
 	$(MAKE) --no-print-directory test-swift
+	@echo "== $$(date -u +%T) test-tsan"
 	$(MAKE) test-tsan
+	@echo "== $$(date -u +%T) test-package"
 	$(MAKE) test-package
 
 # swift test, its whole output also in .build/test.log; when it fails, the failed checks are
