@@ -3,7 +3,7 @@ internal import CLibSecret
 /// A D-Bus value of the types the Secret Service speaks, whichever way it travels: written and
 /// read on our own wire (``BusWriter``, ``BusReader``) or built and read as a GVariant for GDBus.
 /// One value type for both is what lets a call be written once for either connection.
-package indirect enum BusValue: Equatable, Sendable {
+package enum BusValue: Equatable, Sendable {
     case byte(UInt8)
     case boolean(Bool)
     case uint32(UInt32)
@@ -18,7 +18,7 @@ package indirect enum BusValue: Equatable, Sendable {
     /// A dictionary `a{KV}`: its entries in order, as the wire keeps them.
     case dictionary(key: String, value: String, [Entry])
     case structure([BusValue])
-    case variant(BusValue)
+    indirect case variant(BusValue)
 
     package struct Entry: Equatable, Sendable {
         package let key: BusValue

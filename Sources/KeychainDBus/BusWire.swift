@@ -154,8 +154,11 @@ package final class BusWire {
         }
     }
 
+    /// The connection broke or the bus hung up, before its `OK` too: a bus that accepts a
+    /// connection and closes it unanswered is not one GIO could use either (a bus that refuses
+    /// our authentication says so: ``DBusError/refused``, and GIO tries its own).
     private func broken() -> DBusError {
         closed = true
-        return authenticated ? .closed : .refused
+        return .closed
     }
 }

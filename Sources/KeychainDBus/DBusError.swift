@@ -5,7 +5,7 @@ package enum DBusError: Error, Equatable, Sendable {
     /// The bus did not accept our authentication (or is not a D-Bus daemon): another way to it
     /// may still work.
     case refused
-    /// The bus closed an established connection.
+    /// The bus closed the connection, or it broke.
     case closed
     /// The bus sent bytes that are not a D-Bus message: the stream is out of step.
     case malformed

@@ -76,7 +76,7 @@ extension SecretServiceStore {
 
     /// The first item of each address among `addresses` (a search per service and every found
     /// item's attributes), and which of those paths are in a locked keyring.
-    private func searchFirstPaths(of addresses: [SecretAddress], _ client: some SecretServiceClient)
+    private func searchFirstPaths(of addresses: [SecretAddress], _ client: SecretServiceClient)
         throws -> (byAddress: [SecretAddress: String], unlocked: [String], locked: Set<String>)
     {
         var candidates: [String] = []
@@ -96,7 +96,7 @@ extension SecretServiceStore {
     /// The secrets of the items at `paths` and `locked` (unlocked first, which may prompt): in
     /// this store's session, or through libsecret for a service without one. An item gone
     /// meanwhile is left out.
-    private func readSecrets(of paths: [String], locked: Set<String>, _ client: some SecretServiceClient) throws
+    private func readSecrets(of paths: [String], locked: Set<String>, _ client: SecretServiceClient) throws
         -> [String: Data]
     {
         var readable = paths.filter { !locked.contains($0) }
@@ -115,7 +115,7 @@ extension SecretServiceStore {
 
     /// The secrets of the items at `paths` (an item gone or locked meanwhile is left out), in
     /// `Service.GetSecrets` calls of ``secretsPerCall`` items.
-    private func getSecrets(_ paths: [String], in session: SecretSession, _ client: some SecretServiceClient) throws
+    private func getSecrets(_ paths: [String], in session: SecretSession, _ client: SecretServiceClient) throws
         -> [String: Data]
     {
         var secrets: [String: Data] = [:]

@@ -12,24 +12,108 @@ final class SessionSlot<Call> {
     init(_ session: SecretSession? = nil) { self.session = session }
 }
 
-/// The Secret Service's operations on one bus connection, whichever way it reaches the bus:
-/// written once here, on the calls of SecretServiceCalls.swift, for our own wire
-/// (``WireClient``, SecretServiceDirect.swift) and for GDBus (``GDBusClient``). What only
-/// libsecret does (unlocking, which may prompt; a service without an encrypted session) runs
-/// through ``withOperation(_:)``, bounded as the client's calls are.
-protocol SecretServiceClient {
-    associatedtype Bus: BusConnection
-    var bus: Bus { get }
-    /// Where this connection's session is kept.
-    var slot: SessionSlot<Bus.Call> { get }
-    /// The store's connection: the prepared key exchange, libsecret's steps.
-    var connection: SecretServiceConnection { get }
+/// One connection to the bus, whichever way it goes: our own wire (for a Unix socket,
+/// SecretServiceDirect.swift) or GDBus, within one bounded operation. One concrete type, so that
+/// the client's code is compiled once for both, with no generic or existential dispatch on the
+/// path of a `get`.
+enum ServiceBus: BusConnection {
+    case wire(BusWire)
+    case gdbus(GDBusCalls)
+
+    enum Call {
+        case wire(UInt32)
+        case gdbus(BoundedOperation.PendingCall)
+    }
+
+    var operation: String {
+        switch self {
+        case .wire(let wire): wire.operation
+        case .gdbus(let calls): calls.operation
+        }
+    }
+
+    var seconds: Double {
+        switch self {
+        case .wire(let wire): wire.seconds
+        case .gdbus(let calls): calls.seconds
+        }
+    }
+
+    func send(_ destination: String, _ path: String, _ interface: String, _ member: String, _ arguments: [BusValue])
+        throws -> Call
+    {
+        switch self {
+        case .wire(let wire): .wire(try wire.send(destination, path, interface, member, arguments))
+        case .gdbus(let calls): .gdbus(calls.send(destination, path, interface, member, arguments))
+        }
+    }
+
+    func answer(_ call: Call) throws -> BusAnswer {
+        switch (self, call) {
+        case (.wire(let wire), .wire(let serial)): try wire.answer(serial)
+        case (.gdbus(let calls), .gdbus(let pending)): try calls.answer(pending)
+        default: preconditionFailure("a call answered on another connection than it was sent on")
+        }
+    }
+
+    func emit(_ path: String, _ interface: String, _ member: String) {
+        switch self {
+        case .wire(let wire): wire.emit(path, interface, member)
+        case .gdbus(let calls): calls.emit(path, interface, member)
+        }
+    }
+}
+
+/// The Secret Service's operations on one bus connection (``ServiceBus``), written once here on
+/// the calls of SecretServiceCalls.swift. What only libsecret does (unlocking, which may prompt;
+/// a service without an encrypted session) runs through ``withOperation(_:)``, bounded as the
+/// client's calls are.
+struct SecretServiceClient {
+    let bus: ServiceBus
+    /// Where this connection's session is kept: our own connection's, or one for this operation
+    /// seeded with (and kept back in) the store's GDBus session.
+    let slot: SessionSlot<ServiceBus.Call>
+    /// The store's connection: the prepared key exchange, the kept sessions, libsecret's steps.
+    let connection: SecretServiceConnection
+
+    /// The client on our own connection.
+    init(_ connection: SecretServiceConnection, _ direct: SecretServiceConnection.DirectBus) {
+        (self.connection, bus, slot) = (connection, .wire(direct.wire), direct.slot)
+    }
+
+    /// The client on a GDBus connection, within `operation`; its session is the one the store
+    /// keeps for that connection.
+    init(_ connection: SecretServiceConnection, _ operation: BoundedOperation, _ bus: OpaquePointer) {
+        self.connection = connection
+        self.bus = .gdbus(GDBusCalls(operation, bus))
+        slot = SessionSlot(connection.kept.withLock { $0?.bus.opaque == bus ? $0?.session : nil })
+    }
+
     /// Whether the connection broke (nothing more can be asked on it).
-    var isClosed: Bool { get }
-    /// Runs `body` (libsecret's calls) as a bounded operation with this client's words and limit.
-    func withOperation<T>(_ body: (BoundedOperation) throws -> T) throws -> T
-    /// Keeps `session` (or forgets the kept one, for nil) for later clients on this connection.
-    func keep(_ session: SecretSession?)
+    var isClosed: Bool {
+        guard case .wire(let wire) = bus else { return false }
+        return wire.closed
+    }
+
+    /// Runs `body` (libsecret's calls) in this client's bounded operation, or for our own
+    /// connection in one of its own with the same words and limit.
+    func withOperation<T>(_ body: (BoundedOperation) throws -> T) throws -> T {
+        switch bus {
+        case .wire(let wire): try BoundedOperation.run(wire.operation, seconds: wire.seconds, body)
+        case .gdbus(let calls): try body(calls.bounded)
+        }
+    }
+
+    /// Keeps `session` (or forgets the kept one, for nil) for later clients on this connection:
+    /// our own connection keeps it in its slot; a GDBus one in the store.
+    func keep(_ session: SecretSession?) {
+        guard case .gdbus(let calls) = bus else { return }
+        let kept = session.map {
+            SecretServiceConnection.KeptSession(
+                bus: OwnedObject(adding: UnsafeMutableRawPointer(calls.bus)), session: $0)
+        }
+        connection.kept.withLock { $0 = kept }
+    }
 }
 
 /// What a search found: the paths of unlocked items and of items in locked collections.
@@ -176,29 +260,5 @@ extension SecretServiceClient {
         case KeychainError.timedOut, DBusError.timedOut: true
         default: false
         }
-    }
-}
-
-/// The client on a GDBus connection, within one bounded operation; its session is the one the
-/// store keeps for that connection.
-struct GDBusClient: SecretServiceClient {
-    let bus: GDBusCalls
-    let slot: SessionSlot<BoundedOperation.PendingCall>
-    let connection: SecretServiceConnection
-    var isClosed: Bool { false }
-
-    init(_ connection: SecretServiceConnection, _ operation: BoundedOperation, _ bus: OpaquePointer) {
-        self.connection = connection
-        self.bus = GDBusCalls(operation, bus)
-        slot = SessionSlot(connection.kept.withLock { $0?.bus.opaque == bus ? $0?.session : nil })
-    }
-
-    func withOperation<T>(_ body: (BoundedOperation) throws -> T) throws -> T { try body(bus.bounded) }
-
-    func keep(_ session: SecretSession?) {
-        let kept = session.map {
-            SecretServiceConnection.KeptSession(bus: OwnedObject(adding: UnsafeMutableRawPointer(bus.bus)), session: $0)
-        }
-        connection.kept.withLock { $0 = kept }
     }
 }

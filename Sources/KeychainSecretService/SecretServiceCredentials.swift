@@ -72,7 +72,7 @@ extension SecretServiceStore: NetworkCredentialStore {
     /// deadline), with their object paths, in the order ``credential(matching:)`` prefers them.
     /// Found by their attributes alone, whatever their schema (git-credential-libsecret's
     /// `org.gnome.keyring.NetworkPassword`, upstream git's `org.git.Password`).
-    private func matchingItems(_ query: NetworkCredential, _ client: some SecretServiceClient) throws
+    private func matchingItems(_ query: NetworkCredential, _ client: SecretServiceClient) throws
         -> [(credential: NetworkCredential, path: String)]
     {
         var pairs = Self.attributes(of: query)

@@ -15,7 +15,7 @@ extension SecretServiceConnection {
     final class DirectBus {
         let address: String
         let wire: BusWire
-        let slot = SessionSlot<UInt32>()
+        let slot = SessionSlot<ServiceBus.Call>()
 
         init(address: String, wire: BusWire) { (self.address, self.wire) = (address, wire) }
     }
@@ -26,14 +26,14 @@ extension SecretServiceConnection {
     /// limit per answer; `preparingSession`: GDBus's connection computes our half of the key
     /// exchange while it connects.
     func withClient<T>(
-        _ what: String, seconds: Double, preparingSession: Bool = false, _ body: (any SecretServiceClient) throws -> T
+        _ what: String, seconds: Double, preparingSession: Bool = false, _ body: (SecretServiceClient) throws -> T
     ) throws(KeychainError) -> T {
         var result: T?
-        if try onDirectBus(what: what, seconds: seconds, { bus in result = try body(WireClient(self, bus)) }) {
+        if try onDirectBus(what: what, seconds: seconds, { bus in result = try body(SecretServiceClient(self, bus)) }) {
             return result!
         }
         return try onBus(what, seconds: seconds, preparingSession: preparingSession) { operation, bus in
-            try body(GDBusClient(self, operation, bus))
+            try body(SecretServiceClient(self, operation, bus))
         }
     }
 
@@ -66,25 +66,4 @@ extension SecretServiceConnection {
             }
         }
     }
-}
-
-/// The client on the direct connection; libsecret's steps run in a bounded operation of their own.
-struct WireClient: SecretServiceClient {
-    let connection: SecretServiceConnection
-    let direct: SecretServiceConnection.DirectBus
-
-    init(_ connection: SecretServiceConnection, _ direct: SecretServiceConnection.DirectBus) {
-        (self.connection, self.direct) = (connection, direct)
-    }
-
-    var bus: BusWire { direct.wire }
-    var slot: SessionSlot<UInt32> { direct.slot }
-    var isClosed: Bool { direct.wire.closed }
-
-    func withOperation<T>(_ body: (BoundedOperation) throws -> T) throws -> T {
-        try BoundedOperation.run(bus.operation, seconds: bus.seconds, body)
-    }
-
-    /// The session stays in ``SecretServiceConnection/DirectBus/slot``.
-    func keep(_ session: SecretSession?) {}
 }

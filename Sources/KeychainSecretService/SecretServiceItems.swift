@@ -192,7 +192,7 @@ extension SecretServiceClient {
 
     /// The answers to `count` calls `send` makes, in order, sent ``BoundedOperation/window`` at a
     /// time: the service answers a window in one round trip and its own time per call.
-    func pipelined(_ count: Int, _ send: (Int) throws -> Bus.Call) throws -> [BusAnswer] {
+    func pipelined(_ count: Int, _ send: (Int) throws -> ServiceBus.Call) throws -> [BusAnswer] {
         var answers: [BusAnswer] = []
         answers.reserveCapacity(count)
         for first in stride(from: 0, to: count, by: BoundedOperation.window) {

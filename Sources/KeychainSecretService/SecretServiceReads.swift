@@ -11,7 +11,7 @@ extension SecretServiceConnection {
     /// The secret of the item at `path` on `bus` (``SecretServiceClient/readSecret(at:)``); nil
     /// when the item no longer exists.
     func readSecret(at path: String, _ operation: BoundedOperation, _ bus: OpaquePointer) throws -> Data? {
-        try GDBusClient(self, operation, bus).readSecret(at: path)
+        try SecretServiceClient(self, operation, bus).readSecret(at: path)
     }
 
     /// The secret of the item at `path` through libsecret, for a service without an encrypted session.

@@ -78,7 +78,7 @@ extension SecretServiceStore: RegistryCredentialStore {
 
     /// The docker items whose attributes include `pairs` (unlocked first), with their paths:
     /// those of docker's schema only, as docker-credential-secretservice finds them.
-    private func dockerItems(_ pairs: [String: String], _ client: some SecretServiceClient) throws
+    private func dockerItems(_ pairs: [String: String], _ client: SecretServiceClient) throws
         -> [(attributes: [String: String], path: String)]
     {
         try client.findItems(pairs, schema: String(cString: keychain_cli_docker_schema().pointee.name))

@@ -159,7 +159,7 @@ final class SignalWatcher {
                     if let parameters, variantString(parameters, child: 2).isEmpty { watcher.serviceLeft = true }
                 }, me, nil))
         try BoundedOperation.run("list the items", seconds: store.timeout) { operation in
-            let client = GDBusClient(store.connection, operation, bus)
+            let client = SecretServiceClient(store.connection, operation, bus)
             let found = try client.searchPaths(service.map { [("service", $0.rawValue)] } ?? [])
             let paths = found.unlocked + found.locked
             for (path, info) in zip(paths, try client.infos(paths, keysOnly: false)) {
@@ -266,7 +266,7 @@ final class SignalWatcher {
         }
         guard member == "ItemCreated" || member == "ItemChanged" || member == "SecretChanged", let bus else { return }
         let info = try BoundedOperation.run("read an item's attributes", seconds: store.timeout) {
-            try GDBusClient(store.connection, $0, bus).infos([path], keysOnly: false)[0]
+            try SecretServiceClient(store.connection, $0, bus).infos([path], keysOnly: false)[0]
         }
         guard let info, service == nil || info.service == service?.rawValue else {
             // Gone, or its attributes moved it out of what is watched.
@@ -298,8 +298,8 @@ final class SignalWatcher {
         let paths = Array((all[start...] + all[..<start]).prefix(Self.itemsPerPoll))
         pollCursor = paths.last ?? ""
         let times = try BoundedOperation.run("read the items' times", seconds: store.timeout) { operation in
-            try GDBusClient(store.connection, operation, bus).itemProperties(["Modified"], of: paths).map {
-                GDBusClient.date($0?[0] ?? nil)
+            try SecretServiceClient(store.connection, operation, bus).itemProperties(["Modified"], of: paths).map {
+                SecretServiceClient.date($0?[0] ?? nil)
             }
         }
         for (path, modified) in zip(paths, times) {
