@@ -162,15 +162,24 @@ extension SecretServiceConnection {
         return true
     }
 
+    /// What a `Collection.CreateItem` came to.
+    enum Creation: Equatable {
+        case created
+        /// The collection is locked (IsLocked): it must be unlocked first, which may prompt.
+        case locked
+        /// No such collection (no default keyring): libsecret creates one.
+        case noCollection
+        /// The service asks for the prompt at this path before the item exists (KWallet may).
+        case prompt(String)
+    }
+
     /// `Collection.CreateItem` in the default collection, addressed by its alias path as
     /// libsecret's store does (no ReadAlias), with `attributes` and `label`, replacing an item
-    /// with the same attributes. False when libsecret must do it: the collection is locked
-    /// (libsecret unlocks it, with a prompt), there is none (libsecret creates it), or the
-    /// service asks for a prompt before the item exists.
+    /// with the same attributes.
     static func createItem<Bus: BusConnection>(
         _ secret: Data, attributes: [(String, String)], label: String, contentType: String,
         in session: SecretSession, on bus: Bus
-    ) throws -> Bool {
+    ) throws -> Creation {
         // Encrypted first: a session whose key cannot be derived throws before anything is sent.
         let sealed = try session.seal(secret, contentType: contentType)
         let properties = BusValue.dictionary(
@@ -185,17 +194,29 @@ extension SecretServiceConnection {
             bus.send(
                 busName, "/org/freedesktop/secrets/aliases/default", "org.freedesktop.Secret.Collection",
                 "CreateItem", [properties, sealed, .boolean(true)]))
-        if case .error(let name, _) = answer,
-            name == "org.freedesktop.Secret.Error.IsLocked" || vanishedObjectErrors.contains(name)
-        {
-            return false
+        if case .error(let name, _) = answer {
+            if name == "org.freedesktop.Secret.Error.IsLocked" { return .locked }
+            if vanishedObjectErrors.contains(name) { return .noCollection }
         }
         let values = try values(of: answer, on: bus)
         guard values.count == 2, case .objectPath = values[0], case .objectPath(let prompt) = values[1] else {
             throw KeychainError.backendFailure(
                 detail: "the Secret Service answered CreateItem with \(values.map(\.signature).joined())")
         }
-        return prompt == "/"
+        return prompt == "/" ? .created : .prompt(prompt)
+    }
+
+    /// The collection the alias `name` stands for: `Service.ReadAlias(s name) -> (o collection)`;
+    /// nil when there is none ("/").
+    static func collection<Bus: BusConnection>(aliased name: String, on bus: Bus) throws -> String? {
+        let answer = try bus.answer(
+            bus.send(
+                busName, "/org/freedesktop/secrets", "org.freedesktop.Secret.Service", "ReadAlias", [.string(name)]))
+        let values = try values(of: answer, on: bus)
+        guard values.count == 1, case .objectPath(let path) = values[0] else {
+            throw KeychainError.backendFailure(detail: "the Secret Service answered ReadAlias without a path")
+        }
+        return path == "/" ? nil : path
     }
 }
 

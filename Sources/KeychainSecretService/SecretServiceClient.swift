@@ -204,15 +204,21 @@ extension SecretServiceClient {
     /// Stores `secret` in every item whose attributes include `pairs` (another tool's item under
     /// the same service and key, with other attributes, gets the new secret in place, so every
     /// tool sees one value; an item deleted since the search is skipped), or, when there is none,
-    /// in a new item of the default collection with `attributes` and `label`. False when libsecret
-    /// must do it: a found item is locked, the service offers no encrypted session, or
-    /// ``SecretServiceConnection/createItem(_:attributes:label:contentType:in:on:)`` says so.
+    /// in a new item of the default collection with `attributes` and `label` (``create(_:attributes:label:contentType:)``).
+    /// Locked items are unlocked first (which may prompt). False when libsecret must do it: the
+    /// service offers no encrypted session, or there is no default collection.
     func store(
         _ secret: Data, replacing pairs: [(String, String)], attributes: [(String, String)], label: String,
         contentType: String
     ) throws -> Bool {
-        let found = try search(pairs, openingSession: true)
-        guard found.locked.isEmpty else { return false }
+        var found = try search(pairs, openingSession: true)
+        if !found.locked.isEmpty {
+            let unlocked = try unlock(found.locked)
+            guard unlocked.count == found.locked.count else {
+                throw KeychainError.locked(detail: "the item is in a locked keyring that could not be unlocked")
+            }
+            found.unlocked += unlocked
+        }
         let stored = try inSession { session -> Bool in
             var updated = false
             for path in found.unlocked
@@ -220,8 +226,8 @@ extension SecretServiceClient {
                 updated = true
             }
             if updated { return true }
-            return try SecretServiceConnection.createItem(
-                secret, attributes: attributes, label: label, contentType: contentType, in: session, on: bus)
+            return try create(
+                secret, attributes: attributes, label: label, contentType: contentType, in: session)
         }
         return stored ?? false
     }
@@ -231,10 +237,38 @@ extension SecretServiceClient {
     /// session; false when libsecret must do it (see ``store(_:replacing:attributes:label:contentType:)``).
     func create(_ secret: Data, attributes: [(String, String)], label: String, contentType: String) throws -> Bool {
         let stored = try inSession { session in
-            try SecretServiceConnection.createItem(
-                secret, attributes: attributes, label: label, contentType: contentType, in: session, on: bus)
+            try create(secret, attributes: attributes, label: label, contentType: contentType, in: session)
         }
         return stored ?? false
+    }
+
+    /// `CreateItem` in the default collection; a locked one is unlocked first (which may prompt)
+    /// and asked again, and a prompt the service asks for is performed. False when there is no
+    /// default collection (libsecret creates one).
+    private func create(
+        _ secret: Data, attributes: [(String, String)], label: String, contentType: String, in session: SecretSession
+    ) throws -> Bool {
+        var unlocked = false
+        while true {
+            switch try SecretServiceConnection.createItem(
+                secret, attributes: attributes, label: label, contentType: contentType, in: session, on: bus)
+            {
+            case .created: return true
+            case .noCollection: return false
+            case .prompt(let prompt):
+                try withOperation { try connection.performPrompts([prompt], $0) }
+                return true
+            case .locked:
+                guard !unlocked, let collection = try SecretServiceConnection.collection(aliased: "default", on: bus)
+                else {
+                    throw KeychainError.locked(detail: "the default keyring is locked and could not be unlocked")
+                }
+                guard try !unlock([collection]).isEmpty else {
+                    throw KeychainError.locked(detail: "the default keyring is locked and could not be unlocked")
+                }
+                unlocked = true
+            }
+        }
     }
 
     /// Sends OpenSession with our half of the key exchange (the one prepared, if any).

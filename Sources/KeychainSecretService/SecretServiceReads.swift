@@ -53,7 +53,7 @@ extension SecretServiceConnection {
         }
     }
 
-    /// Performs, one after another, the prompts a provider answered deletions with: KeePassXC
+    /// Performs, one after another, the prompts a provider answered a call with: KeePassXC
     /// answers every Item.Delete with one, which completes at once unless its user is asked to
     /// confirm (then this waits for the answer, within the deadline). A dismissed prompt is a
     /// refusal.
@@ -67,7 +67,7 @@ extension SecretServiceConnection {
                     finish: { OwnedVariant(takingIfAny: secret_service_prompt_at_dbus_path_finish(service, $0, $1)) })
                 guard result != nil else {
                     throw KeychainError.permissionDenied(
-                        detail: "the deletion was declined at the Secret Service's prompt")
+                        detail: "the change was declined at the Secret Service's prompt")
                 }
             }
         }

@@ -70,9 +70,9 @@ public final class SecretServiceStore: SecretStore {
     }
 
     public func setSecret(_ secret: Data, service: ServiceName, key: KeychainKey) throws(KeychainError) {
-        // On whichever connection the client takes (SecretServiceClient.swift); where it says
-        // libsecret must (a locked item or collection, none, a prompt, no encrypted session),
-        // libsecret's store, which unlocks, creates a default collection and shows prompts.
+        // On whichever connection the client takes (SecretServiceClient.swift), which unlocks
+        // and performs prompts through libsecret; where it says libsecret must (no default
+        // collection, no encrypted session), libsecret's store, which creates one.
         let stored = try connection.withClient("store the secret", seconds: timeout, preparingSession: true) {
             try $0.store(
                 secret, replacing: [("service", service.rawValue), ("username", key.rawValue)],
@@ -91,9 +91,9 @@ public final class SecretServiceStore: SecretStore {
         ]
     }
 
-    /// Stores `secret` through libsecret: every item found under `service` and `key` gets it in
-    /// place (unlocking them, which may prompt), else a new item of the default collection
-    /// (created if need be).
+    /// Stores `secret` through libsecret, for a provider without an encrypted session or a
+    /// default collection: every item found under `service` and `key` gets it in place, else a
+    /// new item of the default collection (which libsecret creates, with a prompt).
     private func storeThroughLibsecret(_ secret: Data, service: ServiceName, key: KeychainKey) throws(KeychainError) {
         let value = OwnedSecretValue(secret, contentType: "application/octet-stream")
         try BoundedOperation.run("store the secret", seconds: timeout) { operation in

@@ -76,8 +76,9 @@ struct SecretServiceQuirkTests {
         }
     }
 
-    /// CreateItem that asks for a prompt, a locked collection, or none at all: left to libsecret
-    /// (false), which shows the prompt, unlocks or creates the collection.
+    /// CreateItem that asks for a prompt, a locked collection, or none at all: each told apart, so
+    /// that the client performs the prompt, unlocks the collection, or leaves its creation to
+    /// libsecret.
     @Test(arguments: Transport.allCases)
     func aPromptALockedOrAMissingCollectionLeaveTheCreationToLibsecret(_ transport: Transport) throws {
         let created = { (prompt: String) in BusScenario.Reply.values([.objectPath(Self.item), .objectPath(prompt)]) }
@@ -95,7 +96,7 @@ struct SecretServiceQuirkTests {
                         contentType: "text/plain", in: session, on: bus)
                 }
             }
-            #expect(made == [false, true, false, false])
+            #expect(made == [.prompt("/org/freedesktop/secrets/prompt/1"), .created, .locked, .noCollection])
             #expect(try peer.events().map(\.description) == Array(repeating: "CreateItem", count: 4))
         }
     }
