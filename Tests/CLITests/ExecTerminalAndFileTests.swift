@@ -14,10 +14,13 @@ struct ExecTerminalAndFileTests {
             let s = uniqueService()
             _ = try cli(["-s", s, "set", "k"], input: "tty-secret")
             let child = """
-                import os, sys, time
-                print(os.isatty(1), os.isatty(2), os.get_terminal_size(1), flush=True)
+                import os, signal, sys
+                signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGWINCH])
+                first = os.get_terminal_size(1)
+                print(os.isatty(1), os.isatty(2), first, flush=True)
                 print("\\033[31m" + os.environ["V"] + "\\033[0m", flush=True)
-                time.sleep(0.5)
+                while os.get_terminal_size(1) == first:  # until the harness has resized the terminal
+                    signal.sigtimedwait([signal.SIGWINCH], 10) or sys.exit("no SIGWINCH")
                 print(os.get_terminal_size(1), flush=True)
                 """
             let harness = """
@@ -65,13 +68,11 @@ struct ExecTerminalAndFileTests {
             try Data(
                 """
                 import os, signal, time
-                signal.pthread_sigmask(signal.SIG_SETMASK, [])
-                got = []
-                signal.signal(signal.SIGINT, lambda n, f: got.append(n))
+                signal.pthread_sigmask(signal.SIG_SETMASK, [signal.SIGINT])
                 print("tty", os.isatty(1), os.environ["V"], flush=True)
-                while not got: time.sleep(0.01)
-                time.sleep(0.5)
-                print("sigint", len(got), flush=True)
+                signal.sigwait({signal.SIGINT})
+                time.sleep(0.5)  # a second SIGINT (the race tested) would come within this: kept pending
+                print("sigint", 1 + (signal.SIGINT in signal.sigpending()), flush=True)
                 """.utf8
             ).write(to: URL(fileURLWithPath: child))
             let result = try expect(
