@@ -120,6 +120,8 @@ let package = Package(
             dependencies: [
                 "KeychainStore", "KeychainCredentials", "KeychainFormats", "KeychainAge", "KeychainVault",
                 "KeychainKeePass", .product(name: "Crypto", package: "swift-crypto"),
+                // eventually(), the tests' one polling helper.
+                "TestSupport",
             ]
         ),
         .executableTarget(
@@ -146,6 +148,8 @@ let package = Package(
             dependencies: [
                 "KeychainCore", "KeychainDBus", "KeychainSecretSession", "KeychainProvider", "KeychainFuzzTargets",
                 "KeychainKeePass", .product(name: "Crypto", package: "swift-crypto"),
+                // eventually(), the tests' one polling helper.
+                "TestSupport",
             ]
         ),
         // The built binary: help, exit codes, input and output rules, terminals (via expect).
