@@ -331,11 +331,16 @@ struct SecretServiceStoreTests {
             }
             #expect(gone == nil && goneDirect == nil, "the store's socket outlived it")
         }
-        Thread.sleep(forTimeInterval: 0.5)  // GDBus's worker closes the stream on its thread
-        let after = open()
         // Each leaked store would leave a socket and a main context's eventfd (30 of each); other
-        // suites running meanwhile may hold a few.
-        for kind in ["socket", "anon_inode:[eventfd]"] {
+        // suites running meanwhile may hold a few. GDBus's worker closes a stream on its thread:
+        // awaited.
+        var after = open()
+        let kinds = ["socket", "anon_inode:[eventfd]"]
+        eventually(timeout: 10) {
+            after = open()
+            return kinds.allSatisfy { after[$0, default: 0] < before[$0, default: 0] + 10 }
+        }
+        for kind in kinds {
             #expect(
                 after[kind, default: 0] < before[kind, default: 0] + 10, "\(kind): before \(before), after \(after)")
         }
