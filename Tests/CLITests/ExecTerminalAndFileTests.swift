@@ -191,7 +191,7 @@ struct ExecTerminalAndFileTests {
         }
     }
 
-    /// A directory whose remover was killed too (as by `pkill -9 -f keychain-cli`) is removed by the
+    /// A directory whose remover was killed too (as by a SIGKILL to every keychain-cli) is removed by the
     /// next `exec --file` once a minute old; one whose remover lives is left, however old.
     @Test func theNextRunRemovesAnAbandonedDirectoryButNotALiveOne() throws {
         try CLIBackend.withVault { _ in
