@@ -120,6 +120,8 @@ let package = Package(
             dependencies: [
                 "KeychainStore", "KeychainCredentials", "KeychainFormats", "KeychainAge", "KeychainVault",
                 "KeychainKeePass", .product(name: "Crypto", package: "swift-crypto"),
+                // eventually(), the tests' one polling helper.
+                "TestSupport",
             ]
         ),
         .executableTarget(
@@ -147,7 +149,9 @@ let package = Package(
             name: "KeychainCoreTests",
             dependencies: [
                 "KeychainCore", "KeychainDBus", "KeychainSecretSession", "KeychainProvider", "KeychainFuzzTargets",
-                "KeychainKeePass", "TestSupport", .product(name: "Crypto", package: "swift-crypto"),
+                "KeychainKeePass", .product(name: "Crypto", package: "swift-crypto"),
+                // eventually(), the tests' one polling helper; ScriptedPeer, the scripted Secret Service.
+                "TestSupport",
             ]
         ),
         // The built binary: help, exit codes, input and output rules, terminals (via expect).

@@ -103,13 +103,12 @@ struct DirectBusTests {
         let server = try startQuietly("/usr/bin/python3", ["-c", Self.fakeBus, socketPath, mode])
         defer { server.killAndWait() }
         eventually(timeout: 10) { FileManager.default.fileExists(atPath: socketPath) }
-        let started = Date()
+        // In about the time asked for: a process timeout of 10 times --timeout throws
+        // ProcessTimedOut, and 75 says the limit was what ended the silent and huge cases.
         let result = try cli(
-            ["--timeout", "2", "get", "k"], extra: ["DBUS_SESSION_BUS_ADDRESS": "unix:path=\(socketPath)"], timeout: 30)
-        let took = Date().timeIntervalSince(started)
+            ["--timeout", "2", "get", "k"], extra: ["DBUS_SESSION_BUS_ADDRESS": "unix:path=\(socketPath)"], timeout: 20)
         let expected: Int32 = mode == "silent" || mode == "huge" ? 75 : 69
         #expect(result.status == expected, "\(mode): \(result.status) \(result.stderr)")
-        #expect(took < 10, "\(mode) took \(took) s")
         #expect(result.stdout.isEmpty && result.stderr.split(separator: "\n").count == 1, "\(result.stderr)")
     }
 

@@ -24,13 +24,9 @@ struct ExecAsPlainUserTests {
         #expect(run.stdoutText == "***|***|***", "\(run.stdoutText)")
         let directory = try String(contentsOfFile: record, encoding: .utf8).dropFirst()
         #expect(!directory.isEmpty)
-        var gone = false
-        for _ in 0..<200 {
-            gone = !FileManager.default.fileExists(atPath: String(directory))
-            if gone { break }
-            usleep(10_000)
-        }
-        #expect(gone, "\(directory) is removed")
+        #expect(
+            eventually(timeout: 10) { !FileManager.default.fileExists(atPath: String(directory)) },
+            "\(directory) is removed")
         #expect(try place.run(["set", "path"], stdin: Data("/tmp/evil".utf8)).status == 0)
         let refused = try place.run(["exec", "--from", "keychain-cli", "--", "true"])
         #expect(refused.status == 65 && refused.stderr.contains("PATH"), "\(refused.stderr)")

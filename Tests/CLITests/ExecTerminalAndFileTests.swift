@@ -14,10 +14,13 @@ struct ExecTerminalAndFileTests {
             let s = uniqueService()
             _ = try cli(["-s", s, "set", "k"], input: "tty-secret")
             let child = """
-                import os, sys, time
-                print(os.isatty(1), os.isatty(2), os.get_terminal_size(1), flush=True)
+                import os, signal, sys
+                signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGWINCH])
+                first = os.get_terminal_size(1)
+                print(os.isatty(1), os.isatty(2), first, flush=True)
                 print("\\033[31m" + os.environ["V"] + "\\033[0m", flush=True)
-                time.sleep(0.5)
+                while os.get_terminal_size(1) == first:  # until the harness has resized the terminal
+                    signal.sigtimedwait([signal.SIGWINCH], 10) or sys.exit("no SIGWINCH")
                 print(os.get_terminal_size(1), flush=True)
                 """
             let harness = """
@@ -65,13 +68,11 @@ struct ExecTerminalAndFileTests {
             try Data(
                 """
                 import os, signal, time
-                signal.pthread_sigmask(signal.SIG_SETMASK, [])
-                got = []
-                signal.signal(signal.SIGINT, lambda n, f: got.append(n))
+                signal.pthread_sigmask(signal.SIG_SETMASK, [signal.SIGINT])
                 print("tty", os.isatty(1), os.environ["V"], flush=True)
-                while not got: time.sleep(0.01)
-                time.sleep(0.5)
-                print("sigint", len(got), flush=True)
+                signal.sigwait({signal.SIGINT})
+                time.sleep(0.5)  # a second SIGINT (the race tested) would come within this: kept pending
+                print("sigint", 1 + (signal.SIGINT in signal.sigpending()), flush=True)
                 """.utf8
             ).write(to: URL(fileURLWithPath: child))
             let result = try expect(
@@ -150,7 +151,9 @@ struct ExecTerminalAndFileTests {
                     "\(mask): \(result.stdoutText)")
                 let directory = try String(contentsOfFile: record, encoding: .utf8).trimmingCharacters(in: .newlines)
                 #expect(directory.hasPrefix("/"))
-                #expect(try waitUntil { !FileManager.default.fileExists(atPath: directory) }, "\(directory) is left")
+                #expect(
+                    eventually(timeout: 10) { !FileManager.default.fileExists(atPath: directory) },
+                    "\(directory) is left")
             }
         }
     }
@@ -163,32 +166,32 @@ struct ExecTerminalAndFileTests {
             let record = FileManager.default.temporaryDirectory.appendingPathComponent("kc-file-\(UUID())").path
             defer { try? FileManager.default.removeItem(atPath: record) }
             // The command lives until the test closes its input: it is ended without a signal,
-            // so no other test's process can be hit by one.
-            let input = Pipe()
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: keychainCLIPath)
-            process.arguments = [
-                "-s", s, "exec", "--file", "k=k", "--", "sh", "-c",
-                #"echo "$CREDENTIALS_DIRECTORY" > "$0"; exec cat > /dev/null"#,
-                record,
-            ]
-            process.environment = cliEnvironment()
-            process.standardInput = input
-            process.standardOutput = FileHandle.nullDevice
-            try process.run()
-            try input.fileHandleForReading.close()
-            #expect(try waitUntil { FileManager.default.fileExists(atPath: record) })
+            // so no other test's process can be hit by one. keychain-cli is a ChildProcess: the
+            // SIGKILL goes to a pid not reaped yet, its own.
+            var input: [Int32] = [0, 0]
+            try #require(pipe(&input) == 0)
+            defer { close(input[1]) }
+            let process = try ChildProcess(
+                keychainCLIPath,
+                [
+                    "-s", s, "exec", "--file", "k=k", "--", "sh", "-c",
+                    #"echo "$CREDENTIALS_DIRECTORY" > "$0.new" && mv "$0.new" "$0"; exec cat > /dev/null"#,
+                    record,
+                ], environment: cliEnvironment(),
+                files: [(1, "/dev/null", O_WRONLY), (2, "/dev/null", O_WRONLY)], descriptors: [(0, input[0])])
+            close(input[0])
+            defer { process.killAndWait() }
+            // (Renamed into place: once there, it is whole.)
+            #expect(eventually(timeout: 30) { FileManager.default.fileExists(atPath: record) })
             let directory = try String(contentsOfFile: record, encoding: .utf8).trimmingCharacters(in: .newlines)
             #expect(FileManager.default.fileExists(atPath: "\(directory)/k"))
-            kill(process.processIdentifier, SIGKILL)
-            #expect(try waitUntil { !FileManager.default.fileExists(atPath: directory) }, "\(directory) is left")
-            // Foundation sees keychain-cli's end only once its orphaned command has gone too.
-            try input.fileHandleForWriting.close()
-            process.waitUntilExit()
+            process.killAndWait()
+            #expect(
+                eventually(timeout: 10) { !FileManager.default.fileExists(atPath: directory) }, "\(directory) is left")
         }
     }
 
-    /// A directory whose remover was killed too (`pkill -9 -f keychain-cli`) is removed by the
+    /// A directory whose remover was killed too (as by a SIGKILL to every keychain-cli) is removed by the
     /// next `exec --file` once a minute old; one whose remover lives is left, however old.
     @Test func theNextRunRemovesAnAbandonedDirectoryButNotALiveOne() throws {
         try CLIBackend.withVault { _ in
@@ -198,22 +201,28 @@ struct ExecTerminalAndFileTests {
             environment["KC"] = keychainCLIPath
             environment["S"] = s
             // The commands read a FIFO the script alone holds open for writing: closing it ends
-            // them, with no signal that could reach another test's process.
+            // them, with no signal that could reach another test's process. Each says where its
+            // directory is on a FIFO of its own, which `read` waits on. The abandoned run's remover
+            // and command are keychain-cli's ($kc's) two children, read from /proc: it reaps
+            // neither while it lives (the command waits on hold, the remover for $kc's end), so
+            // their pids are still theirs when they are killed, $kc last (its end would start the
+            // remover). `flock` on the directory, open, waits for a remover's lock to go: the
+            // killed one's (the next keychain-cli must find it free), the live one's once it has
+            // removed its directory (already gone: nothing to wait for).
             let script = #"""
-                mkfifo hold; exec 3<>hold
+                mkfifo hold abandoned live; exec 3<>hold
                 start() { "$KC" -s "$S" exec --file k=k -- sh -c 'echo "$CREDENTIALS_DIRECTORY"; exec cat > /dev/null' < hold > "$1" 3>&- & }
                 start abandoned; kc=$!; start live; live=$!
-                while [ ! -s abandoned ] || [ ! -s live ]; do sleep 0.05; done
-                a=$(cat abandoned); l=$(cat live)
-                pids="$(pgrep -P $kc) $kc"; kill -9 $pids; wait $kc 2>/dev/null
-                # Until the killed remover and command have exited (a zombie holds no lock): on a
-                # loaded machine that can take longer than the next keychain-cli takes to start.
-                for p in $pids; do while ps -o stat= -p $p | grep -qv Z; do sleep 0.02; done; done
+                read -r a < abandoned; read -r l < live
+                set -- $(cat /proc/$kc/task/*/children)
+                [ $# = 2 ] || { echo "children of keychain-cli: $*"; exit 1; }
+                kill -9 "$@" $kc; wait $kc 2>/dev/null
+                { flock -w 20 4 || echo "abandoned still locked"; } 4< "$a"
                 touch -d '2 minutes ago' "$a" "$l"
                 "$KC" -s "$S" exec --file k=k -- true
                 [ -e "$a" ] && echo "abandoned left"; [ -e "$l/k" ] && echo "live kept"
                 exec 3>&-; wait $live
-                i=0; while [ -e "$l" ] && [ $i -lt 400 ]; do sleep 0.05; i=$((i + 1)); done
+                { flock -w 20 4; } 4< "$l" 2>/dev/null
                 [ -e "$l" ] && echo "live left"
                 """#
             let directory = try ScratchDirectory("abandoned")
@@ -264,13 +273,5 @@ struct ExecTerminalAndFileTests {
             let credential = try runProcess(keychainCLIPath, ["-s", s, "get", "k"], environment: environment)
             #expect(credential.status == 0 && credential.stdoutText == "credential-read", "\(credential.stderr)")
         }
-    }
-
-    private func waitUntil(_ condition: () -> Bool) throws -> Bool {
-        for _ in 0..<100 {
-            if condition() { return true }
-            usleep(50_000)
-        }
-        return condition()
     }
 }

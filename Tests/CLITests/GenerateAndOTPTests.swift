@@ -30,7 +30,9 @@ struct GenerateAndOTPTests {
                     ended.leave()
                 }
             }
-            Thread.sleep(forTimeInterval: 1.5)  // both found no "pw" and wait for the lock
+            // Until both found no "pw" and wait for the lock (each has the directory open then).
+            let waiting = eventually { processesWithOpen((vault as NSString).deletingLastPathComponent).count >= 2 }
+            #expect(waiting, "the two generates never waited for the lock together")
             flock(directory, LOCK_UN)
             ended.wait()
             let (winner, loser) = try results.withLock { results in

@@ -256,15 +256,17 @@ final class HardeningTests {
         let result = try shell(
             #"""
             ulimit -c unlimited
-            # ($! is the pipeline's last process, our set; its stdin stays open while sleep runs.)
-            sleep 5 | KEYCHAIN_PASSPHRASE=pass-in-core $KC -s \#(s) set k2 & pid=$!
+            # set waits on its input, a FIFO this script alone holds open for writing (fd 3).
+            mkfifo in; exec 3<> in
+            KEYCHAIN_PASSPHRASE=pass-in-core $KC -s \#(s) set k2 < in 3>&- & pid=$!
             # Until it runs keychain-cli and has set its limit (5 s at most: then the limit shows).
             for i in $(seq 250); do
               [ "$(readlink /proc/$pid/exe)" = "$KC" ] && grep -q "^Max core file size *0 " /proc/$pid/limits && break
               sleep 0.02
             done
             awk '/Max core file size/ { print "limit=" $5 }' /proc/$pid/limits
-            kill -QUIT $pid; wait
+            # (Then the end of its input ends it, as the end of `sleep 5 |` did.)
+            kill -QUIT $pid; exec 3>&-; wait $pid
             $KC -s \#(s) exec --env A=k -- sh -c 'echo "child=$(ulimit -c)"'
             """#, directory: directory)
         #expect(result.stdoutText == "limit=0\nchild=unlimited\n", "\(result.stdoutText) \(result.stderr)")

@@ -21,6 +21,18 @@ struct ImportRaceTests {
             let script = """
                 import fcntl, os, subprocess, sys, time
                 kc = os.environ["KC"]
+                directory = os.path.realpath(os.environ["DIRECTORY"])
+                def waiting(process):
+                    # Until it has the directory open: it opens it just before it waits for the lock.
+                    deadline = time.monotonic() + 30
+                    while time.monotonic() < deadline:
+                        fds = f"/proc/{process.pid}/fd"
+                        try:
+                            if any(os.readlink(f"{fds}/{fd}") == directory for fd in os.listdir(fds)): return
+                        except OSError:
+                            pass
+                        time.sleep(0.01)
+                    sys.exit(f"{process.args} never waited for the lock")
                 for round in range(6):
                     key = f"k{round}"
                     lock = os.open(os.environ["DIRECTORY"], os.O_RDONLY | os.O_DIRECTORY)
@@ -29,11 +41,11 @@ struct ImportRaceTests {
                                                 stdout=subprocess.DEVNULL)
                     importer.stdin.write(f"{key}=imported\\n".encode())
                     importer.stdin.close()
-                    time.sleep(0.5)  # the import has listed the vault and waits for the lock
+                    waiting(importer)  # the import has listed the vault and waits for the lock
                     setter = subprocess.Popen([kc, "set", key], stdin=subprocess.PIPE)
                     setter.stdin.write(b"set")
                     setter.stdin.close()
-                    time.sleep(0.3)
+                    waiting(setter)
                     os.close(lock)
                     statuses = (importer.wait(), setter.wait())
                     value = subprocess.run([kc, "get", key], capture_output=True).stdout.decode()

@@ -89,8 +89,14 @@ struct ServeAttackTests {
     /// /proc/PID/environ (serve itself is not dumpable; the daemon is).
     @Test func thePrivateBusDaemonHoldsNoPassphrase() throws {
         try CLIBackend.withVault { _ in
+            // The daemon's pid from the bus itself (not a search of the process list); only read.
             let result = try served(
-                #"for p in $(pgrep -P $PPID -x dbus-daemon); do tr '\0' '\n' < /proc/$p/environ; done | grep -c . ; true"#
+                #"""
+                p=$(dbus-send --session --print-reply=literal --dest=org.freedesktop.DBus /org/freedesktop/DBus \
+                    org.freedesktop.DBus.GetConnectionUnixProcessID string:org.freedesktop.DBus | awk '{ print $2 }')
+                [ "$(cat /proc/$p/comm)" = dbus-daemon ] && [ -r /proc/$p/environ ] || { echo "no daemon: $p"; exit 9; }
+                tr '\0' '\n' < /proc/$p/environ | grep -c . ; true
+                """#
             )
             #expect(result.stdoutText == "0\n", "\(result.stdoutText) \(result.stderr)")
         }
@@ -112,9 +118,9 @@ struct ServeAttackTests {
                 [
                     "-c",
                     """
-                    cd "$(mktemp -d)"
+                    cd "$(mktemp -d)" && mkfifo ready
                     keychain-cli serve -- python3 -c '\(command)' & serve=$!
-                    for i in $(seq 100); do [ -e ready ] && break; sleep 0.05; done
+                    cat ready  # until the command, its handler set, has opened and closed the FIFO
                     kill -TERM $serve; wait $serve; echo "serve: $?"
                     """,
                 ],
@@ -122,7 +128,23 @@ struct ServeAttackTests {
                     "PATH": URL(fileURLWithPath: keychainCLIPath).deletingLastPathComponent().path + ":/usr/bin:/bin"
                 ]) { $1 })
             #expect(result.stdoutText == "serve: 3\n", "\(result.stderr)")
-            let lost = try served("kill $(pgrep -P $PPID -x dbus-daemon); sleep 5")
+            // serve starts the dbus-daemon found in PATH: here one that writes down its pid and
+            // execs the real one, so the bus the test ends is one whose pid it knows from the
+            // start (serve's child, not reaped while serve runs the command). The command, asleep
+            // until then, is ended by serve (SIGTERM) once the bus is gone.
+            let directory = try ScratchDirectory("lost-bus")
+            defer { directory.remove() }
+            let daemon = directory.path("dbus-daemon")
+            try Data("#!/bin/sh\necho $$ > '\(directory.path("pid"))'\nexec /usr/bin/dbus-daemon \"$@\"\n".utf8)
+                .write(to: URL(fileURLWithPath: daemon))
+            chmod(daemon, 0o755)
+            let lost = try runProcess(
+                keychainCLIPath,
+                ["serve", "--", "sh", "-c", #"kill "$(cat "$0")" && exec sleep 60"#, directory.path("pid")],
+                environment: cliEnvironment(session: nil).merging(["PATH": "\(directory.url.path):/usr/bin:/bin"]) {
+                    $1
+                },
+                timeout: 30)
             #expect(lost.status == 69 && lost.stderr.contains("closed serve's connection"), "\(lost.stderr)")
         }
     }
@@ -133,15 +155,17 @@ struct ServeAttackTests {
     @Test func sameSecondRewritesAreAnnouncedAndALargeExportIsWhole() throws {
         try CLIBackend.withVault { _ in
             #expect(try cli(["-s", "S", "set", "k"], input: "v0").status == 0)
+            // Each rewrite's ItemChanged is awaited before the next rewrite.
             let rewrites = try served(
                 """
-                dbus-monitor --session "type=signal,sender=org.freedesktop.secrets,member=ItemChanged" > signals &
-                sleep 1
-                for i in 1 2; do printf "v$i" | KEYCHAIN_PASSPHRASE="$PW" keychain-cli -s S set k || exit 8; sleep 0.2; done
-                sleep 1.5; kill $!
-                grep -c 'path=/org/freedesktop/secrets/collection/login;' signals
+                monitor "type=signal,sender=org.freedesktop.secrets,member=ItemChanged" || exit 7
+                for i in 1 2; do
+                    printf "v$i" | KEYCHAIN_PASSPHRASE="$PW" keychain-cli -s S set k || exit 8
+                    upto 'path=/org/freedesktop/secrets/collection/login;' && echo "v$i announced"
+                done
+                kill $monitor
                 """, extra: ["PW": CLIBackend.passphrase])
-            #expect(rewrites.stdoutText == "2\n", "\(rewrites.stderr)")
+            #expect(rewrites.stdoutText == "v1 announced\nv2 announced\n", "\(rewrites.stderr)")
 
             let megabyte = String(repeating: "x", count: 1 << 20)
             let items = (0..<66).map { #"{"service":"big","key":"k\#($0)","encoding":"utf8","secret":"\#(megabyte)"}"# }

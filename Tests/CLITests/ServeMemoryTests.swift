@@ -51,14 +51,13 @@ struct ServeMemoryTests {
             secret-tool lookup service core username u > /dev/null
             gcore -o "$CORE/serve" $PPID > /dev/null 2>&1
             printf '%s' "$SECRET" | python3 -c 'import os, sys, time; s = sys.stdin.read() * 2; os.kill(os.getpid(), 19)' &
-            sleep 1
-            gcore -o "$CORE/control" $! > /dev/null 2>&1
-            kill -9 $!
+            control=$!
+            eventually grep -q '^State:.*stopped' /proc/$control/status  # it holds the secret, stopped
+            gcore -o "$CORE/control" $control > /dev/null 2>&1
+            kill -9 $control
             """
         try CLIBackend.withVault { _ in
-            let served = try cli(
-                ["serve", "--no-mask", "--", "sh", "-c", script], session: nil,
-                extra: ["SECRET": secret, "CORE": scratch.url.path])
+            let served = try TestSupport.served(script, extra: ["SECRET": secret, "CORE": scratch.url.path])
             #expect(served.status == 0, "\(served.stderr)")
         }
         let files = try FileManager.default.contentsOfDirectory(atPath: scratch.url.path)

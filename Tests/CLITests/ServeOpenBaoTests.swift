@@ -25,15 +25,22 @@ struct ServeOpenBaoTests {
             let result = try served(
                 """
                 secret-tool lookup service team-a username k; echo
+                monitor "type=signal,sender=org.freedesktop.secrets,member=ItemCreated"
                 BAO_TOKEN="$ROOT" KEYCHAIN_BACKEND=openbao keychain-cli -s payroll2 set k <<EOF || exit 8
                 hidden
                 EOF
-                sleep 3
+                # Two readable secrets written after it, each awaited as serve announces it: the
+                # second is seen by a look that began after the first was seen, so after payroll2
+                # was written, and listed it.
+                for k in k3 k4; do
+                    printf v | BAO_TOKEN="$ROOT" KEYCHAIN_BACKEND=openbao keychain-cli -s team-a set $k || exit 8
+                    upto ItemCreated || exit 7
+                done
                 printf new | secret-tool store --label=t service team-a username k2 || exit 9
                 secret-tool search --all service team-a 2>/dev/null | grep -c '^secret'
                 """, extra: ["BAO_TOKEN": token, "ROOT": server.rootToken])
             #expect(result.status == 0, "\(result.stderr)")
-            #expect(result.stdoutText == "ours\n2\n", "\(result.stderr)")
+            #expect(result.stdoutText == "ours\n4\n", "\(result.stderr)")
         }
     }
 
@@ -43,11 +50,15 @@ struct ServeOpenBaoTests {
         try StallProxy.withMount { server, _, proxied in
             let result = try served(
                 """
-                touch "$STALL"; sleep 4; rm "$STALL"
+                # Stalled until a look of the watcher's is held and has timed out (its client hung up).
+                mkfifo "$STALL.held"; exec 5<> "$STALL.held"; touch "$STALL"
+                until [ "$line" = "given up" ]; do read -r line <&5 || exit 7; done
+                monitor "type=signal,sender=org.freedesktop.secrets,member=ItemCreated"
                 BAO_ADDR="$DIRECT" BAO_TOKEN="$ROOT" KEYCHAIN_BACKEND=openbao keychain-cli -s blip set meanwhile <<EOF || exit 8
                 written while serve was cut off
                 EOF
-                for i in $(seq 40); do secret-tool lookup service blip username meanwhile && break; sleep 0.5; done; echo
+                rm "$STALL"
+                upto ItemCreated && secret-tool lookup service blip username meanwhile; echo
                 printf after | secret-tool store --label=t service blip username after || exit 9
                 secret-tool lookup service blip username after
                 """,
@@ -84,13 +95,13 @@ struct ServeOpenBaoTests {
         try backend.run { storage in
             let result = try served(
                 """
-                python3 -c 'import time
-                from ssclient import *
+                python3 -c 'from ssclient import *
                 c = Client()
+                deleted = c.listen("ItemDeleted")
                 for method, body in (("Delete", ()), ("SetSecret", ((c.session, b"", b"stale", "text/plain"),))):
                     item = c.create({"service": "again", "username": method}, "first")
                     cli("-s", "again", "delete", method); cli("-s", "again", "set", method, stdin=b"second")
-                    time.sleep(2.5)
+                    c.announced(deleted, item)  # once serve has seen the first one go
                     print(c.error(item, I_ITEM, method, "(oayays)" if body else None, body),
                           cli_output("-s", "again", "get", method).stdout.decode())'
                 """, extra: storage.secretsForCommands)

@@ -98,7 +98,6 @@ struct ServeSpecTests {
     func eachChangeIsAnnouncedOnce(backend: ServedBackend) throws {
         try backend.run { storage in
             let script = """
-                import time
                 from ssclient import *
                 c = Client()
                 item = c.create({"service": "sig", "username": "a"}, "1")
@@ -106,23 +105,26 @@ struct ServeSpecTests {
                 c.set_property(item, I_ITEM, "Label", "s", "relabelled")
                 c.set_property(item, I_ITEM, "Attributes", "a{ss}", {"service": "sig", "username": "b"})
                 c.call(item, I_ITEM, "Delete")
-                for step in (("set", "c", b"3"), ("set", "c", b"4"), ("delete", "c", None)):
-                    time.sleep(2.5)
-                    cli("-s", "sig", step[0], step[1], stdin=step[2])
-                time.sleep(3)
                 """
+            // Each change by another process is made once the one before was announced; the last,
+            // "end" (counted too), is announced only after any echo of the ones before it.
             let result = try served(
                 """
-                dbus-monitor --session --profile "type=signal,sender=org.freedesktop.secrets" > signals &
-                monitor=$!; sleep 0.5
+                monitor --profile "type=signal,sender=org.freedesktop.secrets"
                 python3 -c '\(script)' || exit 9
+                upto ItemDeleted || exit 7
+                kc() { KEYCHAIN_PASSPHRASE="$PW" BAO_TOKEN="$TOKEN" keychain-cli -s sig "$@"; }
+                printf 3 | kc set c && upto ItemCreated || exit 8
+                printf 4 | kc set c && upto ItemChanged || exit 8
+                kc delete c < /dev/null && upto ItemDeleted || exit 8
+                printf e | kc set end && upto ItemCreated || exit 8
                 kill $monitor
-                awk '$8 ~ /^Item/ { print $6, $8 }' signals | sort | uniq -c
+                awk '$8 ~ /^Item/ { print $6, $8 }' monitor.log | sort | uniq -c
                 """, extra: storage.secretsForCommands, timeout: 120)
             let login = "/org/freedesktop/secrets/collection/login"
             #expect(
                 result.stdoutText.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
-                    == ["4 \(login) ItemChanged", "2 \(login) ItemCreated", "2 \(login) ItemDeleted"],
+                    == ["4 \(login) ItemChanged", "3 \(login) ItemCreated", "2 \(login) ItemDeleted"],
                 "\(result.stdoutText) \(result.stderr)")
         }
     }

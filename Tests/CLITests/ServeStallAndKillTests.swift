@@ -12,7 +12,8 @@ struct ServeStallAndKillTests {
         try StallProxy.withMount { server, mount, proxied in
             let result = try served(
                 """
-                sleep 1; touch "$STALL"; sleep 2.5; rm "$STALL"
+                mkfifo "$STALL.held"; exec 5<> "$STALL.held"; touch "$STALL"
+                read -r held <&5; rm "$STALL"  # once a request of the watcher's is held
                 python3 -c 'from ssclient import *
                 c = Client()
                 try:
@@ -33,19 +34,22 @@ struct ServeStallAndKillTests {
         try CLIBackend.withVault { _ in
             let directory = try ScratchDirectory("killed")
             defer { directory.remove() }
+            // The command says where its bus is on a FIFO, and holds another (alive) open for
+            // writing: its end is the end of file there. It runs until ended (the subject) or
+            // until the file stop appears: what is left running is ended without a signal.
             let script = """
-                "$K" serve -- sh -c 'trap "\(onTerm)" TERM; echo $$ > command; echo "$DBUS_SESSION_BUS_ADDRESS" > bus
-                    while :; do sleep 0.1; done' &
+                \(servedScriptFunctions)
+                mkfifo bus alive
+                "$K" serve -- sh -c 'trap "\(onTerm)" TERM; echo "$DBUS_SESSION_BUS_ADDRESS" > bus; exec 9> alive
+                    while [ ! -e stop ]; do sleep 0.1; done' &
                 serve=$!
-                for i in $(seq 100); do [ -s bus ] && break; sleep 0.1; done
+                read -r address < bus; exec 8< alive
                 kill -9 $serve
-                command=$(cat command); bus=$(sed 's/^unix:path=//; s/,.*//' bus)
-                # Ended: gone, or a zombie its new parent has not reaped yet.
-                running() { state=$(awk '{ print $3 }' /proc/$command/stat 2>/dev/null); [ -n "$state" ] && [ "$state" != Z ]; }
-                for i in $(seq 100); do running || break; sleep 0.1; done
-                running && echo "command alive" || echo "command ended"
-                [ -e "$(dirname "$bus")" ] && echo "directory left" || echo "directory removed"
-                running && kill -9 $command  # nothing left behind, whatever the outcome
+                bus=$(echo "$address" | sed 's/^unix:path=//; s/,.*//')
+                # (SIGTERM, or SIGKILL 5 s on, is due long before 20 s.)
+                timeout 20 cat <&8 && echo "command ended" || echo "command alive"
+                eventually [ ! -e "$(dirname "$bus")" ] && echo "directory removed" || echo "directory left"
+                touch stop  # nothing left behind, whatever the outcome
                 exit 0
                 """
             var environment = cliEnvironment()
@@ -59,7 +63,9 @@ struct ServeStallAndKillTests {
 
     /// SIGTERM right as the command starts (its first act, here) is passed on to the command,
     /// which ignores it and uses its bus: serve ends with the command's status. Before, serve's
-    /// handlers came after the command started, and the signal ended serve itself (6 of 20).
+    /// handlers came after the command started, and the signal ended serve itself (6 of 20). The
+    /// command waits for the signal to come back to it (its trap ends the wait: a `sleep 30` run
+    /// out exits 8), then uses its bus.
     @Test func aSignalAsTheCommandStartsIsPassedOn() throws {
         try CLIBackend.withVault { _ in
             var environment = cliEnvironment()
@@ -70,7 +76,8 @@ struct ServeStallAndKillTests {
                     "-c",
                     """
                     for i in $(seq 10); do
-                        "$K" serve -- sh -c 'trap "" TERM; kill -TERM $PPID; sleep 0.2
+                        "$K" serve -- sh -c 'sleep 30 & s=$!; trap "kill $s" TERM; kill -TERM $PPID
+                            wait $s; [ $? -gt 128 ] || exit 8
                             printf x | secret-tool store --label=t service s username u || exit 9; exit 5'
                         echo $?
                     done | sort | uniq -c | sed 's/^ *//'
@@ -106,18 +113,22 @@ struct ServeStallAndKillTests {
                 [
                     "-c",
                     """
+                    \(servedScriptFunctions)
+                    # (The delays are the subject: a signal at each moment of the start.)
                     for delay in 0.1 0.3 0.6 1 1.5 2; do
                         "$K" serve -- python3 -c "$COMMAND" "$XDG_RUNTIME_DIR" &
                         serve=$!
                         sleep $delay; kill -\(signal) $serve; wait $serve
                     done 2>/dev/null
+                    # What is left: files, and processes with the directory in their arguments (the
+                    # command, a dbus-daemon), only looked at in /proc (the pattern comes from a
+                    # file, so grep's own arguments do not hold it).
+                    pattern=$(mktemp); printf '%s\n' "$XDG_RUNTIME_DIR" > "$pattern"
+                    left() { ls -A "$XDG_RUNTIME_DIR"; grep -lsFf "$pattern" /proc/[0-9]*/cmdline; }
+                    none() { [ -z "$(left)" ]; }
                     # The guardian first ends the command (SIGTERM, SIGKILL 5 s on), then removes
                     # the directory: on a loaded machine the command's start alone can take seconds.
-                    for i in $(seq 150); do
-                        [ -z "$(ls -A "$XDG_RUNTIME_DIR")" ] && ! pgrep -f "$XDG_RUNTIME_DIR" > /dev/null && break
-                        sleep 0.1
-                    done
-                    ls -A "$XDG_RUNTIME_DIR"; pgrep -f "$XDG_RUNTIME_DIR" || true
+                    eventually none; left; rm -f "$pattern"
                     """,
                 ], environment: environment, timeout: 120)
             #expect(result.stdoutText == "", "left behind: \(result.stdoutText) \(result.stderr)")

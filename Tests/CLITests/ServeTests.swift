@@ -31,22 +31,15 @@ struct ServeTests {
             let second = try served("keychain-cli serve; echo \"second: $?\"")
             #expect(second.stdoutText == "second: 69\n")
             #expect(second.stderr.contains("org.freedesktop.secrets is already owned by keychain-cli (pid"))
-            let owned = """
-                for i in $(seq 100); do
-                    dbus-send --session --print-reply --dest=org.freedesktop.DBus /org/freedesktop/DBus \\
-                        org.freedesktop.DBus.GetNameOwner string:org.freedesktop.secrets 2>/dev/null | grep -q "$1" && break
-                    sleep 0.05
-                done
-                """
             let result = try runProcess(
                 "/usr/bin/dbus-run-session",
                 [
                     "--", "sh", "-c",
                     """
                     cd "$(mktemp -d)" || exit 99
-                    owned() { \(owned) }
                     keychain-cli serve 2>first.log & first=$!
-                    owned :
+                    # Until the first serve owns the name (gdbus waits for NameOwnerChanged).
+                    gdbus wait --session --timeout 30 org.freedesktop.secrets || exit 98
                     keychain-cli serve --replace & second=$!
                     wait $first; echo "first: $?"
                     printf v | secret-tool store --label=l service r username u && secret-tool lookup service r username u
@@ -75,10 +68,12 @@ struct ServeTests {
                     + " print(keyring.get_password(\"canary\", \"u\"), end=\"\")'"
             let result = try served(
                 """
-                dbus-monitor --address "$DBUS_SESSION_BUS_ADDRESS" > monitor.log 2>&1 & monitor=$!
-                sleep 0.5
+                monitor
                 \(store); echo
-                sleep 0.3; kill $monitor
+                # A last call the monitor sees once it has seen every message before it.
+                dbus-send --session --dest=org.freedesktop.DBus /org/freedesktop/DBus \\
+                    org.freedesktop.DBus.NameHasOwner string:end-of-monitoring
+                upto end-of-monitoring; kill $monitor
                 grep -c 'dh-ietf1024-sha256-aes128-cbc-pkcs7' monitor.log; grep -c Plain-Text-Canary monitor.log
                 """)
             let lines = result.stdoutText.split(separator: "\n", omittingEmptySubsequences: false)
@@ -144,11 +139,8 @@ struct ServeTests {
                 KEYCHAIN_PASSPHRASE="$PW" BAO_TOKEN="$TOKEN" keychain-cli serve -- \
                     sh -c 'printf y | secret-tool store --label=l service other username second' || exit 7
                 wait
-                for i in $(seq 100); do
-                    found=$(secret-tool lookup service outside username direct) && break
-                    sleep 0.1
-                done
-                echo "$found"
+                # (Seen by serve's watcher, on its own time: no event tells which item it is.)
+                eventually secret-tool lookup service outside username direct > found; cat found; echo
                 """, extra: ["PW": CLIBackend.passphrase, "TOKEN": (CLIBackend.overrides["BAO_TOKEN"] ?? nil) ?? ""])
             #expect(result.status == 0, "\(result.stderr)")
             #expect(result.stdoutText == "from-outside\n")
@@ -186,11 +178,15 @@ struct ServeTests {
         try CLIBackend.withVault { _ in
             let result = try served(
                 """
-                KEYCHAIN_BACKEND=secret-service keychain-cli -s w watch > watch.log 2>&1 & watcher=$!
-                sleep 0.5
+                # watch subscribes, then lists the items (SearchItems): from then on it sees changes.
+                monitor type=method_call,member=SearchItems
+                mkfifo watch.fifo
+                KEYCHAIN_BACKEND=secret-service keychain-cli -s w watch > watch.fifo 2>&1 & watcher=$!
+                exec 5< watch.fifo
+                upto member=SearchItems
                 printf a | secret-tool store --label=l service w username k
-                for i in $(seq 50); do grep -q 'created w k' watch.log && break; sleep 0.1; done
-                kill $watcher; wait $watcher; cat watch.log
+                IFS= read -r line <&5; echo "$line"
+                kill $watcher; wait $watcher
                 """)
             #expect(result.stdoutText.contains("created w k"), "\(result.stdoutText) \(result.stderr)")
         }

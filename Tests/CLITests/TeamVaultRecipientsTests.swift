@@ -187,7 +187,8 @@ struct TeamVaultRecipientsTests {
             racing.result = Result { try team.cli("alice", ["--timeout", "30", "vault", "recipients", "remove", bob]) }
             racing.done.signal()
         }
-        Thread.sleep(forTimeInterval: 2)
+        // Until it has looked and waits for the lock (it has the directory open then).
+        #expect(eventually { !processesWithOpen(team.directory.url.path).isEmpty }, "remove never waited")
         // The other writer's version (bob removed), swapped in whole as a writer does, so that a
         // `remove` still looking never reads a half-written file.
         let swap = team.directory.path("swap.age")

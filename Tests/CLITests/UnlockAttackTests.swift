@@ -102,10 +102,19 @@ struct UnlockAttackTests {
         #expect(try String(contentsOfFile: "/proc/\(pid)/coredump_filter", encoding: .utf8) == "00000000\n")
         let core = place.scratch.path("holder")
         _ = try runProcess("/usr/bin/gcore", ["-o", core, "\(pid)"], environment: ["PATH": "/usr/bin:/bin"])
-        let control = try startQuietly(
-            "/usr/bin/python3", ["-c", "import sys, time; s = sys.argv[1] * 2; time.sleep(30)", place.secret])
+        // The control holds the secret (read from a file, not given in its arguments) until
+        // released, and says when it does.
+        let (secret, holding) = (place.scratch.path("control-secret"), place.scratch.path("holding"))
+        try Data(place.secret.utf8).write(to: URL(fileURLWithPath: secret))
+        let (control, release) = try startUntilReleased(
+            "/usr/bin/python3",
+            [
+                "-c", "import sys; s = open(sys.argv[1]).read() * 2; open(sys.argv[2], 'w').close(); sys.stdin.read()",
+                secret, holding,
+            ])
         defer { control.killAndWait() }
-        usleep(500_000)
+        defer { release() }
+        #expect(eventually(timeout: 10) { FileManager.default.fileExists(atPath: holding) })
         _ = try runProcess(
             "/usr/bin/gcore", ["-o", place.scratch.path("control"), "\(control.pid)"],
             environment: ["PATH": "/usr/bin:/bin"])
@@ -147,8 +156,7 @@ struct UnlockAttackTests {
         let long = try place.run(["--timeout", "10", "set", "k"], stdin: Data("long".utf8))
         #expect(long.status == 0, "\(long.stderr)")
         locker.waitUntilExit()
-        usleep(300_000)
-        #expect(try place.run(["get", "k"], passphrase: true).stdoutText == "long")
+        #expect(eventually(timeout: 10) { (try? place.run(["get", "k"], passphrase: true).stdoutText) == "long" })
     }
 
     /// A holder whose socket is removed (its directory cleaned) can be reached by nobody: it ends,

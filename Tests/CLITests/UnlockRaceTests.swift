@@ -21,7 +21,7 @@ struct UnlockRaceTests {
         let idle = UnlockHardeningTests().threads(holder) - 1
         writer.signal(SIGKILL)
         writer.waitUntilExit()
-        _ = FileManager.default.createFile(atPath: release, contents: nil)
+        release()
         locker.waitUntilExit()
         #expect(eventually(timeout: 10) { UnlockHardeningTests().threads(holder) <= idle })
         #expect(UnlockHardeningTests().threads(holder) == idle)
@@ -39,7 +39,7 @@ struct UnlockRaceTests {
         let target = place.scratch.path("real.age")
         try FileManager.default.moveItem(atPath: place.vault, toPath: target)
         try FileManager.default.createSymbolicLink(atPath: place.vault, withDestinationPath: "real.age")
-        _ = FileManager.default.createFile(atPath: release, contents: nil)
+        release()
         writer.waitUntilExit()
         #expect(writer.terminationStatus == 0)
         #expect((try? FileManager.default.destinationOfSymbolicLink(atPath: place.vault)) == "real.age")
@@ -73,9 +73,9 @@ struct UnlockRaceTests {
         let place = try Place()
         defer { place.finish() }
         #expect(try place.run(["unlock"], passphrase: true).status == 0)
-        let release = place.scratch.path("release")
-        let locker = try UnlockHardeningTests().holdVaultLock(place, until: release)
+        let (locker, release) = try UnlockHardeningTests().holdVaultLock(place)
         defer { locker.killAndWait() }
+        defer { release() }
         let sent = place.scratch.path("sent")
         let writers = """
             import base64, json, os, socket, struct, sys, time
@@ -108,7 +108,7 @@ struct UnlockRaceTests {
         let sent = place.scratch.path("sent")
         // Sent a piece at a time to each in turn, so that every connection's request grows at once.
         let flood = """
-            import socket, sys, time
+            import select, socket, sys, time
             held = []
             for i in range(500):
                 s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); s.setblocking(False)
@@ -124,7 +124,8 @@ struct UnlockRaceTests {
                         pass
                     except OSError:
                         connection[1] = 2 << 20
-                if not moved: time.sleep(0.01)
+                if not moved:  # until one can take more
+                    select.select([], [c for c, sent in held if sent < 2 << 20], [], 1)
             open(sys.argv[2], "w").close()
             time.sleep(30)
             """

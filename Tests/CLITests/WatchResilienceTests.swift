@@ -118,12 +118,17 @@ final class WatchResilienceTests {
             files: [(0, "/dev/null", O_RDONLY), (1, outputFile, O_WRONLY | O_CREAT | O_TRUNC)], descriptors: [(2, 1)])
         defer { process.stop(grace: 0) }
         #expect(eventually { waitChannels(process.pid).first?.contains("sigtimedwait") == true })
-        // (Fixed waits of three and a half polls: what is checked is that the watch goes on, and
-        // reports no more than the one change, across each swap; there is no event to wait for.)
+        // Each swap's one change is awaited as the watch reports it: it goes on across each swap,
+        // and its whole output, checked below, holds no other report.
+        func reported(_ text: String) -> Bool {
+            eventually(timeout: 10) {
+                ((try? String(contentsOfFile: outputFile, encoding: .utf8)) ?? "").hasSuffix(text)
+            }
+        }
         try publish("two", as: "..2026_11_24_b", replacing: "..2026_11_24_a")
-        usleep(700_000)
+        #expect(reported("created s b\n"))
         try publish("one", as: "..2026_11_24_c", replacing: "..2026_11_24_b")
-        usleep(700_000)
+        #expect(reported("created s b\ndeleted s b\n"))
         #expect(process.isRunning, "the watch ended on a swap")
         try FileManager.default.removeItem(atPath: mount)
         #expect(process.wait(timeout: 10))

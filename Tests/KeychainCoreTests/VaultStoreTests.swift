@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 @testable import KeychainAge
@@ -6,6 +7,17 @@ import Testing
 @testable import KeychainVault
 
 private let passphrase = Array("a passphrase".utf8)
+
+/// How many descriptors of this process are open on `path`.
+private func descriptorsOpen(on path: String) -> Int {
+    guard let resolved = realpath(path, nil) else { return 0 }
+    let target = String(cString: resolved)
+    free(resolved)
+    let descriptors = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
+    return descriptors.filter {
+        (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\($0)")) == target
+    }.count
+}
 
 /// The age format itself; interoperability with the real `age` is in the CLI tests.
 @Suite("AgeFile: age v1 with a passphrase")
@@ -221,7 +233,9 @@ final class VaultStoreTests {
             writeFailure.withLock { $0 = .some(failure) }
             writeEnded.signal()
         }
-        Thread.sleep(forTimeInterval: 0.3)  // the write is waiting for the lock by now
+        // Until the write waits for the lock: it opens the directory just before (a second
+        // descriptor of it in this process, beside the test's).
+        #expect(eventually(timeout: 10) { descriptorsOpen(on: scratch.path) >= 2 }, "the write never waited")
         #expect(try store.secret(service: service, key: key) == Data("kept".utf8))
         // The read came back while the write still waited (for 3 s): it did not wait behind it.
         #expect(writeFailure.withLock { $0 } == nil, "the read waited for the write")

@@ -145,3 +145,42 @@ private let pidfdSendSignal: @convention(c) (Int32, Int32, UnsafeMutableRawPoint
     }
     return unsafeBitCast(symbol, to: (@convention(c) (Int32, Int32, UnsafeMutableRawPointer?, UInt32) -> Int32).self)
 }()
+
+/// The test's end of a pipe that is a child's input: closing it (calling it, or once it is no
+/// longer referenced) is the end of that input, an event the child waits for
+/// (`sys.stdin.read()`) instead of a file it polls for or a time it sleeps.
+public final class Release: Sendable {
+    private let descriptor: Mutex<Int32?>
+
+    init(_ descriptor: Int32) { self.descriptor = Mutex(descriptor) }
+
+    public func callAsFunction() {
+        descriptor.withLock { descriptor in
+            if let open = descriptor { close(open) }
+            descriptor = nil
+        }
+    }
+
+    deinit { callAsFunction() }
+}
+
+/// A pipe (read end, write end) whose ends are close-on-exec: no other child, however started,
+/// holds one open (one given to a child as its descriptor is duplicated, and so inherited).
+func closeOnExecPipe() throws -> [Int32] {
+    var ends: [Int32] = [0, 0]
+    guard pipe(&ends) == 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EMFILE) }
+    for end in ends { _ = fcntl(end, F_SETFD, FD_CLOEXEC) }
+    return ends
+}
+
+/// Starts `executable` with `arguments` (in the test process's environment, output thrown away)
+/// reading a pipe only the test writes to: it goes on until the returned ``Release`` is called.
+public func startUntilReleased(_ executable: String, _ arguments: [String]) throws -> (ChildProcess, Release) {
+    let ends = try closeOnExecPipe()
+    defer { close(ends[0]) }
+    let release = Release(ends[1])
+    let process = try ChildProcess(
+        executable, arguments, environment: ProcessInfo.processInfo.environment,
+        files: [(1, "/dev/null", O_WRONLY), (2, "/dev/null", O_WRONLY)], descriptors: [(0, ends[0])])
+    return (process, release)
+}

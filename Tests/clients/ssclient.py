@@ -5,7 +5,7 @@ waiting, whose replies are read later (pipelined, as a hostile or busy client se
 import os
 import subprocess
 
-from jeepney import DBusAddress, HeaderFields, MessageType, new_method_call
+from jeepney import DBusAddress, HeaderFields, MatchRule, MessageType, message_bus, new_method_call
 from jeepney.io.blocking import open_dbus_connection
 from jeepney.wrappers import DBusErrorResponse, unwrap_msg
 
@@ -61,6 +61,19 @@ class Client:
             error = reply.header.fields.get(HeaderFields.error_name)
             answers.append((reply.header.fields[HeaderFields.reply_serial], error))
         return answers
+
+    def listen(self, member):
+        """Keeps the signals named `member` that serve sends from now on, for announced()."""
+        # (The messages name serve by its unique name: the bus, not this filter, knows it is BUS_NAME.)
+        handle = self.connection.filter(MatchRule(type="signal", member=member), bufsize=10000)
+        rule = MatchRule(type="signal", sender=BUS_NAME, member=member)
+        unwrap_msg(self.connection.send_and_get_reply(message_bus.AddMatch(rule)))
+        return handle.queue
+
+    def announced(self, queue, path, timeout=30):
+        """Waits for a signal kept in `queue` (see listen()) about `path` (its first argument)."""
+        while self.connection.recv_until_filtered(queue, timeout=timeout).body[0] != path:
+            pass
 
     def create(self, attributes, secret, label="", replace=False, collection=LOGIN, extra=None):
         properties = {

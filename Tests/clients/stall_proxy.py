@@ -1,7 +1,9 @@
 """A TCP proxy to an OpenBao server that can stall: while the file STALL exists, whatever a client
 sends is held and never forwarded, and that connection stays stalled for good (as a request to a
 server that stopped answering); connections with nothing to send meanwhile, and new ones once
-STALL is gone, are forwarded as usual.
+STALL is gone, are forwarded as usual. Each connection that stalls appends "held" to STALL.held,
+and "given up" when its client then hangs up: a test that made STALL.held a FIFO reads them as
+they happen.
 
     python3 stall_proxy.py PORT_FILE UPSTREAM_PORT STALL   (writes the port it listens on to PORT_FILE)
 """
@@ -16,15 +18,23 @@ port_file, upstream, stall = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 os.closerange(3, 65536)
 
 
+def note(what):
+    with open(stall + ".held", "a") as file:
+        file.write(what + "\n")
+
+
 def pipe(source, target, stalls):
     stalled = False
     try:
         while True:
             data = source.recv(65536)
             if not data:
+                if stalled:
+                    note("given up")
                 break
-            if stalls and os.path.exists(stall):
+            if stalls and not stalled and os.path.exists(stall):
                 stalled = True
+                note("held")
             if not stalled:
                 target.sendall(data)
     except OSError:
