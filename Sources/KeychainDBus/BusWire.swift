@@ -70,6 +70,9 @@ package final class BusWire {
     /// - Throws: ``DBusError/refused`` when the bus did not accept the authentication (the caller takes
     ///   another way), the wire's time-out when nothing arrives within `seconds`.
     package func reply(to serial: UInt32) throws(DBusError) -> BusMessage.Received {
+        // `seconds` from the last whole message: a bus that trickles a message byte by byte does
+        // not hold the caller past it.
+        var deadline = monotonicSeconds() + seconds
         while true {
             if let reply = pending.removeValue(forKey: serial) { return reply }
             if !authenticated {
@@ -79,7 +82,7 @@ package final class BusWire {
                         closed = true
                         throw .refused
                     }
-                    try receive()
+                    try receive(until: deadline)
                     continue
                 }
                 let line = received[..<end]
@@ -95,11 +98,12 @@ package final class BusWire {
             let message: BusMessage.Received
             do throws(DBusError) {
                 guard let length = try BusMessage.length(received[...]), received.count >= length else {
-                    try receive()
+                    try receive(until: deadline)
                     continue
                 }
                 message = try BusMessage.parse(received[..<length])
                 received.removeSubrange(..<length)
+                deadline = monotonicSeconds() + seconds
             } catch {
                 closed = true  // a stream out of step: nothing after this can be read
                 throw error
@@ -118,7 +122,7 @@ package final class BusWire {
                 sent += count
             } else if count < 0 && (errno == EAGAIN || errno == EINTR) {
                 do throws(DBusError) {
-                    try wait(for: Int16(POLLOUT))
+                    try wait(for: Int16(POLLOUT), until: monotonicSeconds() + seconds)
                 } catch {
                     closed = true  // a message cut short: nothing more may follow it
                     throw error
@@ -129,7 +133,7 @@ package final class BusWire {
         }
     }
 
-    private func receive() throws(DBusError) {
+    private func receive(until deadline: Double) throws(DBusError) {
         var buffer = [UInt8](repeating: 0, count: 16384)
         while true {
             let count = recv(fd, &buffer, buffer.count, 0)
@@ -138,13 +142,12 @@ package final class BusWire {
                 return
             }
             guard count < 0 && (errno == EAGAIN || errno == EINTR) else { throw broken() }
-            try wait(for: Int16(POLLIN))
+            try wait(for: Int16(POLLIN), until: deadline)
         }
     }
 
-    /// Waits until the socket is ready for `events`, at most `seconds`.
-    private func wait(for events: Int16) throws(DBusError) {
-        let deadline = monotonicSeconds() + seconds
+    /// Waits until the socket is ready for `events`, at most until `deadline` (monotonic seconds).
+    private func wait(for events: Int16, until deadline: Double) throws(DBusError) {
         while true {
             let remaining = deadline - monotonicSeconds()
             guard remaining > 0 else { throw .timedOut(operation: operation, seconds: seconds) }

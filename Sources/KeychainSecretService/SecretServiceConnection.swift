@@ -58,7 +58,14 @@ final class SecretServiceConnection: Sendable {
         // g_bus_get / g_bus_get_finish
         try operation.call(
             { g_bus_get(G_BUS_TYPE_SESSION, $0, $1, $2) }, meanwhile: meanwhile,
-            finish: { g_bus_get_finish($0, $1).map { OwnedObject(taking: UnsafeMutableRawPointer($0)) } })!
+            finish: {
+                g_bus_get_finish($0, $1).map {
+                    // GIO's shared connection raises SIGTERM in the process when the bus hangs up;
+                    // a closed bus is an error of the call instead (69, one line).
+                    g_dbus_connection_set_exit_on_close($0, 0)
+                    return OwnedObject(taking: UnsafeMutableRawPointer($0))
+                }
+            })!
     }
 
     /// The shared SecretService proxy; `openSession` negotiates the encrypted session that

@@ -1,6 +1,7 @@
 internal import CLibSecret
 import KeychainDBus
 import KeychainStore
+import KeychainSystem
 
 // What the Secret Service's and libsecret's errors mean to a caller: one KeychainError case each
 // (the answers gnome-keyring, KeePassXC and kwalletd5 give, as the integration tests meet them;
@@ -10,9 +11,9 @@ import KeychainStore
 extension KeychainError {
     /// The case a libsecret/GDBus error stands for.
     init(_ error: GLibError, operation: String, seconds: Double, expired: Bool) {
-        let message = error.message
         let remoteName = error.remoteName
-        let detail = GDBusCalls.strippingRemotePrefix(message)
+        // The service's own words, or GLib's: shown in one line, their control characters escaped.
+        let detail = escapedForDisplay(GDBusCalls.strippingRemotePrefix(error.message))
 
         if error.isIOError(G_IO_ERROR_CANCELLED) {
             self =
@@ -55,6 +56,8 @@ extension KeychainError {
 
     /// The case a D-Bus error of name `name`, with the message `detail`, stands for.
     init(remote name: String, detail: String, operation: String, seconds: Double) {
+        // The service's words: shown in one line, their control characters escaped.
+        let detail = escapedForDisplay(detail)
         switch name {
         case "org.freedesktop.DBus.Error.ServiceUnknown", "org.freedesktop.DBus.Error.NameHasNoOwner":
             self = .noSecretService(detail: detail)

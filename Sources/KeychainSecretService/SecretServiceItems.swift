@@ -128,7 +128,11 @@ extension SecretServiceClient {
                     values.append(nil)
                 default:
                     let value = try SecretServiceConnection.values(of: answer, on: bus)
-                    guard value.count == 1, case .variant(let inner) = value[0] else { return nil }
+                    guard value.count == 1, case .variant(let inner) = value[0] else {
+                        throw KeychainError.backendFailure(
+                            detail: "the Secret Service answered Properties.Get with "
+                                + (value.isEmpty ? "nothing" : value.map(\.signature).joined()))
+                    }
                     values.append(inner)
                 }
             }
@@ -177,16 +181,24 @@ extension SecretServiceClient {
         }
         var deleted = 0
         var prompts: [String] = []
-        for answer in answers {
+        var prompted: [String] = []
+        for (path, answer) in zip(paths, answers) {
             if case .error(let name, _) = answer, vanishedObjectErrors.contains(name) { continue }
             let values = try SecretServiceConnection.values(of: answer, on: bus)
             guard values.count == 1, case .objectPath(let prompt) = values[0] else {
                 throw KeychainError.backendFailure(detail: "the Secret Service answered Delete without a prompt path")
             }
             deleted += 1
-            if prompt != "/" { prompts.append(prompt) }
+            if prompt != "/" { (prompts, prompted) = (prompts + [prompt], prompted + [path]) }
         }
-        if !prompts.isEmpty { try withOperation { try connection.performPrompts(prompts, $0) } }
+        guard !prompts.isEmpty else { return deleted }
+        try withOperation { try connection.performPrompts(prompts, $0) }
+        // A prompt its user declined completes as "dismissed", which libsecret's answer does not
+        // always tell (KeePassXC's "Delete entry?" answered No): an item still there was not
+        // deleted.
+        if try itemProperties(["Label"], of: prompted).contains(where: { $0 != nil }) {
+            throw KeychainError.permissionDenied(detail: "the deletion was declined at the Secret Service's prompt")
+        }
         return deleted
     }
 

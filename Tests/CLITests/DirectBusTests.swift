@@ -93,9 +93,10 @@ struct DirectBusTests {
     }
 
     /// A bus that refuses us, says nothing, sends bytes that are not D-Bus, announces a message
-    /// it never sends, or hangs up: exit 69 (no bus, or the bus broke its protocol) or 75 (no
+    /// it never sends or sends it a byte at a time (--timeout counts from the last whole message,
+    /// not the last byte), or hangs up: exit 69 (no bus, or the bus broke its protocol) or 75 (no
     /// answer within --timeout), in about the time asked for, and no secret anywhere.
-    @Test(arguments: ["reject", "silent", "garbage", "huge", "hangup"])
+    @Test(arguments: ["reject", "silent", "garbage", "huge", "hangup", "drip"])
     func aMisbehavingBus(mode: String) throws {
         let directory = try ScratchDirectory("fake-bus")
         defer { directory.remove() }
@@ -107,7 +108,7 @@ struct DirectBusTests {
         // ProcessTimedOut, and 75 says the limit was what ended the silent and huge cases.
         let result = try cli(
             ["--timeout", "2", "get", "k"], extra: ["DBUS_SESSION_BUS_ADDRESS": "unix:path=\(socketPath)"], timeout: 20)
-        let expected: Int32 = mode == "silent" || mode == "huge" ? 75 : 69
+        let expected: Int32 = ["silent", "huge", "drip"].contains(mode) ? 75 : 69
         #expect(result.status == expected, "\(mode): \(result.status) \(result.stderr)")
         #expect(result.stdout.isEmpty && result.stderr.split(separator: "\n").count == 1, "\(result.stderr)")
     }
@@ -131,6 +132,11 @@ struct DirectBusTests {
             if mode == "garbage": client.sendall(bytes(range(256)) * 16)
             if mode == "huge": client.sendall(b"l\x02\x01\x01" + struct.pack("<III", 100000000, 1, 8))
             if mode == "hangup": client.close(); return
+            if mode == "drip":
+                # A reply announced at 100,000 bytes, then one byte every 0.3 s: still no answer.
+                client.sendall(b"l\x02\x01\x01" + struct.pack("<III", 100000, 1, 8))
+                for _ in range(200):
+                    time.sleep(0.3); client.sendall(b"\0")
             time.sleep(60)
         while True:
             client, _ = server.accept()

@@ -69,4 +69,17 @@ struct SecretServiceErrorMapTests {
                 == .timedOut(operation: "return the secret", seconds: 3))
         #expect(KeychainError(DBusError.failed("odd")) == .backendFailure(detail: "the Secret Service failed: odd"))
     }
+
+    /// A service's own error text is shown in one line: its newlines, carriage returns and
+    /// terminal escapes are escaped, whatever case it maps to.
+    @Test func aServicesWordsStayOnOneLine() {
+        let words = "line1\nline2 \u{1B}[31mRED\u{1B}[0m\rOVER"
+        let escaped = "line1\\nline2 \\u{001B}[31mRED\\u{001B}[0m\\rOVER"
+        let failed = KeychainError(
+            remote: "org.freedesktop.DBus.Error.Failed", detail: words, operation: "list the items", seconds: 5)
+        #expect(failed == .backendFailure(detail: "the Secret Service failed: " + escaped))
+        let locked = KeychainError(
+            remote: "org.freedesktop.Secret.Error.IsLocked", detail: words, operation: "list the items", seconds: 5)
+        #expect(locked == .locked(detail: escaped))
+    }
 }
