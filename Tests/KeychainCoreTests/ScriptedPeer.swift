@@ -96,19 +96,8 @@ final class ScriptedService {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         func file(_ name: String) -> String { directory.appendingPathComponent(name).path }
         // No service activation (nothing else can take the name); eavesdropping allowed (the Pings).
-        try """
-        <!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
-         "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
-        <busconfig>
-          <type>session</type>
-          <listen>unix:dir=\(directory.path)</listen>
-          <policy context="default">
-            <allow send_destination="*" eavesdrop="true"/>
-            <allow eavesdrop="true"/>
-            <allow own="*"/>
-          </policy>
-        </busconfig>
-        """.write(toFile: file("bus.conf"), atomically: true, encoding: .utf8)
+        try privateBusConfiguration(listeningIn: directory.path).write(
+            toFile: file("bus.conf"), atomically: true, encoding: .utf8)
         try scenario.json.write(to: URL(fileURLWithPath: file("scenario.json")))
         let bus = try ChildProcess(
             "/usr/bin/dbus-daemon", ["--config-file=\(file("bus.conf"))", "--nofork", "--print-address=1"],

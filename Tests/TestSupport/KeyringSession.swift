@@ -51,19 +51,7 @@ public final class KeyringSession: @unchecked Sendable {
                 attributes: [.posixPermissions: 0o700])
         }
         let config = directory.appendingPathComponent("bus.conf")
-        try """
-        <!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
-         "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
-        <busconfig>
-          <type>session</type>
-          <listen>unix:dir=\(directory.path)</listen>
-          <policy context="default">
-            <allow send_destination="*" eavesdrop="true"/>
-            <allow eavesdrop="true"/>
-            <allow own="*"/>
-          </policy>
-        </busconfig>
-        """.write(to: config, atomically: true, encoding: .utf8)
+        try privateBusConfiguration(listeningIn: directory.path).write(to: config, atomically: true, encoding: .utf8)
 
         // Its address goes to a file (no pipe to keep open); its stderr to bus.log, for ``diagnosis()``.
         let addressFile = directory.appendingPathComponent("bus.address").path
@@ -282,4 +270,23 @@ public struct KeyringSessionTrait: SuiteTrait, TestScoping {
 extension Trait where Self == KeyringSessionTrait {
     /// A private gnome-keyring for the whole suite.
     public static var keyringSession: Self { KeyringSessionTrait() }
+}
+
+/// A private session bus's configuration: listening in `directory`, no service activation (nothing
+/// else can take a name), every name ownable, and eavesdropping allowed (the tests that watch what
+/// a client sends).
+public func privateBusConfiguration(listeningIn directory: String) -> String {
+    """
+    <!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
+     "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
+    <busconfig>
+      <type>session</type>
+      <listen>unix:dir=\(directory)</listen>
+      <policy context="default">
+        <allow send_destination="*" eavesdrop="true"/>
+        <allow eavesdrop="true"/>
+        <allow own="*"/>
+      </policy>
+    </busconfig>
+    """
 }
