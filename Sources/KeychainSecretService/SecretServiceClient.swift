@@ -148,7 +148,7 @@ extension SecretServiceClient {
                 return try body(session)
             } catch let error as KeychainError where error == SecretSession.keyNotAgreed && attempts < 4 {
                 attempts += 1
-            } catch  where reused && !retried && !isClosed && !Self.isTimeOut(error) {
+            } catch where reused && !retried && !isClosed && !Self.isTimeOut(error) {
                 retried = true
             }
             slot.session = nil
@@ -191,7 +191,7 @@ extension SecretServiceClient {
             if let secret = try readSecret(at: path) { return secret }
         }
         if found.locked.isEmpty { return nil }
-        let unlocked = try withOperation { try connection.unlock(found.locked, $0) }
+        let unlocked = try unlock(found.locked)
         guard !unlocked.isEmpty else {
             throw KeychainError.locked(detail: "the item is in a locked keyring that could not be unlocked")
         }
