@@ -148,7 +148,7 @@ extension SecretServiceClient {
                 return try body(session)
             } catch let error as KeychainError where error == SecretSession.keyNotAgreed && attempts < 4 {
                 attempts += 1
-            } catch where reused && !retried && !isClosed && !Self.isTimeOut(error) {
+            } catch  where reused && !retried && !isClosed && !Self.isTimeOut(error) {
                 retried = true
             }
             slot.session = nil
