@@ -44,7 +44,9 @@ x11.XSetErrorHandler(ERRH)
 
 ACCESS = b"KeePassXC -  Access Request"
 UNLOCK = b"Unlock Database - KeePassXC"
+DELETE = b"Delete entry?"  # shown with ConfirmDeleteItem=true; declined (Escape) when asked to
 password = os.environ.get("KPXC_ANSWER_PASSWORD", "")
+decline_deletions = os.environ.get("KPXC_DECLINE_DELETIONS") == "1"
 dpy = x11.XOpenDisplay(None)
 if not dpy:
     sys.exit("answer-dialogs: cannot open display")
@@ -80,7 +82,7 @@ tried = {}
 def scan():
     for w in windows():
         t = title(w)
-        if t not in (ACCESS, UNLOCK):
+        if t not in (ACCESS, UNLOCK) and not (decline_deletions and t == DELETE):
             continue
         a = XWindowAttributes()
         if not x11.XGetWindowAttributes(dpy, w, byref(a)) or a.map_state != 2:  # not IsViewable
@@ -95,6 +97,11 @@ def scan():
         x11.XSetInputFocus(dpy, w, 1, 0)  # RevertToPointerRoot, CurrentTime
         x11.XSync(dpy, 0)
         time.sleep(0.05)
+        if t == DELETE:
+            tap(kc(0xff1b))  # Escape: "No"
+            x11.XSync(dpy, 0)
+            print("answer-dialogs: %.3f declined %r (window 0x%x)" % (time.monotonic(), t.decode(), w), file=sys.stderr, flush=True)
+            continue
         if t == UNLOCK:
             key(CTRL, 1); tap(KEY_A); key(CTRL, 0)
             for ch in password:

@@ -103,3 +103,21 @@ struct KeePassXCTests {
         #expect(watch.waitForLine(containing: "deleted \(s) w") != nil, "\(watch.stderr)")
     }
 }
+
+/// KeePassXC set to ask before each deletion, and its user answering No: the deletion is refused
+/// (77, as docs/backends/secret-service.md says), the items stay, and nothing reports them gone.
+/// (libsecret's answer to the prompt did not tell a declined deletion from a done one: `delete`
+/// exited 0 and `reset` counted the items it left.)
+@Suite("KeePassXC's deletions declined at its prompt", .serialized, .keepassxcDecliningDeletions)
+struct KeePassXCDeclinedDeletionTests {
+    @Test func aDeclinedDeletionIs77AndKeepsTheItems() throws {
+        let s = uniqueService("kpxc-no")
+        for key in ["k", "k2"] { #expect(try cli(["-s", s, "set", key], input: "v").status == 0) }
+        let delete = try cli(["--timeout", "20", "-s", s, "delete", "k"])
+        #expect(delete.status == 77, "\(delete.stderr)")
+        #expect(delete.stderr.contains("declined"), "\(delete.stderr)")
+        let reset = try cli(["--timeout", "20", "-s", s, "reset", "--yes"])
+        #expect(reset.status == 77, "\(reset.stderr)")
+        #expect(try cli(["-s", s, "list"]).stdoutText == "k\nk2\n")
+    }
+}

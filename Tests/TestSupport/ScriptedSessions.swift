@@ -9,6 +9,12 @@ extension KeyringSession {
         try startScripted("with-keepassxc", what: "KeePassXC")
     }
 
+    /// ``startKeePassXC()``, whose KeePassXC asks before each deletion ("Delete entry?", its
+    /// ConfirmDeleteItem) and whose user answers No.
+    public static func startKeePassXCDecliningDeletions() throws -> KeyringSession {
+        try startScripted("with-keepassxc", what: "KeePassXC", environment: ["KEEPASSXC_DECLINE_DELETIONS": "1"])
+    }
+
     /// A session whose Secret Service is a throwaway, headless kwalletd5 (scripts/with-kwallet:
     /// its own bus, an open wallet `kdewallet` that is the collection aliased `default`), kept
     /// until ``stop()``.
@@ -17,7 +23,9 @@ extension KeyringSession {
     }
 
     /// A session whose bus and provider `scripts/SCRIPT` starts, and stops when it gets SIGTERM.
-    private static func startScripted(_ script: String, what: String) throws -> KeyringSession {
+    private static func startScripted(_ script: String, what: String, environment: [String: String] = [:]) throws
+        -> KeyringSession
+    {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
             "kc-\(script)-\(UUID().uuidString)")
         for sub in ["run", "data", "config"] {
@@ -33,7 +41,10 @@ extension KeyringSession {
                 "/bin/sh", "-c",
                 #"printf '%s\n' "$DBUS_SESSION_BUS_ADDRESS" > "$0.new" && mv "$0.new" "$0" && exec sleep 100000"#,
                 ready.path,
-            ], environment: ["PATH": ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"],
+            ],
+            environment: environment.merging(["PATH": ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"]) {
+                $1
+            },
             files: [
                 (0, "/dev/null", O_RDONLY), (1, "/dev/null", O_WRONLY), (2, log.path, O_WRONLY | O_CREAT | O_TRUNC),
             ])
@@ -79,6 +90,11 @@ extension KeyringSession {
 extension Trait where Self == KeyringSessionTrait {
     /// A private, headless KeePassXC (``KeyringSession/startKeePassXC()``) for the whole suite.
     public static var keepassxcSession: Self { KeyringSessionTrait(start: KeyringSession.startKeePassXC) }
+
+    /// A KeePassXC whose user declines every deletion (``KeyringSession/startKeePassXCDecliningDeletions()``).
+    public static var keepassxcDecliningDeletions: Self {
+        KeyringSessionTrait(start: KeyringSession.startKeePassXCDecliningDeletions)
+    }
 
     /// A private, headless kwalletd5 (``KeyringSession/startKWallet()``) for the whole suite.
     public static var kwalletSession: Self { KeyringSessionTrait(start: KeyringSession.startKWallet) }
