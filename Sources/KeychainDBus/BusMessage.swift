@@ -193,6 +193,12 @@ package struct BusReader {
 
     package mutating func byte() throws(DBusError) -> UInt8 { try take(1).first! }
 
+    /// Skips a value of `count` bytes aligned to `alignment`.
+    package mutating func skip(_ count: Int, aligned alignment: Int) throws(DBusError) {
+        align(alignment)
+        _ = try take(count)
+    }
+
     package mutating func uint32() throws(DBusError) -> UInt32 {
         align(4)
         let value = try take(4).reduce(0) { ($0 << 8) | UInt32($1) }

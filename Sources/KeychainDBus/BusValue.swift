@@ -19,6 +19,9 @@ package enum BusValue: Equatable, Sendable {
     case dictionary(key: String, value: String, [Entry])
     case structure([BusValue])
     indirect case variant(BusValue)
+    /// A value of a basic type the Secret Service does not use (an integer of another width, a
+    /// double, a descriptor's index), read and skipped: its signature only. Never sent.
+    case other(String)
 
     package struct Entry: Equatable, Sendable {
         package let key: BusValue
@@ -47,6 +50,7 @@ package enum BusValue: Equatable, Sendable {
         case .dictionary(let key, let value, _): "a{" + key + value + "}"
         case .structure(let fields): "(" + fields.map(\.signature).joined() + ")"
         case .variant: "v"
+        case .other(let signature): signature
         }
     }
 
@@ -77,6 +81,7 @@ package enum BusValue: Equatable, Sendable {
 func busAlignment(of code: UInt8) -> Int {
     switch code {
     case UInt8(ascii: "y"), UInt8(ascii: "g"), UInt8(ascii: "v"): 1
+    case UInt8(ascii: "n"), UInt8(ascii: "q"): 2
     case UInt8(ascii: "t"), UInt8(ascii: "x"), UInt8(ascii: "d"), UInt8(ascii: "("), UInt8(ascii: "{"): 8
     default: 4
     }
@@ -86,6 +91,7 @@ extension BusWriter {
     /// Writes `value`, aligned as its type requires.
     package mutating func value(_ value: BusValue) {
         switch value {
+        case .other: preconditionFailure("a value read but not modelled is never sent")
         case .byte(let byte): bytes.append(byte)
         case .boolean(let flag): boolean(flag)
         case .uint32(let number): uint32(number)
@@ -139,6 +145,11 @@ extension BusReader {
         case UInt8(ascii: "s"): return .string(try string())
         case UInt8(ascii: "o"): return .objectPath(try string())
         case UInt8(ascii: "g"): return .signature(try signature())
+        case UInt8(ascii: "n"), UInt8(ascii: "q"), UInt8(ascii: "i"), UInt8(ascii: "h"), UInt8(ascii: "x"),
+            UInt8(ascii: "d"):
+            let size = busAlignment(of: code)
+            try skip(size, aligned: size)
+            return .other(String(UnicodeScalar(code)))
         case UInt8(ascii: "v"):
             var inner = Substring(try signature())
             let value = try value(&inner, depth: depth + 1)

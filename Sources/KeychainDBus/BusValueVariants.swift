@@ -31,11 +31,13 @@ extension BusValue {
             return g_variant_new_tuple(children, gsize(children.count))
         case .variant(let inner):
             return g_variant_new_variant(inner.floating)
+        case .other:
+            preconditionFailure("a value read but not modelled is never sent")
         }
     }
 
-    /// The value `variant` holds; nil for a type the Secret Service does not use (a double, a
-    /// file descriptor, a maybe).
+    /// The value `variant` holds (``other(_:)`` for a basic type the Secret Service does not use);
+    /// nil for a type D-Bus does not have (a maybe).
     package init?(_ variant: OwnedVariant) {
         let type = variant.typeString
         switch type.utf8.first {
@@ -74,6 +76,8 @@ extension BusValue {
                 elements.append(element)
             }
             self = .array(element: String(type.dropFirst()), elements)
+        case _ where ["n", "q", "i", "h", "x", "d"].contains(type):
+            self = .other(type)
         default:
             return nil
         }

@@ -97,6 +97,7 @@ extension BusValue {
         case .dictionary(_, _, let entries): entries.map { [$0.key.json, $0.value.json] }
         case .structure(let fields): fields.map(\.json)
         case .variant(let inner): [inner.signature, inner.json]
+        case .other: 0  // a zero of its type
         }
     }
 }
