@@ -90,14 +90,16 @@ struct ExecCredentialsTreeTests {
             // directory again once the test has removed it.)
             let script = #"""
                 d=$CREDENTIALS_DIRECTORY; echo "$d" > "$0"
-                (i=0; while [ ! -e "$1/stop" ]; do mkdir "$d/g$((i % 50))" "$d/g$((i % 50))/x$i"; i=$((i + 1)); done) > /dev/null 2>&1 &
+                (i=0; while [ -d "$1" ] && [ ! -e "$1/stop" ]; do mkdir "$d/g$((i % 50))" "$d/g$((i % 50))/x$i"; i=$((i + 1)); done) > /dev/null 2>&1 &
                 while [ ! -d "$d/g49" ]; do sleep 0.01; done
                 exit 5
                 """#
             let result = try cli(
                 ["-s", s, "exec", "--file", "k=k", "--", "sh", "-c", script, scratch.path("record"), scratch.url.path],
                 timeout: 30)
-            // The grower stops when told (a file, not a signal to a pid it may no longer have).
+            // The grower stops when told (a file, not a signal to a pid it may no longer have), or
+            // once the scratch directory is gone: a loop that had not looked before the directory
+            // was removed spun for ever on a loaded machine (and slowed every later test).
             _ = FileManager.default.createFile(atPath: scratch.path("stop"), contents: nil)
             #expect(result.status == 5, "\(result.stderr)")
             let directory = try String(contentsOfFile: scratch.path("record"), encoding: .utf8).trimmed
