@@ -36,12 +36,14 @@ struct ServeStallAndKillTests {
             defer { directory.remove() }
             // The command says where its bus is on a FIFO, and holds another (alive) open for
             // writing: its end is the end of file there. It runs until ended (the subject) or
-            // until the file stop appears: what is left running is ended without a signal.
+            // until the file stop appears or its directory is gone (a loop that had not looked when
+            // stop came and went with the directory would spin for ever): what is left running is
+            // ended without a signal.
             let script = """
                 \(servedScriptFunctions)
                 mkfifo bus alive
                 "$K" serve -- sh -c 'trap "\(onTerm)" TERM; echo "$DBUS_SESSION_BUS_ADDRESS" > bus; exec 9> alive
-                    while [ ! -e stop ]; do sleep 0.1; done' &
+                    here=$PWD; while [ -d "$here" ] && [ ! -e "$here/stop" ]; do sleep 0.1; done' &
                 serve=$!
                 read -r address < bus; exec 8< alive
                 kill -9 $serve
