@@ -40,10 +40,6 @@ package final class BoundedOperation {
     package let seconds: Double
     private var expired = false
 
-    /// Calls in flight at once in ``callEach(_:start:finish:)``, well under the session bus's
-    /// limit on pending replies per connection.
-    package static let window = 128
-
     /// Runs `body` with a new operation that is cancelled when the backend has not answered for
     /// `seconds`.
     /// `what` completes "timed out waiting for … to …".
@@ -130,9 +126,9 @@ package final class BoundedOperation {
         meanwhile: () -> Void = {},
         finish: (OpaquePointer, GErrorSlot) -> T
     ) throws -> T {
-        try callEach(
-            1, start: { _, c, callback, data in start(c, callback, data) }, meanwhile: meanwhile,
-            finish: { _, r, e in finish(r, e) })[0]
+        let pending = begin(start)
+        meanwhile()
+        return try end(pending, finish: finish)
     }
 
     /// One D-Bus method call on `bus`, for the Secret Service and bus calls libsecret does not
@@ -161,37 +157,6 @@ package final class BoundedOperation {
                     -1, $0, $1, $2)
             },
             meanwhile: meanwhile, finish: finish)
-    }
-
-    /// Runs `count` asynchronous calls concurrently (at most ``window`` in flight) and returns
-    /// their finished values in order. The first error, or the deadline, ends them all.
-    /// `meanwhile` runs once, after the first calls are sent and before their answers are
-    /// awaited: work that would otherwise wait for them or keep them waiting.
-    package func callEach<T>(
-        _ count: Int,
-        start: (Int, UnsafeMutablePointer<GCancellable>, GAsyncReadyCallback, gpointer) -> Void,
-        meanwhile: () -> Void = {},
-        finish: (Int, OpaquePointer, GErrorSlot) -> T
-    ) throws -> [T] {
-        var values: [T] = []
-        values.reserveCapacity(count)
-        var first = 0
-        while first < count {
-            let batch = first..<min(count, first + Self.window)
-            let completions = batch.map { _ in Completion() }
-            for (offset, index) in batch.enumerated() {
-                start(
-                    index, cancellable.pointer(to: GCancellable.self), Self.complete,
-                    Unmanaged.passRetained(completions[offset]).toOpaque())
-            }
-            if first == 0 { meanwhile() }
-            try wait(for: completions)
-            for (offset, index) in batch.enumerated() {
-                values.append(try finished(completions[offset]) { finish(index, $0, $1) })
-            }
-            first = batch.upperBound
-        }
-        return values
     }
 
     /// Starts one asynchronous call and returns without waiting: the caller does other work (or

@@ -99,14 +99,8 @@ extension SecretServiceStore {
     private func readSecrets(of paths: [String], locked: Set<String>, _ client: SecretServiceClient) throws
         -> [String: Data]
     {
-        var readable = paths.filter { !locked.contains($0) }
-        if !locked.isEmpty {
-            let unlocked = try client.unlock(locked.sorted())
-            guard unlocked.count == locked.count else {
-                throw KeychainError.locked(detail: "some items are in a locked keyring that could not be unlocked")
-            }
-            readable += unlocked
-        }
+        let readable =
+            paths.filter { !locked.contains($0) } + (try client.unlockAll(locked.sorted(), what: "some items are"))
         if let secrets = try client.inSession({ try getSecrets(readable, in: $0, client) }) { return secrets }
         var secrets: [String: Data] = [:]
         for path in readable { secrets[path] = try client.readSecret(at: path) }

@@ -178,14 +178,7 @@ extension SecretServiceClient {
     /// them (which may prompt). Nil when there is none; an error when the default collection is
     /// locked and hides its items, or the locked ones stay locked.
     func lookup(_ pairs: [(String, String)]) throws -> Data? {
-        let found = try search(pairs, openingSession: true)
-        if found.unlocked.isEmpty && found.locked.isEmpty {
-            if try SecretServiceConnection.hidesItemsWhileLocked(on: bus) {
-                throw KeychainError.locked(
-                    detail: "the default keyring is locked and hides its items until it is unlocked")
-            }
-            return nil
-        }
+        let found = try searchVisiblePaths(pairs, openingSession: true)
         // An item another client deletes after the search is not there: the next one, or a miss.
         for path in found.unlocked {
             if let secret = try readSecret(at: path) { return secret }
@@ -212,13 +205,7 @@ extension SecretServiceClient {
         contentType: String
     ) throws -> Bool {
         var found = try search(pairs, openingSession: true)
-        if !found.locked.isEmpty {
-            let unlocked = try unlock(found.locked)
-            guard unlocked.count == found.locked.count else {
-                throw KeychainError.locked(detail: "the item is in a locked keyring that could not be unlocked")
-            }
-            found.unlocked += unlocked
-        }
+        found.unlocked += try unlockAll(found.locked, what: "the item is")
         let stored = try inSession { session -> Bool in
             var updated = false
             for path in found.unlocked

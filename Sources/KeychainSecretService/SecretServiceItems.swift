@@ -14,8 +14,8 @@ extension SecretServiceConnection {
 extension SecretServiceClient {
     /// The object paths of the items whose attributes include `pairs` (all items when `pairs`
     /// is empty, which libsecret's search refuses).
-    func searchPaths(_ pairs: [(String, String)]) throws -> FoundItems {
-        let found = try search(pairs, openingSession: false)
+    func searchPaths(_ pairs: [(String, String)], openingSession: Bool = false) throws -> FoundItems {
+        let found = try search(pairs, openingSession: openingSession)
         guard pairs.isEmpty, found.unlocked.isEmpty, found.locked.isEmpty else { return found }
         // KeePassXC matches no item for an empty search, where gnome-keyring matches every one.
         return try collectionsItems()
@@ -24,8 +24,8 @@ extension SecretServiceClient {
     /// ``searchPaths(_:)``, except that finding nothing in a locked default collection that
     /// shows no item is an error: KeePassXC hides a locked database's items, so such a search
     /// proves nothing (gnome-keyring shows a locked collection's items).
-    func searchVisiblePaths(_ pairs: [(String, String)]) throws -> FoundItems {
-        let found = try searchPaths(pairs)
+    func searchVisiblePaths(_ pairs: [(String, String)], openingSession: Bool = false) throws -> FoundItems {
+        let found = try searchPaths(pairs, openingSession: openingSession)
         if found.unlocked.isEmpty && found.locked.isEmpty, try SecretServiceConnection.hidesItemsWhileLocked(on: bus) {
             throw KeychainError.locked(detail: "the default keyring is locked and hides its items until it is unlocked")
         }
@@ -70,6 +70,16 @@ extension SecretServiceClient {
     func unlock(_ paths: [String]) throws -> [String] {
         guard !paths.isEmpty else { return [] }
         return try withOperation { try connection.unlock(paths, $0) }
+    }
+
+    /// ``unlock(_:)`` of every one of `paths`, or `.locked` when one stays locked (a prompt
+    /// dismissed, a wrong password): `what` says what was in the locked keyring.
+    func unlockAll(_ paths: [String], what: String) throws -> [String] {
+        let unlocked = try unlock(paths)
+        guard unlocked.count == paths.count else {
+            throw KeychainError.locked(detail: "\(what) in a locked keyring that could not be unlocked")
+        }
+        return unlocked
     }
 
     /// The metadata of the items at `paths`, in order (nil for an item that is gone, or that
@@ -202,13 +212,17 @@ extension SecretServiceClient {
         return deleted
     }
 
-    /// The answers to `count` calls `send` makes, in order, sent ``BoundedOperation/window`` at a
-    /// time: the service answers a window in one round trip and its own time per call.
+    /// Calls in flight at once in ``pipelined(_:_:)``, well under the session bus's limit on
+    /// pending replies per connection.
+    static let window = 128
+
+    /// The answers to `count` calls `send` makes, in order, sent ``window`` at a time: the
+    /// service answers a window in one round trip and its own time per call.
     func pipelined(_ count: Int, _ send: (Int) throws -> ServiceBus.Call) throws -> [BusAnswer] {
         var answers: [BusAnswer] = []
         answers.reserveCapacity(count)
-        for first in stride(from: 0, to: count, by: BoundedOperation.window) {
-            let calls = try (first..<min(count, first + BoundedOperation.window)).map(send)
+        for first in stride(from: 0, to: count, by: Self.window) {
+            let calls = try (first..<min(count, first + Self.window)).map(send)
             for call in calls { answers.append(try bus.answer(call)) }
         }
         return answers

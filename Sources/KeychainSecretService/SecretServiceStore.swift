@@ -197,10 +197,7 @@ public final class SecretServiceStore: SecretStore {
                 }
                 found = (try having(found.unlocked), try having(found.locked))
             }
-            let unlocked = try client.unlock(found.locked)
-            guard unlocked.count == found.locked.count else {
-                throw KeychainError.locked(detail: "items to delete are in a locked keyring that could not be unlocked")
-            }
+            let unlocked = try client.unlockAll(found.locked, what: "items to delete are")
             return try client.deleteItems(at: found.unlocked + unlocked)
         }
     }
