@@ -99,13 +99,15 @@ test: deps lint
 
 # swift test, its whole output also in .build/test.log; when it fails, the failed checks are
 # printed once more at the end, where a log cut to its last lines (a CI record) still shows them.
+# Then no process a test started may outlive the suite (scripts/check-no-leftovers).
 test-swift: SHELL := /bin/bash
 test-swift:
 	@mkdir -p .build
 	@set -o pipefail; $(SWIFT) test --skip-build 2>&1 | tee .build/test.log || { \
 		echo; echo "swift test failed; its failed checks (the whole run: .build/test.log):"; \
 		grep -E 'recorded an issue|Fatal error|^error:|Test run with' .build/test.log | head -n 12; \
-		exit 1; }
+		scripts/check-no-leftovers; exit 1; }
+	@scripts/check-no-leftovers
 
 # The library's tests under ThreadSanitizer (its own build directory; about 2 minutes to build).
 # A report fails the run (TSan exits 66). KeychainCore's locks are pthread mutexes (Locked.swift):
