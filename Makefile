@@ -97,13 +97,16 @@ test: deps lint
 	@echo "== $$(date -u +%T) test-package"
 	$(MAKE) test-package
 
-# swift test, its whole output also in .build/test.log; when it fails, the failed checks are
+# The Swift tests in TEST_PROCESSES processes at once (scripts/test-in-shards says why; 1: one
+# plain swift test), their whole output in .build/test.log; when they fail, the failed checks are
 # printed once more at the end, where a log cut to its last lines (a CI record) still shows them.
 # Then no process a test started may outlive the suite (scripts/check-no-leftovers).
+TEST_PROCESSES ?= 3
 test-swift: SHELL := /bin/bash
 test-swift:
 	@mkdir -p .build
-	@set -o pipefail; $(SWIFT) test --skip-build 2>&1 | tee .build/test.log || { \
+	@set -o pipefail; if [ "$(TEST_PROCESSES)" = 1 ]; then $(SWIFT) test --skip-build 2>&1 | tee .build/test.log; \
+		else scripts/test-in-shards $(TEST_PROCESSES); fi || { \
 		echo; echo "swift test failed; its failed checks (the whole run: .build/test.log):"; \
 		grep -E 'recorded an issue|Fatal error|^error:|Test run with' .build/test.log | head -n 12; \
 		scripts/check-no-leftovers; exit 1; }
