@@ -181,6 +181,42 @@ static inline int keychain_cli_spawn_guardian(int lifeline, const char *socket, 
     _exit(0);
 }
 
+// Starts `file` (searched in PATH, as execvp does) with `argv` and this process's environment,
+// `outputs` on descriptors 1, 2, … and the signals in `defaults` back to their default action, held:
+// the child waits for one byte on `hold` before it runs anything, so that the caller can first do
+// what must come before the command (serve tells its guardian the pid). End of file there instead
+// (the caller ended first) ends the child unrun (_exit 127). A failed exec's errno is written on
+// `report`; give both descriptors close-on-exec, so that the command keeps neither and `report`
+// reads end of file once it runs. Only system calls between fork and _exit (and execvp, which
+// glibc's posix_spawnp calls there too). Returns the pid, or -1 with errno.
+static inline pid_t keychain_cli_spawn_held(const char *file, char *const argv[], const int *outputs, int count,
+                                            const sigset_t *defaults, int hold, int report) {
+    pid_t pid = fork();
+    if (pid != 0) return pid;
+    struct sigaction standard = {0};
+    standard.sa_handler = SIG_DFL;
+    for (int number = 1; number < NSIG; number++) {
+        if (sigismember(defaults, number) == 1) sigaction(number, &standard, NULL);
+    }
+    int error = 0;
+    for (int index = 0; index < count && error == 0; index++) {
+        if (dup2(outputs[index], index + 1) < 0) error = errno;
+    }
+    if (error == 0) {
+        char go;
+        ssize_t got;
+        do got = read(hold, &go, 1);
+        while (got < 0 && errno == EINTR);
+        if (got != 1) _exit(127);
+        execvp(file, argv);
+        error = errno;
+    }
+    ssize_t written;
+    do written = write(report, &error, sizeof error);
+    while (written < 0 && errno == EINTR);
+    _exit(127);
+}
+
 // The file system type of `path` (statfs's f_type: TMPFS_MAGIC…), or -1.
 static inline long keychain_cli_file_system_type(const char *path) {
     struct statfs info;

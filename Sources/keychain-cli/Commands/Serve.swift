@@ -118,8 +118,12 @@ extension KeychainCLI {
             setenv("DBUS_SESSION_BUS_ADDRESS", bus.address, 1)
             try provider.start(busAddress: bus.address, replace: false)
             let relay = noMask ? nil : try MaskedRelay(provider: provider, store: detailed)
-            let child = try spawn(command, output: relay?.output.given ?? [])
-            bus.guardCommand(child)
+            // The guardian knows the command before the command can act (tell a client it is
+            // ready, say): serve killed a moment after its start still takes the command with it.
+            let held = try HeldCommand(command, output: relay?.output.given ?? [])
+            bus.guardCommand(held.pid)
+            try held.release()
+            let child = held.pid
             relay?.output.commandStarted(child)
             let exit = provider.run(watching: child)
             // A command serve can no longer serve (bus closed, name taken over, backend

@@ -29,12 +29,7 @@ func spawn(_ command: [String], output: [Int32] = [], group: pid_t? = nil, mask:
     var attributes = posix_spawnattr_t()
     posix_spawnattr_init(&attributes)
     defer { posix_spawnattr_destroy(&attributes) }
-    // What exec would give it: the caller's signal mask (serve unblocks the stopping signals for
-    // itself only after this), and SIGPIPE as the caller had it (GDBus ignores it in this
-    // process; the handlers serve installs are reset by exec anyway).
-    var defaults = sigset_t()
-    sigemptyset(&defaults)
-    if InheritedSignals.sigpipeWasDefault { sigaddset(&defaults, SIGPIPE) }
+    var defaults = signalDefaults()
     posix_spawnattr_setsigdefault(&attributes, &defaults)
     posix_spawnattr_setpgroup(&attributes, group ?? 0)
     if var mask { posix_spawnattr_setsigmask(&attributes, &mask) }
@@ -46,6 +41,69 @@ func spawn(_ command: [String], output: [Int32] = [], group: pid_t? = nil, mask:
     guard status == 0 else { throw commandNotRun(command[0], error: status) }
     Startup.restoreCoreLimit(of: pid)
     return pid
+}
+
+/// What exec would give a command: the caller's signal mask (serve unblocks the stopping signals
+/// for itself only after it starts the command), and SIGPIPE as the caller had it (GDBus ignores it
+/// in this process; the handlers serve installs are reset by exec anyway).
+private func signalDefaults() -> sigset_t {
+    var defaults = sigset_t()
+    sigemptyset(&defaults)
+    if InheritedSignals.sigpipeWasDefault { sigaddset(&defaults, SIGPIPE) }
+    return defaults
+}
+
+/// A command started as ``spawn(_:output:group:mask:)`` starts it, but held before it runs
+/// anything until ``release()``: what must know its pid first (serve's guardian) is told before
+/// the command can act. If this process ends before the release, the command ends unrun.
+struct HeldCommand {
+    let pid: pid_t
+    let name: String
+    /// The write end of the pipe the command waits on, and the read end of its exec report.
+    private let hold: Int32
+    private let report: Int32
+
+    /// Starts `command` held, `output` becoming its descriptors 1 and 2.
+    /// - Throws: ``CommandFailure`` (126) when no process can be started.
+    init(_ command: [String], output: [Int32]) throws {
+        guard let hold = makePipe() else { throw commandNotRun(command[0], error: errno) }
+        guard let report = makePipe() else {
+            for end in [hold.read, hold.write] { close(end) }
+            throw commandNotRun(command[0], error: errno)
+        }
+        var arguments = commandArguments(command)
+        defer { for argument in arguments { free(argument) } }
+        var defaults = signalDefaults()
+        let pid = keychain_cli_spawn_held(
+            arguments[0]!, &arguments, output, Int32(output.count), &defaults, hold.read, report.write)
+        let error = errno
+        close(hold.read)
+        close(report.write)
+        guard pid > 0 else {
+            close(hold.write)
+            close(report.read)
+            throw commandNotRun(command[0], error: error)
+        }
+        Startup.restoreCoreLimit(of: pid)
+        (self.pid, name, self.hold, self.report) = (pid, command[0], hold.write, report.read)
+    }
+
+    /// Lets the command run.
+    /// - Throws: ``CommandFailure`` (exit 127 when not found, 126 when it cannot be run); the
+    ///   process has then ended, and is reaped.
+    func release() throws {
+        var go: UInt8 = 1
+        _ = write(hold, &go, 1)
+        close(hold)
+        var error: Int32 = 0
+        var count: Int
+        repeat { count = read(report, &error, MemoryLayout<Int32>.size) } while count < 0 && errno == EINTR
+        close(report)
+        guard count == MemoryLayout<Int32>.size else { return }
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
+        throw commandNotRun(name, error: error)
+    }
 }
 
 /// The path of the executable `name` in PATH, as execvp would find it.
