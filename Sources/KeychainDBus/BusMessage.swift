@@ -12,13 +12,20 @@ package enum BusMessage {
     }
 
     /// A received message: its kind, the serial it answers (replies and errors), the error's
-    /// name, and its body with the signature it declares.
+    /// name, who sent it and to whom, what it is about (a signal's path, interface and member), and its body
+    /// with the signature it declares.
     package struct Received {
         package let kind: Kind?
         package let replySerial: UInt32?
         package let errorName: String?
         package let signature: String
         package let body: BusReader
+        package var sender = ""
+        package var path = ""
+        package var interface = ""
+        package var member = ""
+        /// Who it is for: empty for a signal broadcast to every subscriber.
+        package var destination = ""
     }
 
     /// The largest message the specification allows (2^27 bytes).
@@ -73,6 +80,7 @@ package enum BusMessage {
         var replySerial: UInt32?
         var errorName: String?
         var signature = ""
+        var strings: [UInt8: String] = [:]
         let fieldsEnd = Int(try reader.uint32()) + 16
         while reader.position < fieldsEnd {
             reader.align(8)
@@ -82,7 +90,7 @@ package enum BusMessage {
             case (5, "u"): replySerial = try reader.uint32()
             case (4, "s"): errorName = try reader.string()
             case (8, "g"): signature = try reader.signature()
-            case (_, "s"), (_, "o"): _ = try reader.string()
+            case (_, "s"), (_, "o"): strings[code] = try reader.string()
             case (_, "g"): _ = try reader.signature()
             case (_, "u"): _ = try reader.uint32()
             default: throw .malformed
@@ -90,9 +98,11 @@ package enum BusMessage {
         }
         guard reader.position == fieldsEnd else { throw .malformed }
         reader.align(8)
+        // Header field codes: PATH 1, INTERFACE 2, MEMBER 3, DESTINATION 6, SENDER 7.
         return Received(
             kind: kind, replySerial: replySerial, errorName: errorName, signature: signature,
-            body: reader.rest())
+            body: reader.rest(), sender: strings[7] ?? "", path: strings[1] ?? "", interface: strings[2] ?? "",
+            member: strings[3] ?? "", destination: strings[6] ?? "")
     }
 
 }
