@@ -34,10 +34,10 @@ package struct BusMatchRule: Equatable, Sendable {
     /// inside one is closed, escaped and opened again, as the specification has it).
     package var text: String {
         let fields = [("sender", sender), ("interface", interface), ("member", member), ("path", path), ("arg0", arg0)]
-        return (["type='signal'"]
-            + fields.compactMap { key, value in
-                value.map { "\(key)='" + $0.replacing("'", with: "'\\''") + "'" }
-            }).joined(separator: ",")
+        let values = fields.compactMap { key, value in
+            value.map { "\(key)='" + $0.replacing("'", with: "'\\''") + "'" }
+        }
+        return (["type='signal'"] + values).joined(separator: ",")
     }
 
     /// Whether `signal` is one this rule asks for, as far as the receiving end can tell: a

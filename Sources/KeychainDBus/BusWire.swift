@@ -218,7 +218,9 @@ package final class BusWire {
             let remaining = deadline - monotonicSeconds()
             guard remaining > 0 else { return false }
             // A negative descriptor is ignored by poll.
-            var ready = [pollfd(fd: fd, events: events, revents: 0), pollfd(fd: wake, events: Int16(POLLIN), revents: 0)]
+            var ready = [
+                pollfd(fd: fd, events: events, revents: 0), pollfd(fd: wake, events: Int16(POLLIN), revents: 0),
+            ]
             let polled = poll(&ready, 2, Int32(min(remaining * 1000 + 1, Double(Int32.max))))
             if polled > 0 { return ready[1].revents == 0 }
             if polled < 0 && errno != EINTR { return true }  // the read that follows says what broke

@@ -27,7 +27,8 @@ final class WatchConnection {
     static func subscribing(
         to rules: [BusMatchRule], _ connection: SecretServiceConnection, seconds: Double
     ) throws -> WatchConnection {
-        if let address = Environment.value("DBUS_SESSION_BUS_ADDRESS"), let endpoint = SessionBusSocket.Endpoint(address),
+        if let address = Environment.value("DBUS_SESSION_BUS_ADDRESS"),
+            let endpoint = SessionBusSocket.Endpoint(address),
             let wire = BusWire(endpoint, operation: "connect", seconds: seconds)
         {
             do {
