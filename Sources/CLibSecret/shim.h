@@ -96,6 +96,15 @@ static inline const GVariantType *keychain_cli_type_secret_entry(void) { return 
 static inline const GVariantType *keychain_cli_type_uint32_reply(void) { return G_VARIANT_TYPE("(u)"); }
 static inline const GVariantType *keychain_cli_type_string_reply(void) { return G_VARIANT_TYPE("(s)"); }
 
+// A source on `context` that fires when the socket under `bus` hangs up or fails (GDBus's own
+// thread reads it; this only learns that it ended, without a tick); NULL when the bus is not on
+// a socket (a unixexec: address).
+static inline GSource *keychain_cli_bus_hangup_source(GDBusConnection *bus) {
+    GIOStream *stream = g_dbus_connection_get_stream(bus);
+    if (!G_IS_SOCKET_CONNECTION(stream)) return NULL;
+    return g_socket_create_source(g_socket_connection_get_socket(G_SOCKET_CONNECTION(stream)), G_IO_HUP | G_IO_ERR, NULL);
+}
+
 // gio/gunixfdlist.h is in gio-unix-2.0, whose include path libsecret's does not give.
 gint g_unix_fd_list_get(GUnixFDList *list, gint index_, GError **error);
 

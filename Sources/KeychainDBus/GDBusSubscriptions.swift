@@ -13,6 +13,8 @@ package final class GDBusSubscriptions {
     private var subscriptions: [guint] = []
     /// Signals delivered, not handed out yet.
     private var received: [BusSignal] = []
+    /// Whether the bus's socket hung up (GDBus closes the connection then).
+    private var hungUp = false
 
     package init(_ bus: OpaquePointer) {
         self.bus = OwnedObject(adding: UnsafeMutableRawPointer(bus))
@@ -25,6 +27,8 @@ package final class GDBusSubscriptions {
         while g_main_context_iteration(context, 0) != 0 {}
         g_main_context_unref(context)
     }
+
+    fileprivate func hangUp() { hungUp = true }
 
     /// Subscribes to `rule` on this object's context. GDBus sends the bus the `AddMatch` without
     /// waiting for its answer (``GDBusCalls/subscribe(_:)`` waits for the round trip).
@@ -48,7 +52,8 @@ package final class GDBusSubscriptions {
     }
 
     /// As ``BusConnection/signals(until:waking:)``: iterates the context until a signal is
-    /// delivered, `deadline` passes (a timeout source) or `wake` is readable (a descriptor source).
+    /// delivered, `deadline` passes (a timeout source), `wake` is readable (a descriptor source) or
+    /// the bus's socket hangs up.
     func signals(until deadline: Double, waking wake: Int32) throws(DBusError) -> [BusSignal] {
         while true {
             while g_main_context_iteration(context, 0) != 0 {}
@@ -56,15 +61,41 @@ package final class GDBusSubscriptions {
                 defer { received = [] }
                 return received
             }
-            if g_dbus_connection_is_closed(bus.opaque) != 0 { throw .closed }
+            if hungUp || g_dbus_connection_is_closed(bus.opaque) != 0 { throw .closed }
             let remaining = deadline - monotonicSeconds()
             var woken = pollfd(fd: wake, events: Int16(POLLIN), revents: 0)
             guard remaining > 0, poll(&woken, 1, 0) <= 0 else { return [] }
             let timer = WakeUpSource(milliseconds: UInt32(min((remaining * 1000).rounded(.up), 4e9)), on: context)
             let waker = wake >= 0 ? DescriptorSource(wake, on: context) : nil
+            let hangup = HangupSource(bus.opaque, on: context, self)
             g_main_context_iteration(context, 1)
-            withExtendedLifetime((timer, waker)) {}
+            withExtendedLifetime((timer, waker, hangup)) {}
         }
+    }
+}
+
+/// A source on a context that notes when the socket under a GDBus connection hangs up, removed
+/// and dropped with this object: the wait for signals ends then, with no tick to look.
+private final class HangupSource {
+    private let source: UnsafeMutablePointer<GSource>?
+
+    init(_ bus: OpaquePointer, on context: OpaquePointer, _ subscriptions: GDBusSubscriptions) {
+        source = keychain_cli_bus_hangup_source(bus)
+        guard let source else { return }
+        let hungUp: @convention(c) (OpaquePointer?, GIOCondition, gpointer?) -> gboolean = { _, _, data in
+            Unmanaged<GDBusSubscriptions>.fromOpaque(data!).takeUnretainedValue().hangUp()
+            return 1  // G_SOURCE_CONTINUE, until it is dropped
+        }
+        g_source_set_callback(
+            source, unsafeBitCast(hungUp, to: GSourceFunc.self), Unmanaged.passUnretained(subscriptions).toOpaque(), nil
+        )
+        g_source_attach(source, context)
+    }
+
+    deinit {
+        guard let source else { return }
+        g_source_destroy(source)
+        g_source_unref(source)
     }
 }
 

@@ -112,6 +112,26 @@ struct DirectBusTests {
         }
     }
 
+    /// The session bus going away ends `watch` with 69 both ways, at once: its poll of
+    /// `Modified` is an hour away, so the watch learns it from its connection hanging up (on
+    /// GDBus too, whose own thread reads the socket).
+    @Test func theBusGoingAwayEndsWatchBothWays() throws {
+        for way in ["direct", "glib"] {
+            let session = try KeyringSession.start()
+            defer { session.stop() }
+            let extra =
+                way == "glib"
+                ? ["DBUS_SESSION_BUS_ADDRESS": "unix:path=/nonexistent/kc-test;" + session.busAddress] : [:]
+            let s = uniqueService()
+            let watch = try WatchProcess(
+                ["--interval", "3600"], global: ["-s", s], session: session, extra: extra, service: s)
+            session.stopBus()
+            let result = try #require(watch.waitForExit(), "\(way): watch did not end")
+            #expect(result.status == 69, "\(way): \(result.stderr)")
+            #expect(result.stderr.contains("session bus"), "\(way): \(result.stderr)")
+        }
+    }
+
     /// A bus that refuses us, says nothing, sends bytes that are not D-Bus, announces a message
     /// it never sends or sends it a byte at a time (--timeout counts from the last whole message,
     /// not the last byte), or hangs up: exit 69 (no bus, or the bus broke its protocol) or 75 (no

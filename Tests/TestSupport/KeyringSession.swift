@@ -221,6 +221,9 @@ public final class KeyringSession: @unchecked Sendable {
         return result.stdoutText
     }
 
+    /// Ends the bus alone: its clients' connections hang up, the daemon's too.
+    public func stopBus() { bus.stop(grace: grace) }
+
     public func stop() {
         // A daemon blocked on an unlock prompt ignores SIGTERM: give it `grace`, then SIGKILL.
         for process in [daemon, bus].compactMap({ $0 }) { process.stop(grace: grace) }
