@@ -221,8 +221,9 @@ public final class KeyringSession: @unchecked Sendable {
         return result.stdoutText
     }
 
-    /// Ends the bus alone: its clients' connections hang up, the daemon's too.
-    public func stopBus() { bus.stop(grace: grace) }
+    /// Kills the bus alone: its clients' connections hang up, with no word from it first (no
+    /// NameOwnerChanged for the names it held).
+    public func killBus() { bus.killAndWait() }
 
     public func stop() {
         // A daemon blocked on an unlock prompt ignores SIGTERM: give it `grace`, then SIGKILL.
