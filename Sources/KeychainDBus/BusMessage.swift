@@ -80,17 +80,24 @@ package enum BusMessage {
         var replySerial: UInt32?
         var errorName: String?
         var signature = ""
-        var strings: [UInt8: String] = [:]
+        var (sender, path, interface, member, destination) = ("", "", "", "", "")
         let fieldsEnd = Int(try reader.uint32()) + 16
         while reader.position < fieldsEnd {
             reader.align(8)
             let code = try reader.byte()
             let type = try reader.signature()
+            // Codes: PATH 1, INTERFACE 2, MEMBER 3, ERROR_NAME 4, REPLY_SERIAL 5, DESTINATION 6,
+            // SENDER 7, SIGNATURE 8.
             switch (code, type) {
             case (5, "u"): replySerial = try reader.uint32()
             case (4, "s"): errorName = try reader.string()
             case (8, "g"): signature = try reader.signature()
-            case (_, "s"), (_, "o"): strings[code] = try reader.string()
+            case (1, "o"): path = try reader.string()
+            case (2, "s"): interface = try reader.string()
+            case (3, "s"): member = try reader.string()
+            case (6, "s"): destination = try reader.string()
+            case (7, "s"): sender = try reader.string()
+            case (_, "s"), (_, "o"): _ = try reader.string()
             case (_, "g"): _ = try reader.signature()
             case (_, "u"): _ = try reader.uint32()
             default: throw .malformed
@@ -98,11 +105,10 @@ package enum BusMessage {
         }
         guard reader.position == fieldsEnd else { throw .malformed }
         reader.align(8)
-        // Header field codes: PATH 1, INTERFACE 2, MEMBER 3, DESTINATION 6, SENDER 7.
         return Received(
             kind: kind, replySerial: replySerial, errorName: errorName, signature: signature,
-            body: reader.rest(), sender: strings[7] ?? "", path: strings[1] ?? "", interface: strings[2] ?? "",
-            member: strings[3] ?? "", destination: strings[6] ?? "")
+            body: reader.rest(), sender: sender, path: path, interface: interface, member: member,
+            destination: destination)
     }
 
 }

@@ -59,6 +59,8 @@ extension SecretServiceStore {
     /// batch of at most 25 items (more are taken in turn over several polls), so such a change is
     /// reported within `interval` (times the number of batches), unless it falls in the same second
     /// as the item's previous change.
+    /// The watch keeps a connection of its own: our wire where `get` would take it (a Unix socket
+    /// bus that accepts us), else GIO's (SecretServiceWatchConnection.swift).
     /// - Throws: the errors of connecting to the Secret Service and listing its items.
     public func watch(
         service: ServiceName?, interval: Double, report: @escaping @Sendable (WatchEvent) -> Void
