@@ -49,6 +49,7 @@ extension BusWire: BusConnection {
 
     package func answer(_ call: UInt32) throws(DBusError) -> BusAnswer {
         let reply = try reply(to: call)
+        BusDescriptors.close(reply.descriptors)  // an `h` is read as `.other` here
         var body = reply.body
         if let name = reply.errorName {
             let message = reply.signature.hasPrefix("s") ? (try? body.string()) ?? "" : ""

@@ -26,6 +26,10 @@ package enum BusMessage {
         package var member = ""
         /// Who it is for: empty for a signal broadcast to every subscriber.
         package var destination = ""
+        /// How many Unix descriptors came with it (`h` values index them), and, on a connection
+        /// that takes them, the descriptors: the receiver's to close.
+        package var descriptorCount = 0
+        package var descriptors: [Int32] = []
     }
 
     /// The largest message the specification allows (2^27 bytes).
@@ -81,14 +85,16 @@ package enum BusMessage {
         var errorName: String?
         var signature = ""
         var (sender, path, interface, member, destination) = ("", "", "", "", "")
+        var descriptorCount = 0
         let fieldsEnd = Int(try reader.uint32()) + 16
         while reader.position < fieldsEnd {
             reader.align(8)
             let code = try reader.byte()
             let type = try reader.signature()
             // Codes: PATH 1, INTERFACE 2, MEMBER 3, ERROR_NAME 4, REPLY_SERIAL 5, DESTINATION 6,
-            // SENDER 7, SIGNATURE 8.
+            // SENDER 7, SIGNATURE 8, UNIX_FDS 9.
             switch (code, type) {
+            case (9, "u"): descriptorCount = Int(try reader.uint32())
             case (5, "u"): replySerial = try reader.uint32()
             case (4, "s"): errorName = try reader.string()
             case (8, "g"): signature = try reader.signature()
@@ -108,7 +114,7 @@ package enum BusMessage {
         return Received(
             kind: kind, replySerial: replySerial, errorName: errorName, signature: signature,
             body: reader.rest(), sender: sender, path: path, interface: interface, member: member,
-            destination: destination)
+            destination: destination, descriptorCount: descriptorCount)
     }
 
 }

@@ -22,6 +22,11 @@ package final class BusWire {
     /// The subscriptions' rules, and the signals received that they ask for, not handed out yet.
     private var rules: [BusMatchRule] = []
     private var signalsReceived: [BusSignal] = []
+    /// Whether it asks for Unix descriptors, whether the bus agreed, and those received that no
+    /// message has taken yet.
+    private let takesDescriptors: Bool
+    package private(set) var descriptorsAgreed = false
+    private var descriptorsReceived: [Int32] = []
     /// Bytes not yet sent: the authentication and Hello go out with the first call.
     private var queued: [UInt8] = []
     /// The bus's connection broke or refused us: no further call on it.
@@ -34,17 +39,23 @@ package final class BusWire {
     package var seconds: Double
 
     /// Connects to `endpoint` and queues the authentication and `Hello`; nil when it cannot connect.
-    package init?(_ endpoint: SessionBusSocket.Endpoint, operation: String, seconds: Double) {
+    /// `descriptors`: it asks for Unix descriptors (``BusMessage/Received/descriptors``).
+    package init?(_ endpoint: SessionBusSocket.Endpoint, operation: String, seconds: Double, descriptors: Bool = false)
+    {
         guard let fd = SessionBusSocket.connect(endpoint) else { return nil }
         (self.fd, self.endpoint, self.operation, self.seconds) = (fd, endpoint, operation, seconds)
+        takesDescriptors = descriptors
         // org.freedesktop.DBus.Hello() -> (s unique name): the bus takes no other message first.
         let hello = BusMessage.call(
             serial: nextSerial(), destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus",
             interface: "org.freedesktop.DBus", member: "Hello")
-        queued = SessionBusSocket.authentication + hello
+        queued = SessionBusSocket.authentication(descriptors: descriptors) + hello
     }
 
-    deinit { close(fd) }
+    deinit {
+        close(fd)
+        BusDescriptors.close(descriptorsReceived + pending.values.flatMap(\.descriptors))
+    }
 
     private func nextSerial() -> UInt32 {
         lastSerial += 1
@@ -125,6 +136,9 @@ package final class BusWire {
     /// Files a message read: a reply for the call it answers, a signal a subscription asks for
     /// in the signals received; anything else (a call to us, the bus's `NameAcquired`) is dropped.
     private func keep(_ message: BusMessage.Received) {
+        if message.kind != .methodReturn && message.kind != .error || message.replySerial == nil {
+            BusDescriptors.close(message.descriptors)  // only a reply's are handed out
+        }
         switch message.kind {
         case .methodReturn?, .error?:
             if let answered = message.replySerial { pending[answered] = message }
@@ -162,6 +176,7 @@ package final class BusWire {
                     throw .refused
                 }
                 received.removeSubrange(...end)
+                guard try agreement(until: deadline, waking: wake) else { return nil }
                 authenticated = true
             }
             do throws(DBusError) {
@@ -169,8 +184,11 @@ package final class BusWire {
                     guard try receive(until: deadline, waking: wake) else { return nil }
                     continue
                 }
-                let message = try BusMessage.parse(received[..<length])
+                var message = try BusMessage.parse(received[..<length])
                 received.removeSubrange(..<length)
+                guard message.descriptorCount <= descriptorsReceived.count else { throw .malformed }
+                message.descriptors = Array(descriptorsReceived.prefix(message.descriptorCount))
+                descriptorsReceived.removeFirst(message.descriptorCount)
                 return message
             } catch {
                 closed = true  // a stream out of step: nothing after this can be read
@@ -196,12 +214,32 @@ package final class BusWire {
         }
     }
 
+    /// The bus's answer to NEGOTIATE_UNIX_FD, when it was asked, on the line after its OK (the OK
+    /// line already taken): true once it is read, false when `deadline` passes or `wake` wakes first.
+    private func agreement(until deadline: Double, waking wake: Int32?) throws(DBusError) -> Bool {
+        guard takesDescriptors && !descriptorsAgreed else { return true }
+        while true {
+            if let end = received.firstIndex(of: UInt8(ascii: "\n")) {
+                descriptorsAgreed = received[..<end].starts(with: Array("AGREE_UNIX_FD".utf8))
+                received.removeSubrange(...end)
+                return true
+            }
+            guard received.count < 512 else {
+                closed = true
+                throw .refused
+            }
+            guard try receive(until: deadline, waking: wake) else { return false }
+        }
+    }
+
     /// Reads what has arrived, waiting for it until `deadline`; false when the deadline passed or
     /// `wake` became readable first.
     private func receive(until deadline: Double, waking wake: Int32?) throws(DBusError) -> Bool {
         var buffer = [UInt8](repeating: 0, count: 16384)
         while true {
-            let count = recv(fd, &buffer, buffer.count, 0)
+            let count =
+                takesDescriptors
+                ? BusDescriptors.receive(fd, into: &buffer, &descriptorsReceived) : recv(fd, &buffer, buffer.count, 0)
             if count > 0 {
                 received += buffer[..<count]
                 return true

@@ -79,9 +79,11 @@ package enum SessionBusSocket {
     }
 
     /// The credentials byte, then EXTERNAL with our uid (its decimal digits, hex-encoded) and
-    /// BEGIN behind it: the bus answers once, with OK and its GUID.
-    package static var authentication: [UInt8] {
+    /// BEGIN behind it: the bus answers once, with OK and its GUID. `descriptors`: NEGOTIATE_UNIX_FD
+    /// before BEGIN, which the bus answers on a line of its own (AGREE_UNIX_FD, or ERROR).
+    package static func authentication(descriptors: Bool = false) -> [UInt8] {
         let uid = String(getuid()).utf8.map { String($0, radix: 16) }.joined()
-        return [0] + Array("AUTH EXTERNAL \(uid)\r\nBEGIN\r\n".utf8)
+        let negotiate = descriptors ? "NEGOTIATE_UNIX_FD\r\n" : ""
+        return [0] + Array("AUTH EXTERNAL \(uid)\r\n\(negotiate)BEGIN\r\n".utf8)
     }
 }

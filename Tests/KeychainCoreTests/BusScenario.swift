@@ -17,6 +17,8 @@ struct BusScenario: Sendable {
         case never
         /// A signal sent just before the answer, on the way to the caller ahead of it.
         indirect case afterSignal(Signal, Reply)
+        /// A Unix descriptor (`h`): the read end of a pipe that holds these bytes, then ends.
+        case descriptor(String)
     }
 
     /// A signal the service sends (broadcast, from its own connection).
@@ -60,6 +62,7 @@ struct BusScenario: Sendable {
         case .values(let values): ["signature": values.map(\.signature).joined(), "values": values.map(\.json)]
         case .error(let name, let message): ["error": name, "message": message]
         case .never: ["never": true]
+        case .descriptor(let text): ["descriptor": text]
         case .afterSignal(let signal, let reply):
             json(reply).merging(
                 [
