@@ -38,6 +38,9 @@ package final class BusWire {
     package var operation: String
     package var seconds: Double
 
+    /// The socket, for a caller that waits on it with its own poll (the holder's sleep watch).
+    package var descriptor: Int32 { fd }
+
     /// Connects to `endpoint` and queues the authentication and `Hello`; nil when it cannot connect.
     /// `descriptors`: it asks for Unix descriptors (``BusMessage/Received/descriptors``).
     package init?(_ endpoint: SessionBusSocket.Endpoint, operation: String, seconds: Double, descriptors: Bool = false)
@@ -100,19 +103,27 @@ package final class BusWire {
         }
     }
 
+    /// The reply to the call `serial` if it has been read (by ``signals(until:waking:)`` or
+    /// while waiting for another reply), without waiting; nil while it has not come.
+    package func takeReply(to serial: UInt32) -> BusMessage.Received? { pending.removeValue(forKey: serial) }
+
     /// Asks the bus for the signals `rule` matches (`AddMatch`), and returns once the bus answered:
     /// it has the rule then, and routes every matching signal sent after to us.
     package func subscribe(_ rule: BusMatchRule) throws(DBusError) {
+        let reply = try reply(to: beginSubscription(rule))
+        if let name = reply.errorName { throw .failed("the bus refused the match rule \(rule.text): \(name)") }
+    }
+
+    /// Sends `AddMatch` for `rule` without waiting (its serial returned): the signals it matches
+    /// are handed out from now on, and the bus routes them once it has handled it (before any
+    /// call sent after it).
+    package func beginSubscription(_ rule: BusMatchRule) throws(DBusError) -> UInt32 {
         // org.freedesktop.DBus.AddMatch(s rule) -> ()
         let serial = try call(
             "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", "AddMatch", signature: "s"
         ) { $0.string(rule.text) }
         rules.append(rule)
-        let reply = try reply(to: serial)
-        if let name = reply.errorName {
-            rules.removeLast()
-            throw .failed("the bus refused the match rule \(rule.text): \(name)")
-        }
+        return serial
     }
 
     /// The signals received that a subscription asks for, in the order they came: those kept

@@ -11,7 +11,8 @@ import KeychainSystem
 ///
 /// Only a Unix socket named first in `$DBUS_SESSION_BUS_ADDRESS` by `path=` or `abstract=` is
 /// opened here, and only a plain `OK` is taken; anything else (another transport, an unset
-/// variable, a bus that refuses EXTERNAL) goes to GIO's connection, which knows them all.
+/// variable, a bus that refuses EXTERNAL) goes to GIO's connection, which knows them all. The
+/// holder's sleep watch opens the system bus's socket the same way (and asks for descriptors).
 package enum SessionBusSocket {
     /// The first address of a D-Bus address list when it is a Unix socket by path or abstract
     /// name: the bytes of `sun_path` (an abstract name after a NUL) and the server's GUID if given.
