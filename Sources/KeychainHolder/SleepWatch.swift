@@ -45,11 +45,13 @@ package final class SleepWatch {
             do throws(DBusError) {
                 taken(try wire.reply(to: inhibiting))
             } catch .timedOut {
-                return  // answered later, through handle()
+                // Answered later, through handle().
             } catch {
                 disconnected()
             }
         }
+        // A signal read while waiting is handled now: no readiness of the socket will tell of it.
+        if wire != nil { handle() }
     }
 
     deinit {
