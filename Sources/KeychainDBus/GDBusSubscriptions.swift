@@ -55,6 +55,13 @@ package final class GDBusSubscriptions {
     /// delivered, `deadline` passes (a timeout source), `wake` is readable (a descriptor source) or
     /// the bus's socket hangs up.
     func signals(until deadline: Double, waking wake: Int32) throws(DBusError) -> [BusSignal] {
+        // Made once per wait: a source attached or removed wakes the context, so sources made
+        // anew on every turn would wake each next iteration at once, and the wait would spin.
+        let remaining = deadline - monotonicSeconds()
+        let timer = WakeUpSource(milliseconds: UInt32(max(1, min((remaining * 1000).rounded(.up), 4e9))), on: context)
+        let waker = wake >= 0 ? DescriptorSource(wake, on: context) : nil
+        let hangup = HangupSource(bus.opaque, on: context, self)
+        defer { withExtendedLifetime((timer, waker, hangup)) {} }
         while true {
             while g_main_context_iteration(context, 0) != 0 {}
             if !received.isEmpty {
@@ -62,14 +69,9 @@ package final class GDBusSubscriptions {
                 return received
             }
             if hungUp || g_dbus_connection_is_closed(bus.opaque) != 0 { throw .closed }
-            let remaining = deadline - monotonicSeconds()
             var woken = pollfd(fd: wake, events: Int16(POLLIN), revents: 0)
-            guard remaining > 0, poll(&woken, 1, 0) <= 0 else { return [] }
-            let timer = WakeUpSource(milliseconds: UInt32(min((remaining * 1000).rounded(.up), 4e9)), on: context)
-            let waker = wake >= 0 ? DescriptorSource(wake, on: context) : nil
-            let hangup = HangupSource(bus.opaque, on: context, self)
+            guard deadline > monotonicSeconds(), poll(&woken, 1, 0) <= 0 else { return [] }
             g_main_context_iteration(context, 1)
-            withExtendedLifetime((timer, waker, hangup)) {}
         }
     }
 }
