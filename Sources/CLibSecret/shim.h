@@ -96,13 +96,13 @@ static inline const GVariantType *keychain_cli_type_secret_entry(void) { return 
 static inline const GVariantType *keychain_cli_type_uint32_reply(void) { return G_VARIANT_TYPE("(u)"); }
 static inline const GVariantType *keychain_cli_type_string_reply(void) { return G_VARIANT_TYPE("(s)"); }
 
-// A source on `context` that fires when the socket under `bus` hangs up or fails (GDBus's own
-// thread reads it; this only learns that it ended, without a tick); NULL when the bus is not on
-// a socket (a unixexec: address).
-static inline GSource *keychain_cli_bus_hangup_source(GDBusConnection *bus) {
+// A descriptor of our own for the socket under `bus` (close-on-exec), to learn from `poll` when
+// it hangs up: GDBus's own thread reads and closes its descriptor, which a poll on it would race;
+// -1 when the bus is not on a socket (a unixexec: address).
+static inline int keychain_cli_bus_socket_duplicate(GDBusConnection *bus) {
     GIOStream *stream = g_dbus_connection_get_stream(bus);
-    if (!G_IS_SOCKET_CONNECTION(stream)) return NULL;
-    return g_socket_create_source(g_socket_connection_get_socket(G_SOCKET_CONNECTION(stream)), G_IO_HUP | G_IO_ERR, NULL);
+    if (!G_IS_SOCKET_CONNECTION(stream)) return -1;
+    return fcntl(g_socket_get_fd(g_socket_connection_get_socket(G_SOCKET_CONNECTION(stream))), F_DUPFD_CLOEXEC, 3);
 }
 
 #endif

@@ -13,12 +13,13 @@ package final class GDBusSubscriptions {
     private var subscriptions: [guint] = []
     /// Signals delivered, not handed out yet.
     private var received: [BusSignal] = []
-    /// Whether the bus's socket hung up (GDBus closes the connection then).
-    private var hungUp = false
+    /// Our own descriptor for the bus's socket, polled for its hang-up only (-1: none).
+    private let socket: Int32
 
     package init(_ bus: OpaquePointer) {
         self.bus = OwnedObject(adding: UnsafeMutableRawPointer(bus))
         context = g_main_context_new()
+        socket = keychain_cli_bus_socket_duplicate(bus)
     }
 
     deinit {
@@ -26,9 +27,8 @@ package final class GDBusSubscriptions {
         // What GDBus had queued for them is dispatched (to nothing) and freed with the context.
         while g_main_context_iteration(context, 0) != 0 {}
         g_main_context_unref(context)
+        if socket >= 0 { close(socket) }
     }
-
-    fileprivate func hangUp() { hungUp = true }
 
     /// Subscribes to `rule` on this object's context. GDBus sends the bus the `AddMatch` without
     /// waiting for its answer (``GDBusCalls/subscribe(_:)`` waits for the round trip).
@@ -52,15 +52,15 @@ package final class GDBusSubscriptions {
     }
 
     /// As ``BusConnection/signals(until:waking:)``: iterates the context until a signal is
-    /// delivered, `deadline` passes (a timeout source), `wake` is readable (a descriptor source) or
-    /// the bus's socket hangs up.
+    /// delivered, `deadline` passes (a timeout source), `wake` is readable or the bus's socket
+    /// hangs up (descriptor sources).
     func signals(until deadline: Double, waking wake: Int32) throws(DBusError) -> [BusSignal] {
         // Made once per wait: a source attached or removed wakes the context, so sources made
         // anew on every turn would wake each next iteration at once, and the wait would spin.
         let remaining = deadline - monotonicSeconds()
         let timer = WakeUpSource(milliseconds: UInt32(max(1, min((remaining * 1000).rounded(.up), 4e9))), on: context)
         let waker = wake >= 0 ? DescriptorSource(wake, on: context) : nil
-        let hangup = HangupSource(bus.opaque, on: context, self)
+        let hangup = socket >= 0 ? DescriptorSource(socket, G_IO_HUP, on: context) : nil
         defer { withExtendedLifetime((timer, waker, hangup)) {} }
         while true {
             while g_main_context_iteration(context, 0) != 0 {}
@@ -68,7 +68,8 @@ package final class GDBusSubscriptions {
                 defer { received = [] }
                 return received
             }
-            if hungUp || g_dbus_connection_is_closed(bus.opaque) != 0 { throw .closed }
+            var hungUp = pollfd(fd: socket, events: 0, revents: 0)  // a hang-up is always reported
+            if poll(&hungUp, 1, 0) > 0 || g_dbus_connection_is_closed(bus.opaque) != 0 { throw .closed }
             var woken = pollfd(fd: wake, events: Int16(POLLIN), revents: 0)
             guard deadline > monotonicSeconds(), poll(&woken, 1, 0) <= 0 else { return [] }
             g_main_context_iteration(context, 1)
@@ -76,39 +77,14 @@ package final class GDBusSubscriptions {
     }
 }
 
-/// A source on a context that notes when the socket under a GDBus connection hangs up, removed
-/// and dropped with this object: the wait for signals ends then, with no tick to look.
-private final class HangupSource {
-    private let source: UnsafeMutablePointer<GSource>?
-
-    init(_ bus: OpaquePointer, on context: OpaquePointer, _ subscriptions: GDBusSubscriptions) {
-        source = keychain_cli_bus_hangup_source(bus)
-        guard let source else { return }
-        let hungUp: @convention(c) (OpaquePointer?, GIOCondition, gpointer?) -> gboolean = { _, _, data in
-            Unmanaged<GDBusSubscriptions>.fromOpaque(data!).takeUnretainedValue().hangUp()
-            return 1  // G_SOURCE_CONTINUE, until it is dropped
-        }
-        g_source_set_callback(
-            source, unsafeBitCast(hungUp, to: GSourceFunc.self), Unmanaged.passUnretained(subscriptions).toOpaque(), nil
-        )
-        g_source_attach(source, context)
-    }
-
-    deinit {
-        guard let source else { return }
-        g_source_destroy(source)
-        g_source_unref(source)
-    }
-}
-
-/// A source on a context that wakes it when a descriptor becomes readable, removed and dropped
-/// with this object.
+/// A source on a context that wakes it once when a descriptor is ready for `condition` (a
+/// descriptor that stays ready would make every iteration dispatch it), dropped with this object.
 private final class DescriptorSource {
     private let source: UnsafeMutablePointer<GSource>
 
-    init(_ fd: Int32, on context: OpaquePointer) {
-        source = g_unix_fd_source_new(fd, G_IO_IN)!
-        let ready: @convention(c) (Int32, GIOCondition, gpointer?) -> gboolean = { _, _, _ in 1 }  // G_SOURCE_CONTINUE
+    init(_ fd: Int32, _ condition: GIOCondition = G_IO_IN, on context: OpaquePointer) {
+        source = g_unix_fd_source_new(fd, condition)!
+        let ready: @convention(c) (Int32, GIOCondition, gpointer?) -> gboolean = { _, _, _ in 0 }  // G_SOURCE_REMOVE
         g_source_set_callback(source, unsafeBitCast(ready, to: GSourceFunc.self), nil, nil)
         g_source_attach(source, context)
     }

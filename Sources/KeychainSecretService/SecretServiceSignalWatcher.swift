@@ -92,8 +92,11 @@ final class SignalWatcher {
                 }
             } catch {
                 if !watch.isCancelled {
+                    // Closed, as the connection says or as the wait learned first (GDBus's thread
+                    // marks its connection closed moments after the socket hangs up).
+                    let closed = connection.isClosed || error as? KeychainError == KeychainError(DBusError.closed)
                     let failure =
-                        connection.isClosed
+                        closed
                         ? KeychainError.noSessionBus(detail: "the session bus connection closed")
                         : error as? KeychainError ?? .backendFailure(detail: "\(error)")
                     report(.failure(failure))
