@@ -96,30 +96,13 @@ static inline const GVariantType *keychain_cli_type_secret_entry(void) { return 
 static inline const GVariantType *keychain_cli_type_uint32_reply(void) { return G_VARIANT_TYPE("(u)"); }
 static inline const GVariantType *keychain_cli_type_string_reply(void) { return G_VARIANT_TYPE("(s)"); }
 
-// gio/gunixfdlist.h is in gio-unix-2.0, whose include path libsecret's does not give.
-gint g_unix_fd_list_get(GUnixFDList *list, gint index_, GError **error);
-
-// logind's Inhibit("sleep", `who`, `why`, "delay") on the system bus `bus`: a descriptor whose
-// holder logind waits for (up to its InhibitDelayMaxSec) before the machine sleeps, until it is
-// closed; -1 where no logind answers within `timeout_ms`.
-static inline int keychain_cli_inhibit_sleep(GDBusConnection *bus, const char *who, const char *why, int timeout_ms) {
-    GVariant *arguments[] = {g_variant_new_string("sleep"), g_variant_new_string(who), g_variant_new_string(why),
-                             g_variant_new_string("delay")};
-    GUnixFDList *descriptors = NULL;
-    GVariant *reply = g_dbus_connection_call_with_unix_fd_list_sync(
-        bus, "org.freedesktop.login1", "/org/freedesktop/login1", "org.freedesktop.login1.Manager", "Inhibit",
-        g_variant_new_tuple(arguments, 4), G_VARIANT_TYPE("(h)"), G_DBUS_CALL_FLAGS_NONE, timeout_ms, NULL,
-        &descriptors, NULL, NULL);
-    int fd = -1;
-    if (reply && descriptors) {
-        GVariant *handle = g_variant_get_child_value(reply, 0);
-        fd = g_unix_fd_list_get(descriptors, g_variant_get_handle(handle), NULL);
-        g_variant_unref(handle);
-    }
-    if (reply) g_variant_unref(reply);
-    if (descriptors) g_object_unref(descriptors);
-    if (fd >= 0) fcntl(fd, F_SETFD, FD_CLOEXEC);
-    return fd;
+// A descriptor of our own for the socket under `bus` (close-on-exec), to learn from `poll` when
+// it hangs up: GDBus's own thread reads and closes its descriptor, which a poll on it would race;
+// -1 when the bus is not on a socket (a unixexec: address).
+static inline int keychain_cli_bus_socket_duplicate(GDBusConnection *bus) {
+    GIOStream *stream = g_dbus_connection_get_stream(bus);
+    if (!G_IS_SOCKET_CONNECTION(stream)) return -1;
+    return fcntl(g_socket_get_fd(g_socket_connection_get_socket(G_SOCKET_CONNECTION(stream))), F_DUPFD_CLOEXEC, 3);
 }
 
 #endif

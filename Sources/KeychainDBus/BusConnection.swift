@@ -27,6 +27,15 @@ package protocol BusConnection {
     /// Sends a signal with no arguments, broadcast on `path`: it goes out after every call sent
     /// before it and before every call sent after it (on our wire, with the next call).
     func emit(_ path: String, _ interface: String, _ member: String)
+    /// Asks the bus for the signals `rule` matches, and returns once the bus has the rule (a round
+    /// trip after it): every matching signal sent after is received.
+    func subscribe(_ rule: BusMatchRule) throws
+    /// The signals received that a subscription asks for, in order: those already there, else
+    /// the first to come before `deadline` (``monotonicSeconds()``) and those with it; none when
+    /// the deadline passes or `wake` (a descriptor, -1 for none) becomes readable first. The
+    /// caller waits on events this way, not on a tick. Throws ``DBusError/closed`` once the
+    /// connection is closed.
+    func signals(until deadline: Double, waking wake: Int32) throws -> [BusSignal]
 }
 
 extension BusWire: BusConnection {
@@ -40,6 +49,7 @@ extension BusWire: BusConnection {
 
     package func answer(_ call: UInt32) throws(DBusError) -> BusAnswer {
         let reply = try reply(to: call)
+        BusDescriptors.close(reply.descriptors)  // an `h` is read as `.other` here
         var body = reply.body
         if let name = reply.errorName {
             let message = reply.signature.hasPrefix("s") ? (try? body.string()) ?? "" : ""
@@ -57,8 +67,13 @@ extension BusWire: BusConnection {
 package struct GDBusCalls: BusConnection {
     package let bounded: BoundedOperation
     package let bus: OpaquePointer
+    /// Where this connection's signal subscriptions are delivered, kept beyond one operation:
+    /// nil for a connection that only makes calls.
+    package let subscriptions: GDBusSubscriptions?
 
-    package init(_ operation: BoundedOperation, _ bus: OpaquePointer) { (bounded, self.bus) = (operation, bus) }
+    package init(_ operation: BoundedOperation, _ bus: OpaquePointer, subscriptions: GDBusSubscriptions? = nil) {
+        (bounded, self.bus, self.subscriptions) = (operation, bus, subscriptions)
+    }
 
     package var operation: String { bounded.what }
     package var seconds: Double { bounded.seconds }
@@ -96,6 +111,21 @@ package struct GDBusCalls: BusConnection {
         g_dbus_connection_emit_signal(bus, nil, path, interface, member, nil, nil)
     }
 
+    /// Subscribes on ``subscriptions``, then waits for a `Peer.Ping` to the bus: GDBus sends the
+    /// rule's `AddMatch` without waiting, and the bus handles a connection's messages in order.
+    package func subscribe(_ rule: BusMatchRule) throws {
+        guard let subscriptions else { throw DBusError.failed("this connection takes no subscriptions") }
+        subscriptions.subscribe(rule)
+        // org.freedesktop.DBus.Peer.Ping() -> ()
+        let ping = send("org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus.Peer", "Ping", [])
+        guard case .values = try answer(ping) else { throw DBusError.failed("the bus did not answer Ping") }
+    }
+
+    package func signals(until deadline: Double, waking wake: Int32) throws -> [BusSignal] {
+        guard let subscriptions else { throw DBusError.failed("this connection takes no subscriptions") }
+        return try subscriptions.signals(until: deadline, waking: wake)
+    }
+
     /// Runs `body` with calls on a new GDBus connection to the message bus at `address`, closed
     /// when it returns, within a bounded operation (``BoundedOperation/run(_:seconds:meaning:_:)``).
     /// For a caller with no connection of its own: the tests' scripted Secret Service on a
@@ -116,7 +146,10 @@ package struct GDBusCalls: BusConnection {
             let bus = OwnedObject(taking: UnsafeMutableRawPointer(connected))
             g_dbus_connection_set_exit_on_close(connected, 0)
             defer { g_dbus_connection_close_sync(connected, nil, nil) }
-            return try withExtendedLifetime(bus) { try body(GDBusCalls(operation, connected)) }
+            let subscriptions = GDBusSubscriptions(connected)
+            return try withExtendedLifetime(bus) {
+                try body(GDBusCalls(operation, connected, subscriptions: subscriptions))
+            }
         }
     }
 

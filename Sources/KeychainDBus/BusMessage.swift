@@ -12,13 +12,24 @@ package enum BusMessage {
     }
 
     /// A received message: its kind, the serial it answers (replies and errors), the error's
-    /// name, and its body with the signature it declares.
+    /// name, who sent it and to whom, what it is about (a signal's path, interface and member), and its body
+    /// with the signature it declares.
     package struct Received {
         package let kind: Kind?
         package let replySerial: UInt32?
         package let errorName: String?
         package let signature: String
         package let body: BusReader
+        package var sender = ""
+        package var path = ""
+        package var interface = ""
+        package var member = ""
+        /// Who it is for: empty for a signal broadcast to every subscriber.
+        package var destination = ""
+        /// How many Unix descriptors came with it (`h` values index them), and, on a connection
+        /// that takes them, the descriptors: the receiver's to close.
+        package var descriptorCount = 0
+        package var descriptors: [Int32] = []
     }
 
     /// The largest message the specification allows (2^27 bytes).
@@ -73,15 +84,25 @@ package enum BusMessage {
         var replySerial: UInt32?
         var errorName: String?
         var signature = ""
+        var (sender, path, interface, member, destination) = ("", "", "", "", "")
+        var descriptorCount = 0
         let fieldsEnd = Int(try reader.uint32()) + 16
         while reader.position < fieldsEnd {
             reader.align(8)
             let code = try reader.byte()
             let type = try reader.signature()
+            // Codes: PATH 1, INTERFACE 2, MEMBER 3, ERROR_NAME 4, REPLY_SERIAL 5, DESTINATION 6,
+            // SENDER 7, SIGNATURE 8, UNIX_FDS 9.
             switch (code, type) {
+            case (9, "u"): descriptorCount = Int(try reader.uint32())
             case (5, "u"): replySerial = try reader.uint32()
             case (4, "s"): errorName = try reader.string()
             case (8, "g"): signature = try reader.signature()
+            case (1, "o"): path = try reader.string()
+            case (2, "s"): interface = try reader.string()
+            case (3, "s"): member = try reader.string()
+            case (6, "s"): destination = try reader.string()
+            case (7, "s"): sender = try reader.string()
             case (_, "s"), (_, "o"): _ = try reader.string()
             case (_, "g"): _ = try reader.signature()
             case (_, "u"): _ = try reader.uint32()
@@ -92,7 +113,8 @@ package enum BusMessage {
         reader.align(8)
         return Received(
             kind: kind, replySerial: replySerial, errorName: errorName, signature: signature,
-            body: reader.rest())
+            body: reader.rest(), sender: sender, path: path, interface: interface, member: member,
+            destination: destination, descriptorCount: descriptorCount)
     }
 
 }

@@ -237,18 +237,6 @@ package final class OwnedSecretValue {
     }
 }
 
-/// Runs `body` with a new GMainContext as the thread's default (where GDBus delivers the signals
-/// and replies of what `body` subscribes to and calls), dropped when `body` returns.
-package func withThreadDefaultContext<T>(_ body: (OpaquePointer) throws -> T) rethrows -> T {
-    let context = g_main_context_new()!
-    g_main_context_push_thread_default(context)
-    defer {
-        g_main_context_pop_thread_default(context)
-        g_main_context_unref(context)
-    }
-    return try body(context)
-}
-
 /// A timeout source on a context that does nothing but wake it every `milliseconds`, removed
 /// and dropped with this object.
 package final class WakeUpSource {

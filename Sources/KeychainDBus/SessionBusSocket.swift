@@ -11,7 +11,8 @@ import KeychainSystem
 ///
 /// Only a Unix socket named first in `$DBUS_SESSION_BUS_ADDRESS` by `path=` or `abstract=` is
 /// opened here, and only a plain `OK` is taken; anything else (another transport, an unset
-/// variable, a bus that refuses EXTERNAL) goes to GIO's connection, which knows them all.
+/// variable, a bus that refuses EXTERNAL) goes to GIO's connection, which knows them all. The
+/// holder's sleep watch opens the system bus's socket the same way (and asks for descriptors).
 package enum SessionBusSocket {
     /// The first address of a D-Bus address list when it is a Unix socket by path or abstract
     /// name: the bytes of `sun_path` (an abstract name after a NUL) and the server's GUID if given.
@@ -79,9 +80,11 @@ package enum SessionBusSocket {
     }
 
     /// The credentials byte, then EXTERNAL with our uid (its decimal digits, hex-encoded) and
-    /// BEGIN behind it: the bus answers once, with OK and its GUID.
-    package static var authentication: [UInt8] {
+    /// BEGIN behind it: the bus answers once, with OK and its GUID. `descriptors`: NEGOTIATE_UNIX_FD
+    /// before BEGIN, which the bus answers on a line of its own (AGREE_UNIX_FD, or ERROR).
+    package static func authentication(descriptors: Bool = false) -> [UInt8] {
         let uid = String(getuid()).utf8.map { String($0, radix: 16) }.joined()
-        return [0] + Array("AUTH EXTERNAL \(uid)\r\nBEGIN\r\n".utf8)
+        let negotiate = descriptors ? "NEGOTIATE_UNIX_FD\r\n" : ""
+        return [0] + Array("AUTH EXTERNAL \(uid)\r\n\(negotiate)BEGIN\r\n".utf8)
     }
 }

@@ -68,7 +68,8 @@ package final class VaultHolder: Sendable {
     /// ``firstVaultSeconds`` of the start. Then it stops listening and removes its socket before
     /// it returns (and before the process lets go of the lock file): a client that comes later
     /// finds none, and `unlock` starts another holder, which takes the lock once this one is gone.
-    package func run() throws(KeychainError) {
+    /// `sleep`: the sleep watch, whose descriptors join the poll and which handles them after it.
+    package func run(watching sleep: SleepWatch? = nil) throws(KeychainError) {
         let clients = try HolderConnections(listener: listener) { [self] in answer($0, cancellation: $1) }
         guard let events = HolderEvents(socket: place.socket) else {
             throw .vaultIO(detail: "the holder cannot watch its socket or set its timer")
@@ -77,8 +78,9 @@ package final class VaultHolder: Sendable {
         var everHeld = false
         while true {
             events.wake(at: nextLimit() ?? (everHeld ? nil : started + Self.firstVaultSeconds))
-            clients.serve(until: [events.timer, events.watch])
+            clients.serve(until: [events.timer, events.watch] + (sleep?.descriptors ?? []))
             events.drain()
+            sleep?.handle()
             let now = bootSeconds()
             let reachable = reachable()
             let ended = state.withLock { state in

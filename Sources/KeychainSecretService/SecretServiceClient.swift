@@ -12,58 +12,6 @@ final class SessionSlot<Call> {
     init(_ session: SecretSession? = nil) { self.session = session }
 }
 
-/// One connection to the bus, whichever way it goes: our own wire (for a Unix socket,
-/// SecretServiceDirect.swift) or GDBus, within one bounded operation. One concrete type, so that
-/// the client's code is compiled once for both, with no generic or existential dispatch on the
-/// path of a `get`.
-enum ServiceBus: BusConnection {
-    case wire(BusWire)
-    case gdbus(GDBusCalls)
-
-    enum Call {
-        case wire(UInt32)
-        case gdbus(BoundedOperation.PendingCall)
-    }
-
-    var operation: String {
-        switch self {
-        case .wire(let wire): wire.operation
-        case .gdbus(let calls): calls.operation
-        }
-    }
-
-    var seconds: Double {
-        switch self {
-        case .wire(let wire): wire.seconds
-        case .gdbus(let calls): calls.seconds
-        }
-    }
-
-    func send(_ destination: String, _ path: String, _ interface: String, _ member: String, _ arguments: [BusValue])
-        throws -> Call
-    {
-        switch self {
-        case .wire(let wire): .wire(try wire.send(destination, path, interface, member, arguments))
-        case .gdbus(let calls): .gdbus(calls.send(destination, path, interface, member, arguments))
-        }
-    }
-
-    func answer(_ call: Call) throws -> BusAnswer {
-        switch (self, call) {
-        case (.wire(let wire), .wire(let serial)): try wire.answer(serial)
-        case (.gdbus(let calls), .gdbus(let pending)): try calls.answer(pending)
-        default: preconditionFailure("a call answered on another connection than it was sent on")
-        }
-    }
-
-    func emit(_ path: String, _ interface: String, _ member: String) {
-        switch self {
-        case .wire(let wire): wire.emit(path, interface, member)
-        case .gdbus(let calls): calls.emit(path, interface, member)
-        }
-    }
-}
-
 /// The Secret Service's operations on one bus connection (``ServiceBus``), written once here on
 /// the calls of SecretServiceCalls.swift. What only libsecret does (unlocking, which may prompt;
 /// a service without an encrypted session) runs through ``withOperation(_:)``, bounded as the
@@ -82,11 +30,19 @@ struct SecretServiceClient {
     }
 
     /// The client on a GDBus connection, within `operation`; its session is the one the store
-    /// keeps for that connection.
-    init(_ connection: SecretServiceConnection, _ operation: BoundedOperation, _ bus: OpaquePointer) {
+    /// keeps for that connection. `subscriptions`: where its signals are received, if it takes any.
+    init(
+        _ connection: SecretServiceConnection, _ operation: BoundedOperation, _ bus: OpaquePointer,
+        subscriptions: GDBusSubscriptions? = nil
+    ) {
         self.connection = connection
-        self.bus = .gdbus(GDBusCalls(operation, bus))
+        self.bus = .gdbus(GDBusCalls(operation, bus, subscriptions: subscriptions))
         slot = SessionSlot(connection.kept.withLock { $0?.bus.opaque == bus ? $0?.session : nil })
+    }
+
+    /// The client on a wire connection of its own (a watcher's), with no session kept.
+    init(_ connection: SecretServiceConnection, wire: BusWire) {
+        (self.connection, bus, slot) = (connection, .wire(wire), SessionSlot())
     }
 
     /// Whether the connection broke (nothing more can be asked on it).

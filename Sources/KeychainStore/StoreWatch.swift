@@ -16,8 +16,13 @@ public final class StoreWatch: Sendable {
     private let sleeper = DispatchSemaphore(value: 0)
     private let startup = DispatchSemaphore(value: 0)
     private let finished = DispatchSemaphore(value: 0)
+    private let wakeup = Wakeup()
 
     private init() {}
+
+    /// A descriptor that becomes readable once ``cancel()`` is called: a watcher that waits on
+    /// descriptors polls it too, and so sees the cancellation without a tick (-1: none).
+    package var cancelDescriptor: Int32 { wakeup.descriptor }
 
     /// Whether ``cancel()`` was called: the watcher's loop checks it between steps.
     package var isCancelled: Bool { state.withLock { $0.cancelled } }
@@ -38,6 +43,7 @@ public final class StoreWatch: Sendable {
             return state.cancelled ? nil : state.thread
         }
         sleeper.signal()
+        wakeup.signal()
         guard let thread, pthread_equal(thread, pthread_self()) == 0 else { return true }
         if seconds.isFinite {
             guard finished.wait(timeout: .now() + seconds) == .success else { return false }

@@ -92,6 +92,46 @@ struct DirectBusTests {
         #expect(try cli(["-s", s, "list"]).stdoutText == "k\n", "still one item")
     }
 
+    /// `watch` takes the same two ways: on our wire it subscribes to the service's signals
+    /// itself, and its process runs no GDBus worker thread; the GLib way on GDBus, whose thread it
+    /// then has. Either way it reports an item another process (secret-tool) creates, by signal:
+    /// the poll of `Modified` is an hour away.
+    @Test func watchSeesAnotherProcesssChangeBothWays() throws {
+        for (way, extra) in [("direct", [String: String]()), ("glib", glibWay)] {
+            let s = uniqueService()
+            let watch = try WatchProcess(["--interval", "3600"], global: ["-s", s], extra: extra, service: s)
+            let threads = threadNames(watch.process.pid)
+            #expect(threads.contains("gdbus") == (way == "glib"), "\(way): \(threads)")
+            let stored = try runProcess(
+                "/usr/bin/secret-tool", ["store", "--label=x", "service", s, "username", "st"],
+                stdin: Data("v".utf8), environment: cliEnvironment())
+            #expect(stored.status == 0, "\(stored.stderr)")
+            #expect(watch.waitForLine(containing: " \(s) ", timeout: 10)?.text == "created \(s) st", "\(way)")
+            #expect(try #require(watch.stop()).status == 0, "\(way): \(watch.stderr)")
+            _ = try cli(["-s", s, "reset", "--yes"])
+        }
+    }
+
+    /// The session bus dying ends `watch` with 69 both ways, at once: its poll of `Modified` is an
+    /// hour away, and a killed bus says nothing first (no NameOwnerChanged), so the watch learns it
+    /// from its connection hanging up (on GDBus too, whose own thread reads the socket).
+    @Test func theBusGoingAwayEndsWatchBothWays() throws {
+        for way in ["direct", "glib"] {
+            let session = try KeyringSession.start()
+            defer { session.stop() }
+            let extra =
+                way == "glib"
+                ? ["DBUS_SESSION_BUS_ADDRESS": "unix:path=/nonexistent/kc-test;" + session.busAddress] : [:]
+            let s = uniqueService()
+            let watch = try WatchProcess(
+                ["--interval", "3600"], global: ["-s", s], session: session, extra: extra, service: s)
+            session.killBus()
+            let result = try #require(watch.waitForExit(), "\(way): watch did not end")
+            #expect(result.status == 69, "\(way): \(result.stderr)")
+            #expect(result.stderr.contains("the session bus connection closed"), "\(way): \(result.stderr)")
+        }
+    }
+
     /// A bus that refuses us, says nothing, sends bytes that are not D-Bus, announces a message
     /// it never sends or sends it a byte at a time (--timeout counts from the last whole message,
     /// not the last byte), or hangs up: exit 69 (no bus, or the bus broke its protocol) or 75 (no
@@ -142,4 +182,13 @@ struct DirectBusTests {
             client, _ = server.accept()
             threading.Thread(target=serve, args=(client,), daemon=True).start()
         """#
+}
+
+/// The names of a process's threads (`/proc/PID/task/*/comm`).
+private func threadNames(_ pid: Int32) -> [String] {
+    let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? []
+    return tasks.compactMap {
+        try? String(contentsOfFile: "/proc/\(pid)/task/\($0)/comm", encoding: .utf8)
+            .trimmingCharacters(in: .whitespacesAndNewlines)
+    }
 }

@@ -4,7 +4,8 @@ import Testing
 
 /// The holder and logind, on a bus of the test's own standing in for the system bus, with a
 /// logind of the test's (python's jeepney): the holder delays a suspend with logind's delay
-/// inhibitor until it has forgotten its vaults, and watches again after the bus restarts.
+/// inhibitor (a descriptor passed on our own wire) until it has forgotten its vaults, and watches
+/// again after the bus restarts.
 @Suite("unlock: suspends")
 struct UnlockSuspendTests {
     /// A stand-in for logind: owns org.freedesktop.login1, answers Inhibit with a pipe's write
@@ -84,6 +85,12 @@ struct UnlockSuspendTests {
         waitFor("inhibit", count: 1)
         #expect(
             notes().contains { $0.hasPrefix("inhibit sleep keychain-cli ") && $0.hasSuffix(" delay") }, "\(notes())")
+        // On our own wire, in the holder's one poll: no GIO loaded, no thread of GDBus's.
+        #expect(place.holders().count == 1)
+        for holder in place.holders() {
+            let maps = (try? String(contentsOfFile: "/proc/\(holder)/maps", encoding: .utf8)) ?? ""
+            #expect(!maps.isEmpty && !maps.contains("libgio-2.0"), "the holder loaded GIO")
+        }
         _ = FileManager.default.createFile(atPath: trigger, contents: nil)
         waitFor("released", count: 1)
         #expect(notes().last == "released", "the inhibitor is closed once the vaults are forgotten: \(notes())")

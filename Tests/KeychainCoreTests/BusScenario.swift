@@ -15,6 +15,18 @@ struct BusScenario: Sendable {
         case error(String, String = "")
         /// No answer at all: the caller's wait runs out.
         case never
+        /// A signal sent just before the answer, on the way to the caller ahead of it.
+        indirect case afterSignal(Signal, Reply)
+        /// A Unix descriptor (`h`): the read end of a pipe that holds these bytes, then ends.
+        case descriptor(String)
+    }
+
+    /// A signal the service sends (broadcast, from its own connection).
+    struct Signal: Sendable, Equatable {
+        let path: String
+        let interface: String
+        let member: String
+        let arguments: [BusValue]
     }
 
     /// The calls a queue of answers is for: `path` nil for any object.
@@ -44,20 +56,33 @@ struct BusScenario: Sendable {
         return scenario
     }
 
+    /// One answer as scripted_service.py reads it; a signal before it under "signal".
+    private static func json(_ reply: Reply) -> [String: Any] {
+        switch reply {
+        case .values(let values): ["signature": values.map(\.signature).joined(), "values": values.map(\.json)]
+        case .error(let name, let message): ["error": name, "message": message]
+        case .never: ["never": true]
+        case .descriptor(let text): ["descriptor": text]
+        case .afterSignal(let signal, let reply):
+            json(reply).merging(
+                [
+                    "signal": [
+                        "path": signal.path, "interface": signal.interface, "member": signal.member,
+                        "signature": signal.arguments.map(\.signature).joined(),
+                        "values": signal.arguments.map(\.json),
+                    ]
+                ]
+            ) { _, new in new }
+        }
+    }
+
     /// The scenario as scripted_service.py reads it: a list of methods, each with its answers,
     /// every value with its signature (see ``BusValue/json``).
     var json: Data {
         let methods: [[String: Any]] = methods.map { method, replies in
             [
                 "interface": method.interface, "member": method.member, "path": method.path ?? NSNull(),
-                "replies": replies.map { reply -> [String: Any] in
-                    switch reply {
-                    case .values(let values):
-                        ["signature": values.map(\.signature).joined(), "values": values.map(\.json)]
-                    case .error(let name, let message): ["error": name, "message": message]
-                    case .never: ["never": true]
-                    }
-                },
+                "replies": replies.map(Self.json),
             ]
         }
         // Only strings, numbers, arrays, dictionaries and NSNull: it cannot fail.

@@ -4,7 +4,8 @@
 /// from its ``BusScenario`` and records every call and signal, in order. A call is its index; an
 /// answer scripted never to come throws the time-out at once, where a real transport would throw
 /// it after `seconds`. It plays the bus too: a `Peer.Ping` to `org.freedesktop.DBus` is answered
-/// (and recorded, as scripted_service.py logs the Pings it overhears on a real bus).
+/// (and recorded, as scripted_service.py logs the Pings it overhears on a real bus). A signal
+/// scripted before an answer reaches a subscriber as the call is sent.
 final class FakeBus: BusConnection {
     var operation: String
     var seconds: Double
@@ -14,6 +15,9 @@ final class FakeBus: BusConnection {
     private var methods: [(method: BusScenario.Method, replies: [BusScenario.Reply])]
     /// The answer each call sent gets, by index; nil once taken.
     private var answers: [BusScenario.Reply?] = []
+    /// What the caller subscribed to, and the signals sent that it asks for, not handed out yet.
+    private var rules: [BusMatchRule] = []
+    private var signals: [BusSignal] = []
 
     init(_ scenario: BusScenario, operation: String = "test", seconds: Double = 5) {
         (methods, self.operation, self.seconds) = (scenario.methods, operation, seconds)
@@ -24,7 +28,17 @@ final class FakeBus: BusConnection {
     {
         let strings = arguments.compactMap { if case .string(let text) = $0 { text } else { nil } }
         events.append(BusEvent(kind: .call, path: path, interface: interface, member: member, strings: strings))
-        answers.append(reply(destination, path, interface, member))
+        var reply = reply(destination, path, interface, member)
+        // The service sends a scripted signal before the answer: the caller has it by the time
+        // the answer comes.
+        while case .afterSignal(let signal, let answer) = reply {
+            let sent = BusSignal(
+                sender: ":1.1", path: signal.path, interface: signal.interface, member: signal.member,
+                arguments: signal.arguments)
+            if rules.contains(where: { $0.matches(sent) }) { signals.append(sent) }
+            reply = answer
+        }
+        answers.append(reply)
         return answers.count - 1
     }
 
@@ -51,7 +65,17 @@ final class FakeBus: BusConnection {
         case .values(let values): return .values(values)
         case .error(let name, let message): return .error(name: name, message: message)
         case .never: throw .timedOut(operation: operation, seconds: seconds)
+        case .afterSignal: throw .failed("a signal left in an answer")  // taken out by send
+        case .descriptor: return .values([.other("h")])  // no descriptor crosses the protocol
         }
+    }
+
+    func subscribe(_ rule: BusMatchRule) { rules.append(rule) }
+
+    /// The signals sent so far: the fake has nothing to wait for.
+    func signals(until deadline: Double, waking wake: Int32) -> [BusSignal] {
+        defer { signals = [] }
+        return signals
     }
 
     func emit(_ path: String, _ interface: String, _ member: String) {

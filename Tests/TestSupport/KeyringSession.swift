@@ -221,6 +221,10 @@ public final class KeyringSession: @unchecked Sendable {
         return result.stdoutText
     }
 
+    /// Kills the bus alone: its clients' connections hang up, with no word from it first (no
+    /// NameOwnerChanged for the names it held).
+    public func killBus() { bus.killAndWait() }
+
     public func stop() {
         // A daemon blocked on an unlock prompt ignores SIGTERM: give it `grace`, then SIGKILL.
         for process in [daemon, bus].compactMap({ $0 }) { process.stop(grace: grace) }

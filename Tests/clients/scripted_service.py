@@ -5,7 +5,8 @@
 
 Owns NAME (org.freedesktop.secrets) on the bus at BUS_ADDRESS, prints "ready" once it does and hears
 what it must, then answers each method call with the next answer scripted for it: values (with
-their signature), a D-Bus error, or none at all. It logs every call it gets, keychain-cli's
+their signature), a D-Bus error, a descriptor (a pipe's read end), or none at all, each optionally
+behind a signal it broadcasts first. It logs every call it gets, keychain-cli's
 SecretChanged signal, and (eavesdropping) every Peer.Ping sent to the bus, in the order the bus
 delivered them. The method Log of org.keychain_cli.Test.Scripted answers that log as JSON once
 every other client has left the bus: the bus delivers all a client sent before it says the client
@@ -14,9 +15,10 @@ Ends when the bus goes, or on SIGTERM.
 """
 
 import json
+import os
 import sys
 
-from jeepney import HeaderFields, MessageType, new_error, new_method_return
+from jeepney import DBusAddress, HeaderFields, MessageType, new_error, new_method_return, new_signal
 from jeepney.bus_messages import MatchRule, message_bus
 from jeepney.io.blocking import open_dbus_connection
 
@@ -87,7 +89,19 @@ def answer(connection, message, methods):
         connection.send(new_error(message, UNSCRIPTED, "s", (detail,)))
         return
     reply = scripted["replies"].pop(0)
+    if "signal" in reply:  # broadcast just before the answer, so that it reaches the caller first
+        signal = reply["signal"]
+        arguments = tuple(value(t, v) for t, v in zip(split(signal["signature"]), signal["values"]))
+        address = DBusAddress(signal["path"], interface=signal["interface"])
+        connection.send(new_signal(address, signal["member"], signal["signature"] or None, arguments))
     if "never" in reply:
+        return
+    if "descriptor" in reply:  # the read end of a pipe holding the text
+        reader, writer = os.pipe()
+        os.write(writer, reply["descriptor"].encode())
+        os.close(writer)
+        connection.send(new_method_return(message, "h", (reader,)))
+        os.close(reader)
         return
     if "error" in reply:
         body = ("s", (reply["message"],)) if reply["message"] else (None, ())
@@ -102,7 +116,7 @@ def main():
     name = sys.argv[3] if len(sys.argv) > 3 else "org.freedesktop.secrets"
     with open(scenario_path) as f:
         methods = json.load(f)
-    connection = open_dbus_connection(bus=address)
+    connection = open_dbus_connection(bus=address, enable_fds=True)
     owned = connection.send_and_get_reply(message_bus.RequestName(name, 4))  # DO_NOT_QUEUE
     if owned.body != (1,):  # PRIMARY_OWNER
         sys.exit(f"could not own {name}: {owned.body}")

@@ -38,11 +38,11 @@ extension KeychainCLI {
                 return
             }
             let holder = VaultHolder(listener: listener, place: place)
-            SleepWatch.start(waiting: 2) { holder.forgetAll() }
+            let sleep = SleepWatch(waiting: 2) { holder.forgetAll() }
             tell("ready")
             close(starter)
             do {
-                try holder.run()
+                try holder.run(watching: sleep)
             } catch {
                 // Nobody reads its stderr: it ends, and the next unlock starts another.
                 return
