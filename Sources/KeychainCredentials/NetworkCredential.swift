@@ -61,8 +61,8 @@ public struct NetworkCredential: Hashable, Sendable {
         var text = Self.percentEncoded(`protocol`, reserved: ":/@%") + "://"
         if let username { text += Self.percentEncoded(username, reserved: "@:/%") + "@" }
         var encodedHost = Self.percentEncoded(host, reserved: "@/%")
-        if Self.splitPort(encodedHost).1 != nil, let colon = encodedHost.lastIndex(of: ":") {
-            encodedHost.replaceSubrange(colon...colon, with: "%3A")
+        if Self.splitPort(encodedHost).1 != nil, let colon = encodedHost.unicodeScalars.lastIndex(of: ":") {
+            encodedHost.unicodeScalars.replaceSubrange(colon...colon, with: "%3A".unicodeScalars)
         }
         text += encodedHost
         if let port { text += ":\(port)" }
@@ -70,40 +70,48 @@ public struct NetworkCredential: Hashable, Sendable {
         return text
     }
 
-    /// The credential whose ``location`` is `location` (without a password), or nil.
+    /// The credential whose ``location`` is `location` (without a password), or nil. Read scalar by
+    /// scalar: a combining mark after `://`, `@` or `:` (a host or name may begin with one) joins
+    /// that delimiter into one Character, which a search by Characters would not find.
     public init?(location: String) {
-        guard let separator = location.firstRange(of: "://"), separator.lowerBound > location.startIndex else {
-            return nil
-        }
-        guard let scheme = percentDecoded(location[..<separator.lowerBound]) else { return nil }
-        var rest = location[separator.upperBound...]
+        let scalars = Array(location.unicodeScalars)
+        func text(_ range: Range<Int>) -> Substring { Substring(String(String.UnicodeScalarView(scalars[range]))) }
+        guard scalars.count >= 4,
+            let separator = (1..<scalars.count - 2).first(where: {
+                scalars[$0] == ":" && scalars[$0 + 1] == "/" && scalars[$0 + 2] == "/"
+            }),
+            let scheme = percentDecoded(text(0..<separator))
+        else { return nil }
+        var rest = (separator + 3)..<scalars.count
         var path: String?
-        if let slash = rest.firstIndex(of: "/") {
-            path = String(rest[rest.index(after: slash)...])
-            rest = rest[..<slash]
+        if let slash = rest.first(where: { scalars[$0] == "/" }) {
+            path = String(text((slash + 1)..<rest.upperBound))
+            rest = rest.lowerBound..<slash
         }
         var username: String?
-        if let at = rest.lastIndex(of: "@") {
-            guard let decoded = percentDecoded(rest[..<at]) else { return nil }
+        if let at = rest.last(where: { scalars[$0] == "@" }) {
+            guard let decoded = percentDecoded(text(rest.lowerBound..<at)) else { return nil }
             username = decoded
-            rest = rest[rest.index(after: at)...]
+            rest = (at + 1)..<rest.upperBound
         }
         // The host may be empty: git's client certificates (cert:///path/to/cert.p12).
-        let (encodedHost, port) = Self.splitPort(String(rest))
+        let (encodedHost, port) = Self.splitPort(String(text(rest)))
         guard let host = percentDecoded(Substring(encodedHost)) else { return nil }
         self.init(protocol: scheme, host: host, port: port, path: path, username: username)
     }
 
-    /// `host:port` split at a final `:digits` that is not inside an IPv6 address's brackets.
+    /// `host:port` split at a final `:digits` that is not inside an IPv6 address's brackets (by
+    /// scalars, as ``init(location:)`` reads).
     static func splitPort(_ hostAndPort: String) -> (String, Int?) {
-        guard let colon = hostAndPort.lastIndex(of: ":"), !hostAndPort[colon...].contains("]") else {
+        let scalars = hostAndPort.unicodeScalars
+        guard let colon = scalars.lastIndex(of: ":"), !scalars[colon...].contains("]") else {
             return (hostAndPort, nil)
         }
-        let digits = hostAndPort[hostAndPort.index(after: colon)...]
-        guard !digits.isEmpty, digits.allSatisfy(\.isASCII), let port = Int(digits), (0...65535).contains(port) else {
-            return (hostAndPort, nil)
-        }
-        return (String(hostAndPort[..<colon]), port)
+        let digits = scalars[scalars.index(after: colon)...]
+        guard !digits.isEmpty, digits.allSatisfy({ ("0"..."9").contains($0) }),
+            let port = Int(String(String.UnicodeScalarView(digits))), (0...65535).contains(port)
+        else { return (hostAndPort, nil) }
+        return (String(String.UnicodeScalarView(scalars[..<colon])), port)
     }
 
     /// `text` with `reserved` and control characters percent-encoded.

@@ -11,6 +11,12 @@ struct NetworkCredentialTests {
         NetworkCredential(protocol: "smtp", host: "mail.example", port: 587, username: "ünï cödé"),
         // A host ending in what reads as a port (the fuzzer's `url=tsp://us:0%39` decodes to it).
         NetworkCredential(protocol: "tsp", host: "us:09"), NetworkCredential(protocol: "x", host: "h:1", port: 2),
+        // A combining mark (U+030A) after `://`, `@` and a host's `:` joins each delimiter into
+        // one Character (the fuzzer's host `\u{30A}jo@04c%[p…]:8080`).
+        NetworkCredential(protocol: "https", host: "\u{30A}h", port: 8080, username: "u"),
+        NetworkCredential(protocol: "https", host: "\u{30A}jo@04c%[p\u{7F}:1ox]:808p::2/x]", port: 8080),
+        NetworkCredential(protocol: "https", host: "h:\u{30A}1", path: "\u{30A}p", username: "\u{30A}u"),
+        NetworkCredential(protocol: "x", host: "h:1\u{30A}"),
     ])
     func locationRoundTrips(_ credential: NetworkCredential) throws {
         let parsed = try #require(NetworkCredential(location: credential.location))
