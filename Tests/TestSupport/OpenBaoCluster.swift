@@ -78,6 +78,13 @@ public final class OpenBaoCluster: @unchecked Sendable {
             return (servers as? [[String: Any]])?.filter { $0["voter"] as? Bool == true }.count == nodes.count
         }
         try first.enableKV("secret")
+        // A standby learns of the mount when it applies the leader's log: until then it answers
+        // that there is none (CI saw a test's first write through a standby fail so).
+        for node in nodes.dropFirst() {
+            try waitFor("\(node.address) to know the mount secret/") {
+                try node.api("GET", "sys/internal/ui/mounts/secret").status == 200
+            }
+        }
     }
 
     /// The node that is active now (its health answers 200; standbys answer 429), if any.
