@@ -112,7 +112,7 @@ public struct VaultIdentity: Sendable {
     /// A new random X25519 identity.
     public init() { key = AgeX25519.Identity() }
 
-    init(key: any AgeIdentity) { self.key = key }
+    package init(key: any AgeIdentity) { self.key = key }
 
     /// Its recipient: `age1…`, or `ssh-ed25519 AAAA…`.
     public var recipient: String { key.recipientText }

@@ -129,7 +129,8 @@ private func writeThroughNamedTemporary(
     syncDirectory(directory)
 }
 
-private func syncDirectory(_ directory: String) {
+/// Makes a change of `directory`'s entries (a new name, a removed one) durable.
+package func syncDirectory(_ directory: String) {
     let directoryFD = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
     if directoryFD >= 0 {
         fsync(directoryFD)

@@ -133,10 +133,10 @@ extension KeychainCLI.Vault.Recipients {
     }
 }
 
-private let recipientsHelp = ArgumentHelp("age1…, \"ssh-ed25519 AAAA…\", a file of them, or -.", valueName: "recipient")
+let recipientsHelp = ArgumentHelp("age1…, \"ssh-ed25519 AAAA…\", a file of them, or -.", valueName: "recipient")
 
 /// The recipients the arguments give: recipients themselves, files of them, or - for standard input.
-private func parseRecipients(_ arguments: [String]) throws -> [VaultRecipient] {
+func parseRecipients(_ arguments: [String]) throws -> [VaultRecipient] {
     var recipients: [VaultRecipient] = []
     for argument in arguments {
         // A secret key (an identity file's content, a private key) is refused without being

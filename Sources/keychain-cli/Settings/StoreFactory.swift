@@ -18,6 +18,7 @@ extension Settings {
         switch try resolvedBackend() {
         case .secretService: return try secretServiceStore(timeout: timeout, listing: listing)
         case .vault:
+            if let tree = try treeVaultStore(timeout: timeout, listing: listing) { return tree }
             let direct = try vaultStore(timeout: timeout)
             guard throughHolder, case .terminal = PassphraseInput(self) else { return direct }
             let place = HolderPlace.current()
@@ -42,12 +43,25 @@ extension Settings {
         else {
             throw CommandFailure.usage("no vault path: pass --vault PATH, or set KEYCHAIN_VAULT or HOME")
         }
-        if path.hasSuffix("/") {
+        if path.hasSuffix("/") && !TreeVaultStore.isTree(path) {
             throw CommandFailure.usage(
-                "the vault path \(quotedPath(path)) names a directory; give a file in it, e.g. \(quotedPath(path + "vault.age"))"
+                "the vault path \(quotedPath(path)) names a directory that does not exist; make a tree vault there "
+                    + "with 'keychain-cli vault init \(path)', or give a file, e.g. \(quotedPath(path + "vault.age"))"
             )
         }
         return path
+    }
+
+    /// The tree vault of these settings when their vault path names a directory; nil otherwise.
+    func treeVaultStore(timeout: Double? = nil, listing: ListingDetail = .full, newPassphrase: PassphraseInput? = nil)
+        throws -> TreeVaultStore?
+    {
+        let path = try vaultPath()
+        guard TreeVaultStore.isTree(path) else { return nil }
+        return TreeVaultStore(
+            directory: path, workFactor: try vaultWorkFactor(), lockTimeout: try timeout ?? resolvedTimeout(),
+            listing: listing, identities: try identities(self, vault: path),
+            passphrase: passphraseSource(vault: path, newPassphrase: newPassphrase))
     }
 
     /// The vault store of these settings, whatever the backend says (the `vault` commands are
@@ -55,12 +69,18 @@ extension Settings {
     func vaultStore(timeout: Double? = nil, newPassphrase: PassphraseInput? = nil) throws -> VaultStore {
         let timeout = try timeout ?? resolvedTimeout()
         let path = try vaultPath()
-        let source = PassphraseInput(self)
-        let mayPrompt = mayPrompt
         return VaultStore(
             path: path, workFactor: try vaultWorkFactor(), lockTimeout: timeout,
-            identities: try identities(self, vault: path)
-        ) { purpose throws(KeychainError) in
+            identities: try identities(self, vault: path),
+            passphrase: passphraseSource(vault: path, newPassphrase: newPassphrase))
+    }
+
+    /// Where a vault's passphrase comes from: the new one of `vault passwd` from `newPassphrase`,
+    /// the current one as ``PassphraseInput`` says (a prompt only when these settings allow one).
+    func passphraseSource(vault path: String, newPassphrase: PassphraseInput?) -> VaultStore.PassphraseSource {
+        let source = PassphraseInput(self)
+        let mayPrompt = mayPrompt
+        return { purpose throws(KeychainError) in
             if purpose == .change, let newPassphrase {
                 do throws(KeychainError) {
                     return try newPassphrase.read(purpose, vault: path)
@@ -98,7 +118,7 @@ extension Settings {
     }
 
     /// $KEYCHAIN_VAULT_WORK_FACTOR, else the default: log2 of scrypt's N for a new passphrase.
-    private func vaultWorkFactor() throws -> Int {
+    func vaultWorkFactor() throws -> Int {
         guard let text = try environment("KEYCHAIN_VAULT_WORK_FACTOR") else { return VaultStore.defaultWorkFactor }
         guard let value = Int(text), VaultStore.workFactors.contains(value) else {
             throw CommandFailure.usage(

@@ -1,0 +1,157 @@
+import FoundationEssentials
+import Glibc
+import KeychainStore
+import KeychainSystem
+
+// The store's operations on a tree vault: a read opens one file; a listing reads the tree's names
+// (and decrypts each item only for what the names do not tell: dates, labels, details); a write
+// decides, under the vault's lock, on the file that is there now, and replaces that file alone.
+extension TreeVaultStore {
+    public func secret(service: ServiceName, key: KeychainKey) throws(KeychainError) -> Data? {
+        try entry(at: SecretAddress(service: service, key: key))?.secret
+    }
+
+    public func setSecret(_ secret: Data, service: ServiceName, key: KeychainKey) throws(KeychainError) {
+        try setSecrets([SecretToStore(service: service, key: key, secret: secret)]) { _ in }
+    }
+
+    /// Each secret written in turn, each file whole: a failure leaves those before it written.
+    public func setSecrets(_ secrets: [SecretToStore], progress: (Int) -> Void) throws(KeychainError) {
+        guard !secrets.isEmpty else { return }
+        let now = VaultStore.now()
+        try underLock { () throws(KeychainError) in
+            let recipients = try recipients()
+            for (index, item) in secrets.enumerated() {
+                let address = SecretAddress(service: item.service, key: item.key)
+                let old = try entry(at: address)
+                try write(
+                    VaultStore.Entry(
+                        secret: item.secret, created: old?.created ?? now, modified: now, details: old?.details),
+                    at: address, to: recipients)
+                progress(index + 1)
+            }
+        }
+    }
+
+    /// Decided under the lock, each on the file that is there now.
+    public func addSecrets(_ secrets: [SecretToStore], progress: (Int) -> Void) throws(KeychainError) -> [Bool] {
+        guard !secrets.isEmpty else { return [] }
+        let now = VaultStore.now()
+        return try underLock { () throws(KeychainError) in
+            let recipients = try recipients()
+            var added: [Bool] = []
+            for item in secrets {
+                let address = SecretAddress(service: item.service, key: item.key)
+                guard try !exists(address) else {
+                    added.append(false)
+                    continue
+                }
+                try write(
+                    VaultStore.Entry(secret: item.secret, created: now, modified: now, details: nil), at: address,
+                    to: recipients)
+                added.append(true)
+            }
+            progress(secrets.count)
+            return added
+        }
+    }
+
+    public func addSecret(_ secret: Data, service: ServiceName, key: KeychainKey) throws(KeychainError) -> Bool {
+        try addSecrets([SecretToStore(service: service, key: key, secret: secret)]) { _ in }.first ?? false
+    }
+
+    public func deleteSecret(service: ServiceName, key: KeychainKey) throws(KeychainError) -> Bool {
+        guard Self.isTree(directory) else { return false }
+        return try underLock { () throws(KeychainError) in try remove(SecretAddress(service: service, key: key)) }
+    }
+
+    public func deleteAll(service: ServiceName) throws(KeychainError) -> Int {
+        guard Self.isTree(directory) else { return 0 }
+        return try underLock { () throws(KeychainError) in
+            var removed = 0
+            for address in try addresses(service: service) where try remove(address) { removed += 1 }
+            return removed
+        }
+    }
+
+    public func containsSecret(service: ServiceName, key: KeychainKey) throws(KeychainError) -> Bool {
+        try exists(SecretAddress(service: service, key: key))
+    }
+
+    public func items(service: ServiceName?) throws(KeychainError) -> [ItemInfo] {
+        let addresses = try addresses(service: service)
+        guard listing == .full else {
+            return addresses.map {
+                ItemInfo(
+                    service: $0.service.rawValue, key: $0.key.rawValue, label: nil, application: "keychain-cli",
+                    created: nil, modified: nil)
+            }
+        }
+        var items: [ItemInfo] = []
+        for address in addresses {
+            guard let entry = try entry(at: address) else { continue }  // removed meanwhile
+            items.append(
+                ItemInfo(
+                    service: address.service.rawValue, key: address.key.rawValue,
+                    label: entry.details?.label ?? ItemInfo.defaultLabel(service: address.service, key: address.key),
+                    application: entry.details.map { $0.attributes["application"] } ?? "keychain-cli",
+                    created: entry.created, modified: entry.modified))
+        }
+        return items
+    }
+
+    public func secrets(of addresses: [SecretAddress]) throws(KeychainError) -> [Data?] {
+        var secrets: [Data?] = []
+        for address in addresses { secrets.append(try entry(at: address)?.secret) }
+        return secrets
+    }
+
+    /// Whether the item's file is there now.
+    func exists(_ address: SecretAddress) throws(KeychainError) -> Bool {
+        var info = stat()
+        return lstat(try itemPath(address), &info) == 0
+    }
+
+    /// The items the tree's names give, of `service` or of every service, in order: the
+    /// directories and files whose names are escaped names (see ``TreeVaultNames``); anything
+    /// else (`.git`, `.recipients`, a README, a temporary file) is not an item.
+    func addresses(service: ServiceName?) throws(KeychainError) -> [SecretAddress] {
+        let services: [(ServiceName, String)]
+        if let service {
+            services = [(service, try TreeVaultNames.directory(of: service))]
+        } else {
+            services = Self.entries(of: directory, directories: true).compactMap { name in
+                TreeVaultNames.service(directory: name).map { ($0, name) }
+            }
+        }
+        return services.sorted { $0.0 < $1.0 }.flatMap { service, name in
+            Self.entries(of: path(name), directories: false).compactMap(TreeVaultNames.key(fileName:)).sorted().map {
+                SecretAddress(service: service, key: $0)
+            }
+        }
+    }
+
+    /// The names in `directory` of its subdirectories (`directories`) or of its regular files,
+    /// dot names left out; none when it cannot be read.
+    static func entries(of directory: String, directories: Bool) -> [String] {
+        guard let stream = opendir(directory) else { return [] }
+        defer { closedir(stream) }
+        var names: [String] = []
+        while let entry = readdir(stream) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) {
+                String(cString: $0.bindMemory(to: CChar.self).baseAddress!)
+            }
+            guard !name.hasPrefix(".") else { continue }
+            var type = entry.pointee.d_type
+            if type == UInt8(DT_UNKNOWN) {
+                var info = stat()
+                guard lstat("\(directory)/\(name)", &info) == 0 else { continue }
+                type =
+                    (info.st_mode & S_IFMT) == S_IFDIR
+                    ? UInt8(DT_DIR) : (info.st_mode & S_IFMT) == S_IFREG ? UInt8(DT_REG) : 0
+            }
+            if type == UInt8(directories ? DT_DIR : DT_REG) { names.append(name) }
+        }
+        return names
+    }
+}

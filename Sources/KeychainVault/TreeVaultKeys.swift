@@ -1,0 +1,121 @@
+import FoundationEssentials
+import Glibc
+import KeychainAge
+import KeychainStore
+import KeychainSystem
+
+// Making a tree vault, and changing who opens it: its recipients (every item re-encrypted, each
+// with a new file key) or a passphrase tree vault's passphrase (its identity file alone).
+extension TreeVaultStore {
+    /// Makes a tree vault in `directory` (created 0700 when missing; an existing one must hold
+    /// nothing but dot files, a `.git` say): `.recipients` listing `recipients`, or, with none, a
+    /// new X25519 identity kept in `.identity.age`, encrypted with `passphrase` at `workFactor`,
+    /// and its recipient.
+    /// - Throws: ``KeychainError/badConfiguration(detail:)`` when `directory` is a vault or holds
+    ///   other files, ``KeychainError/vaultIO(detail:)`` when it cannot be written.
+    public static func create(
+        directory: String, recipients: [VaultRecipient], passphrase: (() throws(KeychainError) -> [UInt8])?,
+        workFactor: Int
+    ) throws(KeychainError) {
+        var info = stat()
+        if stat(directory, &info) == 0 {
+            guard (info.st_mode & S_IFMT) == S_IFDIR else {
+                throw .badConfiguration(detail: "\(quotedPath(directory)) is a file, not a directory")
+            }
+            if access("\(directory)/\(recipientsFile)", F_OK) == 0 {
+                throw .badConfiguration(detail: "\(quotedPath(directory)) is a tree vault already; nothing changed")
+            }
+            let names = entries(of: directory, directories: true) + entries(of: directory, directories: false)
+            if let name = names.first {
+                throw .badConfiguration(
+                    detail: "\(quotedPath(directory)) is not empty (it holds \(quotedPath(name))): give a new or "
+                        + "empty directory, which may be inside a git repository")
+            }
+        }
+        do {
+            try makeDirectories(directory)
+            var listed = recipients
+            if listed.isEmpty {
+                guard let passphrase else {
+                    throw KeychainError.badConfiguration(detail: "a tree vault needs recipients or a passphrase")
+                }
+                let identity = VaultIdentity()
+                listed = [try VaultRecipient(identity.recipient)]
+                try writeIdentity(identity, in: directory, passphrase: try passphrase(), workFactor: workFactor)
+            }
+            try writeRecipients(listed, in: directory)
+        } catch let error as KeychainError {
+            throw error
+        } catch let error as FileError {
+            throw .vaultIO(detail: error.description)
+        } catch {
+            throw .vaultIO(detail: "cannot make the tree vault \(quotedPath(directory)): \(error)")
+        }
+    }
+
+    /// Re-encrypts every item to the recipients `change` makes of the current ones, each with a
+    /// new file key, then writes `.recipients`: all under the vault's lock, so that no write in
+    /// between encrypts to the old set. `change` runs under the lock, on `.recipients` as it is.
+    /// A failure (a crash) midway leaves every item whole, some to the old set and some to the
+    /// new: running the same change again finishes it.
+    /// - Returns: the recipients before and after.
+    @discardableResult
+    public func changeRecipients(
+        _ change: ([VaultRecipient]) throws(KeychainError) -> [VaultRecipient]
+    ) throws(KeychainError) -> (before: [VaultRecipient], after: [VaultRecipient]) {
+        try underLock { () throws(KeychainError) in
+            let before = try recipients()
+            let after = try change(before)
+            guard !after.isEmpty else { throw .lastRecipient(path: directory) }
+            for address in try addresses(service: nil) {
+                guard let entry = try entry(at: address) else { continue }
+                try write(entry, at: address, to: after)
+            }
+            do throws(FileError) {
+                try Self.writeRecipients(after, in: directory)
+            } catch {
+                throw .vaultIO(detail: error.description)
+            }
+            return (before, after)
+        }
+    }
+
+    /// Encrypts a passphrase tree vault's identity to a new passphrase (asked of the source with
+    /// ``VaultStore/PassphrasePurpose/change`` once the old one opened it); the items stay as
+    /// they are. False when the vault keeps no identity (a team vault: its members' keys open it).
+    public func changePassphrase() throws(KeychainError) -> Bool {
+        guard Self.hasIdentityFile(directory) else { return false }
+        let identities = try identities()
+        guard let identity = identities.first as? AgeX25519.Identity else { return false }
+        let passphrase = try passphraseSource(.change)
+        guard !passphrase.isEmpty else { throw .noNewPassphrase(detail: "it is empty") }
+        return try underLock { () throws(KeychainError) in
+            do {
+                try Self.writeIdentity(
+                    VaultIdentity(key: identity), in: directory, passphrase: passphrase, workFactor: workFactor)
+            } catch {
+                throw .vaultIO(detail: "cannot write \(quotedPath(path(Self.identityFile))): \(error)")
+            }
+            return true
+        }
+    }
+
+    /// Whether this vault keeps its own identity, opened by a passphrase.
+    public var keepsIdentity: Bool { Self.hasIdentityFile(directory) }
+
+    private static func writeRecipients(_ recipients: [VaultRecipient], in directory: String) throws(FileError) {
+        let text = recipients.map { "\($0)\n" }.joined()
+        try writeFileAtomically("\(directory)/\(recipientsFile)", Array(text.utf8))
+    }
+
+    private static func writeIdentity(
+        _ identity: VaultIdentity, in directory: String, passphrase: [UInt8], workFactor: Int
+    ) throws {
+        guard let line = identity.secretKeyLine else {
+            throw KeychainError.badConfiguration(detail: "not an age identity")
+        }
+        let text = "# public key: \(identity.recipient)\n\(line)\n"
+        let header = try AgeFile.makeHeader(passphrase: passphrase, workFactor: workFactor)
+        try writeFileAtomically("\(directory)/\(identityFile)", try AgeFile.encrypt(Array(text.utf8), header: header))
+    }
+}

@@ -1,0 +1,245 @@
+import FoundationEssentials
+import Glibc
+import KeychainAge
+import KeychainFormats
+import KeychainStore
+import KeychainSystem
+
+/// A ``SecretStore`` in a directory, one standard age file per secret: a team vault that lives in
+/// git (`vault init DIR`; docs/backends/vault.md, "Tree vaults").
+///
+/// ```
+/// DIR/.recipients            who may read: age -R syntax, one recipient per line, in plaintext
+/// DIR/.identity.age          a passphrase tree vault only: its X25519 identity, age -p encrypted
+/// DIR/SERVICE/KEY.age        one item (``VaultItemDocument``), encrypted to every recipient
+/// ```
+/// Names are escaped by ``TreeVaultNames``. A write changes one file: under a lock on the
+/// directory (`flock`), it reads what is on disk now (the item, the recipients) and replaces the
+/// item's file atomically (mode 0600, fsynced); readers take no lock. Every item is encrypted to
+/// the recipients `.recipients` lists when it is written, with a file key of its own.
+public final class TreeVaultStore: SecretStore, @unchecked Sendable {
+    /// The vault's directory.
+    public let directory: String
+    /// How long a writer waits for another writer's lock before giving up.
+    public let lockTimeout: Double
+    /// Whether listings decrypt every item for its label and dates (`list --long`, `--json`) or
+    /// read the names from the tree alone.
+    public let listing: ListingDetail
+    /// The scrypt work factor of the identity a passphrase tree vault keeps (`vault passwd`).
+    public let workFactor: Int
+
+    let givenIdentities: [VaultIdentity]
+    let passphraseSource: VaultStore.PassphraseSource
+    /// The identities that open items, once known: those given, else the tree's own identity
+    /// opened with the passphrase (one scrypt per process).
+    let opened = Locked<[any AgeIdentity]?>(nil)
+    /// Held by the one thread asking the passphrase source.
+    let asking = Locked(())
+
+    /// The recipients file, relative to the directory.
+    public static let recipientsFile = ".recipients"
+    /// A passphrase tree vault's identity, relative to the directory.
+    public static let identityFile = ".identity.age"
+    /// The largest item file read, in bytes: the largest secret, escaped, with its details.
+    static let maximumItemFile = 8 << 20
+
+    public init(
+        directory: String, workFactor: Int = VaultStore.defaultWorkFactor, lockTimeout: Double = defaultStoreTimeout,
+        listing: ListingDetail = .full, identities: [VaultIdentity] = [],
+        passphrase: @escaping VaultStore.PassphraseSource
+    ) {
+        self.directory = directory.count > 1 && directory.hasSuffix("/") ? String(directory.dropLast()) : directory
+        (self.workFactor, self.lockTimeout, self.listing) = (workFactor, lockTimeout, listing)
+        (givenIdentities, passphraseSource) = (identities, passphrase)
+    }
+
+    /// Whether `path` names a directory (a tree vault, or one to be made).
+    public static func isTree(_ path: String) -> Bool {
+        var info = stat()
+        return stat(path, &info) == 0 && (info.st_mode & S_IFMT) == S_IFDIR
+    }
+
+    // MARK: Paths
+
+    func path(_ relative: String) -> String { "\(directory)/\(relative)" }
+
+    func itemPath(_ address: SecretAddress) throws(KeychainError) -> String {
+        path(try TreeVaultNames.relativePath(service: address.service, key: address.key))
+    }
+
+    /// The vault's path in messages: its directory.
+    var shownPath: String { directory }
+
+    // MARK: Recipients and identities
+
+    /// The recipients `.recipients` lists now.
+    /// - Throws: ``KeychainError/vaultCorrupt(path:reason:)`` when it is missing, malformed or empty.
+    public func recipients() throws(KeychainError) -> [VaultRecipient] {
+        let file = path(Self.recipientsFile)
+        let bytes: [UInt8]?
+        do {
+            bytes = try readFileIfPresent(file, limit: 1 << 20, regular: true)
+        } catch {
+            throw .vaultIO(detail: error.description)
+        }
+        guard let bytes else {
+            throw .vaultCorrupt(
+                path: directory,
+                reason: "it has no \(Self.recipientsFile) file, so it is not a tree vault "
+                    + "(make one with 'keychain-cli vault init \(directory)')")
+        }
+        let recipients: [VaultRecipient]
+        do {
+            recipients = try VaultRecipient.parse(recipientsFile: String(decoding: bytes, as: UTF8.self))
+        } catch {
+            throw .vaultCorrupt(path: file, reason: "it is not a recipients file: \(error)")
+        }
+        guard !recipients.isEmpty else { throw .vaultCorrupt(path: file, reason: "it lists no recipient") }
+        return recipients
+    }
+
+    /// The identities that open the items: those given, else the tree's own identity, opened
+    /// with the passphrase once per process.
+    func identities() throws(KeychainError) -> [any AgeIdentity] {
+        if let known = opened.withLock({ $0 }) { return known }
+        return try asking.withLock { _ throws(KeychainError) in
+            if let known = opened.withLock({ $0 }) { return known }
+            let identities = try openIdentities()
+            opened.withLock { $0 = identities }
+            return identities
+        }
+    }
+
+    private func openIdentities() throws(KeychainError) -> [any AgeIdentity] {
+        if !givenIdentities.isEmpty { return givenIdentities.map(\.key) }
+        let file = path(Self.identityFile)
+        let bytes: [UInt8]?
+        do {
+            bytes = try readFileIfPresent(file, limit: 1 << 20, regular: true)
+        } catch {
+            throw .vaultIO(detail: error.description)
+        }
+        guard let bytes else {
+            throw .noMatchingIdentity(
+                path: directory,
+                detail:
+                    "it is a team vault (its items are encrypted to \(Self.recipientsFile)), and no identity was given")
+        }
+        let passphrase = try passphraseSource(.unlock)
+        guard !passphrase.isEmpty else { throw .noPassphrase(detail: "the passphrase given is empty") }
+        let plaintext: [UInt8]
+        do {
+            plaintext = try AgeFile.decrypt(bytes, known: nil) { passphrase }.plaintext
+        } catch AgeFile.Failure.wrongPassphrase {
+            throw .wrongPassphrase(path: directory)
+        } catch {
+            throw .vaultCorrupt(path: file, reason: "it does not open as an age identity file (\(error))")
+        }
+        guard
+            case .success(let identities) = VaultIdentity.parse(
+                identityFile: String(decoding: plaintext, as: UTF8.self))
+        else { throw .vaultCorrupt(path: file, reason: "it decrypts, but not to an identity") }
+        return identities.map(\.key)
+    }
+
+    // MARK: Items
+
+    /// The item at `address` as its file holds it now; nil when there is none.
+    func entry(at address: SecretAddress) throws(KeychainError) -> VaultStore.Entry? {
+        let file = try itemPath(address)
+        let bytes: [UInt8]?
+        do {
+            bytes = try readFileIfPresent(file, limit: Self.maximumItemFile, regular: true)
+        } catch {
+            throw .vaultIO(detail: error.description)
+        }
+        guard let bytes else { return nil }
+        return try decrypt(bytes, at: address, file: file)
+    }
+
+    /// The item `bytes` (the file at `file`) holds, which must name `address`.
+    func decrypt(_ bytes: [UInt8], at address: SecretAddress, file: String) throws(KeychainError) -> VaultStore.Entry {
+        let plaintext: [UInt8]
+        do {
+            plaintext = try AgeFile.decrypt(bytes, known: nil, identities: try identities()) {
+                throw AgeFile.Failure.needsIdentity(["scrypt"])
+            }.plaintext
+        } catch AgeFile.Failure.noIdentityMatches {
+            throw .noMatchingIdentity(path: file, detail: "none of the identities given is one of its recipients")
+        } catch AgeFile.Failure.needsIdentity {
+            throw .vaultCorrupt(path: file, reason: "it is encrypted to a passphrase, not to the vault's recipients")
+        } catch let error as KeychainError {
+            throw error
+        } catch {
+            throw .vaultCorrupt(path: file, reason: "\(error)")
+        }
+        let document: VaultItemDocument
+        do {
+            document = try VaultItemDocument.decode(plaintext)
+        } catch {
+            throw .vaultCorrupt(path: file, reason: "it decrypts, but not to a keychain-cli vault item (\(error))")
+        }
+        let item = document.item
+        guard item.service == address.service.rawValue, item.key == address.key.rawValue else {
+            throw .vaultCorrupt(
+                path: file,
+                reason: "it holds the item \(escapedForDisplay(item.service))/\(escapedForDisplay(item.key)), "
+                    + "not the one its path names (was it moved or copied?)")
+        }
+        guard let secret = item.bytes else { throw .vaultCorrupt(path: file, reason: "its secret is malformed") }
+        return VaultStore.Entry(secret: secret, created: item.created, modified: item.modified, details: item.details)
+    }
+
+    /// Encrypts `entry` to `recipients` and replaces the item's file with it (the caller holds
+    /// the lock); the service's directory is made (0700) when missing.
+    func write(_ entry: VaultStore.Entry, at address: SecretAddress, to recipients: [VaultRecipient])
+        throws(KeychainError)
+    {
+        let file = try itemPath(address)
+        var item = VaultDocument.Item(
+            service: address.service.rawValue, key: address.key.rawValue, secret: entry.secret,
+            created: entry.created, modified: entry.modified)
+        item.details = entry.details
+        do {
+            let header = try AgeFile.makeHeader(recipients: recipients.map(\.recipient))
+            let bytes = try AgeFile.encrypt(try VaultItemDocument(item).encoded(), header: header)
+            try makeDirectories(splitPath(file).directory)
+            try writeFileAtomically(file, bytes)
+        } catch let error as FileError {
+            throw .vaultIO(detail: error.description)
+        } catch {
+            throw .vaultIO(detail: "cannot write \(quotedPath(file)): \(error)")
+        }
+    }
+
+    /// Removes the item's file, and its service's directory once empty (git keeps no empty
+    /// directory, so a clone has none either). False when there was no file.
+    func remove(_ address: SecretAddress) throws(KeychainError) -> Bool {
+        let file = try itemPath(address)
+        guard unlink(file) == 0 else {
+            if errno == ENOENT { return false }
+            throw .vaultIO(detail: "cannot remove \(quotedPath(file)): \(String(cString: strerror(errno)))")
+        }
+        _ = rmdir(splitPath(file).directory)
+        syncDirectory(directory)
+        return true
+    }
+
+    /// Runs `body` under the vault's lock (a `flock` on its directory).
+    func underLock<Result>(_ body: () throws(KeychainError) -> Result) throws(KeychainError) -> Result {
+        guard Self.isTree(directory) else {
+            throw .vaultCorrupt(
+                path: directory, reason: "it is not a directory (make a tree vault with 'keychain-cli vault init')")
+        }
+        let result: Result?
+        do {
+            result = try withDirectoryLock(directory, timeout: lockTimeout, body)
+        } catch let error as KeychainError {
+            throw error
+        } catch {
+            throw .vaultIO(detail: "\(error)")
+        }
+        guard let result else { throw .vaultBusy(path: directory, seconds: lockTimeout) }
+        return result
+    }
+}
