@@ -102,7 +102,8 @@ public final class OpenBaoStore: SecretStore {
         "\(try kvPath(configuration.mount))/data/\(try kvPath(service.rawValue))"
     }
 
-    func read(_ service: ServiceName, deadline: Double? = nil) throws(KeychainError) -> KVSecret {
+    /// The service's secret as its current version, or `version`, holds it.
+    func read(_ service: ServiceName, version: Int? = nil, deadline: Double? = nil) throws(KeychainError) -> KVSecret {
         struct Answer: Decodable {
             struct Version: Decodable {
                 var data: [String: JSONValue]?
@@ -110,7 +111,7 @@ public final class OpenBaoStore: SecretStore {
             }
             var data: Version?
         }
-        let path = try dataPath(service)
+        let path = try dataPath(service) + (version.map { "?version=\($0)" } ?? "")
         let response = try client.send("GET", path, deadline: deadline)
         guard response.status == 200 || response.status == 404 else { throw refused("GET", path, response) }
         if response.status == 404 {

@@ -31,6 +31,8 @@ public enum KeychainError: Error, Equatable, Sendable, CustomStringConvertible, 
     case timedOut(operation: String, seconds: Double)
     /// The backend failed in a way none of the other cases describe.
     case backendFailure(detail: String)
+    /// The backend keeps no earlier versions here (`history`, `rollback`); `detail` says why.
+    case noHistory(detail: String)
     /// The vault file or its directory cannot be read, created or written; `detail` names the path.
     case vaultIO(detail: String)
     /// A file or directory that holds or guards secrets (the vault, its directory, an identity
@@ -105,7 +107,7 @@ public enum KeychainError: Error, Equatable, Sendable, CustomStringConvertible, 
             return "permission denied by the Secret Service (\(detail))"
         case .timedOut(let operation, let seconds):
             return "timed out after \(formatSeconds(seconds)) s waiting for the Secret Service to \(operation)"
-        case .backendFailure(let detail), .vaultIO(let detail), .insecureFile(let detail),
+        case .backendFailure(let detail), .noHistory(let detail), .vaultIO(let detail), .insecureFile(let detail),
             .badConfiguration(let detail), .serverUnavailable(let detail), .serverDenied(let detail):
             return detail
         case .vaultCorrupt(let path, let reason):

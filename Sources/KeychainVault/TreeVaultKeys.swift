@@ -85,8 +85,7 @@ extension TreeVaultStore {
     /// they are. False when the vault keeps no identity (a team vault: its members' keys open it).
     public func changePassphrase() throws(KeychainError) -> Bool {
         guard Self.hasIdentityFile(directory) else { return false }
-        let identities = try identities()
-        guard let identity = identities.first as? AgeX25519.Identity else { return false }
+        guard let identity = try openIdentityFile().first as? AgeX25519.Identity else { return false }
         let passphrase = try passphraseSource(.change)
         guard !passphrase.isEmpty else { throw .noNewPassphrase(detail: "it is empty") }
         return try underLock { () throws(KeychainError) in
@@ -99,6 +98,9 @@ extension TreeVaultStore {
             return true
         }
     }
+
+    /// The recipients of the identities this store was given.
+    public var identityRecipients: [String] { givenIdentities.map(\.recipient) }
 
     /// Whether this vault keeps its own identity, opened by a passphrase.
     public var keepsIdentity: Bool { Self.hasIdentityFile(directory) }

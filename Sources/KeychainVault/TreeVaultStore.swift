@@ -28,6 +28,8 @@ public final class TreeVaultStore: SecretStore, @unchecked Sendable {
     /// The scrypt work factor of the identity a passphrase tree vault keeps (`vault passwd`).
     public let workFactor: Int
 
+    /// Runs git in the vault's directory, for `history` and `rollback`; nil: not asked.
+    let git: GitRunner?
     let givenIdentities: [VaultIdentity]
     let passphraseSource: VaultStore.PassphraseSource
     /// The identities that open items, once known: those given, else the tree's own identity
@@ -45,9 +47,10 @@ public final class TreeVaultStore: SecretStore, @unchecked Sendable {
 
     public init(
         directory: String, workFactor: Int = VaultStore.defaultWorkFactor, lockTimeout: Double = defaultStoreTimeout,
-        listing: ListingDetail = .full, identities: [VaultIdentity] = [],
+        listing: ListingDetail = .full, identities: [VaultIdentity] = [], git: GitRunner? = nil,
         passphrase: @escaping VaultStore.PassphraseSource
     ) {
+        self.git = git
         self.directory = directory.count > 1 && directory.hasSuffix("/") ? String(directory.dropLast()) : directory
         (self.workFactor, self.lockTimeout, self.listing) = (workFactor, lockTimeout, listing)
         (givenIdentities, passphraseSource) = (identities, passphrase)
@@ -111,7 +114,11 @@ public final class TreeVaultStore: SecretStore, @unchecked Sendable {
     }
 
     private func openIdentities() throws(KeychainError) -> [any AgeIdentity] {
-        if !givenIdentities.isEmpty { return givenIdentities.map(\.key) }
+        givenIdentities.isEmpty ? try openIdentityFile() : givenIdentities.map(\.key)
+    }
+
+    /// The identity `.identity.age` keeps, opened with the passphrase (its scrypt runs now).
+    func openIdentityFile() throws(KeychainError) -> [any AgeIdentity] {
         let file = path(Self.identityFile)
         let bytes: [UInt8]?
         do {

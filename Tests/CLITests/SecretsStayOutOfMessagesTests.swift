@@ -165,7 +165,7 @@ final class SecretsStayOutOfMessagesTests {
                 "KEYCHAIN_NEW_PASSPHRASE": "the new one", "VAULT_TOKEN": "vault-token",
                 "KEYCHAIN_OPENBAO_SECRET_ID": "secret-id", "KEYCHAIN_OPENBAO_JWT": "jwt",
             ]
-            if backend != .vault { extra["KEYCHAIN_PASSPHRASE"] = "the old one" }
+            if !backend.isVault { extra["KEYCHAIN_PASSPHRASE"] = "the old one" }
             if backend != .openbao { extra["BAO_TOKEN"] = "bao-token" }
             let unset = Array(repeating: "unset", count: Self.withheld.count).joined(separator: "|")
             let result = try cli(["-s", s, "exec", "--env", "K=k", "--", "sh", "-c", script], extra: extra)

@@ -8,6 +8,9 @@ public enum CLIBackend: String, CaseIterable, Sendable, CustomTestStringConverti
     case secretService
     /// A vault file of the test's own, with no session bus at all in the environment.
     case vault
+    /// A passphrase tree vault of the test's own (a directory, one file per item), with no
+    /// session bus.
+    case treeVault
     /// A KV version 2 mount of the test's own on the process's shared OpenBao dev server
     /// (``OpenBaoServer/shared``), with no session bus.
     case openbao
@@ -20,6 +23,14 @@ public enum CLIBackend: String, CaseIterable, Sendable, CustomTestStringConverti
     @TaskLocal public static var overrides: [String: String?] = [:]
 
     public var testDescription: String { rawValue }
+
+    /// Every backend, or those `$TEST_BACKENDS` names (`vault,treeVault`: a developer's quick
+    /// run of the backend-neutral suites on the backends a change touches).
+    public static var allCases: [CLIBackend] {
+        let all: [CLIBackend] = [.secretService, .vault, .treeVault, .openbao]
+        guard let names = ProcessInfo.processInfo.environment["TEST_BACKENDS"], !names.isEmpty else { return all }
+        return all.filter { names.split(separator: ",").contains(Substring($0.rawValue)) }
+    }
 
     /// The environment of a vault at `path`: a low scrypt work factor keeps tests fast.
     public static func vaultEnvironment(_ path: String) -> [String: String?] {
@@ -36,6 +47,8 @@ public enum CLIBackend: String, CaseIterable, Sendable, CustomTestStringConverti
             try body()
         case .vault:
             try Self.withVault { _ in try body() }
+        case .treeVault:
+            try Self.withTreeVault { _ in try body() }
         case .openbao:
             try Self.withOpenBaoMount { _, _ in try body() }
         }
@@ -65,6 +78,24 @@ public enum CLIBackend: String, CaseIterable, Sendable, CustomTestStringConverti
         defer { try? FileManager.default.removeItem(at: directory.url) }
         let path = directory.path("keychain-cli/vault.age")
         try $overrides.withValue(vaultEnvironment(path)) { try body(path) }
+    }
+}
+
+extension CLIBackend {
+    /// Whether this backend is a vault of either layout (a file, a tree).
+    public var isVault: Bool { self == .vault || self == .treeVault }
+
+    /// Runs `body` with every `keychain-cli` it starts using a new passphrase tree vault (made
+    /// by `vault init`) in a scratch directory, removed afterwards; `body` gets its directory.
+    public static func withTreeVault(_ body: (String) throws -> Void) throws {
+        let directory = try ScratchDirectory("tree")
+        defer { try? FileManager.default.removeItem(at: directory.url) }
+        let path = directory.path("vault")
+        try $overrides.withValue(vaultEnvironment(path)) {
+            let made = try cli(["vault", "init"], session: nil)
+            guard made.status == 0 else { throw FixtureFailed(detail: "tree vault: \(made.stderr)") }
+            try body(path)
+        }
     }
 }
 

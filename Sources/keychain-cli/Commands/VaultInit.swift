@@ -43,7 +43,7 @@ extension KeychainCLI.Vault {
         func run() throws {
             var settings = settings
             if let directory { settings.vault = directory }
-            let path = try settings.vaultPath()
+            let path = try settings.vaultPath(initializing: true)
             let recipients = try parseRecipients(recipients) + parseRecipients(recipientsFile)
             var unique: [VaultRecipient] = []
             for recipient in recipients where !unique.contains(recipient) { unique.append(recipient) }

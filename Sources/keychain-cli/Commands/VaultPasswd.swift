@@ -42,6 +42,16 @@ extension KeychainCLI.Vault {
 
         func run() throws {
             let source = PassphraseInput(descriptor: newPassphraseFD, file: newPassphraseFile, new: true)
+            if let tree = try settings.treeVaultStore(newPassphrase: source) {
+                guard try tree.changePassphrase() else {
+                    throw CommandFailure.usage(
+                        "\(tree.directory) is a team tree vault: its recipients' identities open it, and it has no "
+                            + "passphrase to change")
+                }
+                return warn(
+                    "\(tree.directory): its identity (\(TreeVaultStore.identityFile)) is now encrypted to the new passphrase"
+                )
+            }
             let store = try settings.vaultStore(newPassphrase: source)
             let wasTeamVault = if case .recipients = try store.lock() { true } else { false }
             guard try store.changePassphrase() else {

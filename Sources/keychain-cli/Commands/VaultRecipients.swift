@@ -35,6 +35,9 @@ extension KeychainCLI.Vault.Recipients {
         @ParentCommand var root: KeychainCLI
 
         func run() throws {
+            if let tree = try settings.treeVaultStore() {
+                return try writeOutput(Array(try tree.recipients().map { "\($0)\n" }.joined().utf8))
+            }
             let store = try settings.vaultStore()
             switch try store.lock() {
             case .noVault:
@@ -68,6 +71,12 @@ extension KeychainCLI.Vault.Recipients {
 
         func run() throws {
             let added = try parseRecipients(recipients)
+            if let tree = try settings.treeVaultStore() {
+                let (before, after) = try tree.changeRecipients { current in
+                    current + added.filter { !current.contains($0) }.uniqued()
+                }
+                return report(path: tree.directory, before: before, after: after)
+            }
             let store = try settings.vaultStore()
             let lock = try store.lock()
             let (before, after) = try store.changeRecipients { current in
@@ -80,7 +89,7 @@ extension KeychainCLI.Vault.Recipients {
                     "\(store.path) listed none of its \(types.count) earlier recipients (another tool encrypted it); "
                         + "it is now encrypted to exactly the \(after.count) given")
             }
-            report(store: store, before: before, after: after)
+            report(path: store.path, before: before, after: after)
         }
     }
 
@@ -104,6 +113,11 @@ extension KeychainCLI.Vault.Recipients {
 
         func run() throws {
             let removed = try parseRecipients(recipients)
+            if let tree = try settings.treeVaultStore() {
+                let (before, after) = try tree.changeRecipients(removing(removed))
+                report(path: tree.directory, before: before, after: after)
+                return warnIfLockedOut(tree.directory, mine: tree.identityRecipients, after: after)
+            }
             let store = try settings.vaultStore()
             guard case .recipients(let listed, _) = try store.lock() else {
                 throw CommandFailure.usage("\(store.path) is not a team vault: it has no recipients to remove")
@@ -117,19 +131,28 @@ extension KeychainCLI.Vault.Recipients {
             }
             // Checked under the write lock, on the version being replaced: another writer may
             // have changed the recipients since the look above.
-            let (before, after) = try store.changeRecipients { current throws(KeychainError) in
-                if let missing = removed.first(where: { !current.contains($0) }) {
-                    throw .badConfiguration(
-                        detail: "\(missing.key) is not one of the vault's recipients; nothing changed")
-                }
-                return current.filter { !removed.contains($0) }
-            }
-            report(store: store, before: before, after: after)
-            let mine = Set(store.identityRecipients)
-            if !mine.isEmpty && !after.contains(where: { mine.contains($0.key) }) {
-                warn("none of your identities opens \(store.path) any more")
-            }
+            let (before, after) = try store.changeRecipients(removing(removed))
+            report(path: store.path, before: before, after: after)
+            warnIfLockedOut(store.path, mine: store.identityRecipients, after: after)
         }
+    }
+}
+
+/// The change that removes `removed`, each of which must be a recipient of the version it
+/// changes (checked under the write lock: another writer may have changed them meanwhile).
+private func removing(_ removed: [VaultRecipient]) -> ([VaultRecipient]) throws(KeychainError) -> [VaultRecipient] {
+    { current throws(KeychainError) in
+        if let missing = removed.first(where: { !current.contains($0) }) {
+            throw .badConfiguration(detail: "\(missing.key) is not one of the vault's recipients; nothing changed")
+        }
+        return current.filter { !removed.contains($0) }
+    }
+}
+
+private func warnIfLockedOut(_ path: String, mine: [String], after: [VaultRecipient]) {
+    let mine = Set(mine)
+    if !mine.isEmpty && !after.contains(where: { mine.contains($0.key) }) {
+        warn("none of your identities opens \(path) any more")
     }
 }
 
@@ -170,12 +193,12 @@ func parseRecipients(_ arguments: [String]) throws -> [VaultRecipient] {
     return recipients
 }
 
-private func report(store: VaultStore, before: [VaultRecipient], after: [VaultRecipient]) {
-    HolderProcess.forgetRekeyed(store.path)
+private func report(path: String, before: [VaultRecipient], after: [VaultRecipient]) {
+    HolderProcess.forgetRekeyed(path)
     let added = after.filter { !before.contains($0) }.count
     let removed = before.filter { !after.contains($0) }.count
     warn(
-        "\(store.path): \(added) added, \(removed) removed; re-keyed for \(after.count) "
+        "\(path): \(added) added, \(removed) removed; re-keyed for \(after.count) "
             + "recipient\(after.count == 1 ? "" : "s")")
 }
 

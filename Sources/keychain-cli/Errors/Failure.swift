@@ -13,7 +13,8 @@ func exitStatus(for error: any Error, parserStatus: (any Error) -> Int32 = { _ i
         case .notFound: return 1
         case .invalidName, .badConfiguration, .lastRecipient: return 64
         case .emptySecret, .secretTooLarge, .invalidData, .notText, .notOneTimePassword, .vaultCorrupt: return 65
-        case .noSessionBus, .noSecretService, .noDefaultCollection, .backendFailure, .serverUnavailable, .nameTaken:
+        case .noSessionBus, .noSecretService, .noDefaultCollection, .backendFailure, .serverUnavailable, .nameTaken,
+            .noHistory:
             return 69
         case .vaultIO, .insecureFile, .holderNotOurs: return 74
         case .timedOut, .vaultBusy, .serverTimedOut, .holderTimedOut: return 75

@@ -44,6 +44,8 @@ func hint(for error: KeychainError) -> String? {
         return "An unanswered unlock prompt? Unlock the keyring first, or raise --timeout"
     case .backendFailure:
         return "Try again with a fresh session; if it happens again, please report it as a bug"
+    case .noHistory:
+        return "A tree vault committed in git (vault init, git init) and OpenBao's KV version 2 keep versions"
     case .vaultIO:
         return "Check the vault's path (--vault, $KEYCHAIN_VAULT) and its permissions"
     case .vaultCorrupt:

@@ -1,3 +1,4 @@
+import Glibc
 import KeychainCore
 import KeychainHolder
 
@@ -33,9 +34,11 @@ extension Settings {
         SecretServiceStore(timeout: try timeout ?? resolvedTimeout(), listing: listing)
     }
 
-    /// The vault file of these settings: --vault, else $KEYCHAIN_VAULT, else the default.
-    /// - Throws: ``CommandFailure`` (usage) for a secret or a directory given as its path.
-    func vaultPath() throws -> String {
+    /// The vault of these settings: --vault, else $KEYCHAIN_VAULT, else the default; a file, or
+    /// the directory of a tree vault (`initializing`: one that `vault init` is to make).
+    /// - Throws: ``CommandFailure`` (usage) for a secret given as its path, or a directory that is
+    ///   not a tree vault.
+    func vaultPath(initializing: Bool = false) throws -> String {
         try PathValue.check(self)
         guard
             let path = try vault ?? environment("KEYCHAIN_VAULT")
@@ -43,7 +46,16 @@ extension Settings {
         else {
             throw CommandFailure.usage("no vault path: pass --vault PATH, or set KEYCHAIN_VAULT or HOME")
         }
-        if path.hasSuffix("/") && !TreeVaultStore.isTree(path) {
+        if !initializing && TreeVaultStore.isTree(path)
+            && access("\(path)/\(TreeVaultStore.recipientsFile)", F_OK) != 0
+        {
+            let file = (path.hasSuffix("/") ? path : path + "/") + "vault.age"
+            throw CommandFailure.usage(
+                "the vault path \(quotedPath(path)) names a directory that is not a tree vault (it has no "
+                    + "\(TreeVaultStore.recipientsFile)); make one with 'keychain-cli vault init \(path)', or give a "
+                    + "file in it, e.g. \(quotedPath(file))")
+        }
+        if !initializing && path.hasSuffix("/") && !TreeVaultStore.isTree(path) {
             throw CommandFailure.usage(
                 "the vault path \(quotedPath(path)) names a directory that does not exist; make a tree vault there "
                     + "with 'keychain-cli vault init \(path)', or give a file, e.g. \(quotedPath(path + "vault.age"))"
@@ -58,9 +70,10 @@ extension Settings {
     {
         let path = try vaultPath()
         guard TreeVaultStore.isTree(path) else { return nil }
+        let timeout = try timeout ?? resolvedTimeout()
         return TreeVaultStore(
-            directory: path, workFactor: try vaultWorkFactor(), lockTimeout: try timeout ?? resolvedTimeout(),
-            listing: listing, identities: try identities(self, vault: path),
+            directory: path, workFactor: try vaultWorkFactor(), lockTimeout: timeout, listing: listing,
+            identities: try identities(self, vault: path), git: gitRunner(directory: path, timeout: timeout),
             passphrase: passphraseSource(vault: path, newPassphrase: newPassphrase))
     }
 

@@ -1,0 +1,125 @@
+import Crypto
+import FoundationEssentials
+import KeychainAge
+import KeychainStore
+import KeychainSystem
+
+/// Runs git with these arguments in the vault's directory and gives its standard output (and
+/// takes `input` on its standard input); throws when git fails or is missing. The command line
+/// gives it (the library starts no process).
+public typealias GitRunner = @Sendable (_ arguments: [String], _ input: [UInt8]) throws(KeychainError) -> [UInt8]
+
+// `history` and `rollback` from git: an item's versions are the commits that changed its file.
+// Every version is read from git's objects into memory and decrypted there; nothing is checked
+// out or written.
+extension TreeVaultStore: VersionedSecretStore {
+    public func history(service: ServiceName, key: KeychainKey) throws(KeychainError) -> [ItemVersion] {
+        let address = SecretAddress(service: service, key: key)
+        let path = try repositoryPath(address)
+        let log = try runGit(["log", "-z", "--format=%H%x1f%at%x1f%an <%ae>", "--", path.inTree])
+        let commits = log.split(separator: 0).compactMap { record -> (String, Date?, String)? in
+            let fields = record.split(separator: 0x1F, omittingEmptySubsequences: false).map(trimmed)
+            guard fields.count == 3 else { return nil }
+            return (fields[0], Double(fields[1]).map(Date.init(timeIntervalSince1970:)), fields[2])
+        }
+        let blobs = try objects(commits.map { "\($0.0):\(path.inRepository)" })
+        let key = fingerprintKey()
+        var versions: [ItemVersion] = []
+        // Oldest first, each compared with the one before it.
+        var previous: (entry: VaultStore.Entry, bytes: [UInt8])?
+        for (index, commit) in commits.enumerated().reversed() {
+            let bytes = blobs[index]
+            let entry = try bytes.map { (bytes) throws(KeychainError) in
+                try decrypt(bytes, at: address, file: "\(commit.0.prefix(12)):\(path.inTree)")
+            }
+            let change: ItemVersion.Change? =
+                switch (previous, entry) {
+                case (nil, nil): nil
+                case (nil, _?): .created
+                case (_?, nil): .deleted
+                case (let old?, let new?):
+                    old.entry.secret != new.secret
+                        ? .valueChanged
+                        : old.entry.details != new.details ? .detailsChanged : old.bytes != bytes ? .reencrypted : nil
+                }
+            previous = entry.map { ($0, bytes ?? []) }
+            guard let change else { continue }
+            versions.append(
+                ItemVersion(
+                    revision: commit.0, date: commit.1, author: commit.2, change: change,
+                    fingerprint: entry.map { valueFingerprint($0.secret, key: key) }))
+        }
+        return versions.reversed()
+    }
+
+    public func secret(service: ServiceName, key: KeychainKey, at revision: String) throws(KeychainError) -> Data? {
+        let address = SecretAddress(service: service, key: key)
+        let path = try repositoryPath(address)
+        guard revision.first != "-", !revision.contains(where: { $0.isNewline || $0 == ":" }) else {
+            throw .invalidName(kind: "revision", reason: "'\(escapedForDisplay(revision))' is not a git revision")
+        }
+        let commit = try runGit(["rev-parse", "--verify", "--quiet", "--end-of-options", "\(revision)^{commit}"])
+        let hash = trimmed(commit[...])
+        guard !hash.isEmpty else {
+            throw .invalidName(kind: "revision", reason: "git knows no commit '\(escapedForDisplay(revision))'")
+        }
+        guard let bytes = try objects(["\(hash):\(path.inRepository)"]).first ?? nil else { return nil }
+        return try decrypt(bytes, at: address, file: "\(hash.prefix(12)):\(path.inTree)").secret
+    }
+
+    /// The item's file relative to the vault's directory, and relative to the repository's top.
+    private func repositoryPath(_ address: SecretAddress) throws(KeychainError) -> (
+        inTree: String, inRepository: String
+    ) {
+        let relative = try TreeVaultNames.relativePath(service: address.service, key: address.key)
+        let prefix = trimmed(try runGit(["rev-parse", "--show-prefix"])[...])
+        return (relative, prefix + relative)
+    }
+
+    /// The contents of each object named (`REV:PATH`), nil for one that is not there (a commit
+    /// that deleted the file), from one `git cat-file --batch`.
+    private func objects(_ names: [String]) throws(KeychainError) -> [[UInt8]?] {
+        guard !names.isEmpty else { return [] }
+        let output = try runGit(["cat-file", "--batch"], input: Array(names.map { "\($0)\n" }.joined().utf8))
+        var objects: [[UInt8]?] = []
+        var index = 0
+        while objects.count < names.count, index < output.count {
+            guard let end = output[index...].firstIndex(of: UInt8(ascii: "\n")) else { break }
+            let header = String(decoding: output[index..<end], as: UTF8.self).split(separator: " ")
+            index = end + 1
+            guard header.count == 3, header[1] == "blob", let size = Int(header[2]), index + size <= output.count
+            else {
+                objects.append(nil)  // "NAME missing", or not a file there
+                continue
+            }
+            objects.append(Array(output[index..<index + size]))
+            index += size + 1
+        }
+        guard objects.count == names.count else {
+            throw .noHistory(detail: "git cat-file answered \(objects.count) of \(names.count) objects")
+        }
+        return objects
+    }
+
+    /// `bytes` as text without the line breaks and spaces around it.
+    private func trimmed(_ bytes: ArraySlice<UInt8>) -> String {
+        let isSpace = { (byte: UInt8) in byte == 0x0A || byte == 0x0D || byte == 0x20 }
+        let start = bytes.firstIndex { !isSpace($0) } ?? bytes.endIndex
+        let end = bytes.lastIndex { !isSpace($0) }.map { $0 + 1 } ?? start
+        return String(decoding: bytes[start..<max(start, end)], as: UTF8.self)
+    }
+
+    func runGit(_ arguments: [String], input: [UInt8] = []) throws(KeychainError) -> [UInt8] {
+        guard let git else {
+            throw .noHistory(detail: "this program reads no git history")
+        }
+        return try git(arguments, input)
+    }
+
+    /// The key of the values' fingerprints: the vault's own (`.fingerprint.age`, opened with the
+    /// vault's identities) when it has one, else one of this process alone (fingerprints then
+    /// compare within one listing).
+    func fingerprintKey() -> SymmetricKey {
+        SymmetricKey(size: .bits256)
+    }
+}
