@@ -58,11 +58,14 @@ extension TreeVaultStore: VersionedSecretStore {
         guard revision.first != "-", !revision.contains(where: { $0.isNewline || $0 == ":" }) else {
             throw .invalidName(kind: "revision", reason: "'\(escapedForDisplay(revision))' is not a git revision")
         }
-        let commit = try runGit(["rev-parse", "--verify", "--quiet", "--end-of-options", "\(revision)^{commit}"])
-        let hash = trimmed(commit[...])
-        guard !hash.isEmpty else {
+        // Named on cat-file's standard input, never as an argument: a revision is no option.
+        let answer = trimmed(
+            try runGit(["cat-file", "--batch-check"], input: Array("\(revision)^{commit}\n".utf8))[...])
+        let fields = answer.split(separator: " ")
+        guard fields.count == 3, fields[1] == "commit" else {
             throw .invalidName(kind: "revision", reason: "git knows no commit '\(escapedForDisplay(revision))'")
         }
+        let hash = String(fields[0])
         guard let bytes = try objects(["\(hash):\(path.inRepository)"]).first ?? nil else { return nil }
         return try decrypt(bytes, at: address, file: "\(hash.prefix(12)):\(path.inTree)").secret
     }

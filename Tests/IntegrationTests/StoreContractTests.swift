@@ -28,7 +28,7 @@ struct InProcessKeyringTrait: SuiteTrait, TestScoping {
 
 /// The backends the store contract is checked on: the same tests, each backend.
 enum StoreKind: String, CaseIterable, Sendable, CustomTestStringConvertible {
-    case inMemory, vault, secretService, openbao
+    case inMemory, vault, treeVault, secretService, openbao
 
     var testDescription: String { rawValue }
 
@@ -53,6 +53,13 @@ enum StoreKind: String, CaseIterable, Sendable, CustomTestStringConvertible {
             removeAtExit(directory.url.path)
             let path = directory.path("vault/vault.age")
             return VaultStore(path: path, workFactor: 10) { _ in Array("passphrase".utf8) }
+        case .treeVault:
+            let directory = try ScratchDirectory("tree-store")
+            removeAtExit(directory.url.path)
+            let path = directory.path("vault")
+            let passphrase = Array("passphrase".utf8)
+            try TreeVaultStore.create(directory: path, recipients: [], passphrase: { passphrase }, workFactor: 10)
+            return TreeVaultStore(directory: path, workFactor: 10) { _ in passphrase }
         }
     }
 }
@@ -138,7 +145,7 @@ struct SecretServiceStoreTests {
         #expect(try store.addSecret(Data("first".utf8), service: service, key: key))
         #expect(try !store.addSecret(Data("second".utf8), service: service, key: key))
         #expect(try store.secret(service: service, key: key) == Data("first".utf8))
-        guard kind == .vault || kind == .openbao else { return }
+        guard kind == .vault || kind == .treeVault || kind == .openbao else { return }
         var winners: [Int] = []
         for round in 0..<12 {
             let raced = try KeychainKey("raced-\(round)")

@@ -57,7 +57,7 @@ extension SecretServiceStoreTests {
 
     /// Two processes: this one reads through a watching `Keychain` (which caches), keychain-cli
     /// writes; the next read after the watcher saw the write returns the new value.
-    @Test(arguments: [StoreKind.secretService, .vault, .openbao])
+    @Test(arguments: [StoreKind.secretService, .vault, .treeVault, .openbao])
     func cachedReadNeverOutlivesAnotherProcessesWrite(on kind: StoreKind) throws {
         let store = try kind.makeStore()
         let keychain = Keychain(service: try ServiceName(uniqueService()), store: store)
@@ -87,6 +87,8 @@ extension StoreKind {
         switch store {
         case let vault as VaultStore:
             return VaultStore(path: vault.path, workFactor: 10) { _ in Array("passphrase".utf8) }
+        case let tree as TreeVaultStore:
+            return TreeVaultStore(directory: tree.directory, workFactor: 10) { _ in Array("passphrase".utf8) }
         case let openbao as OpenBaoStore:
             return OpenBaoStore(configuration: openbao.configuration, timeout: 10)
         default:
@@ -100,6 +102,10 @@ extension StoreKind {
         case let vault as VaultStore:
             return [
                 "KEYCHAIN_BACKEND": "vault", "KEYCHAIN_VAULT": vault.path, "KEYCHAIN_PASSPHRASE": "passphrase",
+            ]
+        case let tree as TreeVaultStore:
+            return [
+                "KEYCHAIN_BACKEND": "vault", "KEYCHAIN_VAULT": tree.directory, "KEYCHAIN_PASSPHRASE": "passphrase",
             ]
         case let openbao as OpenBaoStore:
             let server = try OpenBaoServer.shared.get()

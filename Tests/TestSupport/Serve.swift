@@ -6,9 +6,18 @@ import Testing
 public enum ServedBackend: String, CaseIterable, Sendable, CustomTestStringConvertible {
     case vault
     case teamVault
+    /// A team tree vault (a directory, one file per item) with an identity.
+    case treeVault
     case openbao
 
     public var testDescription: String { rawValue }
+
+    /// Every backend, or those `$TEST_BACKENDS` names (as ``CLIBackend/allCases``).
+    public static var allCases: [ServedBackend] {
+        let all: [ServedBackend] = [.vault, .teamVault, .treeVault, .openbao]
+        guard let names = ProcessInfo.processInfo.environment["TEST_BACKENDS"], !names.isEmpty else { return all }
+        return all.filter { names.split(separator: ",").contains(Substring($0.rawValue)) }
+    }
 
     /// Runs `body` with every `keychain-cli` it starts (``cli(_:stdin:session:extra:timeout:)``,
     /// ``served(_:extra:)``) using a new backend of this kind; `body` gets what opens it
@@ -31,6 +40,22 @@ public enum ServedBackend: String, CaseIterable, Sendable, CustomTestStringConve
             try CLIBackend.$overrides.withValue(environment) {
                 let made = try cli(["vault", "recipients", "add", recipient], session: nil)
                 guard made.status == 0 else { throw FixtureFailed(detail: "team vault: \(made.stderr)") }
+                try body(ServedStorage(vault: vault, identity: identity))
+            }
+        case .treeVault:
+            let directory = try ScratchDirectory("tree-serve")
+            defer { directory.remove() }
+            let identity = directory.path("identity.txt")
+            let recipient = try cli(["vault", "keygen", "-o", identity], session: nil).stdoutText
+                .trimmingCharacters(in: .newlines)
+            let vault = directory.path("tree")
+            let environment: [String: String?] = [
+                "KEYCHAIN_BACKEND": "vault", "KEYCHAIN_VAULT": vault, "KEYCHAIN_IDENTITY": identity,
+                "DBUS_SESSION_BUS_ADDRESS": nil,
+            ]
+            try CLIBackend.$overrides.withValue(environment) {
+                let made = try cli(["vault", "init", "--recipient", recipient], session: nil)
+                guard made.status == 0 else { throw FixtureFailed(detail: "tree vault: \(made.stderr)") }
                 try body(ServedStorage(vault: vault, identity: identity))
             }
         case .openbao:
