@@ -1,4 +1,5 @@
 import Crypto
+import Glibc
 
 /// age's X25519 recipient type (https://age-encryption.org/v1, "The X25519 recipient type"):
 /// `age1…` recipients and `AGE-SECRET-KEY-1…` identities.
@@ -19,6 +20,21 @@ package enum AgeX25519 {
                 let key = try? Curve25519.KeyAgreement.PrivateKey(rawRepresentation: data)
             else { return nil }
             privateKey = key
+        }
+
+        /// The identity of a 32-byte X25519 private key (as ``withRawKey(_:)`` gives it); nil for
+        /// other bytes.
+        package init?(rawKey: UnsafeRawBufferPointer) {
+            guard rawKey.count == 32, let key = try? Curve25519.KeyAgreement.PrivateKey(rawRepresentation: rawKey)
+            else { return nil }
+            privateKey = key
+        }
+
+        /// Calls `body` with the private key's 32 bytes, which it must not keep.
+        package func withRawKey<Result>(_ body: (UnsafeRawBufferPointer) throws -> Result) rethrows -> Result {
+            var bytes = Array(privateKey.rawRepresentation)
+            defer { explicit_bzero(&bytes, bytes.count) }
+            return try bytes.withUnsafeBytes(body)
         }
 
         /// `AGE-SECRET-KEY-1…`, as age-keygen writes it.

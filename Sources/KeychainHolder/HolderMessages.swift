@@ -28,12 +28,15 @@ package enum HolderRequest: Codable, Sendable {
         /// Seconds until the vault is locked, and unused seconds after which it is; nil for none.
         package var ttl: Double?
         package var idle: Double?
+        /// A passphrase tree vault (a directory): `fileKey` is its X25519 identity, `header` empty.
+        package var tree: Bool?
 
         package init(
-            vault: String, header: Data, fileKey: HeldKey, stanzaTypes: [String], ttl: Double?, idle: Double?
+            vault: String, header: Data, fileKey: HeldKey, stanzaTypes: [String], ttl: Double?, idle: Double?,
+            tree: Bool = false
         ) {
             (self.vault, self.header, self.fileKey, self.stanzaTypes) = (vault, header, fileKey, stanzaTypes)
-            (self.ttl, self.idle) = (ttl, idle)
+            (self.ttl, self.idle, self.tree) = (ttl, idle, tree ? true : nil)
         }
     }
 

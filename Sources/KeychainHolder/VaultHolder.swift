@@ -12,7 +12,7 @@ import KeychainVault
 /// ends once it holds nothing.
 package final class VaultHolder: Sendable {
     struct Held {
-        let store: VaultStore
+        let store: any HeldVault
         /// Boot seconds (the time suspended counts) at which the time limit ends, nil for none.
         let expires: Double?
         let idle: Double?
@@ -154,7 +154,7 @@ package final class VaultHolder: Sendable {
         }
         do throws(KeychainError) {
             try check()
-            let writer = store.waiting(deadline - monotonicSeconds(), check: check)
+            let writer = store.writer(waiting: deadline - monotonicSeconds(), check: check)
             return try carryOut(operation, reading: store, writing: writer)
         } catch .vaultRekeyed, .noMatchingIdentity, .noPassphrase, .wrongPassphrase {
             // Locked meanwhile, or re-keyed since (vault passwd, vault recipients): the key held
@@ -179,7 +179,7 @@ package final class VaultHolder: Sendable {
     }
 
     /// The store of `vault` if it is held and within its limits, its idle time restarted.
-    private func use(_ vault: String) -> VaultStore? {
+    private func use(_ vault: String) -> (any HeldVault)? {
         let now = bootSeconds()
         return state.withLock { state in
             guard let held = state.vaults[vault] else { return nil }
@@ -196,10 +196,20 @@ package final class VaultHolder: Sendable {
     /// request goes) straight into the header's key, which the store wipes when it forgets it.
     private func hold(_ request: HolderRequest.Hold) -> HolderReply {
         let vault = request.vault
-        let header = request.fileKey.withBytes { key in
-            AgeFile.Header(bytes: Array(request.header), fileKey: key, stanzaTypes: request.stanzaTypes)
+        let store: any HeldVault
+        if request.tree == true {
+            guard
+                let tree = request.fileKey.withBytes({ key in
+                    TreeVaultStore.holding(directory: vault, rawKey: key, lockTimeout: defaultStoreTimeout)
+                })
+            else { return .failed(.vaultRekeyed(path: vault)) }
+            store = tree
+        } else {
+            let header = request.fileKey.withBytes { key in
+                AgeFile.Header(bytes: Array(request.header), fileKey: key, stanzaTypes: request.stanzaTypes)
+            }
+            store = VaultStore.holding(path: vault, header: header, lockTimeout: defaultStoreTimeout)
         }
-        let store = VaultStore.holding(path: vault, header: header, lockTimeout: defaultStoreTimeout)
         do throws(KeychainError) {
             // The vault as it is now must open with it: a vault re-keyed meanwhile is not held.
             guard try store.opensWithHeldKey() else { return .failed(.vaultRekeyed(path: vault)) }
@@ -218,7 +228,7 @@ package final class VaultHolder: Sendable {
     }
 
     private func carryOut(
-        _ operation: HolderRequest.VaultOperation, reading store: VaultStore, writing writer: VaultStore
+        _ operation: HolderRequest.VaultOperation, reading store: any SecretStore, writing writer: any SecretStore
     ) throws(KeychainError) -> HolderReply {
         switch operation {
         case .secret(let address):
@@ -255,5 +265,33 @@ package final class VaultHolder: Sendable {
         try items.map { (item) throws(KeychainError) in
             SecretToStore(service: try ServiceName(item.service), key: try KeychainKey(item.key), secret: item.secret)
         }
+    }
+}
+
+/// A vault the holder holds: a vault file with its file key, or a passphrase tree vault with its
+/// identity.
+package protocol HeldVault: AnyObject, SecretStore {
+    /// Drops the key, here and in every writer made from this store.
+    func forgetKey()
+    /// Whether the key held still opens the vault as it is now.
+    func opensWithHeldKey() throws(KeychainError) -> Bool
+    /// This store for a write that waits up to `seconds` for the vault's lock, and that `check`
+    /// may stop under the lock and before it replaces a file.
+    func writer(waiting seconds: Double, check: @escaping @Sendable () throws(KeychainError) -> Void) -> any SecretStore
+}
+
+extension VaultStore: HeldVault {
+    package func writer(waiting seconds: Double, check: @escaping @Sendable () throws(KeychainError) -> Void)
+        -> any SecretStore
+    {
+        waiting(seconds, check: check)
+    }
+}
+
+extension TreeVaultStore: HeldVault {
+    package func writer(waiting seconds: Double, check: @escaping @Sendable () throws(KeychainError) -> Void)
+        -> any SecretStore
+    {
+        waiting(seconds, check: check)
     }
 }

@@ -33,8 +33,11 @@ public final class TreeVaultStore: SecretStore, @unchecked Sendable {
     let givenIdentities: [VaultIdentity]
     let passphraseSource: VaultStore.PassphraseSource
     /// The identities that open items, once known: those given, else the tree's own identity
-    /// opened with the passphrase (one scrypt per process).
-    let opened = Locked<[any AgeIdentity]?>(nil)
+    /// opened with the passphrase (one scrypt per process); shared by the stores ``waiting(_:check:)`` makes.
+    let opened: Locked<[any AgeIdentity]?>
+    /// Checked under the vault's lock before a write begins and again before it replaces a file
+    /// (the holder: its client's deadline, and that the vault is still unlocked).
+    let writeCheck: (@Sendable () throws(KeychainError) -> Void)?
     /// Held by the one thread asking the passphrase source.
     let asking = Locked(())
 
@@ -54,6 +57,19 @@ public final class TreeVaultStore: SecretStore, @unchecked Sendable {
         self.directory = directory.count > 1 && directory.hasSuffix("/") ? String(directory.dropLast()) : directory
         (self.workFactor, self.lockTimeout, self.listing) = (workFactor, lockTimeout, listing)
         (givenIdentities, passphraseSource) = (identities, passphrase)
+        (opened, writeCheck) = (Locked(nil), nil)
+    }
+
+    /// A store that shares `other`'s identities, with its own lock timeout and write check.
+    init(sharing other: TreeVaultStore, lockTimeout: Double, writeCheck: (@Sendable () throws(KeychainError) -> Void)?)
+    {
+        (directory, self.lockTimeout, listing, workFactor) = (
+            other.directory, lockTimeout, other.listing, other.workFactor
+        )
+        (git, givenIdentities, passphraseSource, opened) = (
+            other.git, other.givenIdentities, other.passphraseSource, other.opened
+        )
+        self.writeCheck = writeCheck
     }
 
     /// Whether `path` names a directory (a tree vault, or one to be made).
@@ -211,7 +227,24 @@ public final class TreeVaultStore: SecretStore, @unchecked Sendable {
             let header = try AgeFile.makeHeader(recipients: recipients.map(\.recipient))
             let bytes = try AgeFile.encrypt(try VaultItemDocument(item).encoded(), header: header)
             try makeDirectories(splitPath(file).directory)
-            try writeFileAtomically(file, bytes)
+            var stopped: KeychainError?
+            do {
+                // The holder's check, again as late as it can be: just before the file is replaced.
+                try writeFileAtomically(file, bytes) {
+                    do throws(KeychainError) {
+                        try writeCheck?()
+                        return true
+                    } catch {
+                        stopped = error
+                        return false
+                    }
+                }
+            } catch {
+                if let stopped { throw stopped }
+                throw error
+            }
+        } catch let error as KeychainError {
+            throw error
         } catch let error as FileError {
             throw .vaultIO(detail: error.description)
         } catch {
@@ -240,7 +273,10 @@ public final class TreeVaultStore: SecretStore, @unchecked Sendable {
         }
         let result: Result?
         do {
-            result = try withDirectoryLock(directory, timeout: lockTimeout, body)
+            result = try withDirectoryLock(directory, timeout: lockTimeout) { () throws(KeychainError) -> Result in
+                try writeCheck?()
+                return try body()
+            }
         } catch let error as KeychainError {
             throw error
         } catch {

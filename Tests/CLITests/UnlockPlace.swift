@@ -21,15 +21,17 @@ struct UnlockPlace {
     let secret = "held-secret-\(UUID().uuidString)"
     /// The keychain-cli that runs: the build's own, or (as nobody) a copy any user may run.
     let binary: String
-    var vault: String { scratch.path("v.age") }
+    /// A passphrase tree vault (a directory) instead of a vault file.
+    let tree: Bool
+    var vault: String { scratch.path(tree ? "tree" : "v.age") }
     /// $XDG_RUNTIME_DIR: `run`, or (`longRuntime`) a name that makes the socket's path longer
     /// than a Unix socket's address holds.
     let runtime: String
     var passphraseFile: String { scratch.path("pass") }
 
-    init(as user: HolderUser = .current, longRuntime: Bool = false) throws {
+    init(as user: HolderUser = .current, longRuntime: Bool = false, tree: Bool = false) throws {
         scratch = try ScratchDirectory("unlock")
-        self.user = user
+        (self.user, self.tree) = (user, tree)
         runtime = scratch.path(longRuntime ? "run-" + String(repeating: "r", count: 120) : "run")
         binary = user == .nobody ? try scratch.openWithCopyOfCLI() : keychainCLIPath
         try FileManager.default.createDirectory(atPath: runtime, withIntermediateDirectories: true)
@@ -38,6 +40,10 @@ struct UnlockPlace {
         if user == .nobody {
             chmod(scratch.path("pass"), 0o644)
             _ = try runProcess("/bin/chown", ["-R", "nobody:nogroup", runtime], environment: [:])
+        }
+        if tree {
+            let made = try run(["vault", "init"], passphrase: true)
+            #expect(made.status == 0, "\(made.stderr)")
         }
         let stored = try run(["set", "token"], passphrase: true, stdin: Data(secret.utf8))
         #expect(stored.status == 0, "\(stored.stderr)")

@@ -48,12 +48,28 @@ extension KeychainCLI {
         }
 
         func run() throws {
+            let (ttl, idle) = (try Self.seconds(ttl, option: "--ttl"), try Self.seconds(idle, option: "--idle"))
+            if let tree = try settings.treeVaultStore() {
+                // The identity's one copy outside swift-crypto's key: wiped with the request.
+                guard
+                    let request = try tree.withHeldIdentity({ key in
+                        HolderRequest.hold(
+                            HolderRequest.Hold(
+                                vault: HolderRequest.vaultKey(tree.directory), header: Data(),
+                                fileKey: HeldKey(copying: key), stanzaTypes: [], ttl: ttl, idle: idle, tree: true))
+                    })
+                else {
+                    throw CommandFailure.usage(
+                        "\(tree.directory) is a team tree vault: its members' identities open it, and it has no "
+                            + "passphrase to hold")
+                }
+                return try hold(request, path: tree.directory, ttl: ttl, idle: idle)
+            }
             let store = try settings.vaultStore()
             guard let header = try store.openedHeader() else {
                 throw CommandFailure.notFound(
                     "there is no vault at \(store.path) to unlock; the first set creates one")
             }
-            let (ttl, idle) = (try Self.seconds(ttl, option: "--ttl"), try Self.seconds(idle, option: "--idle"))
             // The key's one copy outside the header's own: the request shares it, and it is
             // overwritten once the request is gone (HeldKey's deinit).
             let request = HolderRequest.hold(
@@ -61,6 +77,11 @@ extension KeychainCLI {
                     vault: HolderRequest.vaultKey(store.path), header: Data(header.bytes),
                     fileKey: header.withFileKey(HeldKey.init(copying:)), stanzaTypes: header.stanzaTypes, ttl: ttl,
                     idle: idle))
+            try hold(request, path: store.path, ttl: ttl, idle: idle)
+        }
+
+        /// Hands `request` to the holder (started when none runs), and says until when `path` is held.
+        private func hold(_ request: HolderRequest, path: String, ttl: Double?, idle: Double?) throws {
             let timeout = try settings.resolvedTimeout()
             _ = try HolderProcess.ask(
                 request, place: HolderPlace.current(), start: Environment.all(except: Set(Settings.secretVariables)),
@@ -70,7 +91,7 @@ extension KeychainCLI {
             ]
             .compactMap(\.self)
             let until = limits.isEmpty ? "until locked" : limits.joined(separator: ", or ")
-            warn("\(store.path) is unlocked \(until); keychain-cli lock locks it")
+            warn("\(path) is unlocked \(until); keychain-cli lock locks it")
         }
 
         static let units: KeyValuePairs<Character, Double> = ["w": 604_800, "d": 86400, "h": 3600, "m": 60, "s": 1]

@@ -19,12 +19,20 @@ extension Settings {
         switch try resolvedBackend() {
         case .secretService: return try secretServiceStore(timeout: timeout, listing: listing)
         case .vault:
-            if let tree = try treeVaultStore(timeout: timeout, listing: listing) { return tree }
-            let direct = try vaultStore(timeout: timeout)
+            let direct: any SecretStore
+            let path: String
+            if let tree = try treeVaultStore(timeout: timeout, listing: listing) {
+                // A team tree vault opens with its members' identities: nothing to hold.
+                guard tree.keepsIdentity else { return tree }
+                (direct, path) = (tree, tree.directory)
+            } else {
+                let file = try vaultStore(timeout: timeout)
+                (direct, path) = (file, file.path)
+            }
             guard throughHolder, case .terminal = PassphraseInput(self) else { return direct }
             let place = HolderPlace.current()
             guard HeldVaultStore.mayHold(place) else { return direct }
-            return HeldVaultStore(vault: direct.path, place: place, timeout: timeout, direct: direct)
+            return HeldVaultStore(vault: path, place: place, timeout: timeout, direct: direct)
         case .openbao: return try openBaoStore(timeout: timeout, listing: listing)
         }
     }
