@@ -89,26 +89,30 @@ extension VaultStore {
         return (report.checks, report.failure)
     }
 
-    /// That `file` is a regular file of this user's that no one else can open.
     private func checkPrivate(_ file: String, what: String) throws(KeychainError) -> String {
-        var info = stat()
-        guard stat(file, &info) == 0 else {
-            throw KeychainError.vaultIO(detail: FileError("cannot stat the \(what) \(quotedPath(file))").description)
-        }
-        let mode = info.st_mode & 0o777
-        guard info.st_mode & S_IFMT == S_IFREG else {
-            throw KeychainError.vaultIO(detail: "the \(what) \(quotedPath(file)) is not a regular file")
-        }
-        guard info.st_uid == geteuid() else {
-            throw KeychainError.insecureFile(
-                detail: "the \(what) \(quotedPath(file)) belongs to another user (uid \(info.st_uid)): keep your "
-                    + "own copy, or run chown \(geteuid()) \(quotedPath(file)) as root")
-        }
-        guard mode & 0o077 == 0 else {
-            throw KeychainError.insecureFile(
-                detail: "other users can open the \(what) \(quotedPath(file)) (mode 0\(String(mode, radix: 8))): "
-                    + "run chmod 600 \(quotedPath(file))")
-        }
-        return "\(file) (mode 0\(String(mode, radix: 8)), \(info.st_size) bytes)"
+        try checkPrivateFile(file, what: what)
     }
+}
+
+/// That `file` is a regular file of this user's that no one else can open.
+func checkPrivateFile(_ file: String, what: String) throws(KeychainError) -> String {
+    var info = stat()
+    guard stat(file, &info) == 0 else {
+        throw KeychainError.vaultIO(detail: FileError("cannot stat the \(what) \(quotedPath(file))").description)
+    }
+    let mode = info.st_mode & 0o777
+    guard info.st_mode & S_IFMT == S_IFREG else {
+        throw KeychainError.vaultIO(detail: "the \(what) \(quotedPath(file)) is not a regular file")
+    }
+    guard info.st_uid == geteuid() else {
+        throw KeychainError.insecureFile(
+            detail: "the \(what) \(quotedPath(file)) belongs to another user (uid \(info.st_uid)): keep your "
+                + "own copy, or run chown \(geteuid()) \(quotedPath(file)) as root")
+    }
+    guard mode & 0o077 == 0 else {
+        throw KeychainError.insecureFile(
+            detail: "other users can open the \(what) \(quotedPath(file)) (mode 0\(String(mode, radix: 8))): "
+                + "run chmod 600 \(quotedPath(file))")
+    }
+    return "\(file) (mode 0\(String(mode, radix: 8)), \(info.st_size) bytes)"
 }

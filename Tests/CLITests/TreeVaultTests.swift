@@ -195,4 +195,23 @@ struct TreeVaultTests {
             #expect(try Data(contentsOf: URL(fileURLWithPath: vault + "/ci/k.age")) == item)
         }
     }
+
+    /// doctor checks the directory, the recipients, the identity, and opens every item: a
+    /// damaged one fails it (65), named.
+    @Test func doctorOpensEveryItemAndNamesADamagedOne() throws {
+        try TreeFixture.run { tree in
+            #expect(try cli(["-s", "ci", "set", "a"], input: "v").status == 0)
+            let healthy = try cli(["doctor"])
+            #expect(healthy.status == 0, "\(healthy.stdoutText)")
+            #expect(healthy.stdoutText.contains("decrypted: 1 item in 1 service"))
+            #expect(healthy.stdoutText.contains("\(tree.recipient) (from $KEYCHAIN_IDENTITY"))
+            try Data("damaged".utf8).write(to: URL(fileURLWithPath: tree.item("ci", "b")))
+            let damaged = try cli(["doctor"])
+            #expect(damaged.status == 65 && damaged.stdoutText.contains("ci/b.age"), "\(damaged.stdoutText)")
+            let stranger = tree.scratch.path("stranger.txt")
+            #expect(try cli(["vault", "keygen", "-o", stranger], session: nil).status == 0)
+            let refused = try cli(["doctor"], extra: ["KEYCHAIN_IDENTITY": stranger])
+            #expect(refused.status == 77, "\(refused.stdoutText)")
+        }
+    }
 }

@@ -42,9 +42,15 @@ extension KeychainCLI {
                         try settings.openBaoStore(timeout: timeout)
                     }
                 case .vault:
-                    try settings.vaultStore(timeout: timeout).diagnose(
-                        passphraseSource: PassphraseInput(settings).description,
-                        identitySource: try identitySource(settings).map { ($0.name, $0.path) })
+                    if let tree = try settings.treeVaultStore(timeout: timeout) {
+                        tree.diagnose(
+                            passphraseSource: PassphraseInput(settings).description,
+                            identitySource: try identitySource(settings).map { ($0.name, $0.path) })
+                    } else {
+                        try settings.vaultStore(timeout: timeout).diagnose(
+                            passphraseSource: PassphraseInput(settings).description,
+                            identitySource: try identitySource(settings).map { ($0.name, $0.path) })
+                    }
                 }
             // The failed check says what to do next in the words `get` would use for the same
             // failure (Hints.swift): the library's detail says only what happened.

@@ -1,0 +1,67 @@
+import Glibc
+import KeychainAge
+import KeychainStore
+import KeychainSystem
+
+extension TreeVaultStore {
+    /// Checks, in order, what a tree vault needs: its directory (that other users cannot replace
+    /// files in), its recipients, the identity file given (private to this user), which identity
+    /// opens it or, for a passphrase tree vault, the passphrase, then that every item opens (each
+    /// one it cannot open is named). After a failure the rest are skipped.
+    /// - Parameters:
+    ///   - passphraseSource: where the passphrase comes from, as the user should read it.
+    ///   - identitySource: where the identities come from, and the identity file's path (nil for
+    ///     a descriptor); nil when none are given.
+    public func diagnose(passphraseSource: String, identitySource: (name: String, path: String?)? = nil) -> (
+        checks: [HealthCheck], failure: KeychainError?
+    ) {
+        var report = HealthReport()
+        report.run("vault directory") {
+            var info = stat()
+            guard stat(directory, &info) == 0, info.st_mode & S_IFMT == S_IFDIR else {
+                throw KeychainError.vaultIO(detail: "\(quotedPath(directory)) is not a directory")
+            }
+            guard info.st_mode & 0o022 == 0 || info.st_mode & S_ISVTX != 0 else {
+                let mode = String(info.st_mode & 0o777, radix: 8)
+                throw KeychainError.insecureFile(
+                    detail: "other users can replace files in the tree vault \(quotedPath(directory)) (mode 0\(mode)): "
+                        + "run chmod 700 \(quotedPath(directory))")
+            }
+            return "\(directory) is a tree vault (one age file per item)"
+        }
+        var recipients: [VaultRecipient] = []
+        report.run("recipients") {
+            recipients = try self.recipients()
+            return "\(recipients.count) in \(Self.recipientsFile)"
+        }
+        if let file = identitySource?.path {
+            report.run("identity file") { try checkPrivateFile(file, what: "identity file") }
+        }
+        report.run("vault lock") {
+            if givenIdentities.isEmpty && keepsIdentity {
+                _ = try identities()
+                return "its own identity (\(Self.identityFile)), opened with the passphrase from \(passphraseSource)"
+            }
+            guard let identitySource else {
+                throw KeychainError.noMatchingIdentity(
+                    path: directory, detail: "it is a team tree vault, and no identity was given")
+            }
+            let listed = Set(recipients.map(\.key))
+            guard let opening = givenIdentities.first(where: { listed.contains($0.recipient) }) else {
+                throw KeychainError.noMatchingIdentity(
+                    path: directory,
+                    detail: "none of the identities of \(identitySource.name) is one of its recipients "
+                        + "(\(givenIdentities.map(\.recipient).joined(separator: ", ")))")
+            }
+            return "age recipients; \(opening.recipient) (from \(identitySource.name)) opens it"
+        }
+        report.run("vault opens") {
+            let addresses = try addresses(service: nil)
+            for address in addresses { _ = try entry(at: address) }
+            let services = Set(addresses.map(\.service)).count
+            return "decrypted: \(addresses.count) item\(addresses.count == 1 ? "" : "s") in \(services) "
+                + "service\(services == 1 ? "" : "s")"
+        }
+        return (report.checks, report.failure)
+    }
+}
