@@ -22,11 +22,9 @@ extension TreeVaultStore: DetailedSecretStore {
 
     /// The items at `addresses`, each from its file; one removed meanwhile is left out.
     private func detailedItems(at addresses: [SecretAddress]) throws(KeychainError) -> [DetailedItem] {
-        var items: [DetailedItem] = []
-        for address in addresses {
-            if let entry = try entry(at: address) { items.append(VaultStore.detailed(address, entry)) }
+        zip(addresses, try entries(at: addresses)).compactMap { address, entry in
+            entry.map { VaultStore.detailed(address, $0) }
         }
-        return items
     }
 
     /// Opens the vault's identity now (a passphrase tree vault's), for a writer that cannot ask later.

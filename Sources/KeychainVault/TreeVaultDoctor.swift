@@ -57,7 +57,7 @@ extension TreeVaultStore {
         }
         report.run("vault opens") {
             let addresses = try addresses(service: nil)
-            for address in addresses { _ = try entry(at: address) }
+            _ = try entries(at: addresses)
             let services = Set(addresses.map(\.service)).count
             return "decrypted: \(addresses.count) item\(addresses.count == 1 ? "" : "s") in \(services) "
                 + "service\(services == 1 ? "" : "s")"

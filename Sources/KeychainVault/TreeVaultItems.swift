@@ -1,3 +1,4 @@
+import Dispatch
 import FoundationEssentials
 import Glibc
 import KeychainStore
@@ -88,8 +89,8 @@ extension TreeVaultStore {
             }
         }
         var items: [ItemInfo] = []
-        for address in addresses {
-            guard let entry = try entry(at: address) else { continue }  // removed meanwhile
+        for (address, entry) in zip(addresses, try entries(at: addresses)) {
+            guard let entry else { continue }  // removed meanwhile
             items.append(
                 ItemInfo(
                     service: address.service.rawValue, key: address.key.rawValue,
@@ -101,9 +102,36 @@ extension TreeVaultStore {
     }
 
     public func secrets(of addresses: [SecretAddress]) throws(KeychainError) -> [Data?] {
-        var secrets: [Data?] = []
-        for address in addresses { secrets.append(try entry(at: address)?.secret) }
-        return secrets
+        try entries(at: addresses).map { $0?.secret }
+    }
+
+    /// The items at `addresses` (nil where there is none), decrypted on every processor: each
+    /// file costs an X25519 agreement, the whole cost of a long listing. The first failure, in
+    /// the order of `addresses`, is thrown.
+    func entries(at addresses: [SecretAddress]) throws(KeychainError) -> [VaultStore.Entry?] {
+        _ = try identities()  // a passphrase is asked here, once, not by a worker
+        let workers = min(Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))), addresses.count / 32)
+        guard workers > 1 else {
+            var entries: [VaultStore.Entry?] = []
+            for address in addresses { entries.append(try entry(at: address)) }
+            return entries
+        }
+        let results = Locked([VaultStore.Entry?](repeating: nil, count: addresses.count))
+        let failure = Locked<(index: Int, error: KeychainError)?>(nil)
+        DispatchQueue.concurrentPerform(iterations: workers) { worker in
+            var found: [(Int, VaultStore.Entry?)] = []
+            for index in stride(from: worker, to: addresses.count, by: workers) {
+                do throws(KeychainError) {
+                    found.append((index, try entry(at: addresses[index])))
+                } catch {
+                    failure.withLock { if $0 == nil || $0!.index > index { $0 = (index, error) } }
+                    break
+                }
+            }
+            results.withLock { results in for (index, entry) in found { results[index] = entry } }
+        }
+        if let failure = failure.withLock({ $0 }) { throw failure.error }
+        return results.withLock { $0 }
     }
 
     /// Whether the item's file is there now.
