@@ -12,6 +12,7 @@ import datetime, json, os, platform, statistics, subprocess
 
 import instructions
 from backends import openbao_table, vault_table
+from tree import tree_table
 from floor import floor_table
 from common import KC, LARGE_RUNS, LIST_ITEMS, MEMORY_RUNS, PY, RUNS, WARMUP, measure, measure_memory
 from masking import masking_table
@@ -142,6 +143,8 @@ def main():
     print("\n" + pass_rows)
     team_table = vault_table(S)
     print("\n" + team_table)
+    tree_rows = tree_table()
+    print(tree_rows)
     bao_version, openbao_watch_rows, bao_table = openbao_table()
     print("\n" + bao_table)
     watch_rows = watch_table(openbao_watch_rows)
@@ -278,6 +281,8 @@ The same one-item vault read three ways: keychain-cli with an age X25519 identit
 one X25519 exchange), keychain-cli with the passphrase at age's default work factor (scrypt
 N = 2^18, 256 MiB), and the Secret Service `get` of the table above; `age -d -i` (Go) decrypts
 the team vault for comparison. Medians of {RUNS} interleaved runs; memory of {MEMORY_RUNS}.
+
+{tree_rows}
 
 ## OpenBao: `get` over loopback HTTP
 

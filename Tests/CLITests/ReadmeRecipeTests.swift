@@ -79,6 +79,42 @@ struct ReadmeRecipeTests {
         #expect(vault.range(of: Data("gh-secret".utf8)) == nil)
     }
 
+    /// The team's tree vault: made for a member and CI, a secret added on a branch, its diff
+    /// reviewed (a fingerprint, never the value), merged, and read by the CI job's identity.
+    @Test func theTreeVaultRecipeReviewsAMergedSecretAndHandsItToCI() throws {
+        let directory = try ScratchDirectory("recipe-tree")
+        defer { try? FileManager.default.removeItem(at: directory.url) }
+        try writeDeployScript(in: directory, body: #"printf '%s' "$NPM_TOKEN" > deployed"#)
+        let git = ["PATH": "/usr/bin:/bin", "HOME": directory.url.path]
+        _ = try runProcess("/usr/bin/git", ["init", "-q", directory.url.path], environment: git)
+        try Data("deploy.sh\ndeployed\nmember.txt\nci.txt\n".utf8).write(
+            to: directory.url.appendingPathComponent(".gitignore"))
+        var recipients: [String] = []
+        for name in ["member", "ci"] {
+            let made = try cli(["vault", "keygen", "-o", directory.path("\(name).txt")], session: nil)
+            recipients.append(made.stdoutText.trimmingCharacters(in: .newlines))
+        }
+        try Data(recipients.map { "\($0)\n" }.joined().utf8).write(
+            to: directory.url.appendingPathComponent("team-keys.txt"))
+        let secret = "npm-secret-\(UUID().uuidString)"
+        let result = try runSnippet(
+            readmeSnippet("tree-vault-recipe"), in: directory,
+            environment: [
+                "NPM_TOKEN": secret, "KEYCHAIN_IDENTITY": directory.path("member.txt"),
+                "CI_IDENTITY": try String(contentsOfFile: directory.path("ci.txt"), encoding: .utf8),
+                "GIT_AUTHOR_NAME": "Ada", "GIT_AUTHOR_EMAIL": "ada@example.org", "GIT_COMMITTER_NAME": "Ada",
+                "GIT_COMMITTER_EMAIL": "ada@example.org", "GIT_CONFIG_NOSYSTEM": "1",
+            ])
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(try String(contentsOfFile: directory.path("deployed"), encoding: .utf8) == secret)
+        #expect(
+            result.stdoutText.contains("npm-token") && result.stdoutText.contains("fingerprint"), "\(result.stdoutText)"
+        )
+        #expect(!result.stdoutText.contains(secret) && !result.stderr.contains(secret))
+        let item = try Data(contentsOf: URL(fileURLWithPath: directory.path("secrets/ci/npm-token.age")))
+        #expect(item.starts(with: Data("age-encryption.org/v1\n".utf8)))
+    }
+
     @Test func theSecretServiceRecipeStoresAndReadsInAPrivateKeyring() throws {
         let directory = try ScratchDirectory("recipe-keyring")
         defer { try? FileManager.default.removeItem(at: directory.url) }

@@ -34,8 +34,8 @@ struct GlobalOptions: ParsableArguments {
     @Option(
         name: .global(.vault),
         help: ArgumentHelp(
-            "The vault file. Default: $KEYCHAIN_VAULT, else $XDG_DATA_HOME/keychain-cli/vault.age "
-                + "(~/.local/share/keychain-cli/vault.age).",
+            "The vault file, or a tree vault's directory (vault init). Default: $KEYCHAIN_VAULT, else "
+                + "$XDG_DATA_HOME/keychain-cli/vault.age (~/.local/share/keychain-cli/vault.age).",
             valueName: "path"), completion: .file())
     var vault: String?
 
