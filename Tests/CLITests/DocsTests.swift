@@ -262,6 +262,8 @@ struct DocsTests {
             markers += try read(file).matches(of: /<!-- tested: ([a-z-]+) -->/).map { String($0.output.1) }
         }
         // ReadmeRecipeTests runs exactly these; a new marker needs a test there.
-        #expect(markers.sorted() == ["secret-service-recipe", "serve-recipe", "tree-vault-recipe", "vault-recipe"], "\(markers)")
+        #expect(
+            markers.sorted() == ["secret-service-recipe", "serve-recipe", "tree-vault-recipe", "vault-recipe"],
+            "\(markers)")
     }
 }
