@@ -23,7 +23,10 @@ extension KeychainCLI {
                   keychain-cli --vault ci/secrets.age vault recipients remove age1…
                   keychain-cli --vault ci/secrets.age vault passwd
                 """,
-            subcommands: [Init.self, Keygen.self, Recipients.self, Passwd.self])
+            subcommands: [
+                Init.self, Keygen.self, Recipients.self, Passwd.self, GitSetup.self, Diff.self, MergeDriver.self,
+                Textconv.self,
+            ])
 
         func run() throws {
             throw missingCommand(Self.self, arguments: Array(CommandLine.arguments.dropFirst()))

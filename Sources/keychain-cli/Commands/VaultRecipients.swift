@@ -35,6 +35,9 @@ extension KeychainCLI.Vault.Recipients {
         @ParentCommand var root: KeychainCLI
 
         func run() throws {
+            if let tree = try settings.treeVaultStore() {
+                return try writeOutput(Array(try tree.recipients().map { "\($0)\n" }.joined().utf8))
+            }
             let store = try settings.vaultStore()
             switch try store.lock() {
             case .noVault:
@@ -68,6 +71,12 @@ extension KeychainCLI.Vault.Recipients {
 
         func run() throws {
             let added = try parseRecipients(recipients)
+            if let tree = try settings.treeVaultStore() {
+                let (before, after) = try tree.changeRecipients { current in
+                    current + added.filter { !current.contains($0) }.uniqued()
+                }
+                return report(tree.directory, before: before, after: after)
+            }
             let store = try settings.vaultStore()
             let lock = try store.lock()
             let (before, after) = try store.changeRecipients { current in
@@ -104,6 +113,16 @@ extension KeychainCLI.Vault.Recipients {
 
         func run() throws {
             let removed = try parseRecipients(recipients)
+            if let tree = try settings.treeVaultStore() {
+                let (before, after) = try tree.changeRecipients { current throws(KeychainError) in
+                    if let missing = removed.first(where: { !current.contains($0) }) {
+                        throw .badConfiguration(
+                            detail: "\(missing.key) is not one of the vault's recipients; nothing changed")
+                    }
+                    return current.filter { !removed.contains($0) }
+                }
+                return report(tree.directory, before: before, after: after)
+            }
             let store = try settings.vaultStore()
             guard case .recipients(let listed, _) = try store.lock() else {
                 throw CommandFailure.usage("\(store.path) is not a team vault: it has no recipients to remove")
@@ -172,10 +191,15 @@ func parseRecipients(_ arguments: [String]) throws -> [VaultRecipient] {
 
 private func report(store: VaultStore, before: [VaultRecipient], after: [VaultRecipient]) {
     HolderProcess.forgetRekeyed(store.path)
+    report(store.path, before: before, after: after)
+}
+
+/// What a change of recipients did, on standard error (a tree vault: every item re-encrypted).
+private func report(_ path: String, before: [VaultRecipient], after: [VaultRecipient]) {
     let added = after.filter { !before.contains($0) }.count
     let removed = before.filter { !after.contains($0) }.count
     warn(
-        "\(store.path): \(added) added, \(removed) removed; re-keyed for \(after.count) "
+        "\(path): \(added) added, \(removed) removed; re-keyed for \(after.count) "
             + "recipient\(after.count == 1 ? "" : "s")")
 }
 
