@@ -75,7 +75,7 @@ extension TreeVaultStore {
         let secret = pick("secret") { SecretField(encoding: $0.encoding, text: $0.secret) }
         (merged.encoding, merged.secret) = (secret.encoding, secret.text)
         merged.label = pick("label", \.label)
-        merged.attributes = pick("attributes", \.attributes)
+        merged.attributes = mergeAttributes(base: base?.attributes, ours.attributes, theirs.attributes, &conflicts)
         merged.contentType = pick("contentType", \.contentType)
         merged.created = [ours.created, theirs.created, base?.created].compactMap { $0 }.min()
         merged.modified = [ours.modified, theirs.modified].compactMap { $0 }.max()
@@ -86,6 +86,32 @@ extension TreeVaultStore {
             (merged.label, merged.contentType) = (nil, nil)
         }
         return .success(merged)
+    }
+
+    /// The attributes merged one by one (two sides that changed different attributes merge
+    /// clean); a conflict is named `attribute NAME`. Nil when neither side has any.
+    private static func mergeAttributes(
+        base: [String: String]?, _ ours: [String: String]?, _ theirs: [String: String]?, _ conflicts: inout [String]
+    ) -> [String: String]? {
+        guard ours != nil || theirs != nil else { return nil }
+        let (mine, other) = (ours ?? [:], theirs ?? [:])
+        var merged: [String: String] = [:]
+        for name in Set(mine.keys).union(other.keys).sorted() {
+            let (left, right) = (mine[name], other[name])
+            let value: String?
+            if left == right {
+                value = left
+            } else if let base, base[name] == left {
+                value = right
+            } else if let base, base[name] == right {
+                value = left
+            } else {
+                conflicts.append("attribute \(escapedForDisplay(name))")
+                value = left
+            }
+            merged[name] = value
+        }
+        return merged
     }
 
     /// A secret as the document keeps it: equal when the bytes are.
