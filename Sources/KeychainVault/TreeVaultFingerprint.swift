@@ -42,6 +42,12 @@ extension TreeVaultStore {
             throw .vaultIO(detail: error.description)
         }
         guard let bytes else { return nil }
+        return try fingerprintKey(in: bytes, file: file)
+    }
+
+    /// The fingerprint key the file `bytes` (a version of `.fingerprint.age`, named `file` in
+    /// messages) holds, decrypted in memory.
+    public func fingerprintKey(in bytes: [UInt8], file: String) throws(KeychainError) -> [UInt8] {
         let key: [UInt8]
         do {
             key = try AgeFile.decrypt(bytes, known: nil, identities: try identities()) {

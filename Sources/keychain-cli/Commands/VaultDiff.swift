@@ -103,10 +103,16 @@ private func describeChange(
                 + new.filter { !old.contains($0) }.map { "+ recipient \($0)" }
         }
         if path == TreeVaultStore.fingerprintFile {
+            guard let before, let after else {
+                return [before == nil ? "+ fingerprint key made" : "- fingerprint key removed"]
+            }
+            let old = try? store.fingerprintKey(in: before, file: path)
+            let new = try? store.fingerprintKey(in: after, file: path)
             return [
-                before == nil
-                    ? "+ fingerprint key made"
-                    : after == nil ? "- fingerprint key removed" : "~ fingerprint key changed"
+                old == nil || new == nil
+                    ? "~ fingerprint key changed (cannot be opened with the identities given)"
+                    : old == new
+                        ? "~ fingerprint key re-encrypted (the same key)" : "~ fingerprint key replaced (a new key)"
             ]
         }
         return [before == nil ? "+ \(shown) added" : after == nil ? "- \(shown) removed" : "~ \(shown) changed"]
