@@ -12,8 +12,8 @@ extension KeychainCLI.Vault {
                 the common ancestor's file (empty when both added the item), ours, theirs, and the \
                 item's path in the repository (the vault is its grandparent). The three versions \
                 are decrypted in memory with your identities and merged field by field: the value, \
-                the label, the attributes and the content type each take the side that changed \
-                them; created is the earliest date, modified the latest. A clean merge is \
+                the label and the content type each take the side that changed them, the \
+                attributes one by one; created is the earliest date, modified the latest. A clean merge is \
                 encrypted to the work tree's DIR/.recipients and replaces %A; exit 0. Both sides \
                 changing one field differently (or adding the item with different values) is a \
                 conflict: "conflict: SERVICE/KEY" on standard error (never a value), %A is left as \

@@ -39,15 +39,20 @@ extension KeychainCLI.Vault {
                     directory: ".", identities: try identities(settings, vault: file),
                     passphrase: settings.passphraseSource(vault: file, newPassphrase: nil))
             let key = vault.flatMap { try? $0.fingerprintKey() }
-            try writeOutput(Array(describe(bytes, store: store, fingerprintKey: key).utf8))
+            try writeOutput(Array(describe(bytes, file: file, store: store, fingerprintKey: key).utf8))
         }
     }
 }
 
 /// The lines git's textconv prints for the item file `bytes`: never its value.
-func describe(_ bytes: [UInt8], store: TreeVaultStore, fingerprintKey: [UInt8]?) -> String {
+func describe(_ bytes: [UInt8], file: String, store: TreeVaultStore, fingerprintKey: [UInt8]?) -> String {
     guard let stanzas = TreeVaultStore.stanzaTypes(of: bytes) else {
         return "not an age file (\(bytes.count) bytes)\n"
+    }
+    // git names its copy of a blob …_NAME: the vault's own files are told by their names.
+    if file.hasSuffix(TreeVaultStore.fingerprintFile) || file.hasSuffix(TreeVaultStore.identityFile) {
+        let what = file.hasSuffix(TreeVaultStore.identityFile) ? "the vault's identity" : "the fingerprint key"
+        return "\(what) (encrypted, never shown)\nrecipients: \(stanzaLine(stanzas))\n"
     }
     guard let summary = try? store.summary(of: bytes, file: "the item", fingerprintKey: fingerprintKey) else {
         return "encrypted: it cannot be opened with the identities given (or it is not a vault item)\n"
