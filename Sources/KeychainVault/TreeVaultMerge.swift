@@ -11,6 +11,8 @@ public enum TreeVaultMergeOutcome: Sendable {
     /// Both sides changed these fields differently (`secret`, `label`, `attributes`,
     /// `contentType`); nothing was merged.
     case conflict(fields: [String])
+    /// The merged value is theirs, and who may read theirs is not known: not merged.
+    case theirRecipientsUnknown
 }
 
 /// The item a path of a repository names, and the tree vault it is in.
@@ -39,21 +41,43 @@ extension TreeVaultStore {
     /// Merges an item's three versions field by field, all in memory: `base` (nil when both sides
     /// added it), `ours` and `theirs`, the files' bytes. A field one side changed takes that
     /// side's value; both sides changing it to the same value is no conflict; to different ones
-    /// is. `created` is the earliest date, `modified` the latest. A clean merge is encrypted to the
-    /// recipients `.recipients` lists now, with a new file key.
+    /// is. `created` is the earliest date, `modified` the latest. A clean merge is encrypted, with
+    /// a new file key, to `recipients`: the merge of the two sides' recipients. When they are not
+    /// known (nil: git said nothing of theirs), to those `.recipients` lists now (ours), which
+    /// may hold a member theirs removed: a value from theirs is then not merged
+    /// (``TreeVaultMergeOutcome/theirRecipientsUnknown``), as it could reach that member.
     /// - Throws: what ``open(_:at:file:)`` throws for a version no identity opens.
-    public func merge(base: [UInt8]?, ours: [UInt8], theirs: [UInt8], at item: TreeVaultItemPath)
-        throws(KeychainError) -> TreeVaultMergeOutcome
-    {
+    public func merge(
+        base: [UInt8]?, ours: [UInt8], theirs: [UInt8], at item: TreeVaultItemPath, to recipients: [VaultRecipient]?
+    ) throws(KeychainError) -> TreeVaultMergeOutcome {
         let file = "\(item.shown)\(TreeVaultNames.suffix)"
         let baseItem = try base.map { bytes throws(KeychainError) in try open(bytes, at: item.address, file: file) }
-        let merged = Self.merge(
-            base: baseItem, ours: try open(ours, at: item.address, file: file),
-            theirs: try open(theirs, at: item.address, file: file))
+        let oursItem = try open(ours, at: item.address, file: file)
+        let merged = Self.merge(base: baseItem, ours: oursItem, theirs: try open(theirs, at: item.address, file: file))
         switch merged {
-        case .success(let document): return .merged(try Self.seal(document, to: try recipients()))
+        case .success(let document):
+            guard let recipients, !recipients.isEmpty else {
+                guard document.bytes == oursItem.bytes else { return .theirRecipientsUnknown }
+                return .merged(try Self.seal(document, to: try self.recipients()))
+            }
+            return .merged(try Self.seal(document, to: recipients))
         case .failure(let conflict): return .conflict(fields: conflict.fields)
         }
+    }
+
+    /// The recipients of a merge of `.recipients`: those both sides keep, and those either side
+    /// added since `base` (one removed on either side is not kept).
+    public static func mergeRecipients(base: [VaultRecipient], ours: [VaultRecipient], theirs: [VaultRecipient])
+        -> [VaultRecipient]
+    {
+        var merged: [VaultRecipient] = []
+        for recipient in ours + theirs where !merged.contains(recipient) {
+            let (inOurs, inTheirs, inBase) = (
+                ours.contains(recipient), theirs.contains(recipient), base.contains(recipient)
+            )
+            if (inOurs && inTheirs) || !inBase { merged.append(recipient) }
+        }
+        return merged
     }
 
     struct MergeConflict: Error { var fields: [String] }

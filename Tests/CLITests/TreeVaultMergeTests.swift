@@ -85,6 +85,24 @@ struct MergeScenario: Sendable, CustomTestStringConvertible {
                 #expect(try repo.document("ci/a")?["secret"] as? String == theirs)
             }),
         MergeScenario(
+            name: "recipient removed and value changed / label changed",
+            base: [.set("ci/a", base)], ours: [.edit("ci/a", label)],
+            theirs: [.removeOther, .set("ci/a", theirs)], plainConflict: true,
+            values: ["ci/a": theirs], plainValues: ["ci/a": base],
+            check: { repo throws in
+                // The merge of .recipients (theirs removed the member) is what the item is
+                // encrypted to, though the work tree's .recipients still listed them.
+                #expect(try repo.document("ci/a", identity: repo.otherIdentity) == nil)
+                #expect(try repo.document("ci/a")?["label"] as? String == "Deploy key")
+            }),
+        MergeScenario(
+            name: "recipient added / value changed", base: [.set("ci/a", base)], ours: [.set("ci/a", ours)],
+            theirs: [.addRecipient], plainConflict: true, values: ["ci/a": ours],
+            check: { repo throws in
+                #expect(
+                    try repo.document("ci/a", identity: repo.scratch.path("third.txt"))?["secret"] as? String == ours)
+            }),
+        MergeScenario(
             name: "two services", base: [.set("ci/a", base), .set("db/c", base)], ours: [.set("ci/a", ours)],
             theirs: [.set("db/c", theirs)], plainConflict: false, values: ["ci/a": ours, "db/c": theirs]),
         MergeScenario(

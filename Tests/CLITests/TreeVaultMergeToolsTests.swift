@@ -195,4 +195,33 @@ extension TreeVaultMergeTests {
         expectSuccess(try repo.kc(["vault", "recipients", "add", recipient ?? ""]))
         #expect(try repo.document("ci/b", identity: third)?["secret"] as? String == MergeScenario.theirs)
     }
+
+    /// A rebase names no commit as theirs: a value from the commit replayed is not merged (who
+    /// may read it is not known), one from the branch below it is.
+    @Test func aRebaseMergesOnlyWhatItCanEncryptSafely() throws {
+        let repo = try TreeRepo("tree-rebase", driver: true)
+        defer { repo.remove() }
+        try repo.set("ci/a", MergeScenario.base)
+        try repo.set("ci/b", MergeScenario.base)
+        try repo.commit("base")
+        expectSuccess(try repo.git(["checkout", "-q", "-b", "topic"]))
+        try repo.set("ci/a", MergeScenario.theirs)
+        try repo.edit("ci/b", TreeScenarioCode.label)
+        try repo.commit("topic")
+        expectSuccess(try repo.git(["checkout", "-q", "main"]))
+        try repo.edit("ci/a", TreeScenarioCode.label)
+        try repo.set("ci/b", MergeScenario.ours)
+        try repo.commit("main")
+        expectSuccess(try repo.git(["checkout", "-q", "topic"]))
+        let rebase = try repo.git(["rebase", "main"])
+        #expect(rebase.status != 0)
+        #expect(rebase.stderr.contains("conflict: ci/a: the merged value is theirs"), "\(rebase.stderr)")
+        #expect(!rebase.stderr.contains("conflict: ci/b"), "\(rebase.stderr)")
+        // ci/b took main's value and the topic's label; ci/a is left as the rebase's "ours" (main's).
+        let b = try repo.document("ci/b")
+        #expect(b?["secret"] as? String == MergeScenario.ours && b?["label"] as? String == "Deploy key")
+        #expect(try repo.get("ci/a") == MergeScenario.base)
+        #expect(try repo.findSecrets(MergeScenario.secrets) == [])
+        expectSuccess(try repo.git(["rebase", "--abort"]))
+    }
 }

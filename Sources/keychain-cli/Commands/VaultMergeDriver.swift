@@ -14,7 +14,9 @@ extension KeychainCLI.Vault {
                 are decrypted in memory with your identities and merged field by field: the value, \
                 the label and the content type each take the side that changed them, the \
                 attributes one by one; created is the earliest date, modified the latest. A clean merge is \
-                encrypted to the work tree's DIR/.recipients and replaces %A; exit 0. Both sides \
+                encrypted to the merge of both sides' DIR/.recipients (git merge names theirs in \
+                $GITHEAD_<commit>; in a rebase or cherry-pick, to the work tree's, and a value from \
+                the commit replayed is a conflict) and replaces %A; exit 0. Both sides \
                 changing one field differently (or adding the item with different values) is a \
                 conflict: "conflict: SERVICE/KEY" on standard error (never a value), %A is left as \
                 ours, exit 1. An item none of your identities opens: exit 1, saying which identity \
@@ -54,7 +56,8 @@ extension KeychainCLI.Vault {
             do {
                 let base = try read(base)
                 outcome = try store.merge(
-                    base: base.isEmpty ? nil : base, ours: try read(ours), theirs: try read(theirs), at: item)
+                    base: base.isEmpty ? nil : base, ours: try read(ours), theirs: try read(theirs), at: item,
+                    to: try mergedRecipients(of: item.directory))
             } catch {
                 let reason = failureMessage(error) ?? "\(error)"
                 warn(
@@ -68,6 +71,12 @@ extension KeychainCLI.Vault {
                     "conflict: \(item.shown): both sides changed its \(fields.joined(separator: ", ")) differently; "
                         + "ours is kept in the file: store the one you want with keychain-cli set, then git add it")
                 throw ExitCode(1)
+            case .theirRecipientsUnknown:
+                warn(
+                    "conflict: \(item.shown): the merged value is theirs, and git did not say which commit is "
+                        + "theirs (a rebase or cherry-pick, not a merge), so who may read it is not known; ours "
+                        + "is kept in the file: store the value you want with keychain-cli set, then git add it")
+                throw ExitCode(1)
             case .merged(let bytes):
                 do {
                     try writeFileAtomically(ours, bytes)
@@ -76,6 +85,32 @@ extension KeychainCLI.Vault {
                     throw ExitCode(1)
                 }
             }
+        }
+
+        /// The recipients of the merge of `.recipients` in `directory` as HEAD, theirs and their
+        /// merge base hold it: `git merge` names theirs in `$GITHEAD_<commit>`. Nil when no
+        /// single commit is named (a rebase, a cherry-pick, an octopus merge) or git cannot read them.
+        private func mergedRecipients(of directory: String) throws -> [VaultRecipient]? {
+            let named = Environment.all(except: []).compactMap { entry -> String? in
+                guard entry.hasPrefix("GITHEAD_"), let equals = entry.firstIndex(of: "=") else { return nil }
+                let commit = entry[entry.index(entry.startIndex, offsetBy: 8)..<equals]
+                return commit.count >= 40 && commit.allSatisfy(\.isHexDigit) ? String(commit) : nil
+            }
+            guard named.count == 1, let theirs = named.first else { return nil }
+            let base = try runGit(["merge-base", "HEAD", theirs], in: ".")
+            let baseCommit = String(decoding: base.output, as: UTF8.self).split(separator: "\n").first.map(String.init)
+            guard base.succeeded, let baseCommit else { return nil }
+            let path =
+                directory == "." ? TreeVaultStore.recipientsFile : "\(directory)/\(TreeVaultStore.recipientsFile)"
+            func listed(_ commit: String) throws -> [VaultRecipient]? {
+                let blob = try runGit(["cat-file", "blob", "\(commit):\(path)"], in: ".", limit: 1 << 20)
+                guard blob.succeeded else { return [] }
+                return try? VaultRecipient.parse(recipientsFile: String(decoding: blob.output, as: UTF8.self))
+            }
+            guard let ours = try listed("HEAD"), let theirsListed = try listed(theirs),
+                let before = try listed(baseCommit)
+            else { return nil }
+            return TreeVaultStore.mergeRecipients(base: before, ours: ours, theirs: theirsListed)
         }
 
         /// One of git's temporary files, whole (an item file is at most 8 MiB).
