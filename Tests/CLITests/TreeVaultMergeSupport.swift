@@ -15,8 +15,20 @@ struct TreeRepo {
     let otherRecipient: String
     let environment: [String: String]
 
+    /// A new vault for the two members, in a new repository (`vault git-setup` run when `driver`),
+    /// committed; the scratch directory is removed when any of it fails.
     init(_ label: String, driver: Bool) throws {
-        scratch = try ScratchDirectory(label)
+        let scratch = try ScratchDirectory(label)
+        do {
+            try self.init(scratch: scratch, driver: driver)
+        } catch {
+            scratch.remove()
+            throw error
+        }
+    }
+
+    private init(scratch: ScratchDirectory, driver: Bool) throws {
+        self.scratch = scratch
         repo = scratch.path("repo")
         vault = scratch.path("repo/v")
         tmp = scratch.path("tmp")
