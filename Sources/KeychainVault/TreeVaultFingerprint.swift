@@ -88,6 +88,30 @@ extension TreeVaultStore {
         }
     }
 
+    /// The fingerprint key of a merge of two versions of `.fingerprint.age` (git's merge driver),
+    /// encrypted to `recipients`, the merged ones: the same key when both sides hold the same (each
+    /// re-encrypted it), else a new one (a side that removed a member made one; neither side's is
+    /// kept, so no member removed on either side holds the merged key). Nil when `recipients` is
+    /// nil or empty (not known): a conflict then.
+    public func mergeFingerprintKeys(ours: [UInt8], theirs: [UInt8], to recipients: [VaultRecipient]?)
+        throws(KeychainError) -> [UInt8]?
+    {
+        guard let recipients, !recipients.isEmpty else { return nil }
+        var mine = try fingerprintKey(in: ours, file: "ours")
+        var other = try fingerprintKey(in: theirs, file: "theirs")
+        defer {
+            wipe(&mine)
+            wipe(&other)
+        }
+        var key = mine == other ? mine : Self.newFingerprintKey()
+        defer { wipe(&key) }
+        do {
+            return try AgeFile.encrypt(key, header: try AgeFile.makeHeader(recipients: recipients.map(\.recipient)))
+        } catch {
+            throw .vaultIO(detail: "cannot encrypt the fingerprint key: \(error)")
+        }
+    }
+
     static func newFingerprintKey() -> [UInt8] {
         var key = [UInt8](repeating: 0, count: fingerprintKeySize)
         fillWithSystemRandomBytes(&key)

@@ -103,6 +103,28 @@ struct MergeScenario: Sendable, CustomTestStringConvertible {
                     try repo.document("ci/a", identity: repo.scratch.path("third.txt"))?["secret"] as? String == ours)
             }),
         MergeScenario(
+            name: "one recipient added on both sides", base: [.set("ci/a", base)], ours: [.addRecipient],
+            theirs: [.addRecipient], plainConflict: true, values: ["ci/a": base],
+            plainValues: ["ci/a": base],
+            check: { repo throws in
+                // The same member added on both sides: listed once, and they open the merge.
+                #expect(try repo.document("ci/a", identity: repo.scratch.path("third.txt")) != nil)
+                let recipients = try repo.kc(["vault", "recipients", "list"]).stdoutText
+                #expect(recipients.split(separator: "\n").count == 3, "\(recipients)")
+            }),
+        MergeScenario(
+            name: "one recipient removed on both sides", base: [.set("ci/a", base)], ours: [.removeOther],
+            theirs: [.removeOther], plainConflict: true, values: ["ci/a": base],
+            check: { repo throws in
+                #expect(try repo.document("ci/a", identity: repo.otherIdentity) == nil)
+                let key = try runProcess(
+                    "/usr/bin/age", ["-d", "-i", repo.otherIdentity, "\(repo.vault)/.fingerprint.age"],
+                    environment: repo.environment)
+                #expect(key.status != 0)
+                #expect(
+                    try repo.kc(["vault", "textconv", repo.file("ci/a")]).stdoutText.contains("value: fingerprint"))
+            }),
+        MergeScenario(
             name: "two services", base: [.set("ci/a", base), .set("db/c", base)], ours: [.set("ci/a", ours)],
             theirs: [.set("db/c", theirs)], plainConflict: false, values: ["ci/a": ours, "db/c": theirs]),
         MergeScenario(

@@ -36,14 +36,13 @@ extension KeychainCLI.Vault {
         var path: String
 
         func run() throws {
+            let name = splitPath(path).name
+            if name == TreeVaultStore.fingerprintFile { return try mergeFingerprintKeys() }
             guard let item = TreeVaultItemPath(path) else {
-                let name = splitPath(path).name
                 let what =
-                    name == TreeVaultStore.fingerprintFile
-                    ? "both sides made a new fingerprint key; keep either (git checkout --ours or --theirs)"
-                    : name == TreeVaultStore.identityFile
-                        ? "both sides changed the vault's passphrase; keep the one you know (git checkout --ours)"
-                        : "it is not an item of a tree vault (SERVICE/KEY.age)"
+                    name == TreeVaultStore.identityFile
+                    ? "both sides changed the vault's passphrase; keep the one you know (git checkout --ours)"
+                    : "it is not an item of a tree vault (SERVICE/KEY.age)"
                 warn("conflict: \(escapedForDisplay(path)): \(what)")
                 throw ExitCode(1)
             }
@@ -84,6 +83,40 @@ extension KeychainCLI.Vault {
                     warn("cannot merge \(item.shown): \(error)")
                     throw ExitCode(1)
                 }
+            }
+        }
+
+        /// Both sides changed `.fingerprint.age`: the same key re-encrypted, or a new one, to the
+        /// merged recipients; a conflict when they are not known or a key does not open.
+        private func mergeFingerprintKeys() throws {
+            let directory = splitPath(path).directory
+            var settings = settings
+            settings.vault = directory
+            let store = TreeVaultStore(
+                directory: directory, identities: try identities(settings, vault: directory),
+                passphrase: settings.passphraseSource(vault: directory, newPassphrase: nil))
+            let merged: [UInt8]?
+            do {
+                merged = try store.mergeFingerprintKeys(
+                    ours: try read(ours), theirs: try read(theirs), to: try mergedRecipients(of: directory))
+            } catch {
+                warn(
+                    "cannot merge \(escapedForDisplay(path)) (a conflict for git): \(failureMessage(error) ?? "\(error)")"
+                )
+                throw ExitCode(1)
+            }
+            guard let merged else {
+                warn(
+                    "conflict: \(escapedForDisplay(path)): both sides changed the fingerprint key, and git did not "
+                        + "say which commit is theirs; keep either (git checkout --ours), or remove it and run "
+                        + "vault git-setup for a new one")
+                throw ExitCode(1)
+            }
+            do {
+                try writeFileAtomically(ours, merged)
+            } catch {
+                warn("cannot merge \(escapedForDisplay(path)): \(error)")
+                throw ExitCode(1)
             }
         }
 
