@@ -93,6 +93,11 @@ extension TreeVaultMergeTests {
         #expect(locked.status == 0, "\(locked.stderr)")
         #expect(locked.stdoutText.contains("cannot be opened with the identities given"))
         #expect(locked.stdoutText.contains("recipients: 2 stanzas (X25519×2)"))
+        // An identity file that is not there: still a description, and the reason on stderr.
+        let missing = try repo.kc(
+            ["vault", "textconv", repo.file("ci/token")], ["KEYCHAIN_IDENTITY": repo.scratch.path("nowhere.txt")])
+        #expect(missing.status == 0 && missing.stdoutText.contains("cannot be opened"), "\(missing.stderr)")
+        #expect(missing.stderr.contains("nowhere.txt"), "\(missing.stderr)")
         #expect(try repo.findSecrets([first, second]) == [])
     }
 

@@ -32,11 +32,20 @@ extension KeychainCLI.Vault {
             } catch {
                 throw CommandFailure.io("\(error). Check the path and its permissions")
             }
-            let vault = try fingerprintVault(settings, near: file)
+            // git shows nothing of a file whose textconv fails: a vault or an identity that cannot
+            // be read is said on stderr, and the file is still described as far as it can be.
+            var vault: TreeVaultStore?
+            var given: [VaultIdentity] = []
+            do {
+                vault = try fingerprintVault(settings, near: file)
+                given = vault == nil ? try identities(settings, vault: file) : []
+            } catch {
+                warn("vault textconv: \(failureMessage(error) ?? "\(error)")")
+            }
             let store =
-                try vault
+                vault
                 ?? TreeVaultStore(
-                    directory: ".", identities: try identities(settings, vault: file),
+                    directory: ".", identities: given,
                     passphrase: settings.passphraseSource(vault: file, newPassphrase: nil))
             let key = vault.flatMap { try? $0.fingerprintKey() }
             try writeOutput(Array(describe(bytes, file: file, store: store, fingerprintKey: key).utf8))
