@@ -265,4 +265,37 @@ extension TreeVaultMergeTests {
         #expect(log.contains("value: fingerprint ") && !log.contains(MergeScenario.same), "\(log)")
         #expect(try repo.findSecrets(MergeScenario.secrets) == [])
     }
+
+    /// The driver run as git runs it, its own exit status: 0 and ours replaced by the merge; 1 for
+    /// a conflict, and for an identity that is missing or none, ours untouched each time.
+    @Test func theDriverExitsOneAndLeavesOursForEveryFailure() throws {
+        let repo = try TreeRepo("tree-driver", driver: true)
+        defer { repo.remove() }
+        try repo.set("ci/a", MergeScenario.ours)
+        let ours = repo.scratch.path("ours.age")
+        let theirs = repo.scratch.path("theirs.age")
+        let empty = repo.scratch.path("empty")
+        try FileManager.default.copyItem(atPath: repo.file("ci/a"), toPath: ours)
+        try repo.set("ci/a", MergeScenario.theirs)
+        try FileManager.default.copyItem(atPath: repo.file("ci/a"), toPath: theirs)
+        #expect(FileManager.default.createFile(atPath: empty, contents: Data()))
+        let before = try Data(contentsOf: URL(fileURLWithPath: ours))
+        let arguments = ["vault", "merge-driver", empty, ours, theirs, repo.file("ci/a")]
+        for (extra, message) in [
+            ([:], "conflict: ci/a: both sides changed its secret differently"),
+            (["KEYCHAIN_IDENTITY": repo.scratch.path("nowhere.txt")], "cannot merge ci/a"),
+            (["KEYCHAIN_IDENTITY": ""], "$KEYCHAIN_IDENTITY"),
+        ] {
+            let run = try repo.kc(arguments, extra)
+            #expect(run.status == 1 && run.stderr.contains(message), "\(extra): \(run.stderr)")
+            #expect(try Data(contentsOf: URL(fileURLWithPath: ours)) == before)
+        }
+        // Both added the same item with the same value: merged, and a new file.
+        let same = try repo.kc(["vault", "merge-driver", empty, ours, ours, repo.file("ci/a")])
+        expectSuccess(same)
+        #expect(try Data(contentsOf: URL(fileURLWithPath: ours)) != before)
+        let opened = try runProcess("/usr/bin/age", ["-d", "-i", repo.identity, ours], environment: repo.environment)
+        #expect(opened.status == 0 && opened.stdoutText.contains(MergeScenario.ours))
+        #expect(try repo.findSecrets(MergeScenario.secrets) == [])
+    }
 }

@@ -46,13 +46,9 @@ extension KeychainCLI.Vault {
                 warn("conflict: \(escapedForDisplay(path)): \(what)")
                 throw ExitCode(1)
             }
-            var settings = settings
-            settings.vault = item.directory
-            let store = TreeVaultStore(
-                directory: item.directory, identities: try identities(settings, vault: item.directory),
-                passphrase: settings.passphraseSource(vault: item.directory, newPassphrase: nil))
             let outcome: TreeVaultMergeOutcome
             do {
+                let store = try vault(item.directory)
                 let base = try read(base)
                 outcome = try store.merge(
                     base: base.isEmpty ? nil : base, ours: try read(ours), theirs: try read(theirs), at: item,
@@ -90,14 +86,9 @@ extension KeychainCLI.Vault {
         /// merged recipients; a conflict when they are not known or a key does not open.
         private func mergeFingerprintKeys() throws {
             let directory = splitPath(path).directory
-            var settings = settings
-            settings.vault = directory
-            let store = TreeVaultStore(
-                directory: directory, identities: try identities(settings, vault: directory),
-                passphrase: settings.passphraseSource(vault: directory, newPassphrase: nil))
             let merged: [UInt8]?
             do {
-                merged = try store.mergeFingerprintKeys(
+                merged = try vault(directory).mergeFingerprintKeys(
                     ours: try read(ours), theirs: try read(theirs), to: try mergedRecipients(of: directory))
             } catch {
                 warn(
@@ -118,6 +109,16 @@ extension KeychainCLI.Vault {
                 warn("cannot merge \(escapedForDisplay(path)): \(error)")
                 throw ExitCode(1)
             }
+        }
+
+        /// The tree vault in `directory` (relative to the work tree's top, where git runs us),
+        /// opened with the identities of the environment git runs in.
+        private func vault(_ directory: String) throws -> TreeVaultStore {
+            var settings = settings
+            settings.vault = directory
+            return TreeVaultStore(
+                directory: directory, identities: try identities(settings, vault: directory),
+                passphrase: settings.passphraseSource(vault: directory, newPassphrase: nil))
         }
 
         /// The recipients of the merge of `.recipients` in `directory` as HEAD, theirs and their
