@@ -93,6 +93,16 @@ extension TreeVaultMergeTests {
         #expect(locked.status == 0, "\(locked.stderr)")
         #expect(locked.stdoutText.contains("cannot be opened with the identities given"))
         #expect(locked.stdoutText.contains("recipients: 2 stanzas (X25519×2)"))
+        // An ssh-ed25519 member: its stanza is counted by its type.
+        let carol = repo.scratch.path("carol")
+        expectSuccess(
+            try runProcess(
+                "/usr/bin/ssh-keygen", ["-q", "-t", "ed25519", "-N", "", "-C", "carol@ci", "-f", carol],
+                environment: repo.environment))
+        expectSuccess(try repo.kc(["vault", "recipients", "add", carol + ".pub"]))
+        let three = try repo.kc(["vault", "textconv", repo.file("ci/token")])
+        #expect(three.stdoutText.contains("recipients: 3 stanzas (X25519×2, ssh-ed25519×1)\n"), "\(three.stdoutText)")
+        #expect(fingerprint(three.stdoutText) == new, "a re-encrypted value keeps its fingerprint")
         // An identity file that is not there: still a description, and the reason on stderr.
         let missing = try repo.kc(
             ["vault", "textconv", repo.file("ci/token")], ["KEYCHAIN_IDENTITY": repo.scratch.path("nowhere.txt")])
