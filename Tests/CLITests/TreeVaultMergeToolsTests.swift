@@ -3,16 +3,24 @@ import TestSupport
 import Testing
 
 extension TreeVaultMergeTests {
-    /// The scan itself finds a value: in a file of TMPDIR, and in a git object only zlib holds.
+    /// The scan itself finds a value: in a git object only zlib holds, loose and packed, and in a
+    /// file of TMPDIR.
     @Test func theScanForValuesFindsOne() throws {
         let repo = try TreeRepo("tree-scan", driver: false)
         defer { repo.remove() }
         let canary = "canary-value-Jd42"
         #expect(try repo.findSecrets([canary]) == [])
+        // In history only: committed, then removed from the work tree.
         let object = try runProcess(
-            "/bin/sh", ["-c", #"printf %s "$C" | git -C "$R" hash-object -w --stdin"#],
+            "/bin/sh", ["-c", #"printf %s "$C" > "$R/canary.txt""#],
             environment: repo.environment.merging(["C": canary, "R": repo.repo]) { $1 })
         expectSuccess(object)
+        try repo.commit("canary")
+        expectSuccess(try repo.git(["rm", "-q", "canary.txt"]))
+        try repo.commit("no canary")
+        #expect(try repo.findSecrets([canary]) == ["\(canary) in a git object"])
+        // Now packed (no loose object is left), and still found.
+        #expect(try repo.git(["count-objects", "-v"]).stdoutText.hasPrefix("count: 0\n"))
         #expect(try repo.findSecrets([canary]) == ["\(canary) in a git object"])
         try Data(canary.utf8).write(to: URL(fileURLWithPath: "\(repo.tmp)/left"))
         #expect(try repo.findSecrets([canary]).contains("\(canary) in tmp/left"))
