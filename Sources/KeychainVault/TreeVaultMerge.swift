@@ -99,13 +99,16 @@ extension TreeVaultStore {
         let secret = pick("secret") { SecretField(encoding: $0.encoding, text: $0.secret) }
         (merged.encoding, merged.secret) = (secret.encoding, secret.text)
         merged.label = pick("label", \.label)
-        merged.attributes = mergeAttributes(base: base?.attributes, ours.attributes, theirs.attributes, &conflicts)
+        // An ancestor without attributes had none of them; with no ancestor (added on both
+        // sides) every attribute must agree.
+        merged.attributes = mergeAttributes(
+            base: base.map { $0.attributes ?? [:] }, ours.attributes, theirs.attributes, &conflicts)
         merged.contentType = pick("contentType", \.contentType)
         merged.created = [ours.created, theirs.created, base?.created].compactMap { $0 }.min()
         merged.modified = [ours.modified, theirs.modified].compactMap { $0 }.max()
         guard conflicts.isEmpty else { return .failure(MergeConflict(fields: conflicts)) }
-        // A label or content type kept without attributes would not be read back (the details
-        // are the attributes'): one side's details are then taken whole.
+        // A label or content type without attributes is not read back (the details go with the
+        // attributes), so it is not written either.
         if merged.attributes == nil, merged.label != nil || merged.contentType != nil {
             (merged.label, merged.contentType) = (nil, nil)
         }

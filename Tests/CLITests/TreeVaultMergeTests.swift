@@ -138,6 +138,15 @@ struct MergeScenario: Sendable, CustomTestStringConvertible {
                 #expect(attributes == ["app": "x", "owner": "ops", "env": "prod"])
             }),
         MergeScenario(
+            name: "attributes added on each side", base: [.set("ci/a", base)],
+            ours: [.edit("ci/a", #"d["attributes"] = {"owner": "ops"}"#)],
+            theirs: [.edit("ci/a", #"d["attributes"] = {"env": "prod"}"#)], plainConflict: true,
+            values: ["ci/a": base],
+            check: { repo throws in
+                let attributes = try repo.document("ci/a")?["attributes"] as? [String: String]
+                #expect(attributes == ["owner": "ops", "env": "prod"])
+            }),
+        MergeScenario(
             name: "one attribute changed differently", base: [.set("ci/a", base)],
             ours: [.edit("ci/a", #"d["attributes"] = {"env": "staging"}"#)],
             theirs: [.edit("ci/a", #"d["attributes"] = {"env": "prod"}"#)], plainConflict: true,
