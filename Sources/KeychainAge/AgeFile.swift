@@ -124,6 +124,12 @@ package enum AgeFile {
         return (plaintext, Header(bytes: headerBytes, fileKey: fileKey, stanzaTypes: parsed.stanzas.map(\.type)))
     }
 
+    /// The types of `file`'s recipient stanzas, in order, read from its header alone (nothing is
+    /// decrypted): what a tree vault's diff shows of who an item is encrypted to.
+    package static func stanzaTypes(_ file: [UInt8]) throws -> [String] {
+        try parseHeader(file).stanzas.map(\.type)
+    }
+
     /// The indices of the `identities` that open one of `file`'s recipient stanzas; nil for a
     /// passphrase file.
     package static func identitiesOpening(_ file: [UInt8], _ identities: [any AgeIdentity]) throws -> [Int]? {

@@ -52,9 +52,10 @@ public protocol VersionedSecretStore: SecretStore {
 /// value, in hex. Under a key the readers share, equal values are recognisable and a value cannot
 /// be guessed from it without the key.
 package func valueFingerprint(_ secret: some DataProtocol, key: SymmetricKey) -> String {
-    var message = Data("keychain-cli fingerprint v1\0".utf8)
-    message.append(contentsOf: secret)
-    let code = HMAC<SHA256>.authenticationCode(for: message, using: key)
+    var hmac = HMAC<SHA256>(key: key)
+    hmac.update(data: Array("keychain-cli fingerprint v1\0".utf8))
+    hmac.update(data: secret)
+    let code = hmac.finalize()
     let digits = Array("0123456789abcdef")
     return String(code.prefix(8).flatMap { [digits[Int($0 >> 4)], digits[Int($0 & 0xF)]] })
 }

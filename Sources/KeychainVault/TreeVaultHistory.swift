@@ -23,7 +23,7 @@ extension TreeVaultStore: VersionedSecretStore {
             return (fields[0], Double(fields[1]).map(Date.init(timeIntervalSince1970:)), fields[2])
         }
         let blobs = try objects(commits.map { "\($0.0):\(path.inRepository)" })
-        let key = fingerprintKey()
+        let key = try historyFingerprintKey()
         var versions: [ItemVersion] = []
         // Oldest first, each compared with the one before it.
         var previous: (entry: VaultStore.Entry, bytes: [UInt8])?
@@ -122,7 +122,7 @@ extension TreeVaultStore: VersionedSecretStore {
     /// The key of the values' fingerprints: the vault's own (`.fingerprint.age`, opened with the
     /// vault's identities) when it has one, else one of this process alone (fingerprints then
     /// compare within one listing).
-    func fingerprintKey() -> SymmetricKey {
-        SymmetricKey(size: .bits256)
+    func historyFingerprintKey() throws(KeychainError) -> SymmetricKey {
+        try fingerprintKey().map { SymmetricKey(data: $0) } ?? SymmetricKey(size: .bits256)
     }
 }

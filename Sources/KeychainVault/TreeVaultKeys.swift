@@ -10,7 +10,7 @@ extension TreeVaultStore {
     /// Makes a tree vault in `directory` (created 0700 when missing; an existing one must hold
     /// nothing but dot files, a `.git` say): `.recipients` listing `recipients`, or, with none, a
     /// new X25519 identity kept in `.identity.age`, encrypted with `passphrase` at `workFactor`,
-    /// and its recipient.
+    /// and its recipient; and a new fingerprint key (`.fingerprint.age`) encrypted to them.
     /// - Throws: ``KeychainError/badConfiguration(detail:)`` when `directory` is a vault or holds
     ///   other files, ``KeychainError/vaultIO(detail:)`` when it cannot be written.
     public static func create(
@@ -44,6 +44,7 @@ extension TreeVaultStore {
                 try writeIdentity(identity, in: directory, passphrase: try passphrase(), workFactor: workFactor)
             }
             try writeRecipients(listed, in: directory)
+            try writeFingerprintKey(newFingerprintKey(), in: directory, to: listed)
         } catch let error as KeychainError {
             throw error
         } catch let error as FileError {
@@ -57,7 +58,8 @@ extension TreeVaultStore {
     /// new file key, then writes `.recipients`: all under the vault's lock, so that no write in
     /// between encrypts to the old set. `change` runs under the lock, on `.recipients` as it is.
     /// A failure (a crash) midway leaves every item whole, some to the old set and some to the
-    /// new: running the same change again finishes it.
+    /// new: running the same change again finishes it. The fingerprint key is re-encrypted to the
+    /// new set, or replaced by a new one when a recipient is removed.
     /// - Returns: the recipients before and after.
     @discardableResult
     public func changeRecipients(
@@ -71,6 +73,7 @@ extension TreeVaultStore {
                 guard let entry = try entry(at: address) else { continue }
                 try write(entry, at: address, to: after)
             }
+            try rekeyFingerprint(before: before, after: after)
             do throws(FileError) {
                 try Self.writeRecipients(after, in: directory)
             } catch {

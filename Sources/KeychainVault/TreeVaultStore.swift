@@ -182,7 +182,19 @@ public final class TreeVaultStore: SecretStore, @unchecked Sendable {
 
     /// The item `bytes` (the file at `file`) holds, which must name `address`.
     func decrypt(_ bytes: [UInt8], at address: SecretAddress, file: String) throws(KeychainError) -> VaultStore.Entry {
-        let plaintext: [UInt8]
+        let item = try open(bytes, at: address, file: file)
+        guard let secret = item.bytes else { throw .vaultCorrupt(path: file, reason: "its secret is malformed") }
+        return VaultStore.Entry(secret: secret, created: item.created, modified: item.modified, details: item.details)
+    }
+
+    /// The item document `bytes` (the file at `file`) holds, decrypted in memory with the vault's
+    /// identities; it must name `address` when one is given.
+    /// - Throws: ``KeychainError/noMatchingIdentity(path:detail:)`` when no identity opens it,
+    ///   ``KeychainError/vaultCorrupt(path:reason:)`` when it is not a vault item (of `address`).
+    public func open(_ bytes: [UInt8], at address: SecretAddress?, file: String) throws(KeychainError)
+        -> VaultDocument.Item
+    {
+        var plaintext: [UInt8]
         do {
             plaintext = try AgeFile.decrypt(bytes, known: nil, identities: try identities()) {
                 throw AgeFile.Failure.needsIdentity(["scrypt"])
@@ -196,21 +208,38 @@ public final class TreeVaultStore: SecretStore, @unchecked Sendable {
         } catch {
             throw .vaultCorrupt(path: file, reason: "\(error)")
         }
-        let document: VaultItemDocument
+        defer { wipe(&plaintext) }
+        let item: VaultDocument.Item
         do {
-            document = try VaultItemDocument.decode(plaintext)
+            item = try VaultItemDocument.decode(plaintext).item
         } catch {
+            // The decoder's words only: never the plaintext.
             throw .vaultCorrupt(path: file, reason: "it decrypts, but not to a keychain-cli vault item (\(error))")
         }
-        let item = document.item
-        guard item.service == address.service.rawValue, item.key == address.key.rawValue else {
+        if let address, item.service != address.service.rawValue || item.key != address.key.rawValue {
             throw .vaultCorrupt(
                 path: file,
                 reason: "it holds the item \(escapedForDisplay(item.service))/\(escapedForDisplay(item.key)), "
                     + "not the one its path names (was it moved or copied?)")
         }
-        guard let secret = item.bytes else { throw .vaultCorrupt(path: file, reason: "its secret is malformed") }
-        return VaultStore.Entry(secret: secret, created: item.created, modified: item.modified, details: item.details)
+        return item
+    }
+
+    /// `item` encrypted to `recipients` with a new file key: an item file's bytes.
+    public static func seal(_ item: VaultDocument.Item, to recipients: [VaultRecipient]) throws(KeychainError)
+        -> [UInt8]
+    {
+        do {
+            var plaintext = try VaultItemDocument(item).encoded()
+            defer { wipe(&plaintext) }
+            return try AgeFile.encrypt(
+                plaintext, header: try AgeFile.makeHeader(recipients: recipients.map(\.recipient)))
+        } catch {
+            throw .vaultIO(
+                detail:
+                    "cannot encrypt the item \(escapedForDisplay(item.service))/\(escapedForDisplay(item.key)): \(error)"
+            )
+        }
     }
 
     /// Encrypts `entry` to `recipients` and replaces the item's file with it (the caller holds
@@ -223,9 +252,8 @@ public final class TreeVaultStore: SecretStore, @unchecked Sendable {
             service: address.service.rawValue, key: address.key.rawValue, secret: entry.secret,
             created: entry.created, modified: entry.modified)
         item.details = entry.details
+        let bytes = try Self.seal(item, to: recipients)
         do {
-            let header = try AgeFile.makeHeader(recipients: recipients.map(\.recipient))
-            let bytes = try AgeFile.encrypt(try VaultItemDocument(item).encoded(), header: header)
             try makeDirectories(splitPath(file).directory)
             var stopped: KeychainError?
             do {

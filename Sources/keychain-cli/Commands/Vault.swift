@@ -16,6 +16,10 @@ extension KeychainCLI {
                 file key), so a removed recipient cannot open this version or later ones (older \
                 copies, in git history say, stay readable to them: rotate the secrets they knew).
 
+                A tree vault (vault init DIR) keeps one age file per secret for git: vault \
+                git-setup lets git merge and diff its items (merge-driver, textconv), and vault \
+                diff says what changed, each value shown only as a keyed fingerprint.
+
                   keychain-cli vault keygen -o ~/.config/keychain-cli/identity.txt
                   keychain-cli vault recipients add age1… ~/.ssh/id_ed25519.pub
                   KEYCHAIN_IDENTITY=~/.config/keychain-cli/identity.txt \\
@@ -23,7 +27,10 @@ extension KeychainCLI {
                   keychain-cli --vault ci/secrets.age vault recipients remove age1…
                   keychain-cli --vault ci/secrets.age vault passwd
                 """,
-            subcommands: [Init.self, Keygen.self, Recipients.self, Passwd.self])
+            subcommands: [
+                Init.self, Keygen.self, Recipients.self, Passwd.self, GitSetup.self, Diff.self, MergeDriver.self,
+                Textconv.self,
+            ])
 
         func run() throws {
             throw missingCommand(Self.self, arguments: Array(CommandLine.arguments.dropFirst()))
