@@ -69,7 +69,8 @@ struct KeychainCLI: ParsableCommand {
                   (--replace), or dbus-daemon cannot start; --clip without a display
                   or clipboard program; import --format pass without gpg,
                   --format 1password without unzip, --format keepassxc without
-                  keepassxc-cli; unlock: the holder cannot start
+                  keepassxc-cli; unlock: the holder cannot start; history, rollback:
+                  the backend keeps no versions (a tree vault outside git)
               70  internal error (a bug)
               73  already there: generate found a secret under KEY and kept it
                   (--force replaces it)
