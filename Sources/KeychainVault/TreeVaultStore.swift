@@ -82,12 +82,24 @@ public final class TreeVaultStore: SecretStore, @unchecked Sendable {
 
     func path(_ relative: String) -> String { "\(directory)/\(relative)" }
 
+    /// The item's file. Its service's directory and the file itself, where they exist, must not
+    /// be symbolic links: a link (which git keeps, and a pull request may bring) could lead a
+    /// read to another vault's item or a write or delete out of the vault.
+    /// - Throws: ``KeychainError/vaultCorrupt(path:reason:)`` for a link.
     func itemPath(_ address: SecretAddress) throws(KeychainError) -> String {
-        path(try TreeVaultNames.relativePath(service: address.service, key: address.key))
+        let service = path(try TreeVaultNames.directory(of: address.service))
+        let file = "\(service)/\(try TreeVaultNames.fileName(of: address.key))"
+        for link in [service, file] {
+            var info = stat()
+            if lstat(link, &info) == 0 && info.st_mode & S_IFMT == S_IFLNK {
+                throw .vaultCorrupt(
+                    path: link,
+                    reason: "it is a symbolic link, and a tree vault's services and items are its own directories "
+                        + "and files (a link could lead a read or a write out of the vault)")
+            }
+        }
+        return file
     }
-
-    /// The vault's path in messages: its directory.
-    var shownPath: String { directory }
 
     // MARK: Recipients and identities
 

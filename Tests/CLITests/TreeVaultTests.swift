@@ -128,6 +128,20 @@ struct TreeVaultTests {
             #expect(try cli(["-s", "ci", "get", "x"]).status == 65)
             // The others still read, and list names every file that is an item.
             #expect(try cli(["-s", "ci", "list"]).stdoutText == "copied\nmade-by-age\nx\n")
+            // Symbolic links (git keeps them; a pull request may bring one) are neither read nor
+            // written through: a service that links elsewhere, an item that does.
+            let outside = tree.scratch.path("outside")
+            try FileManager.default.createDirectory(atPath: outside, withIntermediateDirectories: true)
+            try FileManager.default.createSymbolicLink(atPath: tree.vault + "/linked", withDestinationPath: outside)
+            let viaService = try cli(["-s", "linked", "set", "k"], input: "v")
+            #expect(viaService.status == 65 && viaService.stderr.contains("symbolic link"), "\(viaService.stderr)")
+            #expect(try FileManager.default.contentsOfDirectory(atPath: outside).isEmpty)
+            try FileManager.default.createSymbolicLink(
+                atPath: tree.item("ci", "alias"), withDestinationPath: tree.item("ci", "made-by-age"))
+            #expect(try cli(["-s", "ci", "get", "alias"]).status == 65)
+            #expect(try cli(["-s", "ci", "delete", "alias"]).status == 65)
+            #expect(try cli(["-s", "ci", "get", "made-by-age"]).stdoutText == "from age")
+            #expect(try cli(["-s", "ci", "list"]).stdoutText == "copied\nmade-by-age\nx\n")
         }
     }
 

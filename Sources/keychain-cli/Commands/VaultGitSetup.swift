@@ -98,19 +98,6 @@ func treeVault(_ settings: Settings, for command: String) throws -> TreeVaultSto
     return store
 }
 
-/// Runs the real git with `arguments` in `directory` (`git -C`), its output kept in memory.
-/// - Throws: ``CommandFailure`` (69) when git is not installed, (75) when it takes over a minute.
-func runGit(_ arguments: [String], in directory: String, limit: Int = 256 << 20) throws -> ToolRun {
-    guard
-        let run = try ToolRun.run(
-            ["git", "-C", directory] + arguments, timeout: 60, limit: limit,
-            installHint: "install git (apt-get install git)")
-    else {
-        throw CommandFailure(kind: .timedOut, message: "git \(arguments.first ?? "") did not finish within 60 s")
-    }
-    return run
-}
-
 /// The top of the git work tree `directory` is in.
 /// - Throws: ``CommandFailure`` (69) when it is in none.
 func gitWorkTree(of directory: String) throws -> String {
