@@ -89,13 +89,7 @@ extension TreeVaultStore: DetailedSecretStore {
     }
 
     public func collectionLabel() throws(KeychainError) -> String? {
-        do {
-            return try readFileIfPresent(path(Self.collectionLabelFile), limit: 1 << 16, regular: true).map {
-                String(decoding: $0, as: UTF8.self)
-            }
-        } catch {
-            throw .vaultIO(detail: error.description)
-        }
+        try readSmallFile(path(Self.collectionLabelFile), limit: 1 << 16).map { String(decoding: $0, as: UTF8.self) }
     }
 
     public func setCollectionLabel(_ label: String) throws(KeychainError) {

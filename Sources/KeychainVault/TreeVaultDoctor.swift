@@ -21,12 +21,7 @@ extension TreeVaultStore {
             guard stat(directory, &info) == 0, info.st_mode & S_IFMT == S_IFDIR else {
                 throw KeychainError.vaultIO(detail: "\(quotedPath(directory)) is not a directory")
             }
-            guard info.st_mode & 0o022 == 0 || info.st_mode & S_ISVTX != 0 else {
-                let mode = String(info.st_mode & 0o777, radix: 8)
-                throw KeychainError.insecureFile(
-                    detail: "other users can replace files in the tree vault \(quotedPath(directory)) (mode 0\(mode)): "
-                        + "run chmod 700 \(quotedPath(directory))")
-            }
+            try checkNotReplaceable(directory, info, what: "the tree vault")
             return "\(directory) is a tree vault (one age file per item)"
         }
         var recipients: [VaultRecipient] = []

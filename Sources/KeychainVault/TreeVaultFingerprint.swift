@@ -27,13 +27,7 @@ extension TreeVaultStore {
     ///   ``KeychainError/vaultCorrupt(path:reason:)`` when it is not a fingerprint key.
     public func fingerprintKey() throws(KeychainError) -> [UInt8]? {
         let file = path(Self.fingerprintFile)
-        let bytes: [UInt8]?
-        do {
-            bytes = try readFileIfPresent(file, limit: 1 << 16, regular: true)
-        } catch {
-            throw .vaultIO(detail: error.description)
-        }
-        guard let bytes else { return nil }
+        guard let bytes = try readSmallFile(file, limit: 1 << 16) else { return nil }
         return try fingerprintKey(in: bytes, file: file)
     }
 

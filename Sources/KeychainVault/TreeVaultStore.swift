@@ -107,13 +107,7 @@ public final class TreeVaultStore: SecretStore, @unchecked Sendable {
     /// - Throws: ``KeychainError/vaultCorrupt(path:reason:)`` when it is missing, malformed or empty.
     public func recipients() throws(KeychainError) -> [VaultRecipient] {
         let file = path(Self.recipientsFile)
-        let bytes: [UInt8]?
-        do {
-            bytes = try readFileIfPresent(file, limit: 1 << 20, regular: true)
-        } catch {
-            throw .vaultIO(detail: error.description)
-        }
-        guard let bytes else {
+        guard let bytes = try readSmallFile(file) else {
             throw .vaultCorrupt(
                 path: directory,
                 reason: "it has no \(Self.recipientsFile) file, so it is not a tree vault "
@@ -148,13 +142,7 @@ public final class TreeVaultStore: SecretStore, @unchecked Sendable {
     /// The identity `.identity.age` keeps, opened with the passphrase (its scrypt runs now).
     func openIdentityFile() throws(KeychainError) -> [any AgeIdentity] {
         let file = path(Self.identityFile)
-        let bytes: [UInt8]?
-        do {
-            bytes = try readFileIfPresent(file, limit: 1 << 20, regular: true)
-        } catch {
-            throw .vaultIO(detail: error.description)
-        }
-        guard let bytes else {
+        guard let bytes = try readSmallFile(file) else {
             throw .noMatchingIdentity(
                 path: directory,
                 detail:
@@ -175,6 +163,15 @@ public final class TreeVaultStore: SecretStore, @unchecked Sendable {
                 identityFile: String(decoding: plaintext, as: UTF8.self))
         else { throw .vaultCorrupt(path: file, reason: "it decrypts, but not to an identity") }
         return identities.map(\.key)
+    }
+
+    /// One of the vault's own small files (at most `limit` bytes); nil when there is none.
+    func readSmallFile(_ file: String, limit: Int = 1 << 20) throws(KeychainError) -> [UInt8]? {
+        do {
+            return try readFileIfPresent(file, limit: limit, regular: true)
+        } catch {
+            throw .vaultIO(detail: error.description)
+        }
     }
 
     // MARK: Items
@@ -267,22 +264,7 @@ public final class TreeVaultStore: SecretStore, @unchecked Sendable {
         let bytes = try Self.seal(item, to: recipients)
         do {
             try makeDirectories(splitPath(file).directory)
-            var stopped: KeychainError?
-            do {
-                // The holder's check, again as late as it can be: just before the file is replaced.
-                try writeFileAtomically(file, bytes) {
-                    do throws(KeychainError) {
-                        try writeCheck?()
-                        return true
-                    } catch {
-                        stopped = error
-                        return false
-                    }
-                }
-            } catch {
-                if let stopped { throw stopped }
-                throw error
-            }
+            try writeFileChecked(file, bytes, check: writeCheck)
         } catch let error as KeychainError {
             throw error
         } catch let error as FileError {

@@ -44,12 +44,7 @@ extension VaultStore {
                 throw KeychainError.vaultIO(detail: FileError("cannot write in \(quotedPath(existing))").description)
             }
             if existing != directory { return "\(directory) will be created (mode 0700)" }
-            guard info.st_mode & 0o022 == 0 || info.st_mode & S_ISVTX != 0 else {
-                let mode = String(info.st_mode & 0o777, radix: 8)
-                throw KeychainError.insecureFile(
-                    detail: "other users can replace files in the vault's directory \(quotedPath(directory)) "
-                        + "(mode 0\(mode)): run chmod 700 \(quotedPath(directory))")
-            }
+            try checkNotReplaceable(directory, info, what: "the vault's directory")
             return "\(directory) is writable"
         }
         if let file = identitySource?.path {
@@ -115,4 +110,15 @@ func checkPrivateFile(_ file: String, what: String) throws(KeychainError) -> Str
                 + "run chmod 600 \(quotedPath(file))")
     }
     return "\(file) (mode 0\(String(mode, radix: 8)), \(info.st_size) bytes)"
+}
+
+/// That other users cannot replace files in `directory` (whose `stat` is `info`): not writable by
+/// group or others, unless sticky.
+func checkNotReplaceable(_ directory: String, _ info: stat, what: String) throws(KeychainError) {
+    guard info.st_mode & 0o022 == 0 || info.st_mode & S_ISVTX != 0 else {
+        let mode = String(info.st_mode & 0o777, radix: 8)
+        throw KeychainError.insecureFile(
+            detail: "other users can replace files in \(what) \(quotedPath(directory)) (mode 0\(mode)): "
+                + "run chmod 700 \(quotedPath(directory))")
+    }
 }

@@ -187,23 +187,7 @@ extension VaultStore {
         let file = try AgeFile.encrypt(
             encode(contents.entries, recipients: contents.recipients, collectionLabel: contents.collectionLabel),
             header: header)
-        // The holder's check, again as late as it can be: after the new file is written and
-        // synced, just before it replaces the vault.
-        var stopped: KeychainError?
-        do {
-            try writeFileAtomically(path, file) {
-                do throws(KeychainError) {
-                    try writeCheck?()
-                    return true
-                } catch {
-                    stopped = error
-                    return false
-                }
-            }
-        } catch {
-            if let stopped { throw stopped }
-            throw error
-        }
+        try writeFileChecked(path, file, check: writeCheck)
         // No stamp: the next load reads what is there.
         (written.header, written.file, written.stamp) = (header, SHA256.hash(data: file), nil)
         state.withLock { $0.contents = written }
@@ -243,5 +227,27 @@ extension VaultStore {
             state.withLock { $0.passphrase = passphrase }
             return passphrase
         }
+    }
+}
+
+/// Writes `bytes` to `path` atomically (``writeFileAtomically(_:_:replacing:beforeReplacing:)``),
+/// asking `check` last, once the new file is written and synced, just before it replaces `path`:
+/// the holder's check (its client's deadline, the vault still unlocked), as late as it can be.
+/// - Throws: what `check` throws (`path` untouched), or ``FileError``.
+func writeFileChecked(_ path: String, _ bytes: [UInt8], check: (@Sendable () throws(KeychainError) -> Void)?) throws {
+    var stopped: KeychainError?
+    do {
+        try writeFileAtomically(path, bytes) {
+            do throws(KeychainError) {
+                try check?()
+                return true
+            } catch {
+                stopped = error
+                return false
+            }
+        }
+    } catch {
+        if let stopped { throw stopped }
+        throw error
     }
 }

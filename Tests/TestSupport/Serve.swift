@@ -43,21 +43,7 @@ public enum ServedBackend: String, CaseIterable, Sendable, CustomTestStringConve
                 try body(ServedStorage(vault: vault, identity: identity))
             }
         case .treeVault:
-            let directory = try ScratchDirectory("tree-serve")
-            defer { directory.remove() }
-            let identity = directory.path("identity.txt")
-            let recipient = try cli(["vault", "keygen", "-o", identity], session: nil).stdoutText
-                .trimmingCharacters(in: .newlines)
-            let vault = directory.path("tree")
-            let environment: [String: String?] = [
-                "KEYCHAIN_BACKEND": "vault", "KEYCHAIN_VAULT": vault, "KEYCHAIN_IDENTITY": identity,
-                "DBUS_SESSION_BUS_ADDRESS": nil,
-            ]
-            try CLIBackend.$overrides.withValue(environment) {
-                let made = try cli(["vault", "init", "--recipient", recipient], session: nil)
-                guard made.status == 0 else { throw FixtureFailed(detail: "tree vault: \(made.stderr)") }
-                try body(ServedStorage(vault: vault, identity: identity))
-            }
+            try TreeFixture.run { tree in try body(ServedStorage(vault: tree.vault, identity: tree.identity)) }
         case .openbao:
             try CLIBackend.withOpenBaoMount { server, mount in try body(ServedStorage(mount: mount, server: server)) }
         }
