@@ -34,18 +34,7 @@ extension TreeVaultStore {
     /// The fingerprint key the file `bytes` (a version of `.fingerprint.age`, named `file` in
     /// messages) holds, decrypted in memory.
     public func fingerprintKey(in bytes: [UInt8], file: String) throws(KeychainError) -> [UInt8] {
-        let key: [UInt8]
-        do {
-            key = try AgeFile.decrypt(bytes, known: nil, identities: try identities()) {
-                throw AgeFile.Failure.needsIdentity(["scrypt"])
-            }.plaintext
-        } catch AgeFile.Failure.noIdentityMatches {
-            throw .noMatchingIdentity(path: file, detail: "none of the identities given is one of its recipients")
-        } catch let error as KeychainError {
-            throw error
-        } catch {
-            throw .vaultCorrupt(path: file, reason: "it does not open as the vault's fingerprint key (\(error))")
-        }
+        let key = try decryptToIdentities(bytes, file: file)
         guard key.count == Self.fingerprintKeySize else {
             throw .vaultCorrupt(path: file, reason: "it holds \(key.count) bytes, not a 32-byte fingerprint key")
         }

@@ -196,16 +196,13 @@ public final class TreeVaultStore: SecretStore, @unchecked Sendable {
         return VaultStore.Entry(secret: secret, created: item.created, modified: item.modified, details: item.details)
     }
 
-    /// The item document `bytes` (the file at `file`) holds, decrypted in memory with the vault's
-    /// identities; it must name `address` when one is given.
-    /// - Throws: ``KeychainError/noMatchingIdentity(path:detail:)`` when no identity opens it,
-    ///   ``KeychainError/vaultCorrupt(path:reason:)`` when it is not a vault item (of `address`).
-    public func open(_ bytes: [UInt8], at address: SecretAddress?, file: String) throws(KeychainError)
-        -> VaultDocument.Item
-    {
-        var plaintext: [UInt8]
+    /// The plaintext of the age file `bytes` (named `file` in messages), encrypted to the vault's
+    /// recipients, opened with its identities.
+    /// - Throws: ``KeychainError/noMatchingIdentity(path:detail:)`` when none opens it,
+    ///   ``KeychainError/vaultCorrupt(path:reason:)`` when it is encrypted to a passphrase or damaged.
+    func decryptToIdentities(_ bytes: [UInt8], file: String) throws(KeychainError) -> [UInt8] {
         do {
-            plaintext = try AgeFile.decrypt(bytes, known: nil, identities: try identities()) {
+            return try AgeFile.decrypt(bytes, known: nil, identities: try identities()) {
                 throw AgeFile.Failure.needsIdentity(["scrypt"])
             }.plaintext
         } catch AgeFile.Failure.noIdentityMatches {
@@ -217,6 +214,16 @@ public final class TreeVaultStore: SecretStore, @unchecked Sendable {
         } catch {
             throw .vaultCorrupt(path: file, reason: "\(error)")
         }
+    }
+
+    /// The item document `bytes` (the file at `file`) holds, decrypted in memory with the vault's
+    /// identities; it must name `address` when one is given.
+    /// - Throws: ``KeychainError/noMatchingIdentity(path:detail:)`` when no identity opens it,
+    ///   ``KeychainError/vaultCorrupt(path:reason:)`` when it is not a vault item (of `address`).
+    public func open(_ bytes: [UInt8], at address: SecretAddress?, file: String) throws(KeychainError)
+        -> VaultDocument.Item
+    {
+        var plaintext = try decryptToIdentities(bytes, file: file)
         defer { wipe(&plaintext) }
         let item: VaultDocument.Item
         do {
