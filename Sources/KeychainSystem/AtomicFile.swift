@@ -25,9 +25,11 @@ package struct ByteSink {
 
 /// Writes `bytes` to `path` atomically: see ``writeFileAtomically(_:replacing:_:)``.
 package func writeFileAtomically(
-    _ path: String, _ bytes: [UInt8], replacing: Bool = true, beforeReplacing: () -> Bool = { true }
+    _ path: String, _ bytes: [UInt8], replacing: Bool = true, sweeping: Bool = true,
+    beforeReplacing: () -> Bool = { true }
 ) throws(FileError) {
-    try writeFileAtomically(path, replacing: replacing, beforeReplacing: beforeReplacing) { sink throws(FileError) in
+    try writeFileAtomically(path, replacing: replacing, sweeping: sweeping, beforeReplacing: beforeReplacing) {
+        sink throws(FileError) in
         try sink.write(bytes)
     }
 }
@@ -42,18 +44,21 @@ package func writeFileAtomically(
 /// `O_TMPFILE` gets a named temporary file instead, with the same signals held back until it is
 /// renamed or removed. Only SIGKILL or a crash in those microseconds can leave a temporary file;
 /// the next write of the same path removes it once it is a minute old (the vault's, under its
-/// lock, at once). With `replacing` false an existing `path` is never replaced, even one created a
+/// lock, at once), unless `sweeping` is false (a tree vault's item: it costs a read of the whole
+/// directory). With `replacing` false an existing `path` is never replaced, even one created a
 /// moment before: the new file only ever gets its name by a link, which fails with `EEXIST`.
 /// `beforeReplacing` is asked last, once the new file is written and synced: false leaves `path`
 /// untouched (`ECANCELED`).
 /// - Throws: ``FileError`` naming the path, or what `body` throws; `path` is then untouched.
 package func writeFileAtomically(
-    _ path: String, replacing: Bool = true, beforeReplacing: () -> Bool = { true },
+    _ path: String, replacing: Bool = true, sweeping: Bool = true, beforeReplacing: () -> Bool = { true },
     _ body: (ByteSink) throws(FileError) -> Void
 ) throws(FileError) {
     let (directory, name) = splitPath(path)
-    // What an earlier writer killed between linkat and rename left (see above).
-    removeStrayTemporaries(of: path, olderThan: 60)
+    // What an earlier writer killed between linkat and rename left (see above); not where the
+    // directory is too large to read on every write (a tree vault's service: its writer keeps
+    // such names out of its listings, and git out of commits).
+    if sweeping { removeStrayTemporaries(of: path, olderThan: 60) }
     let unnamed = keychain_cli_open_unnamed(directory)
     guard unnamed >= 0 else {
         guard errno == EOPNOTSUPP || errno == EISDIR || errno == EINVAL else {

@@ -10,7 +10,8 @@ extension TreeVaultStore {
     /// Makes a tree vault in `directory` (created 0700 when missing; an existing one must hold
     /// nothing but dot files, a `.git` say): `.recipients` listing `recipients`, or, with none, a
     /// new X25519 identity kept in `.identity.age`, encrypted with `passphrase` at `workFactor`,
-    /// and its recipient; and a new fingerprint key (`.fingerprint.age`) encrypted to them.
+    /// and its recipient; a new fingerprint key (`.fingerprint.age`) encrypted to them; and a
+    /// `.gitignore` of the names a killed writer's temporary file may have.
     /// - Throws: ``KeychainError/badConfiguration(detail:)`` when `directory` is a vault or holds
     ///   other files, ``KeychainError/vaultIO(detail:)`` when it cannot be written.
     public static func create(
@@ -45,6 +46,9 @@ extension TreeVaultStore {
             }
             try writeRecipients(listed, in: directory)
             try writeFingerprintKey(newFingerprintKey(), in: directory, to: listed)
+            // The temporary file a writer killed between link and rename may leave (it holds an
+            // encrypted item, and no listing reads it) stays out of git's commits.
+            try writeFileAtomically("\(directory)/.gitignore", Array(".*.keychain-cli.*\n.keychain-cli.*\n".utf8))
         } catch let error as KeychainError {
             throw error
         } catch let error as FileError {

@@ -271,7 +271,9 @@ public final class TreeVaultStore: SecretStore, @unchecked Sendable {
         let bytes = try Self.seal(item, to: recipients)
         do {
             try makeDirectories(splitPath(file).directory)
-            try writeFileChecked(file, bytes, check: writeCheck)
+            // No sweep of stray temporary files: it reads the whole service directory (100,000
+            // names), and a kill leaves one only in the microseconds between link and rename.
+            try writeFileChecked(file, bytes, sweeping: false, check: writeCheck)
         } catch let error as KeychainError {
             throw error
         } catch let error as FileError {

@@ -234,10 +234,12 @@ extension VaultStore {
 /// asking `check` last, once the new file is written and synced, just before it replaces `path`:
 /// the holder's check (its client's deadline, the vault still unlocked), as late as it can be.
 /// - Throws: what `check` throws (`path` untouched), or ``FileError``.
-func writeFileChecked(_ path: String, _ bytes: [UInt8], check: (@Sendable () throws(KeychainError) -> Void)?) throws {
+func writeFileChecked(
+    _ path: String, _ bytes: [UInt8], sweeping: Bool = true, check: (@Sendable () throws(KeychainError) -> Void)?
+) throws {
     var stopped: KeychainError?
     do {
-        try writeFileAtomically(path, bytes) {
+        try writeFileAtomically(path, bytes, sweeping: sweeping) {
             do throws(KeychainError) {
                 try check?()
                 return true

@@ -3,7 +3,7 @@ import ArgumentParser
 extension KeychainCLI {
     struct Vault: ParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Team vaults: age identities, the vault's recipients, its passphrase.",
+            abstract: "Team and tree vaults: age identities, recipients, the passphrase, git merges and diffs.",
             discussion: """
                 A team vault is encrypted to age recipients instead of a passphrase: X25519 public \
                 keys (age1…) and ssh-ed25519 public keys. Each holder opens it with their own \
