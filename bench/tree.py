@@ -63,7 +63,7 @@ def merge_times(directory, identity, recipient, git_env):
             git("checkout", "-qb", branch, "master")
             changed = [{"service": "bench", "key": f"k{i:06d}", "encoding": "utf8", "secret": f"{branch}-{i}"}
                        for i in range(start, start + CHANGED)]
-            run(on_vault + ["import"], stdin=json.dumps(
+            run(on_vault + ["import", "--overwrite"], stdin=json.dumps(
                 {"format": "keychain-cli-export", "version": 1, "items": changed}).encode())
             git("add", "-A")
             git("commit", "-qm", branch)
