@@ -4,9 +4,74 @@ import KeychainAge
 import KeychainStore
 import KeychainSystem
 
-// Making a tree vault, and changing who opens it: its recipients (every item re-encrypted, each
-// with a new file key) or a passphrase tree vault's passphrase (its identity file alone).
+// Who opens a tree vault (its recipients, the identities that open its items), making one, and
+// changing who opens it: its recipients (every item re-encrypted, each with a new file key) or a
+// passphrase tree vault's passphrase (its identity file alone).
 extension TreeVaultStore {
+    /// The recipients `.recipients` lists now.
+    /// - Throws: ``KeychainError/vaultCorrupt(path:reason:)`` when it is missing, malformed or empty.
+    public func recipients() throws(KeychainError) -> [VaultRecipient] {
+        let file = path(Self.recipientsFile)
+        guard let bytes = try readSmallFile(file) else {
+            throw .vaultCorrupt(
+                path: directory,
+                reason: "it has no \(Self.recipientsFile) file, so it is not a tree vault "
+                    + "(make one with 'keychain-cli vault init \(directory)')")
+        }
+        let recipients: [VaultRecipient]
+        do {
+            recipients = try VaultRecipient.parse(recipientsFile: String(decoding: bytes, as: UTF8.self))
+        } catch {
+            throw .vaultCorrupt(path: file, reason: "it is not a recipients file: \(error)")
+        }
+        guard !recipients.isEmpty else { throw .vaultCorrupt(path: file, reason: "it lists no recipient") }
+        return recipients
+    }
+
+    /// The identities that open the items: those given, else the tree's own identity, opened
+    /// with the passphrase once per process.
+    func identities() throws(KeychainError) -> [any AgeIdentity] {
+        if let known = opened.withLock({ $0 }) { return known }
+        return try asking.withLock { _ throws(KeychainError) in
+            if let known = opened.withLock({ $0 }) { return known }
+            let identities = try openIdentities()
+            opened.withLock { $0 = identities }
+            return identities
+        }
+    }
+
+    private func openIdentities() throws(KeychainError) -> [any AgeIdentity] {
+        givenIdentities.isEmpty ? try openIdentityFile() : givenIdentities.map(\.key)
+    }
+
+    /// The identity `.identity.age` keeps, opened with the passphrase (its scrypt runs now).
+    func openIdentityFile() throws(KeychainError) -> [any AgeIdentity] {
+        let file = path(Self.identityFile)
+        guard let bytes = try readSmallFile(file) else {
+            throw .noMatchingIdentity(
+                path: directory,
+                detail:
+                    "it is a team vault (its items are encrypted to \(Self.recipientsFile)), and no identity was given")
+        }
+        let passphrase = try passphraseSource(.unlock)
+        guard !passphrase.isEmpty else { throw .noPassphrase(detail: "the passphrase given is empty") }
+        let plaintext: [UInt8]
+        do {
+            plaintext = try AgeFile.decrypt(bytes, known: nil) { passphrase }.plaintext
+        } catch AgeFile.Failure.wrongPassphrase {
+            throw .wrongPassphrase(path: directory)
+        } catch {
+            throw .vaultCorrupt(path: file, reason: "it does not open as an age identity file (\(error))")
+        }
+        guard
+            case .success(let identities) = VaultIdentity.parse(
+                identityFile: String(decoding: plaintext, as: UTF8.self))
+        else { throw .vaultCorrupt(path: file, reason: "it decrypts, but not to an identity") }
+        return identities.map(\.key)
+    }
+
+    // MARK: Making a tree vault, and changing who opens it
+
     /// Makes a tree vault in `directory` (created 0700 when missing; an existing one must hold
     /// nothing but dot files, a `.git` say): `.recipients` listing `recipients`, or, with none, a
     /// new X25519 identity kept in `.identity.age`, encrypted with `passphrase` at `workFactor`,

@@ -259,9 +259,11 @@ struct VaultTests {
         let notAFile = scratch.path("a-directory")
         try FileManager.default.createDirectory(atPath: notAFile, withIntermediateDirectories: true)
         try CLIBackend.withVault { _ in
+            // A directory that is not a tree vault is named as one, with the command that makes one.
             let read = try cli(["--vault", notAFile, "--backend", "vault", "get", "k"])
-            #expect(read.status == 74)
-            #expect(read.stderr.contains("cannot read '\(notAFile)'"))
+            #expect(read.status == 64)
+            #expect(read.stderr.contains("'\(notAFile)' names a directory that is not a tree vault"))
+            #expect(read.stderr.contains("keychain-cli vault init"))
             let underAFile = scratch.path("plain-file")
             _ = FileManager.default.createFile(atPath: underAFile, contents: Data())
             let write = try cli(["--vault", underAFile + "/vault.age", "set", "k"], stdin: Data("v".utf8))

@@ -33,7 +33,8 @@ extension KeychainCLI {
         func run() throws {
             let key = try KeychainKey(key)
             let keychain = try keychain()
-            let versions = try versionedStore(keychain.store).history(service: keychain.service, key: key)
+            let versions = try versionedStore(keychain.store, timeout: try settings.resolvedTimeout()).history(
+                service: keychain.service, key: key)
             if json { return try writeJSON(versions.map(JSONVersion.init)) }
             let lines = versions.map { version in
                 [
@@ -64,8 +65,12 @@ private struct JSONVersion: Encodable {
     }
 }
 
-/// `store` as one that keeps versions; else the unavailable failure (69) that says which do.
-func versionedStore(_ store: any SecretStore) throws -> any VersionedSecretStore {
+/// `store` as one that keeps versions (a tree vault reading git); else the unavailable failure
+/// (69) that says which do.
+func versionedStore(_ store: any SecretStore, timeout: Double) throws -> any VersionedSecretStore {
+    if let tree = store as? TreeVaultStore {
+        return tree.reading(git: gitRunner(directory: tree.directory, timeout: timeout))
+    }
     if let versioned = store as? any VersionedSecretStore { return versioned }
     throw KeychainError.noHistory(
         detail: store is SecretServiceStore

@@ -30,7 +30,7 @@ extension KeychainCLI {
         func run() throws {
             let key = try KeychainKey(key)
             let keychain = try keychain()
-            let store = try versionedStore(keychain.store)
+            let store = try versionedStore(keychain.store, timeout: try settings.resolvedTimeout())
             guard let secret = try store.secret(service: keychain.service, key: key, at: to) else {
                 throw CommandFailure.notFound(
                     "\(key) had no value at \(escapedForDisplay(to)) (not created yet, or deleted there); "

@@ -81,7 +81,7 @@ extension Settings {
         let timeout = try timeout ?? resolvedTimeout()
         return TreeVaultStore(
             directory: path, workFactor: try vaultWorkFactor(), lockTimeout: timeout, listing: listing,
-            identities: try identities(self, vault: path), git: gitRunner(directory: path, timeout: timeout),
+            identities: try identities(self, vault: path),
             passphrase: passphraseSource(vault: path, newPassphrase: newPassphrase))
     }
 
