@@ -54,8 +54,16 @@ public struct VaultItemDocument: Codable, Sendable, Equatable {
         Array(try JSONEncoder.sortedKeys(pretty: true).encode(self)) + [UInt8(ascii: "\n")]
     }
 
-    /// The document in `plaintext`.
+    /// The document in `plaintext`. A member given twice (two `"secret"`s) is refused: this
+    /// decoder would take the first and `age -d | jq` the last, so a reviewer and CI could be shown
+    /// two values.
     public static func decode(_ plaintext: [UInt8]) throws -> VaultItemDocument {
-        try JSONDecoder.vault.decode(VaultItemDocument.self, from: Data(plaintext))
+        if let repeated = RepeatedMember.first(in: plaintext) {
+            throw DecodingError.dataCorrupted(
+                DecodingError.Context(
+                    codingPath: [], debugDescription: "its member '\(escapedForDisplay(repeated.name))' is given twice")
+            )
+        }
+        return try JSONDecoder.vault.decode(VaultItemDocument.self, from: Data(plaintext))
     }
 }

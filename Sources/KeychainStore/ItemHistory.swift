@@ -13,6 +13,12 @@ public struct ItemVersion: Sendable, Equatable {
         /// Encrypted again (to other recipients, say); its value and details are the same.
         case reencrypted = "re-encrypted"
         case deleted
+        /// A version the identities given do not open (written before one of them was a
+        /// recipient), or a damaged one.
+        case unreadable = "cannot be opened"
+        /// The first version the identities given open, after versions they do not: what it
+        /// changed cannot be told.
+        case readable = "first readable"
     }
 
     /// What names the version for ``VersionedSecretStore/secret(service:key:at:)``: a commit's

@@ -19,7 +19,9 @@ public struct KeychainKey: Hashable, Comparable, Sendable, CustomStringConvertib
 
     /// The name escaped for a line of text (see ``escapedForDisplay(_:)``).
     public var description: String { escapedForDisplay(rawValue) }
-    public static func < (lhs: Self, rhs: Self) -> Bool { lhs.rawValue < rhs.rawValue }
+    public static func < (lhs: Self, rhs: Self) -> Bool { byteOrder(lhs.rawValue, rhs.rawValue) }
+    public static func == (lhs: Self, rhs: Self) -> Bool { lhs.rawValue.utf8.elementsEqual(rhs.rawValue.utf8) }
+    public func hash(into hasher: inout Hasher) { hashBytes(rawValue, &hasher) }
 }
 
 /// A namespace of keys, stored as the Secret Service attribute `service`.
@@ -40,7 +42,22 @@ public struct ServiceName: Hashable, Comparable, Sendable, CustomStringConvertib
 
     /// The name escaped for a line of text (see ``escapedForDisplay(_:)``).
     public var description: String { escapedForDisplay(rawValue) }
-    public static func < (lhs: Self, rhs: Self) -> Bool { lhs.rawValue < rhs.rawValue }
+    public static func < (lhs: Self, rhs: Self) -> Bool { byteOrder(lhs.rawValue, rhs.rawValue) }
+    public static func == (lhs: Self, rhs: Self) -> Bool { lhs.rawValue.utf8.elementsEqual(rhs.rawValue.utf8) }
+    public func hash(into hasher: inout Hasher) { hashBytes(rawValue, &hasher) }
+}
+
+// Names are compared byte for byte, as every backend stores them: Swift's String == holds "é"
+// (U+00E9) and "e\u{301}" equal, and a keyring, a tree vault's files and OpenBao hold them apart,
+// so a dictionary of names would merge two items.
+
+/// Whether `lhs` sorts before `rhs` by their UTF-8 bytes (the order of their code points).
+private func byteOrder(_ lhs: String, _ rhs: String) -> Bool {
+    lhs.utf8.lexicographicallyPrecedes(rhs.utf8)
+}
+
+private func hashBytes(_ text: String, _ hasher: inout Hasher) {
+    for byte in text.utf8 { hasher.combine(byte) }
 }
 
 /// The longest key or service name accepted, in UTF-8 bytes: far above what people type, so that

@@ -21,8 +21,32 @@ extension TreeVaultStore {
             guard stat(directory, &info) == 0, info.st_mode & S_IFMT == S_IFDIR else {
                 throw KeychainError.vaultIO(detail: "\(quotedPath(directory)) is not a directory")
             }
+            try checkOwned(directory, info, what: "the tree vault")
             try checkNotReplaceable(directory, info, what: "the tree vault")
             return "\(directory) is a tree vault (one age file per item)"
+        }
+        report.run("vault files") {
+            // Whoever may rewrite .recipients is sent every later secret; whoever may rewrite an
+            // item or a service's directory may replace a secret.
+            var checked = 0
+            let services = Self.entries(of: directory, directories: true).map { path($0) }
+            let items = services.flatMap { service in
+                Self.entries(of: service, directories: false).map { "\(service)/\($0)" }
+            }
+            let own = [Self.recipientsFile, Self.identityFile, Self.fingerprintFile].map { path($0) }
+            for file in own + services + items {
+                var info = stat()
+                guard lstat(file, &info) == 0 else { continue }
+                try checkOwned(file, info, what: "the tree vault's file")
+                guard info.st_mode & 0o022 == 0 else {
+                    throw KeychainError.insecureFile(
+                        detail:
+                            "other users can change \(quotedPath(file)) (mode 0\(String(info.st_mode & 0o777, radix: 8))): "
+                            + "run chmod go-w \(quotedPath(file))")
+                }
+                checked += 1
+            }
+            return "\(checked) files and directories only you can change"
         }
         var recipients: [VaultRecipient] = []
         report.run("recipients") {
@@ -58,5 +82,14 @@ extension TreeVaultStore {
                 + "service\(services == 1 ? "" : "s")"
         }
         return (report.checks, report.failure)
+    }
+}
+
+/// That `path` (whose `lstat` is `info`) belongs to this user (or root).
+private func checkOwned(_ path: String, _ info: stat, what: String) throws(KeychainError) {
+    guard info.st_uid == geteuid() || info.st_uid == 0 else {
+        throw KeychainError.insecureFile(
+            detail: "\(what) \(quotedPath(path)) belongs to another user (uid \(info.st_uid)), who can change "
+                + "who reads it: keep your own clone")
     }
 }

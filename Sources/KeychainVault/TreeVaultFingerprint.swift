@@ -44,7 +44,7 @@ extension TreeVaultStore {
     /// Makes the fingerprint key, under the vault's lock, when the vault has none; true when it
     /// made one. Only the recipients are needed, no identity.
     public func makeFingerprintKeyIfMissing() throws(KeychainError) -> Bool {
-        try underLock { () throws(KeychainError) -> Bool in
+        try underLock(authenticated: false) { () throws(KeychainError) -> Bool in
             guard access(path(Self.fingerprintFile), F_OK) != 0 else { return false }
             try Self.writeFingerprintKey(Self.newFingerprintKey(), in: directory, to: try recipients())
             return true

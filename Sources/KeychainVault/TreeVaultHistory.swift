@@ -29,13 +29,23 @@ extension TreeVaultStore: VersionedSecretStore {
         var previous: (entry: VaultStore.Entry, bytes: [UInt8])?
         for (index, commit) in commits.enumerated().reversed() {
             let bytes = blobs[index]
-            let entry = try bytes.map { (bytes) throws(KeychainError) in
-                try decrypt(bytes, at: address, file: "\(commit.0.prefix(12)):\(path.inTree)")
+            let entry: VaultStore.Entry?
+            do throws(KeychainError) {
+                entry = try bytes.map { (bytes) throws(KeychainError) in
+                    try decrypt(bytes, at: address, file: "\(commit.0.prefix(12)):\(path.inTree)")
+                }
+            } catch .noMatchingIdentity, .vaultCorrupt {
+                // Encrypted before one of our identities was a recipient, or damaged (a conflict
+                // committed): listed as such; the next version is compared with the last one read.
+                versions.append(
+                    ItemVersion(
+                        revision: commit.0, date: commit.1, author: commit.2, change: .unreadable, fingerprint: nil))
+                continue
             }
             let change: ItemVersion.Change? =
                 switch (previous, entry) {
                 case (nil, nil): nil
-                case (nil, _?): .created
+                case (nil, _?): versions.last?.change == .unreadable ? .readable : .created
                 case (_?, nil): .deleted
                 case (let old?, let new?):
                     old.entry.secret != new.secret
@@ -75,7 +85,14 @@ extension TreeVaultStore: VersionedSecretStore {
         inTree: String, inRepository: String
     ) {
         let relative = try TreeVaultNames.relativePath(service: address.service, key: address.key)
-        let prefix = trimmed(try runGit(["rev-parse", "--show-prefix"])[...])
+        // Inside a .git directory git answers, but there is no work tree whose commits hold items.
+        let answer = try runGit(["rev-parse", "--is-inside-work-tree", "--show-prefix"]).split(
+            separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false)
+        guard answer.first.map({ trimmed($0) }) == "true" else {
+            throw .noHistory(
+                detail: "the tree vault \(quotedPath(directory)) is not in a git work tree, so it has no history")
+        }
+        let prefix = answer.count > 1 ? trimmed(answer[1]) : ""
         return (relative, prefix + relative)
     }
 

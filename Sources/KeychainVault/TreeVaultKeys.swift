@@ -70,6 +70,20 @@ extension TreeVaultStore {
         return identities.map(\.key)
     }
 
+    /// That the identities items are opened with (given, or the passphrase's) include one of the
+    /// recipients `.recipients` lists now.
+    /// - Throws: ``KeychainError/noMatchingIdentity(path:detail:)`` when none is, or what opening
+    ///   them throws (a wrong passphrase).
+    func requireOpener() throws(KeychainError) {
+        let held = try identities()
+        let listed = Set(try recipients().map(\.key))
+        guard held.contains(where: { listed.contains($0.recipientText) }) else {
+            throw .noMatchingIdentity(
+                path: directory,
+                detail: "none of the identities given is one of its recipients (\(Self.recipientsFile))")
+        }
+    }
+
     // MARK: Making a tree vault, and changing who opens it
 
     /// Makes a tree vault in `directory` (created 0700 when missing; an existing one must hold

@@ -176,7 +176,11 @@ public final class TreeVaultStore: SecretStore, @unchecked Sendable {
             // The decoder's words only: never the plaintext.
             throw .vaultCorrupt(path: file, reason: "it decrypts, but not to a keychain-cli vault item (\(error))")
         }
-        if let address, item.service != address.service.rawValue || item.key != address.key.rawValue {
+        // Byte for byte: Swift's == holds "é" and "e\u{301}" equal, and they are two files.
+        if let address,
+            !item.service.utf8.elementsEqual(address.service.rawValue.utf8)
+                || !item.key.utf8.elementsEqual(address.key.rawValue.utf8)
+        {
             throw .vaultCorrupt(
                 path: file,
                 reason: "it holds the item \(escapedForDisplay(item.service))/\(escapedForDisplay(item.key)), "
@@ -241,11 +245,18 @@ public final class TreeVaultStore: SecretStore, @unchecked Sendable {
     }
 
     /// Runs `body` under the vault's lock (a `flock` on its directory).
-    func underLock<Result>(_ body: () throws(KeychainError) -> Result) throws(KeychainError) -> Result {
+    /// A writer must open the vault first (`authenticated`): its identities, or the passphrase's,
+    /// must be one of the recipients, as a single-file vault's writer must open it; anyone can
+    /// encrypt to public keys, and a wrong passphrase must not write. (git-setup's fingerprint key
+    /// needs the recipients alone.)
+    func underLock<Result>(authenticated: Bool = true, _ body: () throws(KeychainError) -> Result)
+        throws(KeychainError) -> Result
+    {
         guard Self.isTree(directory) else {
             throw .vaultCorrupt(
                 path: directory, reason: "it is not a directory (make a tree vault with 'keychain-cli vault init')")
         }
+        if authenticated { try requireOpener() }
         let result: Result?
         do {
             result = try withDirectoryLock(directory, timeout: lockTimeout) { () throws(KeychainError) -> Result in

@@ -143,4 +143,27 @@ struct TreeVaultHistoryTests {
             }
         }
     }
+
+    /// A version our identity does not open (written before we were a recipient) is listed as
+    /// one that cannot be opened, not the end of the listing; inside .git there is no history (69).
+    @Test func historyListsAVersionItCannotOpenAndRefusesAVaultInsideDotGit() throws {
+        try TreeFixture.run { tree in
+            try gitInit(tree.vault)
+            #expect(try cli(["-s", "ci", "set", "token"], input: "one").status == 0)
+            try commit(tree.vault, "one")
+            let newcomer = tree.scratch.path("newcomer.txt")
+            let recipient = try cli(["vault", "keygen", "-o", newcomer], session: nil).stdoutText
+                .trimmingCharacters(in: .newlines)
+            #expect(try cli(["vault", "recipients", "add", recipient]).status == 0)
+            try commit(tree.vault, "newcomer")
+            let history = try cli(["-s", "ci", "history", "token"], extra: ["KEYCHAIN_IDENTITY": newcomer])
+            #expect(history.status == 0, "\(history.stderr)")
+            let changes = history.stdoutText.split(separator: "\n").map { $0.split(separator: "\t")[2] }
+            #expect(changes == ["first readable", "cannot be opened"], "\(history.stdoutText)")
+            let inside = tree.vault + "/.git/vault"
+            #expect(try cli(["vault", "init", inside, "--recipient", tree.recipient], session: nil).status == 0)
+            let refused = try cli(["-s", "ci", "history", "token"], extra: ["KEYCHAIN_VAULT": inside])
+            #expect(refused.status == 69, "\(refused.stderr)")
+        }
+    }
 }

@@ -43,8 +43,8 @@ extension TreeVaultMergeTests {
         #expect(try String(contentsOfFile: attributes, encoding: .utf8) == expected)
         let program = URL(fileURLWithPath: keychainCLIPath).resolvingSymlinksInPath().path
         for (name, value) in [
-            ("merge.keychain-cli-vault.driver", "\(program) vault merge-driver %O %A %B %P"),
-            ("diff.keychain-cli-vault.textconv", "\(program) vault textconv"),
+            ("merge.keychain-cli-vault.driver", "\(program) vault merge-driver -- %O %A %B %P"),
+            ("diff.keychain-cli-vault.textconv", "\(program) vault textconv --"),
             ("diff.keychain-cli-vault.cachetextconv", "false"),
         ] {
             #expect(try repo.git(["config", "--local", "--get", name]).stdoutText == value + "\n", "\(name)")

@@ -81,8 +81,9 @@ extension KeychainCLI {
             // One entry per service and key: two tools' items under one name are one secret to
             // get, and an import of the backup restores that one (export → reset → import).
             var addresses: [(service: String, key: String)] = []
-            var seen: Swift.Set<String> = []
-            for item in listing.items where seen.insert("\(item.service)\u{0}\(item.key)").inserted {
+            // By bytes: "é" and "e\u{301}" are two keys, which Swift's String calls equal.
+            var seen: Swift.Set<[UInt8]> = []
+            for item in listing.items where seen.insert(Array("\(item.service)\u{0}\(item.key)".utf8)).inserted {
                 addresses.append((item.service, item.key))
             }
             let scope = allServices ? "every service" : "service '\(keychain.service)'"

@@ -36,8 +36,8 @@ extension KeychainCLI.Vault {
             let driver = TreeVaultGit.driver
             for (name, value) in [
                 ("merge.\(driver).name", "keychain-cli tree vault items, merged field by field"),
-                ("merge.\(driver).driver", "\(program) vault merge-driver %O %A %B %P"),
-                ("diff.\(driver).textconv", "\(program) vault textconv"),
+                ("merge.\(driver).driver", "\(program) vault merge-driver -- %O %A %B %P"),
+                ("diff.\(driver).textconv", "\(program) vault textconv --"),
                 ("diff.\(driver).cachetextconv", "false"),
             ] {
                 let set = try runGit(["config", "--local", name, value], in: store.directory)

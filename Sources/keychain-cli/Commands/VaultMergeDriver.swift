@@ -8,7 +8,7 @@ extension KeychainCLI.Vault {
             commandName: "merge-driver",
             abstract: "git's merge driver for a tree vault's items (vault git-setup sets it).",
             discussion: """
-                git runs it as "vault merge-driver %O %A %B %P" for an item both branches changed: \
+                git runs it as "vault merge-driver -- %O %A %B %P" for an item both branches changed: \
                 the common ancestor's file (empty when both added the item), ours, theirs, and the \
                 item's path in the repository (the vault is its grandparent). The three versions \
                 are decrypted in memory with your identities and merged field by field: the value, \
