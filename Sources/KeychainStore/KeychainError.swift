@@ -41,6 +41,9 @@ public enum KeychainError: Error, Equatable, Sendable, CustomStringConvertible, 
     /// The vault file is not a vault this version can read: not age, truncated, altered, or an
     /// unknown document. It is left untouched.
     case vaultCorrupt(path: String, reason: String)
+    /// One item's file of a tree vault is not an item of it (damaged, moved, a link, too large);
+    /// the other items read as before, and the file is never written over.
+    case itemCorrupt(path: String, reason: String)
     /// The passphrase does not open the vault.
     case wrongPassphrase(path: String)
     /// The vault needs a passphrase and none could be had (no source set, no terminal, empty).
@@ -110,6 +113,8 @@ public enum KeychainError: Error, Equatable, Sendable, CustomStringConvertible, 
         case .backendFailure(let detail), .noHistory(let detail), .vaultIO(let detail), .insecureFile(let detail),
             .badConfiguration(let detail), .serverUnavailable(let detail), .serverDenied(let detail):
             return detail
+        case .itemCorrupt(let path, let reason):
+            return "cannot open the item \(quotedPath(path)): \(reason). The file was left untouched"
         case .vaultCorrupt(let path, let reason):
             return "cannot open the vault \(quotedPath(path)): \(reason). The file was left untouched"
         case .wrongPassphrase(let path):

@@ -52,7 +52,7 @@ extension TreeVaultStore: DetailedSecretStore {
     {
         let now = VaultStore.now()
         return try underLock { () throws(KeychainError) -> DetailedItem? in
-            guard try !exists(address) else { return nil }
+            guard try !occupied(address) else { return nil }
             let entry = VaultStore.Entry(secret: secret, created: now, modified: now, details: details)
             try write(entry, at: address, to: try recipients())
             return VaultStore.detailed(address, entry)

@@ -29,6 +29,20 @@ extension TreeVaultStore {
             // Whoever may rewrite .recipients is sent every later secret; whoever may rewrite an
             // item or a service's directory may replace a secret.
             var checked = 0
+            // What `get` refuses, doctor names: a service or an item that is a link, a FIFO, a device.
+            for name in Self.names(in: directory) where TreeVaultNames.service(directory: name) != nil {
+                let service = path(name)
+                var info = stat()
+                guard lstat(service, &info) == 0, info.st_mode & S_IFMT == S_IFDIR else {
+                    throw KeychainError.itemCorrupt(path: service, reason: "it is not a directory (a link?)")
+                }
+                for item in Self.names(in: service) where TreeVaultNames.key(fileName: item) != nil {
+                    guard lstat("\(service)/\(item)", &info) == 0, info.st_mode & S_IFMT == S_IFREG else {
+                        throw KeychainError.itemCorrupt(
+                            path: "\(service)/\(item)", reason: "it is not a regular file (a link, a FIFO?)")
+                    }
+                }
+            }
             let services = Self.entries(of: directory, directories: true).map { path($0) }
             let items = services.flatMap { service in
                 Self.entries(of: service, directories: false).map { "\(service)/\($0)" }

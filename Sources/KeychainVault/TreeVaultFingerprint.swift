@@ -24,7 +24,7 @@ extension TreeVaultStore {
     /// The vault's fingerprint key, decrypted in memory; nil when it has none (made before
     /// fingerprints, or by another tool: `vault git-setup` makes it).
     /// - Throws: ``KeychainError/noMatchingIdentity(path:detail:)`` when no identity given opens it,
-    ///   ``KeychainError/vaultCorrupt(path:reason:)`` when it is not a fingerprint key.
+    ///   ``KeychainError/itemCorrupt(path:reason:)`` when it is not a fingerprint key.
     public func fingerprintKey() throws(KeychainError) -> [UInt8]? {
         let file = path(Self.fingerprintFile)
         guard let bytes = try readSmallFile(file, limit: 1 << 16) else { return nil }
@@ -36,7 +36,7 @@ extension TreeVaultStore {
     public func fingerprintKey(in bytes: [UInt8], file: String) throws(KeychainError) -> [UInt8] {
         let key = try decryptToIdentities(bytes, file: file)
         guard key.count == Self.fingerprintKeySize else {
-            throw .vaultCorrupt(path: file, reason: "it holds \(key.count) bytes, not a 32-byte fingerprint key")
+            throw .itemCorrupt(path: file, reason: "it holds \(key.count) bytes, not a 32-byte fingerprint key")
         }
         return key
     }
@@ -134,13 +134,14 @@ extension TreeVaultStore {
     public static func stanzaTypes(of bytes: [UInt8]) -> [String]? { try? AgeFile.stanzaTypes(bytes) }
 
     /// The item file `bytes` (named `file` in messages) described without its value, decrypted
-    /// in memory; its value's fingerprint under `fingerprintKey`.
+    /// in memory (it must name `address`, when one is given: a file copied over another item's
+    /// is none of it); its value's fingerprint under `fingerprintKey`.
     /// - Throws: what ``open(_:at:file:)`` throws.
-    public func summary(of bytes: [UInt8], file: String, fingerprintKey: [UInt8]?) throws(KeychainError)
-        -> TreeVaultItemSummary
+    public func summary(of bytes: [UInt8], at address: SecretAddress? = nil, file: String, fingerprintKey: [UInt8]?)
+        throws(KeychainError) -> TreeVaultItemSummary
     {
-        let item = try open(bytes, at: nil, file: file)
-        guard var secret = item.bytes else { throw .vaultCorrupt(path: file, reason: "its secret is malformed") }
+        let item = try open(bytes, at: address, file: file)
+        guard var secret = item.bytes else { throw .itemCorrupt(path: file, reason: "its secret is malformed") }
         defer { wipe(&secret) }
         var digest = SHA256()
         digest.update(data: secret)

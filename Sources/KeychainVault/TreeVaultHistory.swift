@@ -34,7 +34,7 @@ extension TreeVaultStore: VersionedSecretStore {
                 entry = try bytes.map { (bytes) throws(KeychainError) in
                     try decrypt(bytes, at: address, file: "\(commit.0.prefix(12)):\(path.inTree)")
                 }
-            } catch .noMatchingIdentity, .vaultCorrupt {
+            } catch .noMatchingIdentity, .itemCorrupt {
                 // Encrypted before one of our identities was a recipient, or damaged (a conflict
                 // committed): listed as such; the next version is compared with the last one read.
                 versions.append(

@@ -43,7 +43,7 @@ extension TreeVaultStore {
             var added: [Bool] = []
             for item in secrets {
                 let address = SecretAddress(service: item.service, key: item.key)
-                guard try !exists(address) else {
+                guard try !occupied(address) else {
                     added.append(false)
                     continue
                 }
@@ -76,7 +76,7 @@ extension TreeVaultStore {
     }
 
     public func containsSecret(service: ServiceName, key: KeychainKey) throws(KeychainError) -> Bool {
-        try exists(SecretAddress(service: service, key: key))
+        try occupied(SecretAddress(service: service, key: key))
     }
 
     public func items(service: ServiceName?) throws(KeychainError) -> [ItemInfo] {
@@ -134,6 +134,13 @@ extension TreeVaultStore {
         return results.withLock { $0 }
     }
 
+    /// Whether an item is there now: a file that opens as the item (one that does not is
+    /// ``KeychainError/itemCorrupt(path:reason:)``, not "already there").
+    func occupied(_ address: SecretAddress) throws(KeychainError) -> Bool {
+        guard try exists(address) else { return false }
+        return try entry(at: address) != nil
+    }
+
     /// Whether the item's file is there now.
     func exists(_ address: SecretAddress) throws(KeychainError) -> Bool {
         var info = stat()
@@ -157,6 +164,20 @@ extension TreeVaultStore {
                 SecretAddress(service: service, key: $0)
             }
         }
+    }
+
+    /// Every name in `directory` but dot names; none when it cannot be read.
+    static func names(in directory: String) -> [String] {
+        guard let stream = opendir(directory) else { return [] }
+        defer { closedir(stream) }
+        var names: [String] = []
+        while let entry = readdir(stream) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) {
+                String(cString: $0.bindMemory(to: CChar.self).baseAddress!)
+            }
+            if !name.hasPrefix(".") { names.append(name) }
+        }
+        return names
     }
 
     /// The names in `directory` of its subdirectories (`directories`) or of its regular files,

@@ -162,6 +162,15 @@ extension TreeVaultStore {
             } catch {
                 throw .vaultIO(detail: error.description)
             }
+            // A passphrase tree vault whose own identity is no recipient any more is a team vault:
+            // the identity (which opens no item now) goes, and no passphrase is asked again.
+            if keepsIdentity, givenIdentities.isEmpty, let own = try identities().first?.recipientText,
+                !after.contains(where: { $0.key == own })
+            {
+                unlink(path(Self.identityFile))
+                syncDirectory(directory)
+                forgetKey()
+            }
             return (before, after)
         }
     }

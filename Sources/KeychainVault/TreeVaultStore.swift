@@ -93,14 +93,14 @@ public final class TreeVaultStore: SecretStore, @unchecked Sendable {
     /// The item's file. Its service's directory and the file itself, where they exist, must not
     /// be symbolic links: a link (which git keeps, and a pull request may bring) could lead a
     /// read to another vault's item or a write or delete out of the vault.
-    /// - Throws: ``KeychainError/vaultCorrupt(path:reason:)`` for a link.
+    /// - Throws: ``KeychainError/itemCorrupt(path:reason:)`` for a link.
     func itemPath(_ address: SecretAddress) throws(KeychainError) -> String {
         let service = path(try TreeVaultNames.directory(of: address.service))
         let file = "\(service)/\(try TreeVaultNames.fileName(of: address.key))"
         for link in [service, file] {
             var info = stat()
             if lstat(link, &info) == 0 && info.st_mode & S_IFMT == S_IFLNK {
-                throw .vaultCorrupt(
+                throw .itemCorrupt(
                     path: link,
                     reason: "it is a symbolic link, and a tree vault's services and items are its own directories "
                         + "and files (a link could lead a read or a write out of the vault)")
@@ -126,6 +126,9 @@ public final class TreeVaultStore: SecretStore, @unchecked Sendable {
         let bytes: [UInt8]?
         do {
             bytes = try readFileIfPresent(file, limit: Self.maximumItemFile, regular: true)
+        } catch  where error.code == EFBIG {
+            throw .itemCorrupt(
+                path: file, reason: "it is larger than \(Self.maximumItemFile >> 20) MiB, more than any item holds")
         } catch {
             throw .vaultIO(detail: error.description)
         }
@@ -136,14 +139,14 @@ public final class TreeVaultStore: SecretStore, @unchecked Sendable {
     /// The item `bytes` (the file at `file`) holds, which must name `address`.
     func decrypt(_ bytes: [UInt8], at address: SecretAddress, file: String) throws(KeychainError) -> VaultStore.Entry {
         let item = try open(bytes, at: address, file: file)
-        guard let secret = item.bytes else { throw .vaultCorrupt(path: file, reason: "its secret is malformed") }
+        guard let secret = item.bytes else { throw .itemCorrupt(path: file, reason: "its secret is malformed") }
         return VaultStore.Entry(secret: secret, created: item.created, modified: item.modified, details: item.details)
     }
 
     /// The plaintext of the age file `bytes` (named `file` in messages), encrypted to the vault's
     /// recipients, opened with its identities.
     /// - Throws: ``KeychainError/noMatchingIdentity(path:detail:)`` when none opens it,
-    ///   ``KeychainError/vaultCorrupt(path:reason:)`` when it is encrypted to a passphrase or damaged.
+    ///   ``KeychainError/itemCorrupt(path:reason:)`` when it is encrypted to a passphrase or damaged.
     func decryptToIdentities(_ bytes: [UInt8], file: String) throws(KeychainError) -> [UInt8] {
         do {
             return try AgeFile.decrypt(bytes, known: nil, identities: try identities()) {
@@ -152,18 +155,20 @@ public final class TreeVaultStore: SecretStore, @unchecked Sendable {
         } catch AgeFile.Failure.noIdentityMatches {
             throw .noMatchingIdentity(path: file, detail: "none of the identities given is one of its recipients")
         } catch AgeFile.Failure.needsIdentity {
-            throw .vaultCorrupt(path: file, reason: "it is encrypted to a passphrase, not to the vault's recipients")
+            throw .itemCorrupt(path: file, reason: "it is encrypted to a passphrase, not to the vault's recipients")
+        } catch AgeFile.Failure.malformed(let reason) {
+            throw .itemCorrupt(path: file, reason: reason)
         } catch let error as KeychainError {
             throw error
         } catch {
-            throw .vaultCorrupt(path: file, reason: "\(error)")
+            throw .itemCorrupt(path: file, reason: "\(error)")
         }
     }
 
     /// The item document `bytes` (the file at `file`) holds, decrypted in memory with the vault's
     /// identities; it must name `address` when one is given.
     /// - Throws: ``KeychainError/noMatchingIdentity(path:detail:)`` when no identity opens it,
-    ///   ``KeychainError/vaultCorrupt(path:reason:)`` when it is not a vault item (of `address`).
+    ///   ``KeychainError/itemCorrupt(path:reason:)`` when it is not a vault item (of `address`).
     public func open(_ bytes: [UInt8], at address: SecretAddress?, file: String) throws(KeychainError)
         -> VaultDocument.Item
     {
@@ -174,14 +179,14 @@ public final class TreeVaultStore: SecretStore, @unchecked Sendable {
             item = try VaultItemDocument.decode(plaintext).item
         } catch {
             // The decoder's words only: never the plaintext.
-            throw .vaultCorrupt(path: file, reason: "it decrypts, but not to a keychain-cli vault item (\(error))")
+            throw .itemCorrupt(path: file, reason: "it decrypts, but not to a keychain-cli vault item (\(error))")
         }
         // Byte for byte: Swift's == holds "é" and "e\u{301}" equal, and they are two files.
         if let address,
             !item.service.utf8.elementsEqual(address.service.rawValue.utf8)
                 || !item.key.utf8.elementsEqual(address.key.rawValue.utf8)
         {
-            throw .vaultCorrupt(
+            throw .itemCorrupt(
                 path: file,
                 reason: "it holds the item \(escapedForDisplay(item.service))/\(escapedForDisplay(item.key)), "
                     + "not the one its path names (was it moved or copied?)")

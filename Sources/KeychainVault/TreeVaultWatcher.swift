@@ -36,7 +36,7 @@ extension TreeVaultStore {
                         fingerprint: .digest(entry.secret, modified: entry.modified),
                         application: entry.details.map { $0.attributes["application"] } ?? "keychain-cli")
                     (snapshot[id], seen[file]) = (state, (stamp, state))
-                } catch .vaultCorrupt where Self.changedRecently(file) {
+                } catch .itemCorrupt where Self.changedRecently(file) {
                     // Half written (git writes in place): as it was, and read again next time.
                     if let old = before[file] { (snapshot[id], seen[file]) = (old.state, old) }
                 }

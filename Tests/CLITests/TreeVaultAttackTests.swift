@@ -116,4 +116,46 @@ struct TreeVaultAttackTests {
             #expect(!diff.stdoutText.contains("two"))
         }
     }
+
+    /// A damaged, oversized, linked or FIFO item is that item's problem (65, naming the file and
+    /// what to do), for get, generate and doctor alike; never "already there" nor a path to check.
+    @Test func aDamagedItemIs65EverywhereAndDoctorNamesIt() throws {
+        try TreeFixture.run { tree in
+            #expect(try cli(["-s", "ci", "set", "a"], input: "v").status == 0)
+            try Data("not age".utf8).write(to: URL(fileURLWithPath: tree.item("ci", "damaged")))
+            let generate = try cli(["-s", "ci", "generate", "damaged"])
+            #expect(generate.status == 65 && generate.stderr.contains("git checkout"), "\(generate.stderr)")
+            #expect(!generate.stderr.contains("malformed("))
+            FileManager.default.createFile(atPath: tree.item("ci", "big"), contents: Data(count: 9 << 20))
+            let big = try cli(["-s", "ci", "get", "big"])
+            #expect(big.status == 65 && big.stderr.contains("larger than"), "\(big.stderr)")
+            try FileManager.default.removeItem(atPath: tree.item("ci", "big"))
+            try FileManager.default.removeItem(atPath: tree.item("ci", "damaged"))
+            #expect(mkfifo(tree.item("ci", "fifo"), 0o600) == 0)
+            let doctor = try cli(["doctor"])
+            #expect(doctor.status == 65 && doctor.stdoutText.contains("ci/fifo.age"), "\(doctor.stdoutText)")
+            let textconv = try cli(["vault", "textconv", tree.scratch.path("missing.age")])
+            #expect(textconv.status == 74)
+        }
+    }
+
+    /// Removing a passphrase tree vault's own identity from its recipients makes it a team vault:
+    /// its identity file goes, and nothing asks for a passphrase that opens nothing.
+    @Test func removingAPassphraseVaultsOwnIdentityMakesItATeamVault() throws {
+        try CLIBackend.withTreeVault { (vault: String) throws in
+            #expect(try cli(["-s", "ci", "set", "a"], input: "v").status == 0)
+            let member = vault + "-member.txt"
+            defer { try? FileManager.default.removeItem(atPath: member) }
+            let recipient = try cli(["vault", "keygen", "-o", member], session: nil).stdoutText
+                .trimmingCharacters(in: .newlines)
+            let own = try String(contentsOfFile: vault + "/.recipients", encoding: .utf8)
+                .trimmingCharacters(in: .newlines)
+            #expect(try cli(["vault", "recipients", "add", recipient]).status == 0)
+            let removed = try cli(["vault", "recipients", "remove", own])
+            #expect(removed.status == 0, "\(removed.stderr)")
+            #expect(!FileManager.default.fileExists(atPath: vault + "/.identity.age"))
+            #expect(try cli(["-s", "ci", "get", "a"], extra: ["KEYCHAIN_IDENTITY": member]).stdoutText == "v")
+            #expect(try cli(["vault", "passwd"], extra: ["KEYCHAIN_NEW_PASSPHRASE": "x"]).status == 64)
+        }
+    }
 }

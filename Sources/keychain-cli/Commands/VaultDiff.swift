@@ -119,7 +119,7 @@ private func describeChange(
     }
     let name = item.shown
     func summary(_ bytes: [UInt8]) -> TreeVaultItemSummary? {
-        try? store.summary(of: bytes, file: "\(name).age", fingerprintKey: key)
+        try? store.summary(of: bytes, at: item.address, file: "\(name).age", fingerprintKey: key)
     }
     func value(_ summary: TreeVaultItemSummary) -> String { summary.fingerprint ?? "no fingerprint key" }
     guard let before else {

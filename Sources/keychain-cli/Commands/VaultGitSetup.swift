@@ -36,7 +36,8 @@ extension KeychainCLI.Vault {
             let driver = TreeVaultGit.driver
             for (name, value) in [
                 ("merge.\(driver).name", "keychain-cli tree vault items, merged field by field"),
-                ("merge.\(driver).driver", "\(program) vault merge-driver -- %O %A %B %P"),
+                // git expands %O, %A, %B, %P (and %%) in the driver's command, not in textconv's.
+                ("merge.\(driver).driver", "\(program.replacing("%", with: "%%")) vault merge-driver -- %O %A %B %P"),
                 ("diff.\(driver).textconv", "\(program) vault textconv --"),
                 ("diff.\(driver).cachetextconv", "false"),
             ] {

@@ -28,7 +28,12 @@ extension KeychainCLI.Vault {
         func run() throws {
             let bytes: [UInt8]
             do {
-                bytes = try readFileIfPresent(file, limit: 16 << 20) ?? []
+                guard let read = try readFileIfPresent(file, limit: 16 << 20) else {
+                    throw CommandFailure.io("\(quotedPath(file)) does not exist. Check the path")
+                }
+                bytes = read
+            } catch let failure as CommandFailure {
+                throw failure
             } catch {
                 throw CommandFailure.io("\(error). Check the path and its permissions")
             }

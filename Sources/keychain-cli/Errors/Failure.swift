@@ -12,7 +12,9 @@ func exitStatus(for error: any Error, parserStatus: (any Error) -> Int32 = { _ i
         switch error {
         case .notFound: return 1
         case .invalidName, .badConfiguration, .lastRecipient: return 64
-        case .emptySecret, .secretTooLarge, .invalidData, .notText, .notOneTimePassword, .vaultCorrupt: return 65
+        case .emptySecret, .secretTooLarge, .invalidData, .notText, .notOneTimePassword, .vaultCorrupt,
+            .itemCorrupt:
+            return 65
         case .noSessionBus, .noSecretService, .noDefaultCollection, .backendFailure, .serverUnavailable, .nameTaken,
             .noHistory:
             return 69

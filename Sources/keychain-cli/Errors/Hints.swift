@@ -8,7 +8,9 @@ func hint(for error: KeychainError) -> String? {
     case .notFound(let service, _):
         if misplacedSecretKind(service) != nil { return "Check the service name (-s, $KEYCHAIN_SERVICE)" }
         return "Check the name with 'keychain-cli -s \(shellQuoted(escapedForDisplay(service))) list'"
-    case .invalidName:
+    case .invalidName(let kind, let reason):
+        if kind == "revision" || kind == "version" { return "'keychain-cli history KEY' lists its versions" }
+        if reason.contains("tree vault") { return nil }  // the reason says what to do
         return "Use a non-empty name without NUL, of at most \(maximumNameLength) bytes"
     case .emptySecret:
         return "Is the variable you piped unset? Pass --allow-empty if an empty secret is really meant"
@@ -50,6 +52,9 @@ func hint(for error: KeychainError) -> String? {
         return "Check the vault's path (--vault, $KEYCHAIN_VAULT) and its permissions"
     case .vaultCorrupt:
         return "Restore it from a backup, or move it away to start a new vault"
+    case .itemCorrupt(let path, _):
+        return
+            "Restore that file (git checkout -- \(shellQuoted(path)), or a backup), or remove it and store the item again"
     case .wrongPassphrase:
         return "Check $KEYCHAIN_PASSPHRASE, --passphrase-file or --passphrase-fd"
     case .noPassphrase:
