@@ -99,9 +99,9 @@ package enum ImportFile {
         // The same item twice with the same secret (a backup of two tools' items under one
         // name) is one item; two different secrets under one name are refused.
         var unique: [SecretToStore] = []
-        var first: [String: Int] = [:]
+        var first: [SecretAddress: Int] = [:]  // by bytes: "é" and "e\u{301}" are two items
         for (index, item) in items.enumerated() {
-            let address = "\(item.service.rawValue)\u{0}\(item.key.rawValue)"
+            let address = SecretAddress(service: item.service, key: item.key)
             guard let earlier = first[address] else {
                 first[address] = index
                 unique.append(item)
@@ -157,19 +157,20 @@ package enum ImportFile {
     package static func items(
         ofEntries entries: [(key: String, secret: Data)], service: ServiceName, location: (Int) -> String
     ) throws -> (items: [SecretToStore], renamed: [(key: String, storedAs: String)]) {
-        var taken = Set(entries.map(\.key))
-        var seen: Set<String> = []
+        // By bytes: "é" and "e\u{301}" are two names, which Swift's String calls equal.
+        var taken = Set(entries.map { Array($0.key.utf8) })
+        var seen: Set<[UInt8]> = []
         var items: [SecretToStore] = []
         var renamed: [(key: String, storedAs: String)] = []
         for (index, entry) in entries.enumerated() {
             var key = entry.key.isEmpty ? "untitled" : entry.key
-            if !seen.insert(key).inserted {
+            if !seen.insert(Array(key.utf8)).inserted {
                 var number = 2
-                while taken.contains("\(key) (\(number))") { number += 1 }
+                while taken.contains(Array("\(key) (\(number))".utf8)) { number += 1 }
                 renamed.append((key, "\(key) (\(number))"))
                 key = "\(key) (\(number))"
-                taken.insert(key)
-                seen.insert(key)
+                taken.insert(Array(key.utf8))
+                seen.insert(Array(key.utf8))
             }
             items.append(try item(service.rawValue, key, entry.secret, at: location(index)))
         }

@@ -158,4 +158,22 @@ struct TreeVaultAttackTests {
             #expect(try cli(["vault", "passwd"], extra: ["KEYCHAIN_NEW_PASSPHRASE": "x"]).status == 64)
         }
     }
+
+    /// Canonically equivalent names are two secrets on every command that maps names (inject's
+    /// references, import's file, exec's services), not only in a tree vault's files.
+    @Test(arguments: [CLIBackend.vault, .treeVault])
+    func canonicallyEquivalentNamesStayTwoSecretsThroughInjectImportAndExec(on backend: CLIBackend) throws {
+        try backend.run {
+            let (composed, decomposed) = ("\u{E9}", "e\u{301}")
+            let file =
+                #"{"format": "keychain-cli-export", "version": 1, "items": ["#
+                + #"{"service": "twins", "key": "\#(composed)", "encoding": "utf8", "secret": "one"},"#
+                + #"{"service": "twins", "key": "\#(decomposed)", "encoding": "utf8", "secret": "two"}]}"#
+            let imported = try cli(["-s", "twins", "import"], input: file)
+            #expect(imported.status == 0, "\(imported.stderr)")
+            let template = "{{ keychain://twins/\(composed) }}|{{ keychain://twins/\(decomposed) }}"
+            #expect(try cli(["inject"], input: template).stdoutText == "one|two")
+            #expect(try cli(["-s", "twins", "list"]).stdoutText.split(separator: "\n").count == 2)
+        }
+    }
 }

@@ -131,8 +131,8 @@ extension KeychainCLI {
             let keychain = try keychain()
             var values = try all.map { mapping in (mapping.name, try mapping.resolve(defaultService: keychain)) }
             var owners = Dictionary(all.map { ($0.name, $0.origin) }, uniquingKeysWith: { first, _ in first })
-            var taken: Swift.Set<String> = []
-            for service in fromServices where taken.insert(service).inserted {  // a service given twice is read once
+            var taken: Swift.Set<[UInt8]> = []  // by bytes: "é" and "e\u{301}" are two services
+            for service in fromServices where taken.insert(Array(service.utf8)).inserted {  // given twice: read once
                 let shownService = quotedValue(service, expected: "a service name")
                 for (name, key, value) in try variables(of: service, store: keychain.store) {
                     let origin = "--from \(shownService) (key \(quotedValue(key, expected: "a key name")))"

@@ -131,7 +131,7 @@ extension KeychainCLI {
             if overwrite || dryRun {
                 let present = try existingItems(of: items.map(\.service), keychain)
                 actions = items.map {
-                    present[$0.service]?.contains($0.key.rawValue) == true ? (overwrite ? .replace : .skip) : .add
+                    present[$0.service]?.contains($0.key) == true ? (overwrite ? .replace : .skip) : .add
                 }
                 if dryRun {
                     let lines = zip(actions, items).map { "\($0.rawValue) \($1.service)/\($1.key)\n" }.joined()
@@ -161,13 +161,17 @@ extension KeychainCLI {
             case add, replace, skip
         }
 
-        /// The keys each of `services` holds now, one listing per service.
+        /// The keys each of `services` holds now, one listing per service (as keys: compared by
+        /// bytes, so that "é" is not taken for "e\u{301}").
         private func existingItems(of services: [ServiceName], _ keychain: Keychain) throws
-            -> [ServiceName: Swift.Set<String>]
+            -> [ServiceName: Swift.Set<KeychainKey>]
         {
-            var existing: [ServiceName: Swift.Set<String>] = [:]
+            var existing: [ServiceName: Swift.Set<KeychainKey>] = [:]
             for service in Swift.Set(services) {
-                existing[service] = Swift.Set(try Keychain(service: service, store: keychain.store).items().map(\.key))
+                existing[service] = Swift.Set(
+                    try Keychain(service: service, store: keychain.store).items().compactMap {
+                        try? KeychainKey($0.key)
+                    })
             }
             return existing
         }

@@ -50,13 +50,14 @@ extension KeychainCLI {
             let references = try TemplateReference.all(in: bytes, source: name)
             // Every secret is read before anything is written.
             let keychain = try keychain()
-            var secrets: [String: String] = [:]
-            for reference in references where secrets[reference.text] == nil {
-                secrets[reference.text] = try reference.resolve(with: keychain)
+            // By bytes: "é" and "e\u{301}" name two secrets, which Swift's String calls equal.
+            var secrets: [[UInt8]: String] = [:]
+            for reference in references where secrets[Array(reference.text.utf8)] == nil {
+                secrets[Array(reference.text.utf8)] = try reference.resolve(with: keychain)
             }
             // Written as it is made: the result may be far larger than the template.
             try settings.writeResult(to: output) { sink throws(FileError) in
-                try TemplateReference.render(bytes, replacing: references, with: { secrets[$0.text]! }) {
+                try TemplateReference.render(bytes, replacing: references, with: { secrets[Array($0.text.utf8)]! }) {
                     block throws(FileError) in try sink.write(block)
                 }
             }
