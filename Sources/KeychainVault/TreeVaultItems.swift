@@ -168,39 +168,37 @@ extension TreeVaultStore {
 
     /// Every name in `directory` but dot names; none when it cannot be read.
     static func names(in directory: String) -> [String] {
-        guard let stream = opendir(directory) else { return [] }
-        defer { closedir(stream) }
-        var names: [String] = []
-        while let entry = readdir(stream) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) {
-                String(cString: $0.bindMemory(to: CChar.self).baseAddress!)
-            }
-            if !name.hasPrefix(".") { names.append(name) }
-        }
-        return names
+        namesAndTypes(in: directory).map(\.name)
     }
 
     /// The names in `directory` of its subdirectories (`directories`) or of its regular files,
     /// dot names left out; none when it cannot be read.
     static func entries(of directory: String, directories: Bool) -> [String] {
-        guard let stream = opendir(directory) else { return [] }
-        defer { closedir(stream) }
-        var names: [String] = []
-        while let entry = readdir(stream) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) {
-                String(cString: $0.bindMemory(to: CChar.self).baseAddress!)
-            }
-            guard !name.hasPrefix(".") else { continue }
-            var type = entry.pointee.d_type
+        namesAndTypes(in: directory).compactMap { name, type in
+            var type = type
             if type == UInt8(DT_UNKNOWN) {
                 var info = stat()
-                guard lstat("\(directory)/\(name)", &info) == 0 else { continue }
+                guard lstat("\(directory)/\(name)", &info) == 0 else { return nil }
                 type =
                     (info.st_mode & S_IFMT) == S_IFDIR
                     ? UInt8(DT_DIR) : (info.st_mode & S_IFMT) == S_IFREG ? UInt8(DT_REG) : 0
             }
-            if type == UInt8(directories ? DT_DIR : DT_REG) { names.append(name) }
+            return type == UInt8(directories ? DT_DIR : DT_REG) ? name : nil
         }
-        return names
+    }
+
+    /// Every name in `directory` but dot names, with the type readdir gives; none when it cannot
+    /// be read.
+    private static func namesAndTypes(in directory: String) -> [(name: String, type: UInt8)] {
+        guard let stream = opendir(directory) else { return [] }
+        defer { closedir(stream) }
+        var found: [(name: String, type: UInt8)] = []
+        while let entry = readdir(stream) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) {
+                String(cString: $0.bindMemory(to: CChar.self).baseAddress!)
+            }
+            if !name.hasPrefix(".") { found.append((name, entry.pointee.d_type)) }
+        }
+        return found
     }
 }
