@@ -154,7 +154,7 @@ package final class VaultHolder: Sendable {
         }
         do throws(KeychainError) {
             try check()
-            let writer = store.writer(waiting: deadline - monotonicSeconds(), check: check)
+            let writer = store.waiting(deadline - monotonicSeconds(), check: check)
             return try carryOut(operation, reading: store, writing: writer)
         } catch .vaultRekeyed, .noMatchingIdentity, .noPassphrase, .wrongPassphrase {
             // Locked meanwhile, or re-keyed since (vault passwd, vault recipients): the key held
@@ -275,23 +275,10 @@ package protocol HeldVault: AnyObject, SecretStore {
     func forgetKey()
     /// Whether the key held still opens the vault as it is now.
     func opensWithHeldKey() throws(KeychainError) -> Bool
-    /// This store for a write that waits up to `seconds` for the vault's lock, and that `check`
-    /// may stop under the lock and before it replaces a file.
-    func writer(waiting seconds: Double, check: @escaping @Sendable () throws(KeychainError) -> Void) -> any SecretStore
+    /// This store (the same key) for a write that waits up to `lockTimeout` for the vault's lock,
+    /// and that `check` may stop under the lock and before it replaces a file.
+    func waiting(_ lockTimeout: Double, check: @escaping @Sendable () throws(KeychainError) -> Void) -> Self
 }
 
-extension VaultStore: HeldVault {
-    package func writer(waiting seconds: Double, check: @escaping @Sendable () throws(KeychainError) -> Void)
-        -> any SecretStore
-    {
-        waiting(seconds, check: check)
-    }
-}
-
-extension TreeVaultStore: HeldVault {
-    package func writer(waiting seconds: Double, check: @escaping @Sendable () throws(KeychainError) -> Void)
-        -> any SecretStore
-    {
-        waiting(seconds, check: check)
-    }
-}
+extension VaultStore: HeldVault {}
+extension TreeVaultStore: HeldVault {}

@@ -30,7 +30,7 @@ extension TreeVaultStore: DetailedSecretStore {
     /// Opens the vault's identity now (a passphrase tree vault's), for a writer that cannot ask later.
     public func prepareForWrites() throws(KeychainError) {
         _ = try recipients()
-        if !givenIdentities.isEmpty || Self.hasIdentityFile(directory) { _ = try identities() }
+        if !givenIdentities.isEmpty || keepsIdentity { _ = try identities() }
     }
 
     @discardableResult
@@ -100,9 +100,5 @@ extension TreeVaultStore: DetailedSecretStore {
                 throw .vaultIO(detail: error.description)
             }
         }
-    }
-
-    static func hasIdentityFile(_ directory: String) -> Bool {
-        access("\(directory)/\(identityFile)", F_OK) == 0
     }
 }

@@ -28,29 +28,11 @@ extension TreeVaultStore {
         report.run("vault files") {
             // Whoever may rewrite .recipients is sent every later secret; whoever may rewrite an
             // item or a service's directory may replace a secret.
+            // One walk, each name stated once: what `get` refuses, doctor names (a service or an item
+            // that is a link, a FIFO, a device); every directory and regular file, item or not,
+            // must be this user's and changed by nobody else.
             var checked = 0
-            // What `get` refuses, doctor names: a service or an item that is a link, a FIFO, a device.
-            for name in Self.names(in: directory) where TreeVaultNames.service(directory: name) != nil {
-                let service = path(name)
-                var info = stat()
-                guard lstat(service, &info) == 0, info.st_mode & S_IFMT == S_IFDIR else {
-                    throw KeychainError.itemCorrupt(path: service, reason: "it is not a directory (a link?)")
-                }
-                for item in Self.names(in: service) where TreeVaultNames.key(fileName: item) != nil {
-                    guard lstat("\(service)/\(item)", &info) == 0, info.st_mode & S_IFMT == S_IFREG else {
-                        throw KeychainError.itemCorrupt(
-                            path: "\(service)/\(item)", reason: "it is not a regular file (a link, a FIFO?)")
-                    }
-                }
-            }
-            let services = Self.entries(of: directory, directories: true).map { path($0) }
-            let items = services.flatMap { service in
-                Self.entries(of: service, directories: false).map { "\(service)/\($0)" }
-            }
-            let own = [Self.recipientsFile, Self.identityFile, Self.fingerprintFile].map { path($0) }
-            for file in own + services + items {
-                var info = stat()
-                guard lstat(file, &info) == 0 else { continue }
+            func check(_ file: String, _ info: stat) throws(KeychainError) {
                 try checkOwned(file, info, what: "the tree vault's file")
                 guard info.st_mode & 0o022 == 0 else {
                     throw KeychainError.insecureFile(
@@ -59,6 +41,31 @@ extension TreeVaultStore {
                             + "run chmod go-w \(quotedPath(file))")
                 }
                 checked += 1
+            }
+            for own in [Self.recipientsFile, Self.identityFile, Self.fingerprintFile].map(path) {
+                var info = stat()
+                if lstat(own, &info) == 0 { try check(own, info) }
+            }
+            for name in Self.names(in: directory) {
+                let service = path(name)
+                var info = stat()
+                guard lstat(service, &info) == 0 else { continue }
+                let isDirectory = info.st_mode & S_IFMT == S_IFDIR
+                if TreeVaultNames.service(directory: name) != nil && !isDirectory {
+                    throw KeychainError.itemCorrupt(path: service, reason: "it is not a directory (a link?)")
+                }
+                guard isDirectory else { continue }
+                try check(service, info)
+                for item in Self.names(in: service) {
+                    let file = "\(service)/\(item)"
+                    guard lstat(file, &info) == 0 else { continue }
+                    let isFile = info.st_mode & S_IFMT == S_IFREG
+                    if TreeVaultNames.key(fileName: item) != nil && !isFile {
+                        throw KeychainError.itemCorrupt(
+                            path: file, reason: "it is not a regular file (a link, a FIFO?)")
+                    }
+                    if isFile { try check(file, info) }
+                }
             }
             return "\(checked) files and directories only you can change"
         }

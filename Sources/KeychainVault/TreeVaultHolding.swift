@@ -43,7 +43,6 @@ extension TreeVaultStore {
     /// remove` of it, or a vault removed, ends its holding).
     package func opensWithHeldKey() throws(KeychainError) -> Bool {
         guard let held = opened.withLock({ $0 }), Self.isTree(directory) else { return false }
-        let listed = Set(try recipients().map(\.key))
-        return held.contains { listed.contains($0.recipientText) }
+        return try isRecipient(held)
     }
 }

@@ -75,13 +75,17 @@ extension TreeVaultStore {
     /// - Throws: ``KeychainError/noMatchingIdentity(path:detail:)`` when none is, or what opening
     ///   them throws (a wrong passphrase).
     func requireOpener() throws(KeychainError) {
-        let held = try identities()
-        let listed = Set(try recipients().map(\.key))
-        guard held.contains(where: { listed.contains($0.recipientText) }) else {
+        guard try isRecipient(try identities()) else {
             throw .noMatchingIdentity(
                 path: directory,
                 detail: "none of the identities given is one of its recipients (\(Self.recipientsFile))")
         }
+    }
+
+    /// Whether one of `identities` is a recipient `.recipients` lists now.
+    func isRecipient(_ identities: [any AgeIdentity]) throws(KeychainError) -> Bool {
+        let listed = Set(try recipients().map(\.key))
+        return identities.contains { listed.contains($0.recipientText) }
     }
 
     // MARK: Making a tree vault, and changing who opens it
@@ -152,8 +156,9 @@ extension TreeVaultStore {
             let before = try recipients()
             let after = try change(before)
             guard !after.isEmpty else { throw .lastRecipient(path: directory) }
-            for address in try addresses(service: nil) {
-                guard let entry = try entry(at: address) else { continue }
+            let addresses = try addresses(service: nil)
+            for (address, entry) in zip(addresses, try entries(at: addresses)) {
+                guard let entry else { continue }
                 try write(entry, at: address, to: after)
             }
             try rekeyFingerprint(before: before, after: after)
@@ -179,7 +184,7 @@ extension TreeVaultStore {
     /// ``VaultStore/PassphrasePurpose/change`` once the old one opened it); the items stay as
     /// they are. False when the vault keeps no identity (a team vault: its members' keys open it).
     public func changePassphrase() throws(KeychainError) -> Bool {
-        guard Self.hasIdentityFile(directory) else { return false }
+        guard keepsIdentity else { return false }
         guard let identity = try openIdentityFile().first as? AgeX25519.Identity else { return false }
         let passphrase = try passphraseSource(.change)
         guard !passphrase.isEmpty else { throw .noNewPassphrase(detail: "it is empty") }
@@ -198,7 +203,7 @@ extension TreeVaultStore {
     public var identityRecipients: [String] { givenIdentities.map(\.recipient) }
 
     /// Whether this vault keeps its own identity, opened by a passphrase.
-    public var keepsIdentity: Bool { Self.hasIdentityFile(directory) }
+    public var keepsIdentity: Bool { access(path(Self.identityFile), F_OK) == 0 }
 
     private static func writeRecipients(_ recipients: [VaultRecipient], in directory: String) throws(FileError) {
         let text = recipients.map { "\($0)\n" }.joined()

@@ -244,7 +244,10 @@ public final class TreeVaultStore: SecretStore, @unchecked Sendable {
             if errno == ENOENT { return false }
             throw .vaultIO(detail: "cannot remove \(quotedPath(file)): \(String(cString: strerror(errno)))")
         }
-        _ = rmdir(splitPath(file).directory)
+        // The unlink is durable once the service's directory is synced; its removal, once the
+        // vault's is.
+        let service = splitPath(file).directory
+        if rmdir(service) != 0 { syncDirectory(service) }
         syncDirectory(directory)
         return true
     }

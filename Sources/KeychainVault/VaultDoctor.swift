@@ -29,7 +29,7 @@ extension VaultStore {
                 return "\(path) does not exist yet; the first set creates it (mode 0600)"
             }
             exists = true
-            return try checkPrivate(path, what: "vault file")
+            return try checkPrivateFile(path, what: "vault file")
         }
         report.run("vault directory") {
             var existing = directory
@@ -48,7 +48,7 @@ extension VaultStore {
             return "\(directory) is writable"
         }
         if let file = identitySource?.path {
-            report.run("identity file") { try checkPrivate(file, what: "identity file") }
+            report.run("identity file") { try checkPrivateFile(file, what: "identity file") }
         }
         var teamVault = false
         report.run("vault lock") {
@@ -84,9 +84,6 @@ extension VaultStore {
         return (report.checks, report.failure)
     }
 
-    private func checkPrivate(_ file: String, what: String) throws(KeychainError) -> String {
-        try checkPrivateFile(file, what: what)
-    }
 }
 
 /// That `file` is a regular file of this user's that no one else can open.
