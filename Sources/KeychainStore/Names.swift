@@ -56,8 +56,11 @@ private func byteOrder(_ lhs: String, _ rhs: String) -> Bool {
     lhs.utf8.lexicographicallyPrecedes(rhs.utf8)
 }
 
+/// Feeds `text`'s UTF-8 bytes to `hasher` in one call where the string holds them contiguously
+/// (every native string: a vault's keys are hashed for each of its items), byte by byte otherwise.
 private func hashBytes(_ text: String, _ hasher: inout Hasher) {
-    for byte in text.utf8 { hasher.combine(byte) }
+    let hashed: Void? = text.utf8.withContiguousStorageIfAvailable { hasher.combine(bytes: UnsafeRawBufferPointer($0)) }
+    if hashed == nil { for byte in text.utf8 { hasher.combine(byte) } }
 }
 
 /// The longest key or service name accepted, in UTF-8 bytes: far above what people type, so that

@@ -116,9 +116,7 @@ extension KeychainCLI.Vault {
         private func vault(_ directory: String) throws -> TreeVaultStore {
             var settings = settings
             settings.vault = directory
-            return TreeVaultStore(
-                directory: directory, identities: try identities(settings, vault: directory),
-                passphrase: settings.passphraseSource(vault: directory, newPassphrase: nil))
+            return try treeVault(settings, for: "merge-driver")
         }
 
         /// The recipients of the merge of `.recipients` in `directory` as HEAD, theirs and their
