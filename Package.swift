@@ -68,10 +68,21 @@ let package = Package(
                 .product(name: "CryptoExtras", package: "swift-crypto"),
             ]
         ),
+        // OpenSSH's key and signature formats (SSHSIG, allowed_signers, the agent): signed vaults.
+        .target(
+            name: "KeychainSSH",
+            dependencies: [
+                "KeychainSystem",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "CryptoExtras", package: "swift-crypto"),
+            ]
+        ),
         .target(
             name: "KeychainVault",
             dependencies: [
                 "KeychainStore", "KeychainSystem", "KeychainFormats", "KeychainAge",
+                // Signed vaults: SSHSIG signatures checked against allowed_signers.
+                "KeychainSSH",
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
@@ -112,6 +123,8 @@ let package = Package(
                 "KeychainSystem", "KeychainCredentials", "KeychainStore", "KeychainSecrets", "KeychainFormats",
                 "KeychainAge", "KeychainVault", "KeychainSecretService", "KeychainProvider", "KeychainOpenBao",
                 "KeychainFacade", "KeychainKeePass",
+                // OpenSSH keys and signatures, for signed vaults.
+                "KeychainSSH",
             ]
         ),
         // Each parser of untrusted bytes as a fuzzing entry point (keychain-fuzz, the corpus tests).
@@ -150,6 +163,8 @@ let package = Package(
             dependencies: [
                 "KeychainCore", "KeychainDBus", "KeychainSecretSession", "KeychainProvider", "KeychainFuzzTargets",
                 "KeychainKeePass", .product(name: "Crypto", package: "swift-crypto"),
+                // SSHSIG, allowed_signers and the agent, checked against the real ssh-keygen and ssh-agent.
+                "KeychainSSH",
                 // eventually(), the tests' one polling helper; ScriptedPeer, the scripted Secret Service.
                 "TestSupport",
             ]
