@@ -142,6 +142,8 @@ let package = Package(
             dependencies: [
                 "KeychainCore",
                 "KeychainHolder",
+                // Signing keys and allowed signers (--signing-key, --allowed-signers).
+                "KeychainSSH",
                 "CLinux",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]

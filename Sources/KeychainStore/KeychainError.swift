@@ -79,6 +79,11 @@ public enum KeychainError: Error, Equatable, Sendable, CustomStringConvertible, 
     case lastRecipient(path: String)
     /// The holder's socket is served by another user (`uid`), not by this one; nothing was sent.
     case holderNotOurs(socket: String, uid: UInt32)
+    /// A signed vault's file (`what`: an item's SERVICE/KEY, its recipients, the vault) is not
+    /// signed by an allowed signer; `reason` says how. Nothing it holds was used.
+    case notSigned(what: String, path: String, reason: String)
+    /// The key that signs a vault's writes cannot sign (`detail` says why); nothing was written.
+    case cannotSign(detail: String)
     /// The OpenBao backend's settings, its login or its mount cannot work.
     case openBao(OpenBaoProblem)
     /// Another process owns the bus name a provider must own (`org.freedesktop.secrets`), did not
@@ -144,6 +149,10 @@ public enum KeychainError: Error, Equatable, Sendable, CustomStringConvertible, 
             return "the holder's socket \(quotedPath(socket)) is served by uid \(uid), not by you"
         case .openBao(let problem):
             return problem.description
+        case .notSigned(let what, let path, let reason):
+            return "refusing \(what) (\(quotedPath(path))): \(reason); nothing it holds was used"
+        case .cannotSign(let detail):
+            return "cannot sign the vault's writes: \(detail); nothing was written"
         case .nameTaken(let name, let owner, .owned):
             return "\(name) is already owned by \(escapedForDisplay(owner)) on this bus"
         case .nameTaken(let name, let owner, .replacementRefused):

@@ -95,6 +95,11 @@ extension TreeVaultStore {
             }
             return "age recipients; \(opening.recipient) (from \(identitySource.name)) opens it"
         }
+        if signing.allowed != nil || access(path(Self.recipientsFile + VaultSigning.suffix), F_OK) == 0 {
+            report.run("signatures") {
+                try VaultSigning.summary(of: try signatureReport(), checked: signing.allowed != nil)
+            }
+        }
         report.run("vault opens") {
             let addresses = try addresses(service: nil)
             _ = try entries(at: addresses)

@@ -118,17 +118,20 @@ extension TreeVaultStore {
         }
         let results = Locked([VaultStore.Entry?](repeating: nil, count: addresses.count))
         let failure = Locked<(index: Int, error: KeychainError)?>(nil)
+        let underLock = VaultSigning.underLock  // the workers work for this thread
         DispatchQueue.concurrentPerform(iterations: workers) { worker in
-            var found: [(Int, VaultStore.Entry?)] = []
-            for index in stride(from: worker, to: addresses.count, by: workers) {
-                do throws(KeychainError) {
-                    found.append((index, try entry(at: addresses[index])))
-                } catch {
-                    failure.withLock { if $0 == nil || $0!.index > index { $0 = (index, error) } }
-                    break
+            VaultSigning.$underLock.withValue(underLock) {
+                var found: [(Int, VaultStore.Entry?)] = []
+                for index in stride(from: worker, to: addresses.count, by: workers) {
+                    do throws(KeychainError) {
+                        found.append((index, try entry(at: addresses[index])))
+                    } catch {
+                        failure.withLock { if $0 == nil || $0!.index > index { $0 = (index, error) } }
+                        break
+                    }
                 }
+                results.withLock { results in for (index, entry) in found { results[index] = entry } }
             }
-            results.withLock { results in for (index, entry) in found { results[index] = entry } }
         }
         if let failure = failure.withLock({ $0 }) { throw failure.error }
         return results.withLock { $0 }

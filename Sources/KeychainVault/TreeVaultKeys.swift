@@ -8,8 +8,10 @@ import KeychainSystem
 // changing who opens it: its recipients (every item re-encrypted, each with a new file key) or a
 // passphrase tree vault's passphrase (its identity file alone).
 extension TreeVaultStore {
-    /// The recipients `.recipients` lists now.
-    /// - Throws: ``KeychainError/vaultCorrupt(path:reason:)`` when it is missing, malformed or empty.
+    /// The recipients `.recipients` lists now (signed by an allowed signer, when signatures are
+    /// required).
+    /// - Throws: ``KeychainError/vaultCorrupt(path:reason:)`` when it is missing, malformed or
+    ///   empty, ``KeychainError/notSigned(what:path:reason:)``.
     public func recipients() throws(KeychainError) -> [VaultRecipient] {
         let file = path(Self.recipientsFile)
         guard let bytes = try readSmallFile(file) else {
@@ -18,6 +20,7 @@ extension TreeVaultStore {
                 reason: "it has no \(Self.recipientsFile) file, so it is not a tree vault "
                     + "(make one with 'keychain-cli vault init \(directory)')")
         }
+        if signing.required { try requireSigned(recipients: bytes) }
         let recipients: [VaultRecipient]
         do {
             recipients = try VaultRecipient.parse(recipientsFile: String(decoding: bytes, as: UTF8.self))
@@ -93,13 +96,14 @@ extension TreeVaultStore {
     /// Makes a tree vault in `directory` (created 0700 when missing; an existing one must hold
     /// nothing but dot files, a `.git` say): `.recipients` listing `recipients`, or, with none, a
     /// new X25519 identity kept in `.identity.age`, encrypted with `passphrase` at `workFactor`,
-    /// and its recipient; a new fingerprint key (`.fingerprint.age`) encrypted to them; and a
-    /// `.gitignore` of the names a killed writer's temporary file may have.
+    /// and its recipient; a new fingerprint key (`.fingerprint.age`) encrypted to them; the
+    /// vault's id (`.vault-id`), and `.recipients.sig` when `signing` signs; and a `.gitignore` of
+    /// the names a killed writer's temporary file may have.
     /// - Throws: ``KeychainError/badConfiguration(detail:)`` when `directory` is a vault or holds
     ///   other files, ``KeychainError/vaultIO(detail:)`` when it cannot be written.
     public static func create(
         directory: String, recipients: [VaultRecipient], passphrase: (() throws(KeychainError) -> [UInt8])?,
-        workFactor: Int
+        workFactor: Int, signing: VaultSigning = .none
     ) throws(KeychainError) {
         var info = stat()
         if stat(directory, &info) == 0 {
@@ -127,7 +131,11 @@ extension TreeVaultStore {
                 listed = [try VaultRecipient(identity.recipient)]
                 try writeIdentity(identity, in: directory, passphrase: try passphrase(), workFactor: workFactor)
             }
-            try writeRecipients(listed, in: directory)
+            // Its own id from the start: every signature names it, so that a file signed for
+            // another vault never verifies in this one.
+            let made = TreeVaultStore(directory: directory, signing: signing) { _ throws(KeychainError) in [] }
+            _ = try made.vaultIDMade()
+            try made.writeRecipients(listed)
             try writeFingerprintKey(newFingerprintKey(), in: directory, to: listed)
             // The temporary file a writer killed between link and rename may leave (it holds an
             // encrypted item, and no listing reads it) stays out of git's commits.
@@ -162,11 +170,7 @@ extension TreeVaultStore {
                 try write(entry, at: address, to: after)
             }
             try rekeyFingerprint(before: before, after: after)
-            do throws(FileError) {
-                try Self.writeRecipients(after, in: directory)
-            } catch {
-                throw .vaultIO(detail: error.description)
-            }
+            try writeRecipients(after)
             // A passphrase tree vault whose own identity is no recipient any more is a team vault:
             // the identity (which opens no item now) goes, and no passphrase is asked again.
             if keepsIdentity, givenIdentities.isEmpty, let own = try identities().first?.recipientText,
@@ -205,9 +209,17 @@ extension TreeVaultStore {
     /// Whether this vault keeps its own identity, opened by a passphrase.
     public var keepsIdentity: Bool { access(path(Self.identityFile), F_OK) == 0 }
 
-    private static func writeRecipients(_ recipients: [VaultRecipient], in directory: String) throws(FileError) {
-        let text = recipients.map { "\($0)\n" }.joined()
-        try writeFileAtomically("\(directory)/\(recipientsFile)", Array(text.utf8))
+    /// Writes `.recipients` listing `recipients`, and its signature when this store signs (the
+    /// caller holds the lock, or makes the vault).
+    func writeRecipients(_ recipients: [VaultRecipient]) throws(KeychainError) {
+        let text = Array(recipients.map { "\($0)\n" }.joined().utf8)
+        let signature = try signature(of: text, file: Self.recipientsFile)
+        do {
+            try writeFileAtomically(path(Self.recipientsFile), text)
+            try writeSignature(signature, of: path(Self.recipientsFile))
+        } catch {
+            throw .vaultIO(detail: "\(error)")
+        }
     }
 
     private static func writeIdentity(

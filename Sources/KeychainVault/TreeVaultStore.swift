@@ -40,6 +40,11 @@ public final class TreeVaultStore: SecretStore, @unchecked Sendable {
     let writeCheck: (@Sendable () throws(KeychainError) -> Void)?
     /// Held by the one thread asking the passphrase source.
     let asking = Locked(())
+    /// Who signs this store's writes and whose signatures its reads require.
+    public let signing: VaultSigning
+    /// Whether `.recipients` was found signed by an allowed signer, for reads (a write checks
+    /// the file it encrypts to, under the lock); shared by the stores ``waiting(_:check:)`` makes.
+    let recipientsVerified: Locked<Bool>
 
     /// The recipients file, relative to the directory.
     public static let recipientsFile = ".recipients"
@@ -51,9 +56,10 @@ public final class TreeVaultStore: SecretStore, @unchecked Sendable {
     public init(
         directory: String, workFactor: Int = VaultStore.defaultWorkFactor, lockTimeout: Double = defaultStoreTimeout,
         listing: ListingDetail = .full, identities: [VaultIdentity] = [], git: GitRunner? = nil,
-        passphrase: @escaping VaultStore.PassphraseSource
+        signing: VaultSigning = .none, passphrase: @escaping VaultStore.PassphraseSource
     ) {
         self.git = git
+        (self.signing, recipientsVerified) = (signing, Locked(false))
         self.directory = directory.count > 1 && directory.hasSuffix("/") ? String(directory.dropLast()) : directory
         (self.workFactor, self.lockTimeout, self.listing) = (workFactor, lockTimeout, listing)
         (givenIdentities, passphraseSource) = (identities, passphrase)
@@ -77,7 +83,7 @@ public final class TreeVaultStore: SecretStore, @unchecked Sendable {
         (self.git, givenIdentities, passphraseSource, opened) = (
             git ?? other.git, other.givenIdentities, other.passphraseSource, other.opened
         )
-        self.writeCheck = writeCheck
+        (self.writeCheck, signing, recipientsVerified) = (writeCheck, other.signing, other.recipientsVerified)
     }
 
     /// Whether `path` names a directory (a tree vault, or one to be made).
@@ -121,19 +127,26 @@ public final class TreeVaultStore: SecretStore, @unchecked Sendable {
     // MARK: Items
 
     /// The item at `address` as its file holds it now; nil when there is none.
+    /// With signatures required, the item is decrypted only once its signature verifies.
     func entry(at address: SecretAddress) throws(KeychainError) -> VaultStore.Entry? {
         let file = try itemPath(address)
-        let bytes: [UInt8]?
+        guard let bytes = try readItem(file) else { return nil }
+        guard signing.required else { return try decrypt(bytes, at: address, file: file) }
+        try requireSignedRecipients()
+        guard let verified = try verified(bytes, at: address, file: file) else { return nil }
+        return try decrypt(verified, at: address, file: file)
+    }
+
+    /// The bytes of the item's file at `file`; nil when there is none.
+    func readItem(_ file: String) throws(KeychainError) -> [UInt8]? {
         do {
-            bytes = try readFileIfPresent(file, limit: Self.maximumItemFile, regular: true)
+            return try readFileIfPresent(file, limit: Self.maximumItemFile, regular: true)
         } catch  where error.code == EFBIG {
             throw .itemCorrupt(
                 path: file, reason: "it is larger than \(Self.maximumItemFile >> 20) MiB, more than any item holds")
         } catch {
             throw .vaultIO(detail: error.description)
         }
-        guard let bytes else { return nil }
-        return try decrypt(bytes, at: address, file: file)
     }
 
     /// The item `bytes` (the file at `file`) holds, which must name `address`.
@@ -222,11 +235,13 @@ public final class TreeVaultStore: SecretStore, @unchecked Sendable {
             created: entry.created, modified: entry.modified)
         item.details = entry.details
         let bytes = try Self.seal(item, to: recipients)
+        let signature = try signature(of: bytes, file: try Self.relativePath(address))
         do {
             try makeDirectories(splitPath(file).directory)
             // No sweep of stray temporary files: it reads the whole service directory (100,000
             // names), and a kill leaves one only in the microseconds between link and rename.
             try writeFileChecked(file, bytes, sweeping: false, check: writeCheck)
+            try writeSignature(signature, of: file)
         } catch let error as KeychainError {
             throw error
         } catch let error as FileError {
@@ -244,6 +259,7 @@ public final class TreeVaultStore: SecretStore, @unchecked Sendable {
             if errno == ENOENT { return false }
             throw .vaultIO(detail: "cannot remove \(quotedPath(file)): \(String(cString: strerror(errno)))")
         }
+        unlink(file + VaultSigning.suffix)
         // The unlink is durable once the service's directory is synced; its removal, once the
         // vault's is.
         let service = splitPath(file).directory
@@ -264,12 +280,15 @@ public final class TreeVaultStore: SecretStore, @unchecked Sendable {
             throw .vaultCorrupt(
                 path: directory, reason: "it is not a directory (make a tree vault with 'keychain-cli vault init')")
         }
-        if authenticated { try requireOpener() }
+        if authenticated {
+            try requireOpener()
+            try requireSigner()
+        }
         let result: Result?
         do {
             result = try withDirectoryLock(directory, timeout: lockTimeout) { () throws(KeychainError) -> Result in
                 try writeCheck?()
-                return try body()
+                return try VaultSigning.holdingLock(body)
             }
         } catch let error as KeychainError {
             throw error

@@ -74,6 +74,12 @@ extension VaultStore {
                 return "from \(passphraseSource)"
             }
         }
+        if signing.allowed != nil || access(filePath + VaultSigning.suffix, F_OK) == 0 {
+            report.run("signatures") {
+                guard let (path, state) = try signatureReport() else { return "no vault file to check" }
+                return try VaultSigning.summary(of: [("the vault", path, state)], checked: signing.allowed != nil)
+            }
+        }
         report.run("vault opens") {
             guard exists else { return "nothing to open yet" }
             let items = try items(service: nil)

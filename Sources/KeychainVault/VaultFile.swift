@@ -78,12 +78,13 @@ extension VaultStore {
                     try makeDirectories(directory)
                 }
                 try openBeforeWriting(creating: creating)
+                try requireSigner()
                 let result = try withDirectoryLock(directory, timeout: lockTimeout) { () throws -> Result? in
                     let file = filePath
                     guard splitPath(file).directory == directory else { return nil }
                     try writeCheck?()
                     removeStrayTemporaries(of: file)
-                    return try body(file)
+                    return try VaultSigning.$underLock.withValue(true) { try body(file) }
                 }
                 guard let result else { throw KeychainError.vaultBusy(path: path, seconds: lockTimeout) }
                 if let result { return result }
@@ -116,12 +117,13 @@ extension VaultStore {
         let stamp = FileStamp(filePath)
         let (known, reopening, holdsKey) = state.withLock { ($0.contents, $0.stalePassphrase != nil, $0.holdsKey) }
         if known.file != nil, let stamp, stamp == known.stamp { return known }
-        let file: [UInt8]?
+        var file: [UInt8]?
         do {
             file = try readFileIfPresent(filePath, limit: Self.maximumFileSize, regular: true)
         } catch {
             throw KeychainError.vaultIO(detail: error.description)
         }
+        if signing.required, let read = file { file = try verified(read) }
         var loaded = known
         (loaded.file, loaded.stamp) = (file.map { SHA256.hash(data: $0) }, stamp)
         if file == nil {
@@ -187,7 +189,9 @@ extension VaultStore {
         let file = try AgeFile.encrypt(
             encode(contents.entries, recipients: contents.recipients, collectionLabel: contents.collectionLabel),
             header: header)
+        let signature = try signature(of: file, at: path)
         try writeFileChecked(path, file, check: writeCheck)
+        try writeSignature(signature, of: path)
         // No stamp: the next load reads what is there.
         (written.header, written.file, written.stamp) = (header, SHA256.hash(data: file), nil)
         state.withLock { $0.contents = written }

@@ -46,6 +46,9 @@ public final class VaultStore: SecretStore {
     let passphraseSource: PassphraseSource
     /// Tried on a vault encrypted to age recipients (X25519, ssh-ed25519).
     let identities: [VaultIdentity]
+    /// Who signs this store's writes and whose signatures its reads require: the file is signed
+    /// whole (`PATH.sig`).
+    public let signing: VaultSigning
 
     /// What this process knows of the vault, behind `state`'s lock, held only to copy it or to
     /// store what a read or write found: never across the file lock's wait, scrypt or a prompt.
@@ -85,9 +88,10 @@ public final class VaultStore: SecretStore {
     ///   - passphrase: asked only when the vault must be decrypted or created.
     public init(
         path: String, workFactor: Int = VaultStore.defaultWorkFactor, lockTimeout: Double = defaultStoreTimeout,
-        identities: [VaultIdentity] = [], passphrase: @escaping PassphraseSource
+        identities: [VaultIdentity] = [], signing: VaultSigning = .none, passphrase: @escaping PassphraseSource
     ) {
         precondition(Self.workFactors.contains(workFactor), "work factor outside \(Self.workFactors)")
+        self.signing = signing
         self.path = path
         self.workFactor = workFactor
         self.lockTimeout = lockTimeout
@@ -100,7 +104,7 @@ public final class VaultStore: SecretStore {
     /// lock timeout and write check.
     init(sharing other: VaultStore, lockTimeout: Double, writeCheck: (@Sendable () throws(KeychainError) -> Void)?) {
         (path, workFactor, self.lockTimeout) = (other.path, other.workFactor, lockTimeout)
-        (passphraseSource, identities) = (other.passphraseSource, other.identities)
+        (passphraseSource, identities, signing) = (other.passphraseSource, other.identities, other.signing)
         (state, self.writeCheck) = (other.state, writeCheck)
     }
 

@@ -20,6 +20,10 @@ extension KeychainCLI {
                 git-setup lets git merge and diff its items (merge-driver, textconv), and vault \
                 diff says what changed, each value shown only as a keyed fingerprint.
 
+                A signed vault (--signing-key, vault sign) carries an OpenSSH signature beside \
+                each file; with --require-signed and --allowed-signers nothing an allowed signer \
+                did not sign is used (vault verify reports each file).
+
                   keychain-cli vault keygen -o ~/.config/keychain-cli/identity.txt
                   keychain-cli vault recipients add age1… ~/.ssh/id_ed25519.pub
                   KEYCHAIN_IDENTITY=~/.config/keychain-cli/identity.txt \\
@@ -28,8 +32,8 @@ extension KeychainCLI {
                   keychain-cli --vault ci/secrets.age vault passwd
                 """,
             subcommands: [
-                Init.self, Keygen.self, Recipients.self, Passwd.self, GitSetup.self, Diff.self, MergeDriver.self,
-                Textconv.self,
+                Init.self, Keygen.self, Recipients.self, Passwd.self, Sign.self, Verify.self, GitSetup.self, Diff.self,
+                MergeDriver.self, Textconv.self,
             ])
 
         func run() throws {

@@ -12,7 +12,8 @@ extension KeychainCLI.Vault {
                 who was added or removed, and a write re-encrypts one file. With no recipient, a \
                 passphrase tree vault: a new age identity is kept in DIR/.identity.age, encrypted \
                 with the passphrase (--passphrase-fd, --passphrase-file, $KEYCHAIN_PASSPHRASE or \
-                a prompt asked twice); one scrypt then opens every item. DIR is made (0700); an \
+                a prompt asked twice); one scrypt then opens every item. With --signing-key, \
+                .recipients is signed (.recipients.sig) and so is every later write. DIR is made (0700); an \
                 existing one must be empty but for dot files (a .git). Every command then takes \
                 --vault DIR (or $KEYCHAIN_VAULT=DIR). See docs/backends/vault.md, "Tree vaults".
 
@@ -51,7 +52,7 @@ extension KeychainCLI.Vault {
             try TreeVaultStore.create(
                 directory: path, recipients: unique,
                 passphrase: unique.isEmpty ? { () throws(KeychainError) in try source(.create) } : nil,
-                workFactor: try settings.vaultWorkFactor())
+                workFactor: try settings.vaultWorkFactor(), signing: try settings.vaultSigning())
             warn(
                 unique.isEmpty
                     ? "\(path): a tree vault opened by its passphrase (its identity is in \(TreeVaultStore.identityFile))"

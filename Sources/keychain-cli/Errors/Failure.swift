@@ -21,8 +21,7 @@ func exitStatus(for error: any Error, parserStatus: (any Error) -> Int32 = { _ i
         case .vaultIO, .insecureFile, .holderNotOurs: return 74
         case .timedOut, .vaultBusy, .serverTimedOut, .holderTimedOut: return 75
         case .locked, .permissionDenied, .wrongPassphrase, .noPassphrase, .noNewPassphrase, .noMatchingIdentity,
-            .vaultRekeyed,
-            .serverDenied:
+            .vaultRekeyed, .serverDenied, .notSigned, .cannotSign:
             return 77
         case .openBao(.settingFileHoldsSecret), .openBao(.settingFileMissing), .openBao(.halfAnAppRole),
             .openBao(.mountNotAPath):

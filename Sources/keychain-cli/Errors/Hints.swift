@@ -74,6 +74,12 @@ func hint(for error: KeychainError) -> String? {
         return "To lock it with a passphrase instead, run 'keychain-cli vault passwd'"
     case .holderNotOurs:
         return "Remove it and run 'keychain-cli unlock' again"
+    case .notSigned:
+        return "Have an allowed signer review the change (keychain-cli vault diff, git log -p) and sign it "
+            + "(keychain-cli vault sign); check --allowed-signers or $KEYCHAIN_ALLOWED_SIGNERS"
+    case .cannotSign:
+        return "Give an OpenSSH ed25519 key with --signing-key PATH or $KEYCHAIN_SIGNING_KEY (a .pub file: the key "
+            + "held by the ssh-agent at $SSH_AUTH_SOCK)"
     case .openBao(let problem):
         return hint(for: problem)
     case .holderTimedOut:

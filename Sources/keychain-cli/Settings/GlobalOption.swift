@@ -2,7 +2,8 @@
 /// ``GlobalOptions`` spells its options from it, the fast path parses by it, and the usage check
 /// skips their values by it.
 enum GlobalOption: CaseIterable {
-    case service, timeout, backend, vault, passphraseFile, passphraseFD, identity, identityFD
+    case service, timeout, backend, vault, passphraseFile, passphraseFD, identity, identityFD, signingKey,
+        allowedSigners
 
     /// The long name, with its dashes.
     var long: String {
@@ -15,6 +16,8 @@ enum GlobalOption: CaseIterable {
         case .passphraseFD: "--passphrase-fd"
         case .identity: "--identity"
         case .identityFD: "--identity-fd"
+        case .signingKey: "--signing-key"
+        case .allowedSigners: "--allowed-signers"
         }
     }
 
@@ -36,6 +39,8 @@ enum GlobalOption: CaseIterable {
         case "--passphrase-fd": self = .passphraseFD
         case "--identity": self = .identity
         case "--identity-fd": self = .identityFD
+        case "--signing-key": self = .signingKey
+        case "--allowed-signers": self = .allowedSigners
         default: return nil
         }
     }
@@ -54,6 +59,9 @@ enum GlobalOption: CaseIterable {
         case .passphraseFile where settings.passphraseFile == nil && !value.hasPrefix("-"):
             settings.passphraseFile = value
         case .identity where settings.identity == nil && !value.hasPrefix("-"): settings.identity = value
+        case .signingKey where settings.signingKey == nil && !value.hasPrefix("-"): settings.signingKey = value
+        case .allowedSigners where settings.allowedSigners == nil && !value.hasPrefix("-"):
+            settings.allowedSigners = value
         case .passphraseFD where settings.passphraseFD == nil: settings.passphraseFD = Int32(value)
         case .identityFD where settings.identityFD == nil: settings.identityFD = Int32(value)
         default: return false

@@ -71,10 +71,37 @@ struct GlobalOptions: ParsableArguments {
             valueName: "n"))
     var identityFD: Int32?
 
+    @Option(
+        name: .global(.signingKey),
+        help: ArgumentHelp(
+            "Sign every write to the vault with this OpenSSH ed25519 private key (its passphrase asked on the "
+                + "terminal), or with the key an ssh-agent ($SSH_AUTH_SOCK) holds when this is its .pub file. "
+                + "Default: $KEYCHAIN_SIGNING_KEY.",
+            valueName: "path"), completion: .file())
+    var signingKey: String?
+
+    @Option(
+        name: .global(.allowedSigners),
+        help: ArgumentHelp(
+            "The OpenSSH allowed_signers file of who may sign the vault (kept where the vault's writers "
+                + "cannot change it unreviewed). Default: $KEYCHAIN_ALLOWED_SIGNERS, checked against "
+                + "$KEYCHAIN_ALLOWED_SIGNERS_SHA256 when that is set.",
+            valueName: "path"), completion: .file())
+    var allowedSigners: String?
+
+    @Flag(
+        name: .customLong("require-signed"),
+        help: ArgumentHelp(
+            "Use nothing from the vault that an allowed signer did not sign: every read verifies first, "
+                + "and a write verifies the recipients it encrypts to (exit 77). Default: "
+                + "$KEYCHAIN_REQUIRE_SIGNED=1."))
+    var requireSigned = false
+
     func validate() throws {
         let given = Settings(
             service: service, timeout: timeout, backend: backend, vault: vault, passphraseFile: passphraseFile,
-            passphraseFD: passphraseFD, identity: identity, identityFD: identityFD)
+            passphraseFD: passphraseFD, identity: identity, identityFD: identityFD, signingKey: signingKey,
+            allowedSigners: allowedSigners, requireSigned: requireSigned)
         if let misuse = given.misuse { throw ValidationError(misuse) }
     }
 
@@ -84,7 +111,8 @@ struct GlobalOptions: ParsableArguments {
             service: service ?? outer.service, timeout: timeout ?? outer.timeout, backend: backend ?? outer.backend,
             vault: vault ?? outer.vault, passphraseFile: passphraseFile ?? outer.passphraseFile,
             passphraseFD: passphraseFD ?? outer.passphraseFD, identity: identity ?? outer.identity,
-            identityFD: identityFD ?? outer.identityFD)
+            identityFD: identityFD ?? outer.identityFD, signingKey: signingKey ?? outer.signingKey,
+            allowedSigners: allowedSigners ?? outer.allowedSigners, requireSigned: requireSigned || outer.requireSigned)
     }
 }
 

@@ -14,6 +14,8 @@ enum PathValue {
         "--source-passphrase-file": "or the password itself on --source-passphrase-fd",
         "--source-key-file": "", "--access-log": "", "--allow-exe": "",
         "--vault": "", "$KEYCHAIN_VAULT": "",
+        "--signing-key": "or the key in an ssh-agent, naming its .pub file", "$KEYCHAIN_SIGNING_KEY": "",
+        "--allowed-signers": "", "$KEYCHAIN_ALLOWED_SIGNERS": "",
     ]
 
     /// Refuses `value` of `name` (an option or `$VARIABLE`) when it looks like a secret rather
@@ -40,6 +42,14 @@ extension PathValue {
         try check(settings.identity, of: "--identity")
         if settings.identity == nil && settings.identityFD == nil, try environment("KEYCHAIN_IDENTITY_FD") == nil {
             try check(try environment("KEYCHAIN_IDENTITY"), of: "$KEYCHAIN_IDENTITY")
+        }
+        try check(settings.signingKey, of: "--signing-key")
+        if settings.signingKey == nil {
+            try check(try environment("KEYCHAIN_SIGNING_KEY"), of: "$KEYCHAIN_SIGNING_KEY")
+        }
+        try check(settings.allowedSigners, of: "--allowed-signers")
+        if settings.allowedSigners == nil {
+            try check(try environment("KEYCHAIN_ALLOWED_SIGNERS"), of: "$KEYCHAIN_ALLOWED_SIGNERS")
         }
     }
 }

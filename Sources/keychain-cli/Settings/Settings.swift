@@ -13,6 +13,9 @@ struct Settings {
     var passphraseFD: Int32?
     var identity: String?
     var identityFD: Int32?
+    var signingKey: String?
+    var allowedSigners: String?
+    var requireSigned = false
     /// Whether the vault's passphrase may be asked for at the terminal (the credential helpers,
     /// which git and docker run with a terminal around them, never ask).
     var mayPrompt = true
@@ -29,8 +32,10 @@ struct Settings {
         if passphraseFile != nil && passphraseFD != nil {
             return "give the passphrase by --passphrase-file or by --passphrase-fd, not both"
         }
-        if vault?.isEmpty == true || passphraseFile?.isEmpty == true || identity?.isEmpty == true {
-            return "--vault, --passphrase-file and --identity need a path"
+        if vault?.isEmpty == true || passphraseFile?.isEmpty == true || identity?.isEmpty == true
+            || signingKey?.isEmpty == true || allowedSigners?.isEmpty == true
+        {
+            return "--vault, --passphrase-file, --identity, --signing-key and --allowed-signers need a path"
         }
         if let passphraseFD, passphraseFD < 0 { return "--passphrase-fd must be an open file descriptor number" }
         if let identityFD, identityFD < 0 { return "--identity-fd must be an open file descriptor number" }
@@ -40,9 +45,11 @@ struct Settings {
         return nil
     }
 
-    /// Whether an option of the vault (--vault, --passphrase-*, --identity*) is given.
+    /// Whether an option of the vault (--vault, --passphrase-*, --identity*, --signing-key,
+    /// --allowed-signers, --require-signed) is given.
     var hasVaultOption: Bool {
         vault != nil || passphraseFile != nil || passphraseFD != nil || identity != nil || identityFD != nil
+            || signingKey != nil || allowedSigners != nil || requireSigned
     }
 
     /// The service: --service, else $KEYCHAIN_SERVICE, else keychain-cli.
@@ -84,7 +91,7 @@ struct Settings {
         }
         if chosen != .vault && hasVaultOption {
             throw CommandFailure.usage(
-                "--vault, --passphrase-file, --passphrase-fd, --identity and --identity-fd need the vault backend: add --backend vault (the \(chosen.rawValue) backend was chosen)"
+                "--vault, --passphrase-file, --passphrase-fd, --identity, --identity-fd, --signing-key, --allowed-signers and --require-signed need the vault backend: add --backend vault (the \(chosen.rawValue) backend was chosen)"
             )
         }
         return chosen

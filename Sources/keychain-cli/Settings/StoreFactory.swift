@@ -29,7 +29,11 @@ extension Settings {
                 let file = try vaultStore(timeout: timeout)
                 (direct, path) = (file, file.path)
             }
-            guard throughHolder, case .terminal = PassphraseInput(self) else { return direct }
+            // The holder reads the vault's files itself, and checks no signature: a signed vault
+            // is read and written here, where the signatures are checked and made.
+            guard throughHolder, case .terminal = PassphraseInput(self), try !signaturesInEffect() else {
+                return direct
+            }
             let place = HolderPlace.current()
             guard HeldVaultStore.mayHold(place) else { return direct }
             return HeldVaultStore(vault: path, place: place, timeout: timeout, direct: direct)
@@ -81,7 +85,7 @@ extension Settings {
         let timeout = try timeout ?? resolvedTimeout()
         return TreeVaultStore(
             directory: path, workFactor: try vaultWorkFactor(), lockTimeout: timeout, listing: listing,
-            identities: try identities(self, vault: path),
+            identities: try identities(self, vault: path), signing: try vaultSigning(),
             passphrase: passphraseSource(vault: path, newPassphrase: newPassphrase))
     }
 
@@ -92,7 +96,7 @@ extension Settings {
         let path = try vaultPath()
         return VaultStore(
             path: path, workFactor: try vaultWorkFactor(), lockTimeout: timeout,
-            identities: try identities(self, vault: path),
+            identities: try identities(self, vault: path), signing: try vaultSigning(),
             passphrase: passphraseSource(vault: path, newPassphrase: newPassphrase))
     }
 

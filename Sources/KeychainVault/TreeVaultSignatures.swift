@@ -1,0 +1,204 @@
+import FoundationEssentials
+import Glibc
+import KeychainStore
+import KeychainSystem
+
+// A signed tree vault (``VaultSigning``): each item's file and `.recipients` with its signature
+// beside it (`SERVICE/KEY.age.sig`, `.recipients.sig`), over a message naming the vault's id
+// (`.vault-id`, made by `vault init` or the first signed write) and the file's path in the vault.
+extension TreeVaultStore {
+    /// The vault's id, relative to the directory: one line, made once, that every signature names.
+    public static let vaultIDFile = ".vault-id"
+    /// The largest signature file read: an armoured SSHSIG of an RSA key is under 2 KiB.
+    static let maximumSignatureFile = 64 << 10
+
+    /// `SERVICE/KEY.age`, escaped as on disk: what a signature names.
+    static func relativePath(_ address: SecretAddress) throws(KeychainError) -> String {
+        "\(try TreeVaultNames.directory(of: address.service))/\(try TreeVaultNames.fileName(of: address.key))"
+    }
+
+    /// `SERVICE/KEY` as messages show it.
+    static func shown(_ address: SecretAddress) -> String {
+        "\(escapedForDisplay(address.service.rawValue))/\(escapedForDisplay(address.key.rawValue))"
+    }
+
+    /// The vault's id (`.vault-id`); nil when it has none.
+    /// - Throws: ``KeychainError/vaultCorrupt(path:reason:)`` for a file that is not one.
+    func vaultID() throws(KeychainError) -> String? {
+        let file = path(Self.vaultIDFile)
+        guard let bytes = try readSmallFile(file, limit: 4096) else { return nil }
+        var line = bytes[...]
+        if line.last == UInt8(ascii: "\n") { line = line.dropLast() }
+        let allowed = { (byte: UInt8) in
+            (byte >= 0x30 && byte <= 0x39) || (byte >= 0x61 && byte <= 0x7A) || (byte >= 0x41 && byte <= 0x5A)
+                || byte == UInt8(ascii: "-") || byte == UInt8(ascii: "_")
+        }
+        guard !line.isEmpty, line.count <= 128, line.allSatisfy(allowed) else {
+            throw .vaultCorrupt(
+                path: file, reason: "it is not a vault id (one line of at most 128 letters, digits, - and _)")
+        }
+        return String(decoding: line, as: UTF8.self)
+    }
+
+    /// The vault's id, made now (32 random hexadecimal digits) when it has none: the caller holds
+    /// the lock, or makes the vault.
+    func vaultIDMade() throws(KeychainError) -> String {
+        if let id = try vaultID() { return id }
+        let id = Self.newVaultID()
+        do {
+            try writeFileAtomically(path(Self.vaultIDFile), Array("\(id)\n".utf8))
+        } catch {
+            throw .vaultIO(detail: error.description)
+        }
+        return id
+    }
+
+    static func newVaultID() -> String {
+        var bytes = [UInt8](repeating: 0, count: 16)
+        fillWithSystemRandomBytes(&bytes)
+        return bytes.map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined()
+    }
+
+    /// The signature of `content`, the vault's file at `file` (relative); nil when this store
+    /// does not sign.
+    func signature(of content: [UInt8], file: String) throws(KeychainError) -> [UInt8]? {
+        guard signing.signs else { return nil }
+        return try signing.signature(of: content, vault: try vaultIDMade(), file: file)
+    }
+
+    /// Puts `signature` beside `file`, or, when nil, removes the one there (made for what the file
+    /// held before).
+    func writeSignature(_ signature: [UInt8]?, of file: String) throws {
+        let signatureFile = file + VaultSigning.suffix
+        guard let signature else {
+            if unlink(signatureFile) != 0 && errno != ENOENT {
+                throw FileError("cannot remove \(quotedPath(signatureFile))")
+            }
+            return
+        }
+        try writeFileChecked(signatureFile, signature, sweeping: false, check: writeCheck)
+    }
+
+    /// What the signature beside the file at `file` (`relative` in the vault) says of `content`.
+    func signatureState(of content: [UInt8], relative: String, file: String) throws(KeychainError) -> SignatureState {
+        guard let id = try vaultID() else {
+            return .invalid(reason: "the vault has no id (\(Self.vaultIDFile)), so nothing in it is signed")
+        }
+        let signature = try readSmallFile(file + VaultSigning.suffix, limit: Self.maximumSignatureFile)
+        return signing.state(of: content, signature: signature, vault: id, file: relative)
+    }
+
+    /// `bytes`, the item's file as read at `file`, once its signature says an allowed signer
+    /// signed it. When it does not, both files are read again under the vault's lock (a writer
+    /// replaces the item, then its signature); nil when the item is gone by then.
+    /// - Throws: ``KeychainError/notSigned(what:path:reason:)``.
+    func verified(_ bytes: [UInt8], at address: SecretAddress, file: String) throws(KeychainError) -> [UInt8]? {
+        let relative = try Self.relativePath(address)
+        let state = try signatureState(of: bytes, relative: relative, file: file)
+        if state.isAllowed { return bytes }
+        if VaultSigning.underLock { try signing.require(state, what: Self.shown(address), path: file) }
+        let again: ([UInt8], SignatureState)?? = try underLock(authenticated: false) {
+            () throws(KeychainError) -> ([UInt8], SignatureState)? in
+            guard let bytes = try readItem(file) else { return nil }
+            return (bytes, try signatureState(of: bytes, relative: relative, file: file))
+        }
+        guard let again, let (bytes, state) = again else { return nil }
+        try signing.require(state, what: Self.shown(address), path: file)
+        return bytes
+    }
+
+    /// That `.recipients`, as `bytes` hold it, is signed by an allowed signer.
+    func requireSigned(recipients bytes: [UInt8]) throws(KeychainError) {
+        let file = path(Self.recipientsFile)
+        try signing.require(
+            try signatureState(of: bytes, relative: Self.recipientsFile, file: file), what: "the recipients list",
+            path: file)
+    }
+
+    /// For reads that require signatures: that `.recipients` is signed, checked once per store.
+    func requireSignedRecipients() throws(KeychainError) {
+        guard !recipientsVerified.withLock({ $0 }) else { return }
+        _ = try recipients()  // verifies
+        recipientsVerified.withLock { $0 = true }
+    }
+
+    /// That a write may go ahead as to signatures: a vault that is signed (it has
+    /// `.recipients.sig`), or whose reads require signatures, takes signed writes only, by a key
+    /// the allowed signers list when they are given.
+    /// - Throws: ``KeychainError/cannotSign(detail:)``.
+    func requireSigner() throws(KeychainError) {
+        guard let signer = signing.signer else {
+            if signing.required || access(path(Self.recipientsFile + VaultSigning.suffix), F_OK) == 0 {
+                throw .cannotSign(
+                    detail: "\(quotedPath(directory)) is a signed vault (it has \(Self.recipientsFile)"
+                        + "\(VaultSigning.suffix)), so every write to it is signed, and no signing key was given")
+            }
+            return
+        }
+        try signing.requireAllowed(signer)
+    }
+
+    // MARK: vault sign, vault verify
+
+    /// Signs `.recipients` and every item whose signature is not an allowed signer's (all of
+    /// them when no allowed signers are given) as they are now, under the vault's lock; the
+    /// vault's id is made when it has none. Signing reads no secret: the signer need not be a
+    /// recipient. - Returns: how many files were signed, and how many were signed already.
+    public func signAll() throws(KeychainError) -> (signed: Int, already: Int) {
+        try requireSigner()
+        return try underLock(authenticated: false) { () throws(KeychainError) -> (signed: Int, already: Int) in
+            _ = try vaultIDMade()
+            var files = [(Self.recipientsFile, path(Self.recipientsFile))]
+            for address in try addresses(service: nil) {
+                files.append((try Self.relativePath(address), try itemPath(address)))
+            }
+            var (signed, already) = (0, 0)
+            for (relative, file) in files {
+                guard let bytes = try relative == Self.recipientsFile ? readSmallFile(file) : readItem(file) else {
+                    continue
+                }
+                if signing.allowed != nil, try signatureState(of: bytes, relative: relative, file: file).isAllowed {
+                    already += 1
+                    continue
+                }
+                do {
+                    try writeSignature(try signature(of: bytes, file: relative), of: file)
+                } catch let error as KeychainError {
+                    throw error
+                } catch {
+                    throw .vaultIO(detail: "\(error)")
+                }
+                signed += 1
+            }
+            return (signed, already)
+        }
+    }
+
+    /// What the signature of `.recipients` and of each item says, in order (`vault verify`,
+    /// `doctor`): `what` is "the recipients list" or `SERVICE/KEY`.
+    public func signatureReport() throws(KeychainError) -> [(what: String, path: String, state: SignatureState)] {
+        let recipientsPath = path(Self.recipientsFile)
+        guard let recipients = try readSmallFile(recipientsPath) else {
+            _ = try self.recipients()
+            return []
+        }
+        var report = [
+            (
+                "the recipients list", recipientsPath,
+                try signatureState(of: recipients, relative: Self.recipientsFile, file: recipientsPath)
+            )
+        ]
+        for address in try addresses(service: nil) {
+            let file = try itemPath(address)
+            let state: SignatureState
+            do throws(KeychainError) {
+                guard let bytes = try readItem(file) else { continue }
+                state = try signatureState(of: bytes, relative: try Self.relativePath(address), file: file)
+            } catch .itemCorrupt(_, let reason) {
+                state = .invalid(reason: reason)
+            }
+            report.append((Self.shown(address), file, state))
+        }
+        return report
+    }
+}
