@@ -76,8 +76,19 @@ extension TreeVaultStore: VersionedSecretStore {
             throw .invalidName(kind: "revision", reason: "git knows no commit '\(escapedForDisplay(revision))'")
         }
         let hash = String(fields[0])
-        guard let bytes = try objects(["\(hash):\(path.inRepository)"]).first ?? nil else { return nil }
-        return try decrypt(bytes, at: address, file: "\(hash.prefix(12)):\(path.inTree)").secret
+        let name = "\(hash):\(path.inRepository)"
+        let found = try objects(signing.required ? [name, name + VaultSigning.suffix] : [name])
+        guard let bytes = found.first ?? nil else { return nil }
+        let file = "\(hash.prefix(12)):\(path.inTree)"
+        if signing.required {
+            // That version as it was signed then, by a signer allowed now.
+            try requireSignedRecipients()
+            let state =
+                try vaultID().map { signing.state(of: bytes, signature: found[1], vault: $0, file: path.inTree) }
+                ?? .invalid(reason: "the vault has no id (\(Self.vaultIDFile)), so nothing in it is signed")
+            try signing.require(state, what: "\(Self.shown(address)) at \(hash.prefix(12))", path: file)
+        }
+        return try decrypt(bytes, at: address, file: file).secret
     }
 
     /// The item's file relative to the vault's directory, and relative to the repository's top.
