@@ -35,7 +35,7 @@ enum SSHKeyDecryption {
         guard file.privateSection.count % 16 == 0, !file.privateSection.isEmpty else {
             throw .malformed("the encrypted private section is not whole AES blocks")
         }
-        var derived = try BcryptPBKDF.derive(
+        var derived = BcryptPBKDF.derive(
             passphrase: passphrase, salt: salt, rounds: Int(rounds), count: keyLength + ivLength)
         defer { wipe(&derived) }
         let key = SymmetricKey(data: derived[..<keyLength])
