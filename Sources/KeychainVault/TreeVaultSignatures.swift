@@ -127,7 +127,7 @@ extension TreeVaultStore {
     /// the allowed signers list when they are given.
     /// - Throws: ``KeychainError/cannotSign(detail:)``.
     func requireSigner() throws(KeychainError) {
-        guard let signer = signing.signer else {
+        guard signing.signs else {
             if signing.required || access(path(Self.recipientsFile + VaultSigning.suffix), F_OK) == 0 {
                 throw .cannotSign(
                     detail: "\(quotedPath(directory)) is a signed vault (it has \(Self.recipientsFile)"
@@ -135,7 +135,7 @@ extension TreeVaultStore {
             }
             return
         }
-        try signing.requireAllowed(signer)
+        try signing.requireAllowed()
     }
 
     // MARK: vault sign, vault verify

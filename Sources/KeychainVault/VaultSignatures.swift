@@ -75,7 +75,7 @@ extension VaultStore {
     /// That a write may go ahead as to signatures (see ``TreeVaultStore``'s): a signed vault (it
     /// has `PATH.sig`), or one whose reads require signatures, takes signed writes only.
     func requireSigner() throws(KeychainError) {
-        guard let signer = signing.signer else {
+        guard signing.signs else {
             if signing.required || access(filePath + VaultSigning.suffix, F_OK) == 0 {
                 throw .cannotSign(
                     detail:
@@ -84,14 +84,13 @@ extension VaultStore {
             }
             return
         }
-        try signing.requireAllowed(signer)
+        try signing.requireAllowed()
     }
 
     /// Signs the vault file as it is now, under its lock. - Returns: false when it was signed by
     /// an allowed signer already, or there is no vault.
     public func signAll() throws(KeychainError) -> Bool {
-        guard let signer = signing.signer else { throw .cannotSign(detail: "no signing key was given") }
-        try signing.requireAllowed(signer)
+        try signing.requireAllowed()
         let file = filePath
         let signed: Bool?
         do {

@@ -20,8 +20,10 @@ public struct VaultSigning: Sendable {
     /// The vault id a single-file vault's signature names: its file is the whole vault.
     public static let singleFileVault = "-"
 
-    /// Signs every file a write writes; nil: writes are unsigned (refused on a signed vault).
-    let signer: (any SSHSigner)?
+    /// Gives the key that signs every file a write writes, asked at the first write (a read asks
+    /// nothing: a passphrase, an agent), once; nil: writes are unsigned (refused on a signed vault).
+    private let signerSource: (@Sendable () throws(KeychainError) -> any SSHSigner)?
+    private let opened = Locked<(any SSHSigner)?>(nil)
     /// Whose signatures verify; nil: none given (a report names each key, and nothing is required).
     let allowed: AllowedSigners?
     /// Whether every read verifies before it decrypts, and a write verifies the recipients it
@@ -46,12 +48,27 @@ public struct VaultSigning: Sendable {
     /// Nothing signed, nothing required: a vault as it was before signatures.
     public static let none = VaultSigning()
 
-    package init(signer: (any SSHSigner)? = nil, allowed: AllowedSigners? = nil, required: Bool = false) {
-        (self.signer, self.allowed, self.required) = (signer, allowed, required)
+    package init(
+        signer: (@Sendable () throws(KeychainError) -> any SSHSigner)? = nil, allowed: AllowedSigners? = nil,
+        required: Bool = false
+    ) {
+        (signerSource, self.allowed, self.required) = (signer, allowed, required)
     }
 
     /// Whether writes are signed.
-    public var signs: Bool { signer != nil }
+    public var signs: Bool { signerSource != nil }
+
+    /// The key that signs, asked for once.
+    /// - Throws: ``KeychainError/cannotSign(detail:)`` when there is none, or what its source throws.
+    func signer() throws(KeychainError) -> any SSHSigner {
+        guard let signerSource else { throw .cannotSign(detail: "no signing key was given") }
+        return try opened.withLock { opened throws(KeychainError) in
+            if let opened { return opened }
+            let signer = try signerSource()
+            opened = signer
+            return signer
+        }
+    }
 
     /// The bytes a signature covers: a fixed first line, the vault's id, the file's path in the
     /// vault (its names escaped as they are on disk) and the SHA-256 of its bytes, each on a line.
@@ -87,7 +104,7 @@ public struct VaultSigning: Sendable {
     /// The armoured signature of `content`, the file `file` of the vault `vault`.
     /// - Throws: ``KeychainError/cannotSign(detail:)`` when there is no signer or it fails.
     func signature(of content: [UInt8], vault: String, file: String) throws(KeychainError) -> [UInt8] {
-        guard let signer else { throw .cannotSign(detail: "no signing key was given") }
+        let signer = try signer()
         do {
             let signature = try SSHSignature.sign(
                 Self.message(vault: vault, file: file, content: content), namespace: Self.namespace, with: signer)
@@ -134,7 +151,8 @@ public struct VaultSigning: Sendable {
     /// That `signer` is one the allowed signers list, when they are given: its signatures would
     /// verify nowhere else.
     /// - Throws: ``KeychainError/cannotSign(detail:)``.
-    func requireAllowed(_ signer: any SSHSigner) throws(KeychainError) {
+    func requireAllowed() throws(KeychainError) {
+        let signer = try signer()
         guard let allowed, allowed.principals(for: signer.publicKey, namespace: Self.namespace, at: Date()).isEmpty
         else { return }
         throw .cannotSign(

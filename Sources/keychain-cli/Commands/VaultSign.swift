@@ -25,7 +25,7 @@ extension KeychainCLI.Vault {
 
         func run() throws {
             let settings = settings
-            guard try settings.signingKeyFile() != nil else {
+            guard try settings.vaultSigning().signs else {
                 throw CommandFailure.usage(
                     "vault sign needs a signing key: --signing-key PATH or $KEYCHAIN_SIGNING_KEY")
             }

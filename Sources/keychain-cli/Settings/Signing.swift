@@ -15,7 +15,23 @@ extension Settings {
                 "--require-signed (or $KEYCHAIN_REQUIRE_SIGNED) needs to know who may sign: give "
                     + "--allowed-signers PATH or $KEYCHAIN_ALLOWED_SIGNERS")
         }
-        return VaultSigning(signer: try signingKeyFile(), allowed: allowed, required: required)
+        guard let path = try signingKey ?? environment("KEYCHAIN_SIGNING_KEY") else {
+            return VaultSigning(allowed: allowed, required: required)
+        }
+        // Read at the first write: a read needs no key (nor its file, nor its agent).
+        let (mayPrompt, socket) = (mayPrompt, try environment("SSH_AUTH_SOCK"))
+        return VaultSigning(
+            signer: { () throws(KeychainError) in
+                do {
+                    return try openSigningKey(path: path, mayPrompt: mayPrompt, agentSocket: socket)
+                } catch let error as KeychainError {
+                    throw error
+                } catch let failure as CommandFailure {
+                    throw .cannotSign(detail: failure.message)
+                } catch {
+                    throw .cannotSign(detail: "\(error)")
+                }
+            }, allowed: allowed, required: required)
     }
 
     /// Whether signatures are read or made at all (the holder, which checks none, is then not used).
@@ -60,89 +76,53 @@ extension Settings {
         }
     }
 
-    /// The key of --signing-key, else of $KEYCHAIN_SIGNING_KEY; nil when none is given.
-    func signingKeyFile() throws -> SigningKey? {
-        guard let path = try signingKey ?? environment("KEYCHAIN_SIGNING_KEY") else { return nil }
-        return try SigningKey(path: path, mayPrompt: mayPrompt, agentSocket: try environment("SSH_AUTH_SOCK"))
-    }
 }
 
-/// The key --signing-key names: an OpenSSH private key file, opened at the first signature (its
-/// passphrase asked then, on the terminal), or a public key (a `.pub` file), whose private half
-/// the ssh-agent at $SSH_AUTH_SOCK holds. A read that signs nothing asks nothing.
-final class SigningKey: SSHSigner, @unchecked Sendable {
-    let publicKey: SSHPublicKey
-    private let path: String
-    private let mayPrompt: Bool
-    /// The private key file's bytes, or nil: the agent's socket.
-    private let file: [UInt8]?
-    private let agentSocket: String?
-    private let opened = Locked<(any SSHSigner)?>(nil)
-
-    init(path: String, mayPrompt: Bool, agentSocket: String?) throws {
-        guard let bytes = try readInput(path: path, limit: smallInputLimit) else {
-            throw KeychainError.cannotSign(detail: "the signing key \(quotedPath(path)) is larger than 1 MiB")
-        }
-        (self.path, self.mayPrompt, self.agentSocket) = (path, mayPrompt, agentSocket)
-        let text = String(decoding: bytes, as: UTF8.self)
+/// The key --signing-key names, opened: an OpenSSH private key file (its passphrase asked on the
+/// terminal when it has one), or a public key (a `.pub` file), whose private half the ssh-agent at
+/// `agentSocket` ($SSH_AUTH_SOCK) holds.
+/// - Throws: ``KeychainError/cannotSign(detail:)`` saying why it cannot sign.
+func openSigningKey(path: String, mayPrompt: Bool, agentSocket: String?) throws -> any SSHSigner {
+    guard var bytes = try readInput(path: path, limit: smallInputLimit) else {
+        throw KeychainError.cannotSign(detail: "the signing key \(quotedPath(path)) is larger than 1 MiB")
+    }
+    defer { wipe(&bytes) }
+    let text = String(decoding: bytes, as: UTF8.self)
+    do {
         if text.contains("-----BEGIN OPENSSH PRIVATE KEY-----") {
-            do {
-                publicKey = try SSHPrivateKey.publicKey(ofFile: bytes)
-            } catch {
-                throw KeychainError.cannotSign(detail: "the signing key \(quotedPath(path)) is unusable: \(error)")
+            return try SSHPrivateKey(file: bytes) { () throws(SSHKeyError) in
+                try askPassphrase(for: path, mayPrompt: mayPrompt)
             }
-            file = bytes
-            return
         }
-        guard let line = text.split(whereSeparator: \.isNewline).first, let key = try? SSHPublicKey(line: String(line))
+        guard let line = text.split(whereSeparator: \.isNewline).first,
+            let key = try? SSHPublicKey(line: String(line))
         else {
             throw KeychainError.cannotSign(
                 detail: "\(quotedPath(path)) is neither an OpenSSH private key nor a public key (a .pub file)")
         }
-        guard agentSocket != nil else {
+        guard let agentSocket else {
             throw KeychainError.cannotSign(
                 detail: "\(quotedPath(path)) is a public key, whose private half an ssh-agent holds, and "
                     + "$SSH_AUTH_SOCK is not set (start ssh-agent and ssh-add the key)")
         }
-        (publicKey, file) = (key, nil)
+        return try SSHAgentSigner(socket: agentSocket, publicKey: key)
+    } catch let error as SSHKeyError {
+        throw KeychainError.cannotSign(detail: "the signing key \(quotedPath(path)): \(error)")
     }
+}
 
-    deinit {
-        if var file { wipe(&file) }
+/// A passphrase-protected signing key's passphrase, asked on the terminal.
+private func askPassphrase(for path: String, mayPrompt: Bool) throws(SSHKeyError) -> [UInt8] {
+    let tty = mayPrompt ? open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC) : -1
+    guard tty >= 0 else {
+        throw .unsupported(
+            "a passphrase-protected key with no terminal to ask at: add it to an ssh-agent (ssh-add) and give "
+                + "its .pub file")
     }
-
-    func sign(_ data: [UInt8]) throws(SSHKeyError) -> [UInt8] {
-        try signer().sign(data)
-    }
-
-    /// The key that signs, opened once.
-    private func signer() throws(SSHKeyError) -> any SSHSigner {
-        try opened.withLock { opened throws(SSHKeyError) in
-            if let opened { return opened }
-            let signer: any SSHSigner
-            if let file {
-                signer = try SSHPrivateKey(file: file) { () throws(SSHKeyError) in try askPassphrase() }
-            } else {
-                signer = try SSHAgentSigner(socket: agentSocket ?? "", publicKey: publicKey)
-            }
-            opened = signer
-            return signer
-        }
-    }
-
-    /// The private key file's passphrase, asked on the terminal.
-    private func askPassphrase() throws(SSHKeyError) -> [UInt8] {
-        let tty = mayPrompt ? open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC) : -1
-        guard tty >= 0 else {
-            throw .unsupported(
-                "it is passphrase-protected and there is no terminal to ask at: add it to an ssh-agent (ssh-add) "
-                    + "and give its .pub file")
-        }
-        defer { close(tty) }
-        guard
-            let passphrase = try? readHiddenLine(
-                prompt: "Passphrase for the signing key \(path): ", input: tty, output: tty)
-        else { throw .wrongPassphrase }
-        return passphrase
-    }
+    defer { close(tty) }
+    guard
+        let passphrase = try? readHiddenLine(
+            prompt: "Passphrase for the signing key \(path): ", input: tty, output: tty)
+    else { throw .wrongPassphrase }
+    return passphrase
 }
