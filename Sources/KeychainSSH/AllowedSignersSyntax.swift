@@ -147,6 +147,7 @@ enum AllowedSignersSyntax {
 /// OpenSSH's patterns (ssh_config's PATTERNS): '*' matches any run of characters, '?' any one;
 /// a pattern-list is comma-separated, and a matching "!" pattern refuses whatever else matches.
 enum SSHPatterns {
+    /// What a pattern-list says of a text: a pattern matches, none does, or a "!" pattern refuses it.
     enum Outcome { case match, none, refused }
 
     static func matchList(_ text: String, _ list: String) -> Outcome {

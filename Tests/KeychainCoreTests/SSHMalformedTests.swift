@@ -39,6 +39,29 @@ struct SSHMalformedSignatureTests {
         #expect(signature.blob == blob())
     }
 
+    @Test func theReservedFieldIsKeptAsGivenAndSigned() throws {
+        var withReserved = blob()
+        let at = 6 + 4 + 4 + Self.wireKey.count + 4 + "keychain-cli-vault".utf8.count
+        withReserved.replaceSubrange(at..<(at + 4), with: SSHWire.string([1, 2, 3]))
+        let signature = try SSHSignature(armored: armor(withReserved))
+        #expect(signature.blob == withReserved)
+        #expect(signature != (try SSHSignature(armored: armor(blob()))))
+    }
+
+    @Test func aKeyTypeWeCannotVerifyIsUnsupported() throws {
+        let type = "sk-ssh-ed25519@openssh.com"
+        let key = try SSHPublicKey(
+            wire: SSHWire.string(type) + SSHWire.string([UInt8](repeating: 7, count: 32)) + SSHWire.string("ssh:"))
+        let signature = SSHSignature(
+            publicKey: key, namespace: "n", hashAlgorithm: "sha512",
+            signature: SSHWire.string(type) + SSHWire.string([UInt8](repeating: 1, count: 64)))
+        #expect(throws: SSHKeyError.unsupported("signatures by \(type) keys")) {
+            try signature.verify([1], namespace: "n")
+        }
+        let parsed = try SSHSignature(armored: Array(signature.armored.utf8))
+        #expect(parsed == signature)
+    }
+
     @Test func damagedBlobsAreMalformed() {
         let good = blob()
         for length in [0, 1, 5, 6, 9, 10, 40, good.count - 1] {
@@ -57,6 +80,35 @@ struct SSHMalformedSignatureTests {
         huge = good
         huge.replaceSubrange((good.count - 4 - 83)..<(good.count - 83), with: [0x7f, 0xff, 0xff, 0xff])
         #expect(isMalformed(armor(huge)))
+    }
+
+    /// Every truncation and every byte set to 0x00, 0x7f, 0x80 or 0xff: parsed or refused as
+    /// malformed, never a crash or another error.
+    @Test func everyMutationIsParsedOrMalformed() {
+        let good = blob()
+        var outcomes = (parsed: 0, malformed: 0)
+        func check(_ bytes: [UInt8]) {
+            do {
+                _ = try SSHSignature(blob: bytes)
+                outcomes.parsed += 1
+            } catch {
+                guard case .malformed = error else {
+                    Issue.record("\(error)")
+                    return
+                }
+                outcomes.malformed += 1
+            }
+        }
+        for length in 0..<good.count { check(Array(good.prefix(length))) }
+        for index in good.indices {
+            for value: UInt8 in [0x00, 0x7f, 0x80, 0xff] where good[index] != value {
+                var changed = good
+                changed[index] = value
+                check(changed)
+            }
+        }
+        #expect(outcomes.malformed > good.count)
+        #expect(outcomes.parsed > 0)  // the signature bytes themselves are not checked by parsing
     }
 
     @Test func damagedArmourIsMalformed() {

@@ -83,6 +83,36 @@ struct SSHPrivateKeyTests {
         #expect(what.contains("ssh-rsa"))
     }
 
+    /// Every truncation and every byte flipped of an unencrypted key's decoded blob, armoured
+    /// again: refused as malformed (or unsupported, or a wrong check), never a crash.
+    @Test func everyMutationOfAKeyIsRefusedOrOpens() throws {
+        let keys = try SSHKeyDirectory("mutated")
+        defer { keys.remove() }
+        try keys.makeKey("id")
+        let text = String(decoding: try keys.read("id"), as: UTF8.self)
+        let body = text.split(separator: "\n").dropFirst().dropLast().joined()
+        let decoded = Array(Data(base64Encoded: body)!)
+        func open(_ bytes: [UInt8]) -> Bool {
+            let file =
+                "-----BEGIN OPENSSH PRIVATE KEY-----\n\(Data(bytes).base64EncodedString())\n"
+                + "-----END OPENSSH PRIVATE KEY-----\n"
+            do {
+                _ = try SSHPrivateKey(file: Array(file.utf8)) { () throws(SSHKeyError) in Array("x".utf8) }
+                return true
+            } catch { return false }
+        }
+        #expect(open(decoded))
+        var opened = 0
+        for length in 0..<decoded.count where open(Array(decoded.prefix(length))) { opened += 1 }
+        for index in decoded.indices {
+            var changed = decoded
+            changed[index] ^= 0x80
+            if open(changed) { opened += 1 }
+        }
+        // Only the comment's bytes may change and still open.
+        #expect(opened <= "id@test".utf8.count)
+    }
+
     /// Blowfish's published test vector (Schneier's: an all-zero key and block), through the key
     /// schedule bcrypt_pbkdf runs on the generated tables.
     @Test func blowfishMatchesItsTestVector() {
