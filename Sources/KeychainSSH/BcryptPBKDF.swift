@@ -65,6 +65,7 @@ enum BcryptPBKDF {
                     (blocks[pair], blocks[pair + 1]) = (left, right)
                 }
             }
+            defer { blocks.withUnsafeMutableBytes { explicit_bzero($0.baseAddress!, $0.count) } }
             return blocks.flatMap {
                 [UInt8($0 & 0xff), UInt8($0 >> 8 & 0xff), UInt8($0 >> 16 & 0xff), UInt8($0 >> 24)]
             }
