@@ -96,11 +96,18 @@ struct ReadmeRecipeTests {
         }
         try Data(recipients.map { "\($0)\n" }.joined().utf8).write(
             to: directory.url.appendingPathComponent("team-keys.txt"))
+        // The member's ssh key (the recipe's ~/.ssh/id_ed25519), and the CI's allowed signers.
+        let ssh = directory.path("home/.ssh")
+        try FileManager.default.createDirectory(atPath: ssh, withIntermediateDirectories: true)
+        #expect(try sshKeygen(["-q", "-t", "ed25519", "-N", "", "-f", ssh + "/id_ed25519"]).status == 0)
+        let publicKey = try String(contentsOfFile: ssh + "/id_ed25519.pub", encoding: .utf8)
+        try Data("ada@example.org \(publicKey)".utf8).write(to: URL(fileURLWithPath: directory.path("allowed")))
         let secret = "npm-secret-\(UUID().uuidString)"
         let result = try runSnippet(
             readmeSnippet("tree-vault-recipe"), in: directory,
             environment: [
                 "NPM_TOKEN": secret, "KEYCHAIN_IDENTITY": directory.path("member.txt"),
+                "CI_ALLOWED_SIGNERS": directory.path("allowed"),
                 "CI_IDENTITY": try String(contentsOfFile: directory.path("ci.txt"), encoding: .utf8),
                 "GIT_AUTHOR_NAME": "Ada", "GIT_AUTHOR_EMAIL": "ada@example.org", "GIT_COMMITTER_NAME": "Ada",
                 "GIT_COMMITTER_EMAIL": "ada@example.org", "GIT_CONFIG_NOSYSTEM": "1",
@@ -113,6 +120,7 @@ struct ReadmeRecipeTests {
         #expect(!result.stdoutText.contains(secret) && !result.stderr.contains(secret))
         let item = try Data(contentsOf: URL(fileURLWithPath: directory.path("secrets/ci/npm-token.age")))
         #expect(item.starts(with: Data("age-encryption.org/v1\n".utf8)))
+        #expect(FileManager.default.fileExists(atPath: directory.path("secrets/ci/npm-token.age.sig")))
     }
 
     @Test func theSecretServiceRecipeStoresAndReadsInAPrivateKeyring() throws {

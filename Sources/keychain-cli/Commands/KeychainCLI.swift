@@ -90,7 +90,9 @@ struct KeychainCLI: ParsableCommand {
                   watch, a credential helper that would have to ask, a pass entry gpg
                   cannot decrypt, a KeePass database's wrong password or none (no
                   --source-passphrase-file, --source-passphrase-fd or terminal);
-                  OpenBao denied it (token, policy) or no token
+                  OpenBao denied it (token, policy) or no token; a vault file no
+                  allowed signer signed (--require-signed), a signing key that cannot
+                  sign, vault verify finding an unsigned file
               126, 127  exec and serve -- COMMAND: the command cannot be run, or is
                   not found
             A reader of standard output that goes away (list | head -1) ends keychain-cli

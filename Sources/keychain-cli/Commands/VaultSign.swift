@@ -17,7 +17,7 @@ extension KeychainCLI.Vault {
                 See docs/backends/vault.md, "Signed vaults".
 
                   keychain-cli --vault secrets --signing-key ~/.ssh/id_ed25519 vault sign
-                  keychain-cli --vault secrets --signing-key ~/.ssh/id_ed25519.pub vault sign   # ssh-agent
+                  SSH_AUTH_SOCK=… keychain-cli --vault secrets --signing-key key.pub vault sign
                 """)
 
         @OptionGroup(title: "Global options") var globals: GlobalOptions
