@@ -60,20 +60,23 @@ package struct SSHSignature: Sendable, Equatable {
     /// whitespace, version 1, known hash algorithms, no trailing bytes, at most 64 KiB.
     package init(armored: [UInt8]) throws(SSHKeyError) {
         guard armored.count <= Self.maximumArmoredSize else { throw .malformed("the signature is over 64 KiB") }
-        guard let text = String(validating: armored, as: UTF8.self) else {
-            throw .malformed("the signature is not text")
+        // On bytes, not Characters: a listing of 10,000 signed items parses 10,000 of these.
+        let isBlank = { (byte: UInt8) in byte == 0x20 || byte == 0x09 || byte == 0x0D || byte == 0x0B || byte == 0x0C }
+        var lines: [ArraySlice<UInt8>] = []
+        for line in armored.split(separator: 0x0A) {
+            guard let first = line.firstIndex(where: { !isBlank($0) }),
+                let last = line.lastIndex(where: { !isBlank($0) })
+            else { continue }
+            lines.append(line[first...last])
         }
-        let lines = text.split(whereSeparator: \.isNewline).map {
-            String($0.drop(while: \.isWhitespace).reversed().drop(while: \.isWhitespace).reversed())
-        }
-        .filter { !$0.isEmpty }
-        guard lines.count >= 3, lines.first == Self.begin, lines.last == Self.end else {
+        guard lines.count >= 3, lines.first!.elementsEqual(Self.begin.utf8), lines.last!.elementsEqual(Self.end.utf8)
+        else {
             throw .malformed(
                 "the signature is not armoured as -----BEGIN SSH SIGNATURE----- … -----END SSH SIGNATURE-----")
         }
-        guard let blob = SSHWire.decodeBase64(lines[1..<(lines.count - 1)].joined()) else {
-            throw .malformed("the signature is not base64")
-        }
+        let body = lines[1..<(lines.count - 1)].flatMap { $0 }
+        guard body.allSatisfy({ $0 < 0x80 }), let blob = SSHWire.decodeBase64(String(decoding: body, as: UTF8.self))
+        else { throw .malformed("the signature is not base64") }
         try self.init(blob: blob)
     }
 

@@ -40,6 +40,15 @@ extension TreeVaultStore {
         return String(decoding: line, as: UTF8.self)
     }
 
+    /// The vault's id as this store first read it, for reads (a listing checks 10,000 signatures
+    /// against one id); a write reads the file under the lock.
+    func knownVaultID() throws(KeychainError) -> String? {
+        if let known = readVaultID.withLock({ $0 }) { return known }
+        let id = try vaultID()
+        readVaultID.withLock { $0 = id }
+        return id
+    }
+
     /// The vault's id, made now (32 random hexadecimal digits) when it has none: the caller holds
     /// the lock, or makes the vault.
     func vaultIDMade() throws(KeychainError) -> String {
@@ -81,7 +90,7 @@ extension TreeVaultStore {
 
     /// What the signature beside the file at `file` (`relative` in the vault) says of `content`.
     func signatureState(of content: [UInt8], relative: String, file: String) throws(KeychainError) -> SignatureState {
-        guard let id = try vaultID() else {
+        guard let id = try VaultSigning.underLock ? vaultID() : knownVaultID() else {
             return .invalid(reason: "the vault has no id (\(Self.vaultIDFile)), so nothing in it is signed")
         }
         let signature = try readSmallFile(file + VaultSigning.suffix, limit: Self.maximumSignatureFile)

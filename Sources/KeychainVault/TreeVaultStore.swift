@@ -45,6 +45,8 @@ public final class TreeVaultStore: SecretStore, @unchecked Sendable {
     /// Whether `.recipients` was found signed by an allowed signer, for reads (a write checks
     /// the file it encrypts to, under the lock); shared by the stores ``waiting(_:check:)`` makes.
     let recipientsVerified: Locked<Bool>
+    /// The vault's id as reads first found it (``knownVaultID()``).
+    let readVaultID = Locked<String?>(nil)
 
     /// The recipients file, relative to the directory.
     public static let recipientsFile = ".recipients"

@@ -75,8 +75,13 @@ public struct VaultSigning: Sendable {
     /// `printf 'keychain-cli-vault-signature v1\nvault %s\nfile %s\nsha256 %s\n' …` makes the same
     /// bytes, for `ssh-keygen -Y sign` and `-Y verify`.
     public static func message(vault: String, file: String, content: [UInt8]) -> [UInt8] {
-        let digest = SHA256.hash(data: content).map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined()
-        return Array("keychain-cli-vault-signature v1\nvault \(vault)\nfile \(file)\nsha256 \(digest)\n".utf8)
+        let digits = Array("0123456789abcdef".utf8)
+        var message = Array("keychain-cli-vault-signature v1\nvault \(vault)\nfile \(file)\nsha256 ".utf8)
+        for byte in SHA256.hash(data: content) {
+            message += [digits[Int(byte >> 4)], digits[Int(byte & 15)]]
+        }
+        message.append(0x0A)
+        return message
     }
 
     /// That `bytes`, the allowed signers file at `path`, have the SHA-256 `pinned`: 64

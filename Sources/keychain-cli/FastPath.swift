@@ -2,7 +2,7 @@ import KeychainCore
 
 /// The invocations scripts repeat in loops, `get KEY` and `set KEY` with their everyday options
 /// (the service, the timeout, and the backend's: --backend, --vault, --passphrase-file|fd,
-/// --identity, --identity-fd), parsed by hand and run through the same ``GetRequest`` and ``SetRequest`` as the parsed commands;
+/// --identity, --identity-fd, --signing-key, --allowed-signers, --require-signed), parsed by hand and run through the same ``GetRequest`` and ``SetRequest`` as the parsed commands;
 /// and `--version` alone.
 ///
 /// The argument parser finds its commands by reflection and dynamic casts, each of which scans
@@ -40,6 +40,12 @@ enum FastPath {
             if let option = GlobalOption(name: argument) {
                 // The parser's checks (GlobalOption.assign); anything else gets the parser's error.
                 guard let value = remaining.next(), option.assign(value, to: &settings) else { return nil }
+                continue
+            }
+            if argument == "--require-signed" {
+                // The one global flag; given twice, the parser's word on it.
+                guard !settings.requireSigned else { return nil }
+                settings.requireSigned = true
                 continue
             }
             if argument.hasPrefix("-") {
