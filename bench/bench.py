@@ -13,6 +13,7 @@ import datetime, json, os, platform, statistics, subprocess
 import instructions
 from backends import openbao_table, vault_table
 from tree import tree_table
+from signed import signed_table
 from floor import floor_table
 from common import KC, LARGE_RUNS, LIST_ITEMS, MEMORY_RUNS, PY, RUNS, WARMUP, measure, measure_memory
 from masking import masking_table
@@ -145,6 +146,8 @@ def main():
     print("\n" + team_table)
     tree_rows = tree_table()
     print(tree_rows)
+    signed_rows = signed_table()
+    print(signed_rows)
     bao_version, openbao_watch_rows, bao_table = openbao_table()
     print("\n" + bao_table)
     watch_rows = watch_table(openbao_watch_rows)
@@ -283,6 +286,7 @@ N = 2^18, 256 MiB), and the Secret Service `get` of the table above; `age -d -i`
 the team vault for comparison. Medians of {RUNS} interleaved runs; memory of {MEMORY_RUNS}.
 
 {tree_rows}
+{signed_rows}
 
 ## OpenBao: `get` over loopback HTTP
 

@@ -4,6 +4,7 @@ import KeychainAge
 import KeychainCredentials
 import KeychainFormats
 import KeychainKeePass
+import KeychainSSH
 import KeychainStore
 import KeychainVault
 
@@ -14,7 +15,7 @@ package enum FuzzTargets {
     /// The target names, as `KEYCHAIN_FUZZ_TARGET` and the corpus folders under `Fuzz/corpus` spell them.
     package static let names = [
         "age-header", "age-payload", "vault-document", "import", "env-file", "template", "credential", "age-keys",
-        "password-managers",
+        "password-managers", "ssh-signatures",
     ]
 
     /// Runs the parser `name` on `bytes`; false for an unknown name.
@@ -77,6 +78,29 @@ package enum FuzzTargets {
             _ = VaultIdentity.parse(
                 identityFile: "-----BEGIN OPENSSH PRIVATE KEY-----\n\(Data(bytes).base64EncodedString())\n"
                     + "-----END OPENSSH PRIVATE KEY-----\n")
+        case "ssh-signatures":
+            // What a signed vault reads from its writers: an armoured SSHSIG (checked against a
+            // message), an allowed_signers file, public key lines, and OpenSSH private key files
+            // (unencrypted ones: an encrypted one's bcrypt rounds are the file's to choose).
+            if let signature = try? SSHSignature(armored: bytes) {
+                _ = try? signature.verify(Array("fuzz".utf8), namespace: signature.namespace)
+                precondition(
+                    (try? SSHSignature(armored: Array(signature.armored.utf8))) == signature,
+                    "a signature did not read back from its armour")
+            }
+            let text = String(decoding: bytes, as: UTF8.self)
+            if let allowed = try? AllowedSigners(text), let key = try? SSHPublicKey(line: text) {
+                _ = allowed.principals(for: key, namespace: "keychain-cli-vault", at: Date())
+            }
+            for line in text.split(whereSeparator: \.isNewline) { _ = try? SSHPublicKey(line: String(line)) }
+            for file in [
+                bytes,
+                Array(
+                    ("-----BEGIN OPENSSH PRIVATE KEY-----\n\(Data(bytes).base64EncodedString())\n"
+                        + "-----END OPENSSH PRIVATE KEY-----\n").utf8),
+            ] where (try? SSHPrivateKey.isEncrypted(file)) == false {
+                _ = try? SSHPrivateKey(file: file) { () throws(SSHKeyError) in [] }
+            }
         default:
             return false
         }
