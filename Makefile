@@ -276,7 +276,7 @@ bench-compare: deps release
 FUZZ_SECONDS ?= 600
 # libFuzzer reads -max_total_time=0 as "no limit": FUZZ_SECONDS=0 replays the corpus and stops.
 FUZZ_LIMIT = $(if $(filter 0,$(FUZZ_SECONDS)),-runs=0,-max_total_time=$(FUZZ_SECONDS))
-FUZZ_TARGETS = age-header age-payload vault-document import env-file template credential age-keys password-managers
+FUZZ_TARGETS = age-header age-payload vault-document import env-file template credential age-keys password-managers ssh-signatures
 FUZZ_BIN = .build-fuzz/debug/keychain-fuzz
 fuzz:
 	$(SWIFT) build --product keychain-fuzz --scratch-path .build-fuzz -Xswiftc -use-ld=lld \
