@@ -15,6 +15,8 @@ enum TreeVaultNames {
     /// The longest escaped name a file system takes (NAME_MAX), with room for `suffix`.
     static let longestService = 255
     static let longestKey = 255 - suffix.utf8.count
+    /// The longest escaped key a signed tree vault takes: its signature's file adds `.sig`.
+    static let longestSignedKey = longestKey - 4
 
     /// The escaped form of `name` (a service's directory, or a key's file without its suffix).
     static func escape(_ name: String) -> String {

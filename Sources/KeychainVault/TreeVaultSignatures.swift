@@ -72,15 +72,26 @@ extension TreeVaultStore {
     /// does not sign.
     func signature(of content: [UInt8], file: String) throws(KeychainError) -> [UInt8]? {
         guard signing.signs else { return nil }
+        guard Self.hasRoomForSignature(file) else {
+            throw .invalidName(
+                kind: "key",
+                reason: "it is longer than a signed tree vault's names can be (at most "
+                    + "\(TreeVaultNames.longestSignedKey) bytes escaped, so that KEY.age.sig is a file name)")
+        }
         return try signing.signature(of: content, vault: try vaultIDMade(), file: file)
     }
 
+    /// Whether a signature's file name fits beside the vault's file `relative` (NAME_MAX).
+    static func hasRoomForSignature(_ relative: String) -> Bool {
+        splitPath(relative).name.utf8.count + VaultSigning.suffix.utf8.count <= 255
+    }
+
     /// Puts `signature` beside `file`, or, when nil, removes the one there (made for what the file
-    /// held before).
+    /// held before; an item whose name leaves no room for one has none).
     func writeSignature(_ signature: [UInt8]?, of file: String) throws {
         let signatureFile = file + VaultSigning.suffix
         guard let signature else {
-            if unlink(signatureFile) != 0 && errno != ENOENT {
+            if unlink(signatureFile) != 0 && errno != ENOENT && errno != ENAMETOOLONG {
                 throw FileError("cannot remove \(quotedPath(signatureFile))")
             }
             return
@@ -92,6 +103,9 @@ extension TreeVaultStore {
     func signatureState(of content: [UInt8], relative: String, file: String) throws(KeychainError) -> SignatureState {
         guard let id = try VaultSigning.underLock ? vaultID() : knownVaultID() else {
             return .invalid(reason: "the vault has no id (\(Self.vaultIDFile)), so nothing in it is signed")
+        }
+        guard Self.hasRoomForSignature(relative) else {
+            return .invalid(reason: "its name is too long for a signature's file beside it, so it cannot be signed")
         }
         let signature = try readSmallFile(file + VaultSigning.suffix, limit: Self.maximumSignatureFile)
         return signing.state(of: content, signature: signature, vault: id, file: relative)

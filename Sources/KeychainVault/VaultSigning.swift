@@ -22,7 +22,9 @@ public struct VaultSigning: Sendable {
 
     /// Gives the key that signs every file a write writes, asked at the first write (a read asks
     /// nothing: a passphrase, an agent), once; nil: writes are unsigned (refused on a signed vault).
-    private let signerSource: (@Sendable () throws(KeychainError) -> any SSHSigner)?
+    /// (Untyped throws: an optional typed-throws closure stored here crashed Swift 6.3's debug
+    /// builds when the struct was destroyed.)
+    private let signerSource: (@Sendable () throws -> any SSHSigner)?
     private let opened = Locked<(any SSHSigner)?>(nil)
     /// Whose signatures verify; nil: none given (a report names each key, and nothing is required).
     let allowed: AllowedSigners?
@@ -52,7 +54,8 @@ public struct VaultSigning: Sendable {
         signer: (@Sendable () throws(KeychainError) -> any SSHSigner)? = nil, allowed: AllowedSigners? = nil,
         required: Bool = false
     ) {
-        (signerSource, self.allowed, self.required) = (signer, allowed, required)
+        signerSource = signer.map { source in { @Sendable () throws -> any SSHSigner in try source() } }
+        (self.allowed, self.required) = (allowed, required)
     }
 
     /// Whether writes are signed.
@@ -64,9 +67,15 @@ public struct VaultSigning: Sendable {
         guard let signerSource else { throw .cannotSign(detail: "no signing key was given") }
         return try opened.withLock { opened throws(KeychainError) in
             if let opened { return opened }
-            let signer = try signerSource()
-            opened = signer
-            return signer
+            do {
+                let signer = try signerSource()
+                opened = signer
+                return signer
+            } catch let error as KeychainError {
+                throw error
+            } catch {
+                throw .cannotSign(detail: "\(error)")
+            }
         }
     }
 
