@@ -73,6 +73,19 @@ struct SignedVaultTests {
         }
     }
 
+    /// A signature's file is KEY.age.sig: a key must leave room for it (247 bytes escaped).
+    @Test func aKeyTooLongForItsSignaturesFileIsRefusedInASignedVault() throws {
+        try SignedTree.run { signed in
+            let long = String(repeating: "k", count: 248)
+            let refused = try cli(["-s", "ci", "set", long], input: "v")
+            #expect(refused.status == 64 && refused.stderr.contains("247"), "\(refused.stderr)")
+            #expect(!FileManager.default.fileExists(atPath: signed.item("ci", long)))
+            #expect(try cli(["-s", "ci", "set", String(long.dropLast())], input: "v").status == 0)
+            #expect(
+                try cli(["-s", "ci", "get", String(long.dropLast())], extra: SignedTree.required).stdoutText == "v")
+        }
+    }
+
     /// --require-signed needs allowed signers (64); a pinned allowed_signers file that changed is 77.
     @Test func theAllowedSignersMustBeGivenAndMatchTheirPin() throws {
         try SignedTree.run { signed in
