@@ -20,12 +20,10 @@ public struct VaultSigning: Sendable {
     /// The vault id a single-file vault's signature names: its file is the whole vault.
     public static let singleFileVault = "-"
 
-    /// Gives the key that signs every file a write writes, asked at the first write (a read asks
-    /// nothing: a passphrase, an agent), once; nil: writes are unsigned (refused on a signed vault).
-    /// (Untyped throws: an optional typed-throws closure stored here crashed Swift 6.3's debug
-    /// builds when the struct was destroyed.)
-    private let signerSource: (@Sendable () throws -> any SSHSigner)?
-    private let opened = Locked<(any SSHSigner)?>(nil)
+    /// Gives the key that signs every file a write writes, asked at each write that signs (a read
+    /// asks nothing: no passphrase, no agent); the source keeps what it opened. nil: writes are
+    /// unsigned (refused on a signed vault).
+    private let signerSource: (@Sendable () throws(KeychainError) -> any SSHSigner)?
     /// Whose signatures verify; nil: none given (a report names each key, and nothing is required).
     let allowed: AllowedSigners?
     /// Whether every read verifies before it decrypts, and a write verifies the recipients it
@@ -54,29 +52,19 @@ public struct VaultSigning: Sendable {
         signer: (@Sendable () throws(KeychainError) -> any SSHSigner)? = nil, allowed: AllowedSigners? = nil,
         required: Bool = false
     ) {
-        signerSource = signer.map { source in { @Sendable () throws -> any SSHSigner in try source() } }
-        (self.allowed, self.required) = (allowed, required)
+        signerSource = signer
+        self.allowed = allowed
+        self.required = required
     }
 
     /// Whether writes are signed.
     public var signs: Bool { signerSource != nil }
 
-    /// The key that signs, asked for once.
+    /// The key that signs.
     /// - Throws: ``KeychainError/cannotSign(detail:)`` when there is none, or what its source throws.
     func signer() throws(KeychainError) -> any SSHSigner {
         guard let signerSource else { throw .cannotSign(detail: "no signing key was given") }
-        return try opened.withLock { opened throws(KeychainError) in
-            if let opened { return opened }
-            do {
-                let signer = try signerSource()
-                opened = signer
-                return signer
-            } catch let error as KeychainError {
-                throw error
-            } catch {
-                throw .cannotSign(detail: "\(error)")
-            }
-        }
+        return try signerSource()
     }
 
     /// The bytes a signature covers: a fixed first line, the vault's id, the file's path in the

@@ -18,12 +18,18 @@ extension Settings {
         guard let path = try signingKey ?? environment("KEYCHAIN_SIGNING_KEY") else {
             return VaultSigning(allowed: allowed, required: required)
         }
-        // Read at the first write: a read needs no key (nor its file, nor its agent).
+        // Opened at the first write, once: a read needs no key (nor its file, nor its agent).
         let (mayPrompt, socket) = (mayPrompt, try environment("SSH_AUTH_SOCK"))
+        let opened = Locked<(any SSHSigner)?>(nil)
         return VaultSigning(
             signer: { () throws(KeychainError) in
                 do {
-                    return try openSigningKey(path: path, mayPrompt: mayPrompt, agentSocket: socket)
+                    return try opened.withLock { opened in
+                        if let opened { return opened }
+                        let signer = try openSigningKey(path: path, mayPrompt: mayPrompt, agentSocket: socket)
+                        opened = signer
+                        return signer
+                    }
                 } catch let error as KeychainError {
                     throw error
                 } catch let failure as CommandFailure {
