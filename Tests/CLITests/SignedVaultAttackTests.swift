@@ -123,6 +123,29 @@ struct SignedVaultAttackTests {
         }
     }
 
+    /// serve hands a Secret Service client nothing an allowed signer did not sign: it does not
+    /// start on a vault holding a forgery (77, naming it), and one planted while it serves is
+    /// never handed out.
+    @Test func serveGivesItsClientsNoForgedSecret() throws {
+        try SignedTree.run { signed in
+            #expect(try cli(["-s", "ci", "set", "token"], input: "signed-value").status == 0)
+            let document =
+                #"{"format":"keychain-cli-vault-item","version":1,"service":"ci","key":"planted","#
+                + #""encoding":"utf8","secret":"FORGED-VALUE"}"#
+            let script =
+                "secret-tool lookup service ci username token; echo; "
+                + "printf '%s' '\(document)' | age -e -R '\(signed.vault)/.recipients' -o '\(signed.item("ci", "planted"))'; "
+                + "secret-tool lookup service ci username planted; echo \"planted: $?\""
+            let result = try served(script, extra: SignedTree.required)
+            #expect(result.stdoutText.contains("signed-value"), "\(result.status) \(result.stderr)")
+            #expect(!result.stdoutText.contains("FORGED") && !result.stderr.contains("FORGED"))
+            #expect(result.stdoutText.contains("planted: 1"), "\(result.stdoutText)")
+            // Started again on the vault that now holds the forgery: it does not serve at all.
+            let again = try served("echo ran", extra: SignedTree.required)
+            #expect(again.status == 77 && again.stderr.contains("ci/planted") && !again.stdoutText.contains("ran"))
+        }
+    }
+
     @Test func aWriteWithoutASigningKeyToASignedVaultIsRefusedAndChangesNothing() throws {
         try SignedTree.run { signed in
             #expect(try cli(["-s", "ci", "set", "token"], input: "real").status == 0)
