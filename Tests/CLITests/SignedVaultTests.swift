@@ -156,3 +156,46 @@ struct SignedVaultTests {
         }
     }
 }
+
+/// A signed tree vault in git: two branches that signed different secrets merge with plain git,
+/// and every file still verifies; a file a branch changed without signing is caught after the merge.
+@Suite("Signed vaults in git")
+struct SignedVaultGitTests {
+    @Test func branchesThatSignedDifferentSecretsMergeCleanAndVerify() throws {
+        let repo = try TreeRepo("signed-merge", driver: false)
+        defer { repo.remove() }
+        let key = repo.scratch.path("alice")
+        #expect(try sshKeygen(["-q", "-t", "ed25519", "-N", "", "-f", key]).status == 0)
+        let allowed = repo.scratch.path("allowed_signers")
+        let publicKey = try String(contentsOfFile: key + ".pub", encoding: .utf8)
+        try "alice@example.com \(publicKey)".write(toFile: allowed, atomically: true, encoding: .utf8)
+        let signing = ["KEYCHAIN_SIGNING_KEY": key, "KEYCHAIN_ALLOWED_SIGNERS": allowed]
+        let required = signing.merging(SignedTree.required) { $1 }
+        func set(_ item: String, _ value: String) throws {
+            let set = try repo.kc(["-s", "ci", "set", item, "--from-env", "V"], signing.merging(["V": value]) { $1 })
+            #expect(set.status == 0, "\(set.stderr)")
+        }
+        expectSuccess(try repo.kc(["vault", "sign"], signing))
+        try set("a", "base-a")
+        try set("b", "base-b")
+        try repo.commit("signed base")
+        expectSuccess(try repo.git(["checkout", "-qb", "left"]))
+        try set("a", "left-a")
+        try repo.commit("left")
+        expectSuccess(try repo.git(["checkout", "-q", "main"]))
+        try set("b", "main-b")
+        try repo.commit("main")
+        expectSuccess(try repo.git(["merge", "-q", "--no-edit", "left"]))
+        #expect(try repo.kc(["-s", "ci", "get", "a"], required).stdoutText == "left-a")
+        #expect(try repo.kc(["-s", "ci", "get", "b"], required).stdoutText == "main-b")
+        #expect(try repo.kc(["vault", "verify"], signing).status == 0)
+        // A branch that changed an item with age alone merges as cleanly, and is caught.
+        expectSuccess(try repo.git(["checkout", "-qb", "unsigned"]))
+        try repo.edit("ci/a", "d['secret'] = 'UNSIGNED'")
+        try repo.commit("unsigned change")
+        expectSuccess(try repo.git(["checkout", "-q", "main"]))
+        expectSuccess(try repo.git(["merge", "-q", "--no-edit", "unsigned"]))
+        let read = try repo.kc(["-s", "ci", "get", "a"], required)
+        #expect(read.status == 77 && read.stdout.isEmpty && read.stderr.contains("ci/a"), "\(read.stderr)")
+    }
+}
