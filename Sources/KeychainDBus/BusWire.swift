@@ -209,19 +209,12 @@ package final class BusWire {
     }
 
     private func send(_ bytes: [UInt8]) throws(DBusError) {
-        var sent = 0
-        while sent < bytes.count {
-            let count = bytes[sent...].withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-            if count > 0 {
-                sent += count
-            } else if count < 0 && (errno == EAGAIN || errno == EINTR) {
-                guard wait(for: Int16(POLLOUT), until: monotonicSeconds() + seconds) else {
-                    closed = true  // a message cut short: nothing more may follow it
-                    throw .timedOut(operation: operation, seconds: seconds)
-                }
-            } else {
-                throw broken()
-            }
+        switch sendAll(fd, bytes, until: { monotonicSeconds() + seconds }) {
+        case .sent: return
+        case .timedOut:
+            closed = true  // a message cut short: nothing more may follow it
+            throw .timedOut(operation: operation, seconds: seconds)
+        case .failed: throw broken()
         }
     }
 

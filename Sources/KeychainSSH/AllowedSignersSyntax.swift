@@ -12,28 +12,34 @@ enum AllowedSignersSyntax {
     }
 
     /// The line's fields: split at spaces and tabs outside double quotes (a backslash inside
-    /// quotes escapes the next character), quotes kept.
+    /// quotes escapes the next character), quotes kept; no empty field.
     static func tokens(_ line: String) -> [String] {
-        var tokens: [String] = []
+        split(line) { $0 == " " || $0 == "\t" }.filter { !$0.isEmpty }
+    }
+
+    /// `text` split at the characters `isSeparator` accepts outside double quotes (a backslash
+    /// inside quotes escapes the next character), quotes kept; empty parts kept.
+    private static func split(_ text: String, at isSeparator: (Character) -> Bool) -> [String] {
+        var parts: [String] = []
         var current = ""
         var quoted = false
         var escaped = false
-        for character in line {
+        for character in text {
             if escaped {
                 escaped = false
             } else if quoted && character == "\\" {
                 escaped = true
             } else if character == "\"" {
                 quoted.toggle()
-            } else if !quoted && (character == " " || character == "\t") {
-                if !current.isEmpty { tokens.append(current) }
+            } else if !quoted && isSeparator(character) {
+                parts.append(current)
                 current = ""
                 continue
             }
             current.append(character)
         }
-        if !current.isEmpty { tokens.append(current) }
-        return tokens
+        parts.append(current)
+        return parts
     }
 
     /// A field or value without its surrounding quotes and backslash escapes.
@@ -68,7 +74,7 @@ enum AllowedSignersSyntax {
     static func options(_ field: String) throws(SSHKeyError) -> Options {
         var options = Options()
         var seen: Set<String> = []
-        for option in splitOutsideQuotes(field) {
+        for option in split(field, at: { $0 == "," }) {
             let (name, value): (String, String?)
             if let equals = option.firstIndex(of: "=") {
                 let raw = String(option[option.index(after: equals)...])
@@ -91,30 +97,6 @@ enum AllowedSignersSyntax {
             }
         }
         return options
-    }
-
-    /// The options split at commas outside double quotes.
-    private static func splitOutsideQuotes(_ field: String) -> [String] {
-        var parts: [String] = []
-        var current = ""
-        var quoted = false
-        var escaped = false
-        for character in field {
-            if escaped {
-                escaped = false
-            } else if quoted && character == "\\" {
-                escaped = true
-            } else if character == "\"" {
-                quoted.toggle()
-            } else if !quoted && character == "," {
-                parts.append(current)
-                current = ""
-                continue
-            }
-            current.append(character)
-        }
-        parts.append(current)
-        return parts
     }
 
     /// `YYYYMMDD`, `YYYYMMDDHHMM` or `YYYYMMDDHHMMSS`, then an optional `Z` (UTC; else local time).

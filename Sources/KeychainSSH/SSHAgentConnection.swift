@@ -50,16 +50,10 @@ struct SSHAgentConnection {
     }
 
     private static func send(_ fd: Int32, _ bytes: [UInt8], deadline: Double) throws(SSHKeyError) {
-        var sent = 0
-        while sent < bytes.count {
-            let count = bytes[sent...].withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-            if count > 0 {
-                sent += count
-            } else if count < 0 && (errno == EAGAIN || errno == EINTR) {
-                try wait(fd, for: Int16(POLLOUT), deadline: deadline, doing: "sending the request")
-            } else {
-                throw .agent("sending the request failed: \(String(cString: strerror(errno)))")
-            }
+        switch sendAll(fd, bytes, until: { deadline }) {
+        case .sent: return
+        case .timedOut: throw .agent("timed out sending the request")
+        case .failed(let code): throw .agent("sending the request failed: \(String(cString: strerror(code)))")
         }
     }
 
