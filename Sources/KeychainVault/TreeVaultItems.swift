@@ -24,7 +24,13 @@ extension TreeVaultStore {
             let recipients = try recipients()
             for (index, item) in secrets.enumerated() {
                 let address = SecretAddress(service: item.service, key: item.key)
-                let old = try entry(at: address)
+                var old: VaultStore.Entry?
+                do throws(KeychainError) {
+                    old = try entry(at: address)
+                } catch {
+                    // A forgery is replaced, not carried over (its dates and details).
+                    guard case .notSigned = error else { throw error }
+                }
                 try write(
                     VaultStore.Entry(
                         secret: item.secret, created: old?.created ?? now, modified: now, details: old?.details),

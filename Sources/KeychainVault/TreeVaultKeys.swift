@@ -8,8 +8,8 @@ import KeychainSystem
 // changing who opens it: its recipients (every item re-encrypted, each with a new file key) or a
 // passphrase tree vault's passphrase (its identity file alone).
 extension TreeVaultStore {
-    /// The recipients `.recipients` lists now (signed by an allowed signer, when signatures are
-    /// required).
+    /// The recipients `.recipients` lists now (signed by an allowed signer when signatures are
+    /// required, or a signing write checks them: ``VaultSigning/verifiesNow``).
     /// - Throws: ``KeychainError/vaultCorrupt(path:reason:)`` when it is missing, malformed or
     ///   empty, ``KeychainError/notSigned(what:path:reason:)``.
     public func recipients() throws(KeychainError) -> [VaultRecipient] {
@@ -20,7 +20,7 @@ extension TreeVaultStore {
                 reason: "it has no \(Self.recipientsFile) file, so it is not a tree vault "
                     + "(make one with 'keychain-cli vault init \(directory)')")
         }
-        if signing.required { try requireSigned(recipients: bytes) }
+        if signing.verifiesNow { try requireSigned(recipients: bytes) }
         let recipients: [VaultRecipient]
         do {
             recipients = try VaultRecipient.parse(recipientsFile: String(decoding: bytes, as: UTF8.self))

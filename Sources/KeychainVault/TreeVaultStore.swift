@@ -129,11 +129,12 @@ public final class TreeVaultStore: SecretStore, @unchecked Sendable {
     // MARK: Items
 
     /// The item at `address` as its file holds it now; nil when there is none.
-    /// With signatures required, the item is decrypted only once its signature verifies.
+    /// With signatures required (``VaultSigning/verifiesNow``), the item is decrypted only once
+    /// its signature verifies.
     func entry(at address: SecretAddress) throws(KeychainError) -> VaultStore.Entry? {
         let file = try itemPath(address)
         guard let bytes = try readItem(file) else { return nil }
-        guard signing.required else { return try decrypt(bytes, at: address, file: file) }
+        guard signing.verifiesNow else { return try decrypt(bytes, at: address, file: file) }
         try requireSignedRecipients()
         guard let verified = try verified(bytes, at: address, file: file) else { return nil }
         return try decrypt(verified, at: address, file: file)

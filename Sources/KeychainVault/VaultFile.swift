@@ -123,7 +123,7 @@ extension VaultStore {
         } catch {
             throw KeychainError.vaultIO(detail: error.description)
         }
-        if signing.required, let read = file { file = try verified(read) }
+        if signing.verifiesNow, let read = file { file = try verified(read) }
         var loaded = known
         (loaded.file, loaded.stamp) = (file.map { SHA256.hash(data: $0) }, stamp)
         if file == nil {

@@ -60,6 +60,11 @@ public struct VaultSigning: Sendable {
     /// Whether writes are signed.
     public var signs: Bool { signerSource != nil }
 
+    /// Whether what is read now must verify: every read with `--require-signed`; and a write that
+    /// signs, given allowed signers, checks what it signs over (the recipients it encrypts to, an
+    /// item it re-encrypts), so that an allowed signer's key never vouches for a forgery.
+    var verifiesNow: Bool { required || (Self.underLock && signs && allowed != nil) }
+
     /// The key that signs.
     /// - Throws: ``KeychainError/cannotSign(detail:)`` when there is none, or what its source throws.
     func signer() throws(KeychainError) -> any SSHSigner {

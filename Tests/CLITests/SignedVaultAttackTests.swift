@@ -63,6 +63,33 @@ struct SignedVaultAttackTests {
         }
     }
 
+    /// An allowed signer's write never vouches for a forgery, even without --require-signed: it
+    /// checks the recipients it encrypts to and every item it re-encrypts and signs again.
+    @Test func aSigningWriteNeverLaundersAForgery() throws {
+        try SignedTree.run { signed in
+            #expect(try cli(["-s", "ci", "set", "token"], input: "real").status == 0)
+            let list = signed.vault + "/.recipients"
+            let original = try String(contentsOfFile: list, encoding: .utf8)
+            let eve = try cli(["vault", "keygen", "-o", signed.tree.scratch.path("eve.txt")], session: nil).stdoutText
+            try (original + eve).write(toFile: list, atomically: true, encoding: .utf8)
+            let set = try cli(["-s", "ci", "set", "other"], stdin: Data("NEW-VALUE".utf8))
+            #expect(set.status == 77 && set.stderr.contains("recipients list"), "\(set.stderr)")
+            #expect(!FileManager.default.fileExists(atPath: signed.item("ci", "other")))
+            try original.write(toFile: list, atomically: true, encoding: .utf8)
+            // A forged item is not re-encrypted and signed by a recipients change.
+            try signed.forge("ci", "planted", secret: "FORGED")
+            let bob = try cli(["vault", "keygen", "-o", signed.tree.scratch.path("bob.txt")], session: nil).stdoutText
+                .trimmingCharacters(in: .newlines)
+            let add = try cli(["vault", "recipients", "add", bob])
+            #expect(add.status == 77 && add.stderr.contains("ci/planted"), "\(add.stderr)")
+            #expect(try String(contentsOfFile: list, encoding: .utf8) == original)
+            #expect(!FileManager.default.fileExists(atPath: signed.item("ci", "planted") + ".sig"))
+            // Overwriting the forgery with a signed value is no laundering: that is allowed.
+            #expect(try cli(["-s", "ci", "set", "planted"], input: "fixed").status == 0)
+            #expect(try cli(["-s", "ci", "get", "planted"], extra: SignedTree.required).stdoutText == "fixed")
+        }
+    }
+
     @Test func aSignedItemCopiedOverAnotherKeyIsRefused() throws {
         try SignedTree.run { signed in
             #expect(try cli(["-s", "ci", "set", "staging"], input: "staging-value").status == 0)
