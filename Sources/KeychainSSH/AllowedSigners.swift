@@ -54,6 +54,9 @@ package struct AllowedSigners: Sendable {
         return found
     }
 
+    /// Whether a line names `key` at all, whatever its namespaces and dates.
+    package func lists(_ key: SSHPublicKey) -> Bool { entries.contains { $0.key == key } }
+
     /// Whether `identity` matches a principals pattern-list (ssh-keygen -Y verify's -I check:
     /// '*' and '?' wildcards, a matching "!" pattern refuses).
     package static func principal(_ identity: String, matches principals: [String]) -> Bool {

@@ -133,8 +133,10 @@ extension TreeVaultStore {
             }
             // Its own id from the start: every signature names it, so that a file signed for
             // another vault never verifies in this one.
+            // A .vault-id already there (a dot file, which init allows) is replaced, never kept.
+            let id = signing.expectedVaultID ?? newVaultID()
+            try writeFileAtomically("\(directory)/\(vaultIDFile)", Array("\(id)\n".utf8))
             let made = TreeVaultStore(directory: directory, signing: signing) { _ throws(KeychainError) in [] }
-            _ = try made.vaultIDMade()
             try made.writeRecipients(listed)
             try writeFingerprintKey(newFingerprintKey(), in: directory, to: listed)
             // The temporary file a writer killed between link and rename may leave (it holds an
@@ -160,7 +162,8 @@ extension TreeVaultStore {
     public func changeRecipients(
         _ change: ([VaultRecipient]) throws(KeychainError) -> [VaultRecipient]
     ) throws(KeychainError) -> (before: [VaultRecipient], after: [VaultRecipient]) {
-        try underLock { () throws(KeychainError) in
+        try requireCheckedResigning()
+        return try underLock { () throws(KeychainError) in
             let before = try recipients()
             let after = try change(before)
             guard !after.isEmpty else { throw .lastRecipient(path: directory) }

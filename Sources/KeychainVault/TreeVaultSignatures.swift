@@ -37,7 +37,15 @@ extension TreeVaultStore {
             throw .vaultCorrupt(
                 path: file, reason: "it is not a vault id (one line of at most 128 letters, digits, - and _)")
         }
-        return String(decoding: line, as: UTF8.self)
+        let id = String(decoding: line, as: UTF8.self)
+        if let expected = signing.expectedVaultID, id != expected {
+            // Another vault's id, items and recipients, all signed, copied in whole.
+            throw .notSigned(
+                what: "the vault", path: file,
+                reason: "its id is \(id), not the one $KEYCHAIN_VAULT_ID pins (\(escapedForDisplay(expected))): "
+                    + "is it another vault?")
+        }
+        return id
     }
 
     /// The vault's id as this store first read it, for reads (a listing checks 10,000 signatures
@@ -53,7 +61,7 @@ extension TreeVaultStore {
     /// the lock, or makes the vault.
     func vaultIDMade() throws(KeychainError) -> String {
         if let id = try vaultID() { return id }
-        let id = Self.newVaultID()
+        let id = signing.expectedVaultID ?? Self.newVaultID()
         do {
             try writeFileAtomically(path(Self.vaultIDFile), Array("\(id)\n".utf8))
         } catch {
@@ -107,7 +115,16 @@ extension TreeVaultStore {
         guard Self.hasRoomForSignature(relative) else {
             return .invalid(reason: "its name is too long for a signature's file beside it, so it cannot be signed")
         }
-        let signature = try readSmallFile(file + VaultSigning.suffix, limit: Self.maximumSignatureFile)
+        let signature: [UInt8]?
+        do {
+            signature = try readFileIfPresent(
+                file + VaultSigning.suffix, limit: Self.maximumSignatureFile, regular: true)
+        } catch where [EISDIR, EINVAL, EFBIG].contains(error.code) {
+            // A directory, a FIFO, a file too large (git can bring any): no signature.
+            return .invalid(reason: "its signature's file is not a signature (\(error))")
+        } catch {
+            throw .vaultIO(detail: error.description)
+        }
         return signing.state(of: content, signature: signature, vault: id, file: relative)
     }
 
@@ -138,6 +155,32 @@ extension TreeVaultStore {
             path: file)
     }
 
+    /// Whether this vault is signed: it has `.recipients.sig`.
+    public var isSigned: Bool { access(path(Self.recipientsFile + VaultSigning.suffix), F_OK) == 0 }
+
+    /// That `bytes`, `.recipients` as the commit `revision` holds it, with `signature` (its
+    /// `.recipients.sig` there), is signed by an allowed signer: a merge of a signed vault
+    /// encrypts to no other list (the merge driver).
+    /// - Throws: ``KeychainError/notSigned(what:path:reason:)``.
+    public func requireSigned(recipients bytes: [UInt8], signature: [UInt8]?, at revision: String)
+        throws(KeychainError)
+    {
+        let state =
+            try vaultID().map { signing.state(of: bytes, signature: signature, vault: $0, file: Self.recipientsFile) }
+            ?? .invalid(reason: "the vault has no id (\(Self.vaultIDFile)), so nothing in it is signed")
+        try signing.require(state, what: "the recipients list at \(revision)", path: path(Self.recipientsFile))
+    }
+
+    /// That `.recipients`, as it is now, is signed by an allowed signer (the merge driver, before
+    /// it encrypts to a list git may have merged into the work tree).
+    public func requireSignedRecipientsNow() throws(KeychainError) {
+        guard let bytes = try readSmallFile(path(Self.recipientsFile)) else {
+            _ = try recipients()  // its error
+            return
+        }
+        try requireSigned(recipients: bytes)
+    }
+
     /// For reads that require signatures: that `.recipients` is signed, checked once per store.
     func requireSignedRecipients() throws(KeychainError) {
         guard !recipientsVerified.withLock({ $0 }) else { return }
@@ -151,7 +194,7 @@ extension TreeVaultStore {
     /// - Throws: ``KeychainError/cannotSign(detail:)``.
     func requireSigner() throws(KeychainError) {
         guard signing.signs else {
-            if signing.required || access(path(Self.recipientsFile + VaultSigning.suffix), F_OK) == 0 {
+            if signing.required || isSigned {
                 throw .cannotSign(
                     detail: "\(quotedPath(directory)) is a signed vault (it has \(Self.recipientsFile)"
                         + "\(VaultSigning.suffix)), so every write to it is signed, and no signing key was given")
@@ -159,6 +202,16 @@ extension TreeVaultStore {
             return
         }
         try signing.requireAllowed()
+    }
+
+    /// That a change which signs every item again (a recipients change) can check each first:
+    /// a signed vault's needs the allowed signers, or it would sign a forgery planted among them.
+    /// - Throws: ``KeychainError/cannotSign(detail:)``.
+    func requireCheckedResigning() throws(KeychainError) {
+        guard signing.signs, signing.allowed == nil, isSigned else { return }
+        throw .cannotSign(
+            detail: "this signs every item of \(quotedPath(directory)) again, and checks each first: give the allowed "
+                + "signers (--allowed-signers or $KEYCHAIN_ALLOWED_SIGNERS)")
     }
 
     // MARK: vault sign, vault verify

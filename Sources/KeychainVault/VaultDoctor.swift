@@ -74,7 +74,7 @@ extension VaultStore {
                 return "from \(passphraseSource)"
             }
         }
-        if signing.allowed != nil || access(filePath + VaultSigning.suffix, F_OK) == 0 {
+        if signing.allowed != nil || access(signatureFile, F_OK) == 0 {
             report.run("signatures") {
                 guard let (path, state) = try signatureReport() else { return "no vault file to check" }
                 return try VaultSigning.summary(of: [("the vault", path, state)], checked: signing.allowed != nil)

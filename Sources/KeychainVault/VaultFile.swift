@@ -189,9 +189,9 @@ extension VaultStore {
         let file = try AgeFile.encrypt(
             encode(contents.entries, recipients: contents.recipients, collectionLabel: contents.collectionLabel),
             header: header)
-        let signature = try signature(of: file, at: path)
+        let signature = try signature(of: file)
         try writeFileChecked(path, file, check: writeCheck)
-        try writeSignature(signature, of: path)
+        try writeSignature(signature)
         // No stamp: the next load reads what is there.
         (written.header, written.file, written.stamp) = (header, SHA256.hash(data: file), nil)
         state.withLock { $0.contents = written }

@@ -7,17 +7,22 @@ import KeychainSystem
 // it (`vault.age.sig`), over a message naming the file's own name (a vault copied over another of
 // another name does not verify); what it holds, its recipients among them, is covered by it.
 extension VaultStore {
-    /// What the signature beside `file` (the vault file) says of `content`.
-    func signatureState(of content: [UInt8], file: String) throws(KeychainError) -> SignatureState {
+    /// The vault's name as a signature names it, and where its signature is: the path given, not
+    /// the file a link there leads to (a link to another vault of another name is that vault).
+    var signedName: String { splitPath(path).name }
+    var signatureFile: String { path + VaultSigning.suffix }
+
+    /// What the vault's signature says of `content`, the vault file's bytes.
+    func signatureState(of content: [UInt8]) throws(KeychainError) -> SignatureState {
         let signature: [UInt8]?
         do {
             signature = try readFileIfPresent(
-                file + VaultSigning.suffix, limit: TreeVaultStore.maximumSignatureFile, regular: true)
+                signatureFile, limit: TreeVaultStore.maximumSignatureFile, regular: true)
         } catch {
             throw .vaultIO(detail: error.description)
         }
         return signing.state(
-            of: content, signature: signature, vault: VaultSigning.singleFileVault, file: splitPath(file).name)
+            of: content, signature: signature, vault: signing.singleFileVaultID, file: signedName)
     }
 
     /// `bytes`, the vault file as read, once its signature says an allowed signer signed it;
@@ -26,7 +31,7 @@ extension VaultStore {
     /// - Throws: ``KeychainError/notSigned(what:path:reason:)``.
     func verified(_ bytes: [UInt8]) throws(KeychainError) -> [UInt8]? {
         let file = filePath
-        let state = try signatureState(of: bytes, file: file)
+        let state = try signatureState(of: bytes)
         if state.isAllowed { return bytes }
         if VaultSigning.underLock { try signing.require(state, what: "the vault", path: file) }
         let again: ([UInt8], SignatureState)??
@@ -40,7 +45,7 @@ extension VaultStore {
                     throw .vaultIO(detail: "\(error)")
                 }
                 guard let bytes else { return nil }
-                return (bytes, try signatureState(of: bytes, file: file))
+                return (bytes, try signatureState(of: bytes))
             }
         } catch let error as KeychainError {
             throw error
@@ -53,16 +58,14 @@ extension VaultStore {
         return bytes
     }
 
-    /// The signature of the vault file `content` to be written at `file`; nil when this store
-    /// does not sign.
-    func signature(of content: [UInt8], at file: String) throws(KeychainError) -> [UInt8]? {
+    /// The signature of the vault file `content` to be written; nil when this store does not sign.
+    func signature(of content: [UInt8]) throws(KeychainError) -> [UInt8]? {
         guard signing.signs else { return nil }
-        return try signing.signature(of: content, vault: VaultSigning.singleFileVault, file: splitPath(file).name)
+        return try signing.signature(of: content, vault: signing.singleFileVaultID, file: signedName)
     }
 
-    /// Puts `signature` beside `file`, or, when nil, removes the one there.
-    func writeSignature(_ signature: [UInt8]?, of file: String) throws {
-        let signatureFile = file + VaultSigning.suffix
+    /// Puts `signature` beside the vault, or, when nil, removes the one there.
+    func writeSignature(_ signature: [UInt8]?) throws {
         guard let signature else {
             if unlink(signatureFile) != 0 && errno != ENOENT {
                 throw FileError("cannot remove \(quotedPath(signatureFile))")
@@ -76,13 +79,19 @@ extension VaultStore {
     /// has `PATH.sig`), or one whose reads require signatures, takes signed writes only.
     func requireSigner() throws(KeychainError) {
         guard signing.signs else {
-            if signing.required || access(filePath + VaultSigning.suffix, F_OK) == 0 {
+            if signing.required || access(signatureFile, F_OK) == 0 {
                 throw .cannotSign(
                     detail:
-                        "\(quotedPath(path)) is a signed vault (it has \(quotedPath(filePath + VaultSigning.suffix))), "
+                        "\(quotedPath(path)) is a signed vault (it has \(quotedPath(signatureFile))), "
                         + "so every write to it is signed, and no signing key was given")
             }
             return
+        }
+        // Each write signs the whole file again, what others wrote in it too: it checks it first.
+        if signing.allowed == nil && access(signatureFile, F_OK) == 0 {
+            throw .cannotSign(
+                detail: "a write signs all of \(quotedPath(path)) again, and checks it first: give the allowed signers "
+                    + "(--allowed-signers or $KEYCHAIN_ALLOWED_SIGNERS)")
         }
         try signing.requireAllowed()
     }
@@ -99,8 +108,8 @@ extension VaultStore {
                 guard let bytes = try readFileIfPresent(file, limit: Self.maximumFileSize, regular: true) else {
                     return false
                 }
-                if signing.allowed != nil, try signatureState(of: bytes, file: file).isAllowed { return false }
-                try writeSignature(try signature(of: bytes, at: file), of: file)
+                if signing.allowed != nil, try signatureState(of: bytes).isAllowed { return false }
+                try writeSignature(try signature(of: bytes))
                 return true
             }
         } catch let error as KeychainError {
@@ -122,6 +131,6 @@ extension VaultStore {
             throw .vaultIO(detail: error.description)
         }
         guard let bytes else { return nil }
-        return (file, try signatureState(of: bytes, file: file))
+        return (file, try signatureState(of: bytes))
     }
 }

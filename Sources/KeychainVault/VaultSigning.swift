@@ -17,8 +17,12 @@ public struct VaultSigning: Sendable {
     public static let namespace = "keychain-cli-vault"
     /// What a signature's file name adds to the name of the file it signs.
     public static let suffix = ".sig"
-    /// The vault id a single-file vault's signature names: its file is the whole vault.
+    /// The vault id a single-file vault's signature names, unless one is pinned: its file is the
+    /// whole vault.
     public static let singleFileVault = "-"
+
+    /// The vault id a single-file vault's signatures name.
+    var singleFileVaultID: String { expectedVaultID ?? Self.singleFileVault }
 
     /// Gives the key that signs every file a write writes, asked at each write that signs (a read
     /// asks nothing: no passphrase, no agent); the source keeps what it opened. nil: writes are
@@ -29,6 +33,9 @@ public struct VaultSigning: Sendable {
     /// Whether every read verifies before it decrypts, and a write verifies the recipients it
     /// encrypts to: `--require-signed`.
     public let required: Bool
+    /// The vault id the reader expects (`$KEYCHAIN_VAULT_ID`): a tree vault with another
+    /// `.vault-id` is refused, and a vault file's signatures name it instead of `-`. nil: any.
+    public let expectedVaultID: String?
 
     /// Whether this thread holds the vault's lock: a signature that does not verify then cannot be
     /// a writer's moment between replacing a file and its signature, and is not read again.
@@ -50,8 +57,9 @@ public struct VaultSigning: Sendable {
 
     package init(
         signer: (@Sendable () throws(KeychainError) -> any SSHSigner)? = nil, allowed: AllowedSigners? = nil,
-        required: Bool = false
+        required: Bool = false, expectedVaultID: String? = nil
     ) {
+        self.expectedVaultID = expectedVaultID
         signerSource = signer
         self.allowed = allowed
         self.required = required
@@ -96,12 +104,16 @@ public struct VaultSigning: Sendable {
         var base64 = Data(digest).base64EncodedString()
         while base64.hasSuffix("=") { base64.removeLast() }
         let given = pinned.lowercased()
-        guard given.count == 64 && given.allSatisfy(\.isHexDigit) || pinned.hasPrefix("SHA256:") else {
+        var encoded = pinned.hasPrefix("SHA256:") ? String(pinned.dropFirst(7)) : ""
+        while encoded.hasSuffix("=") { encoded.removeLast() }  // padded or not, as tools print it
+        let isHex = given.count == 64 && given.allSatisfy(\.isHexDigit)
+        let isBase64 = encoded.count == 43 && Data(base64Encoded: encoded + "=") != nil
+        guard isHex || isBase64 else {
             throw .badConfiguration(
                 detail: "KEYCHAIN_ALLOWED_SIGNERS_SHA256 is not a SHA-256: give 64 hexadecimal digits "
                     + "(sha256sum FILE) or SHA256:BASE64")
         }
-        guard given == hex || pinned == "SHA256:\(base64)" else {
+        guard isHex ? given == hex : encoded == base64 else {
             throw .notSigned(
                 what: "the allowed signers file", path: path,
                 reason: "its SHA-256 is \(hex), not the one $KEYCHAIN_ALLOWED_SIGNERS_SHA256 pins (was it changed?)")
@@ -151,7 +163,10 @@ public struct VaultSigning: Sendable {
         let key = parsed.publicKey
         guard let allowed else { return .signedByUnknown(fingerprint: key.fingerprint) }
         let principals = allowed.principals(for: key, namespace: Self.namespace, at: date)
-        guard !principals.isEmpty else { return .signedByUnknown(fingerprint: key.fingerprint) }
+        guard !principals.isEmpty else {
+            return allowed.lists(key)
+                ? .signedByKeyNotAllowedNow(fingerprint: key.fingerprint) : .signedByUnknown(fingerprint: key.fingerprint)
+        }
         return .signed(principals: principals, fingerprint: key.fingerprint)
     }
 
@@ -185,7 +200,7 @@ extension VaultSigning {
             switch entry.state {
             case .signed: false
             case .signedByUnknown: checked
-            case .unsigned, .invalid: true
+            case .signedByKeyNotAllowedNow, .unsigned, .invalid: true
             }
         }
         if let first = refused.first {
@@ -206,6 +221,9 @@ public enum SignatureState: Sendable, Equatable, CustomStringConvertible {
     case signed(principals: [String], fingerprint: String)
     /// A valid signature by a key no allowed signer has (or with no allowed signers given).
     case signedByUnknown(fingerprint: String)
+    /// A valid signature by a key the allowed signers list, but not for this namespace now
+    /// (`valid-before` passed, `valid-after` not yet, or `namespaces` without ours).
+    case signedByKeyNotAllowedNow(fingerprint: String)
     /// No signature file.
     case unsigned
     /// A signature that does not verify, or no signature at all.
@@ -223,6 +241,9 @@ public enum SignatureState: Sendable, Equatable, CustomStringConvertible {
             return "signed by \(principals.map(escapedForDisplay).joined(separator: ", ")) (\(fingerprint))"
         case .signedByUnknown(let fingerprint):
             return "signed by \(fingerprint), a key no allowed signer has"
+        case .signedByKeyNotAllowedNow(let fingerprint):
+            return "signed by \(fingerprint), a key the allowed signers list but do not allow to sign "
+                + "\(VaultSigning.namespace) now (valid-before, valid-after or namespaces)"
         case .unsigned: return "it is not signed"
         case .invalid(let reason): return reason
         }

@@ -52,7 +52,7 @@ extension KeychainCLI.Vault {
                 let base = try read(base)
                 outcome = try store.merge(
                     base: base.isEmpty ? nil : base, ours: try read(ours), theirs: try read(theirs), at: item,
-                    to: try mergedRecipients(of: item.directory))
+                    to: try mergedRecipients(of: item.directory, in: store))
             } catch {
                 let reason = failureMessage(error) ?? "\(error)"
                 warn(
@@ -88,8 +88,9 @@ extension KeychainCLI.Vault {
             let directory = splitPath(path).directory
             let merged: [UInt8]?
             do {
-                merged = try vault(directory).mergeFingerprintKeys(
-                    ours: try read(ours), theirs: try read(theirs), to: try mergedRecipients(of: directory))
+                let store = try vault(directory)
+                merged = try store.mergeFingerprintKeys(
+                    ours: try read(ours), theirs: try read(theirs), to: try mergedRecipients(of: directory, in: store))
             } catch {
                 warn(
                     "cannot merge \(escapedForDisplay(path)) (a conflict for git): \(failureMessage(error) ?? "\(error)")"
@@ -122,7 +123,12 @@ extension KeychainCLI.Vault {
         /// The recipients of the merge of `.recipients` in `directory` as HEAD, theirs and their
         /// merge base hold it: `git merge` names theirs in `$GITHEAD_<commit>`. Nil when no
         /// single commit is named (a rebase, a cherry-pick, an octopus merge) or git cannot read them.
-        private func mergedRecipients(of directory: String) throws -> [VaultRecipient]? {
+        /// In a signed vault (or with --require-signed) each of the three lists must be signed by an
+        /// allowed signer at its commit: a branch that added a recipient nobody allowed is a conflict.
+        private func mergedRecipients(of directory: String, in store: TreeVaultStore) throws -> [VaultRecipient]? {
+            // The work tree's list too: with no commit named, the merge encrypts to it.
+            let checked = store.isSigned || store.signing.required
+            if checked { try store.requireSignedRecipientsNow() }
             let named = Environment.all(except: []).compactMap { entry -> String? in
                 guard entry.hasPrefix("GITHEAD_"), let equals = entry.firstIndex(of: "=") else { return nil }
                 let commit = entry[entry.index(entry.startIndex, offsetBy: 8)..<equals]
@@ -137,6 +143,13 @@ extension KeychainCLI.Vault {
             func listed(_ commit: String) throws -> [VaultRecipient]? {
                 let blob = try runGit(["cat-file", "blob", "\(commit):\(path)"], in: ".", limit: 1 << 20)
                 guard blob.succeeded else { return [] }
+                if checked {
+                    let signature = try runGit(
+                        ["cat-file", "blob", "\(commit):\(path)\(VaultSigning.suffix)"], in: ".", limit: 1 << 16)
+                    try store.requireSigned(
+                        recipients: blob.output, signature: signature.succeeded ? signature.output : nil,
+                        at: String(commit.prefix(12)))
+                }
                 return try? VaultRecipient.parse(recipientsFile: String(decoding: blob.output, as: UTF8.self))
             }
             guard let ours = try listed("HEAD"), let theirsListed = try listed(theirs),

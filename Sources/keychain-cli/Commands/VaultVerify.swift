@@ -70,7 +70,7 @@ private struct JSONSignature: Encodable {
         switch state {
         case .signed(let principals, let fingerprint):
             (self.principals, self.fingerprint, reason) = (principals, fingerprint, nil)
-        case .signedByUnknown(let fingerprint):
+        case .signedByUnknown(let fingerprint), .signedByKeyNotAllowedNow(let fingerprint):
             (principals, self.fingerprint, reason) = (nil, fingerprint, state.description)
         case .unsigned, .invalid:
             (principals, fingerprint, reason) = (nil, nil, state.description)

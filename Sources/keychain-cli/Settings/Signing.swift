@@ -15,18 +15,20 @@ extension Settings {
                 "--require-signed (or $KEYCHAIN_REQUIRE_SIGNED) needs to know who may sign: give "
                     + "--allowed-signers PATH or $KEYCHAIN_ALLOWED_SIGNERS")
         }
+        let pinned = try environment("KEYCHAIN_VAULT_ID")
         guard let path = try signingKey ?? environment("KEYCHAIN_SIGNING_KEY") else {
-            return VaultSigning(allowed: allowed, required: required)
+            return VaultSigning(allowed: allowed, required: required, expectedVaultID: pinned)
         }
         // Opened at the first write, once: a read needs no key (nor its file, nor its agent).
-        let (mayPrompt, socket) = (mayPrompt, try environment("SSH_AUTH_SOCK"))
+        let (mayPrompt, socket, timeout) = (mayPrompt, try environment("SSH_AUTH_SOCK"), try resolvedTimeout())
         let opened = Locked<(any SSHSigner)?>(nil)
         return VaultSigning(
             signer: { () throws(KeychainError) in
                 do {
                     return try opened.withLock { opened in
                         if let opened { return opened }
-                        let signer = try openSigningKey(path: path, mayPrompt: mayPrompt, agentSocket: socket)
+                        let signer = try openSigningKey(
+                            path: path, mayPrompt: mayPrompt, agentSocket: socket, timeout: timeout)
                         opened = signer
                         return signer
                     }
@@ -37,7 +39,7 @@ extension Settings {
                 } catch {
                     throw .cannotSign(detail: "\(error)")
                 }
-            }, allowed: allowed, required: required)
+            }, allowed: allowed, required: required, expectedVaultID: pinned)
     }
 
     /// Whether signatures are read or made at all (the holder, which checks none, is then not used).
@@ -71,7 +73,7 @@ extension Settings {
             }
             return nil
         }
-        guard let bytes = try readInput(path: path, limit: smallInputLimit) else {
+        guard let bytes = try readRegularFile(path, what: "the allowed signers file") else {
             throw CommandFailure.badData("the allowed signers file \(quotedPath(path)) is larger than 1 MiB")
         }
         if let pinned { try VaultSigning.checkPin(bytes, pinned: pinned, path: path) }
@@ -88,8 +90,8 @@ extension Settings {
 /// terminal when it has one), or a public key (a `.pub` file), whose private half the ssh-agent at
 /// `agentSocket` ($SSH_AUTH_SOCK) holds.
 /// - Throws: ``KeychainError/cannotSign(detail:)`` saying why it cannot sign.
-func openSigningKey(path: String, mayPrompt: Bool, agentSocket: String?) throws -> any SSHSigner {
-    guard var bytes = try readInput(path: path, limit: smallInputLimit) else {
+func openSigningKey(path: String, mayPrompt: Bool, agentSocket: String?, timeout: Double) throws -> any SSHSigner {
+    guard var bytes = try readRegularFile(path, what: "the signing key") else {
         throw KeychainError.cannotSign(detail: "the signing key \(quotedPath(path)) is larger than 1 MiB")
     }
     defer { wipe(&bytes) }
@@ -111,10 +113,45 @@ func openSigningKey(path: String, mayPrompt: Bool, agentSocket: String?) throws 
                 detail: "\(quotedPath(path)) is a public key, whose private half an ssh-agent holds, and "
                     + "$SSH_AUTH_SOCK is not set (start ssh-agent and ssh-add the key)")
         }
-        return try SSHAgentSigner(socket: agentSocket, publicKey: key)
+        return try AgentKey(socket: agentSocket, publicKey: key, timeout: timeout)
     } catch let error as SSHKeyError {
         throw KeychainError.cannotSign(detail: "the signing key \(quotedPath(path)): \(error)")
     }
+}
+
+/// A key the ssh-agent holds, asked within --timeout: an agent that does not answer in time is 75,
+/// as every server that does not answer is.
+private struct AgentKey: SSHSigner {
+    let signer: SSHAgentSigner
+    let socket: String
+    let timeout: Double
+    var publicKey: SSHPublicKey { signer.publicKey }
+
+    init(socket: String, publicKey: SSHPublicKey, timeout: Double) throws {
+        (self.socket, self.timeout) = (socket, timeout)
+        do throws(SSHKeyError) {
+            signer = try SSHAgentSigner(socket: socket, publicKey: publicKey, timeout: timeout)
+        } catch {
+            guard case .agent(let what) = error, what.hasPrefix("timed out") else { throw error }
+            throw KeychainError.serverTimedOut(address: socket, seconds: timeout, detail: "the ssh-agent: \(what)")
+        }
+    }
+
+    func sign(_ data: [UInt8]) throws(SSHKeyError) -> [UInt8] { try signer.sign(data) }
+}
+
+/// The file at `path` (at most 1 MiB; nil when larger), which must be a regular file: a FIFO
+/// nobody writes would hang the read.
+private func readRegularFile(_ path: String, what: String) throws -> [UInt8]? {
+    let bytes: [UInt8]?
+    do throws(FileError) {
+        bytes = try readFileIfPresent(path, limit: smallInputLimit, regular: true)
+    } catch {
+        if error.code == EFBIG { return nil }
+        throw CommandFailure.io("\(what) \(quotedPath(path)) cannot be read: \(error)")
+    }
+    guard let bytes else { throw CommandFailure.io("\(what) \(quotedPath(path)) does not exist") }
+    return bytes
 }
 
 /// A passphrase-protected signing key's passphrase, asked on the terminal.
