@@ -48,6 +48,9 @@ extension TreeVaultStore {
         return id
     }
 
+    /// The vault's id (`.vault-id`), for a reader to pin (`$KEYCHAIN_VAULT_ID`); nil when none.
+    public func id() throws(KeychainError) -> String? { try vaultID() }
+
     /// The vault's id as this store first read it, for reads (a listing checks 10,000 signatures
     /// against one id); a write reads the file under the lock.
     func knownVaultID() throws(KeychainError) -> String? {

@@ -39,6 +39,10 @@ extension TreeVaultStore {
                 } catch .itemCorrupt where Self.changedRecently(file) {
                     // Half written (git writes in place): as it was, and read again next time.
                     if let old = before[file] { (snapshot[id], seen[file]) = (old.state, old) }
+                } catch .notSigned {
+                    // No allowed signer signed it: not an item to watch (nor a reason to stop
+                    // watching the others); a signed one it replaced is gone.
+                    continue
                 }
             }
             known.withLock { $0 = seen }

@@ -198,4 +198,44 @@ struct SignedVaultGitTests {
         let read = try repo.kc(["-s", "ci", "get", "a"], required)
         #expect(read.status == 77 && read.stdout.isEmpty && read.stderr.contains("ci/a"), "\(read.stderr)")
     }
+
+    /// A branch whose recipients list adds someone no allowed signer signed: the merge driver
+    /// refuses to encrypt a secret to it (a conflict), whatever the branch did to its signatures.
+    @Test func theMergeDriverNeverEncryptsToAnUnsignedRecipient() throws {
+        let repo = try TreeRepo("signed-merge-driver", driver: true)
+        defer { repo.remove() }
+        let (alice, mallory) = (repo.scratch.path("alice"), repo.scratch.path("mallory"))
+        for key in [alice, mallory] {
+            #expect(try sshKeygen(["-q", "-t", "ed25519", "-N", "", "-f", key]).status == 0)
+        }
+        let (allowed, hers) = (repo.scratch.path("allowed_signers"), repo.scratch.path("mallory_signers"))
+        try "alice@example.com \(try String(contentsOfFile: alice + ".pub", encoding: .utf8))".write(
+            toFile: allowed, atomically: true, encoding: .utf8)
+        // Hers: her own environment, which trusts her key too.
+        try
+            "mallory@example.com \(try String(contentsOfFile: mallory + ".pub", encoding: .utf8))\n\(try String(contentsOfFile: allowed, encoding: .utf8))"
+            .write(toFile: hers, atomically: true, encoding: .utf8)
+        let asAlice = ["KEYCHAIN_SIGNING_KEY": alice, "KEYCHAIN_ALLOWED_SIGNERS": allowed]
+        let eve = repo.scratch.path("eve.txt")
+        let eveRecipient = try repo.kc(["vault", "keygen", "-o", eve]).stdoutText.trimmingCharacters(in: .newlines)
+        expectSuccess(try repo.kc(["vault", "sign"], asAlice))
+        expectSuccess(
+            try repo.kc(["-s", "ci", "set", "token", "--from-env", "V"], asAlice.merging(["V": "v1"]) { $1 }))
+        try repo.commit("signed")
+        expectSuccess(try repo.git(["checkout", "-qb", "pr"]))
+        let asMallory = ["KEYCHAIN_SIGNING_KEY": mallory, "KEYCHAIN_ALLOWED_SIGNERS": hers]
+        expectSuccess(try repo.kc(["vault", "recipients", "add", eveRecipient], asMallory))
+        expectSuccess(try repo.git(["checkout", "-q", "main", "--", "v/ci/token.age.sig"]))
+        try repo.commit("housekeeping")
+        expectSuccess(try repo.git(["checkout", "-q", "main"]))
+        let rotated = "ROTATED-\(UUID().uuidString)"
+        expectSuccess(
+            try repo.kc(["-s", "ci", "set", "token", "--from-env", "V"], asAlice.merging(["V": rotated]) { $1 }))
+        try repo.commit("rotate")
+        let merge = try repo.git(["merge", "--no-edit", "pr"], asAlice.merging(SignedTree.required) { $1 })
+        #expect(merge.status != 0, "\(merge.stdoutText) \(merge.stderr)")
+        let opened = try runAge(["-d", "-i", eve, repo.file("ci/token")])
+        #expect(opened.status != 0 && !opened.stdoutText.contains(rotated))
+        #expect(!(try repo.git(["show", "HEAD:v/ci/token.age"]).stdout.isEmpty))
+    }
 }
