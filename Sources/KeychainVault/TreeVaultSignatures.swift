@@ -122,7 +122,7 @@ extension TreeVaultStore {
         do {
             signature = try readFileIfPresent(
                 file + VaultSigning.suffix, limit: Self.maximumSignatureFile, regular: true)
-        } catch where [EISDIR, EINVAL, EFBIG].contains(error.code) {
+        } catch  where [EISDIR, EINVAL, EFBIG].contains(error.code) {
             // A directory, a FIFO, a file too large (git can bring any): no signature.
             return .invalid(reason: "its signature's file is not a signature (\(error))")
         } catch {

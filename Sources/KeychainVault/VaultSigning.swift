@@ -165,7 +165,8 @@ public struct VaultSigning: Sendable {
         let principals = allowed.principals(for: key, namespace: Self.namespace, at: date)
         guard !principals.isEmpty else {
             return allowed.lists(key)
-                ? .signedByKeyNotAllowedNow(fingerprint: key.fingerprint) : .signedByUnknown(fingerprint: key.fingerprint)
+                ? .signedByKeyNotAllowedNow(fingerprint: key.fingerprint)
+                : .signedByUnknown(fingerprint: key.fingerprint)
         }
         return .signed(principals: principals, fingerprint: key.fingerprint)
     }
