@@ -71,7 +71,7 @@ public struct VaultSigning: Sendable {
     /// Whether what is read now must verify: every read with `--require-signed`; and a write that
     /// signs, given allowed signers, checks what it signs over (the recipients it encrypts to, an
     /// item it re-encrypts), so that an allowed signer's key never vouches for a forgery.
-    var verifiesNow: Bool { required || (Self.underLock && signs && allowed != nil) }
+    var verifiesNow: Bool { required || (signs && allowed != nil && Self.underLock) }
 
     /// The key that signs.
     /// - Throws: ``KeychainError/cannotSign(detail:)`` when there is none, or what its source throws.
