@@ -77,10 +77,10 @@ extension TreeVaultStore: VersionedSecretStore {
         }
         let hash = String(fields[0])
         let name = "\(hash):\(path.inRepository)"
-        let found = try objects(signing.required ? [name, name + VaultSigning.suffix] : [name])
+        let found = try objects(signing.verifiesNow ? [name, name + VaultSigning.suffix] : [name])
         guard let bytes = found.first ?? nil else { return nil }
         let file = "\(hash.prefix(12)):\(path.inTree)"
-        if signing.required {
+        if signing.verifiesNow {
             // That version as it was signed then, by a signer allowed now.
             try requireSignedRecipients()
             let state =

@@ -92,6 +92,21 @@ extension TreeVaultStore {
         return try signing.signature(of: content, vault: try vaultIDMade(), file: file)
     }
 
+    /// That a signature can be written beside each of `files`: none has a directory or another
+    /// kind of file where its `.sig` goes (git can bring one), so no item is written without one.
+    /// - Throws: ``KeychainError/itemCorrupt(path:reason:)`` naming it.
+    func requireSignaturePlaces(for files: [String]) throws(KeychainError) {
+        for file in files {
+            var info = stat()
+            let signatureFile = file + VaultSigning.suffix
+            guard lstat(signatureFile, &info) != 0 || info.st_mode & S_IFMT == S_IFREG else {
+                throw .itemCorrupt(
+                    path: signatureFile,
+                    reason: "it is where a signature goes, and not a regular file: remove it (git rm -r)")
+            }
+        }
+    }
+
     /// Whether a signature's file name fits beside the vault's file `relative` (NAME_MAX).
     static func hasRoomForSignature(_ relative: String) -> Bool {
         splitPath(relative).name.utf8.count + VaultSigning.suffix.utf8.count <= 255
@@ -102,6 +117,7 @@ extension TreeVaultStore {
     func writeSignature(_ signature: [UInt8]?, of file: String) throws {
         let signatureFile = file + VaultSigning.suffix
         guard let signature else {
+            if unlink(signatureFile) != 0 && errno == EISDIR { rmdir(signatureFile) }  // one git brought
             if unlink(signatureFile) != 0 && errno != ENOENT && errno != ENAMETOOLONG {
                 throw FileError("cannot remove \(quotedPath(signatureFile))")
             }
@@ -158,6 +174,16 @@ extension TreeVaultStore {
             path: file)
     }
 
+    /// That the vault has the id `$KEYCHAIN_VAULT_ID` pins, when one is pinned: a write (a delete
+    /// too) changes no other vault.
+    /// - Throws: ``KeychainError/notSigned(what:path:reason:)``.
+    func requirePinnedID() throws(KeychainError) {
+        guard let expected = signing.expectedVaultID, try vaultID() == nil else { return }
+        throw .notSigned(
+            what: "the vault", path: path(Self.vaultIDFile),
+            reason: "it has no id, and $KEYCHAIN_VAULT_ID pins \(escapedForDisplay(expected)): is it another vault?")
+    }
+
     /// Whether this vault is signed: it has `.recipients.sig`.
     public var isSigned: Bool { access(path(Self.recipientsFile + VaultSigning.suffix), F_OK) == 0 }
 
@@ -196,6 +222,7 @@ extension TreeVaultStore {
     /// the allowed signers list when they are given.
     /// - Throws: ``KeychainError/cannotSign(detail:)``.
     func requireSigner() throws(KeychainError) {
+        try requirePinnedID()
         guard signing.signs else {
             if signing.required || isSigned {
                 throw .cannotSign(
@@ -226,11 +253,20 @@ extension TreeVaultStore {
     public func signAll() throws(KeychainError) -> (signed: Int, already: Int) {
         try requireSigner()
         return try underLock(authenticated: false) { () throws(KeychainError) -> (signed: Int, already: Int) in
-            _ = try vaultIDMade()
             var files = [(Self.recipientsFile, path(Self.recipientsFile))]
             for address in try addresses(service: nil) {
-                files.append((try Self.relativePath(address), try itemPath(address)))
+                let relative = try Self.relativePath(address)
+                // Every name checked before anything is signed: a vault half signed helps nobody.
+                guard Self.hasRoomForSignature(relative) else {
+                    throw .invalidName(
+                        kind: "key",
+                        reason: "\(Self.shown(address)) is longer than a signed vault's names can be (at most "
+                            + "\(TreeVaultNames.longestSignedKey) bytes escaped); store it under a shorter key first")
+                }
+                files.append((relative, try itemPath(address)))
             }
+            try requireSignaturePlaces(for: files.map(\.1))
+            _ = try vaultIDMade()
             var (signed, already) = (0, 0)
             for (relative, file) in files {
                 guard let bytes = try relative == Self.recipientsFile ? readSmallFile(file) : readItem(file) else {
@@ -275,6 +311,8 @@ extension TreeVaultStore {
                 state = try signatureState(of: bytes, relative: try Self.relativePath(address), file: file)
             } catch .itemCorrupt(_, let reason) {
                 state = .invalid(reason: reason)
+            } catch .vaultIO(let detail) {
+                state = .invalid(reason: "it or its signature cannot be read (\(detail))")
             }
             report.append((Self.shown(address), file, state))
         }

@@ -239,6 +239,7 @@ public final class TreeVaultStore: SecretStore, @unchecked Sendable {
         item.details = entry.details
         let bytes = try Self.seal(item, to: recipients)
         let signature = try signature(of: bytes, file: try Self.relativePath(address))
+        if signature != nil { try requireSignaturePlaces(for: [file]) }
         do {
             try makeDirectories(splitPath(file).directory)
             // No sweep of stray temporary files: it reads the whole service directory (100,000
@@ -262,7 +263,7 @@ public final class TreeVaultStore: SecretStore, @unchecked Sendable {
             if errno == ENOENT { return false }
             throw .vaultIO(detail: "cannot remove \(quotedPath(file)): \(String(cString: strerror(errno)))")
         }
-        unlink(file + VaultSigning.suffix)
+        try? writeSignature(nil, of: file)
         // The unlink is durable once the service's directory is synced; its removal, once the
         // vault's is.
         let service = splitPath(file).directory

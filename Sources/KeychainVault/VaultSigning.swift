@@ -68,10 +68,10 @@ public struct VaultSigning: Sendable {
     /// Whether writes are signed.
     public var signs: Bool { signerSource != nil }
 
-    /// Whether what is read now must verify: every read with `--require-signed`; and a write that
-    /// signs, given allowed signers, checks what it signs over (the recipients it encrypts to, an
-    /// item it re-encrypts), so that an allowed signer's key never vouches for a forgery.
-    var verifiesNow: Bool { required || (signs && allowed != nil && Self.underLock) }
+    /// Whether what is read must verify: with `--require-signed`, and for a writer that signs
+    /// given allowed signers, whose every read checks as `--require-signed` does (what a write
+    /// reads it may sign again: an allowed signer's key must never vouch for a forgery).
+    var verifiesNow: Bool { required || (signs && allowed != nil) }
 
     /// The key that signs.
     /// - Throws: ``KeychainError/cannotSign(detail:)`` when there is none, or what its source throws.

@@ -93,4 +93,34 @@ struct SignedVaultPinTests {
             #expect(read.status == 74 && read.stderr.contains("allowed signers"), "\(read.stderr)")
         }
     }
+
+    /// A vault file put back unsigned (its signature still the old one's) is no file a signing
+    /// writer signs again: its write is refused, and strict readers still refuse the forgery.
+    @Test func aSigningWriteNeverSignsAForgedVaultFileAgain() throws {
+        try SignedTree.run { signed in
+            let file = signed.tree.scratch.path("f.age")
+            let vault = ["KEYCHAIN_VAULT": file, "KEYCHAIN_PASSPHRASE": "pass", "KEYCHAIN_VAULT_WORK_FACTOR": "10"]
+            #expect(try cli(["-s", "ci", "set", "token"], stdin: Data("good".utf8), extra: vault).status == 0)
+            let forged = signed.tree.scratch.path("forged.age")
+            try signed.copy(file, over: forged)
+            let unsigned = vault.merging(["KEYCHAIN_VAULT": forged, "KEYCHAIN_SIGNING_KEY": ""]) { $1 }
+            #expect(try cli(["-s", "ci", "set", "token"], stdin: Data("EVIL".utf8), extra: unsigned).status == 0)
+            try signed.copy(forged, over: file)
+            let write = try cli(["-s", "ci", "set", "other"], stdin: Data("x".utf8), extra: vault)
+            #expect(write.status == 77, "\(write.stderr)")
+            let read = try cli(["-s", "ci", "get", "token"], extra: vault.merging(SignedTree.required) { $1 })
+            #expect(read.status == 77 && !read.stdoutText.contains("EVIL"))
+        }
+    }
+
+    /// With the id pinned, a delete in another vault is refused as every write is.
+    @Test func aDeleteInAVaultOfAnotherIdIsRefused() throws {
+        try SignedTree.run { signed in
+            #expect(try cli(["-s", "ci", "set", "token"], input: "v").status == 0)
+            let delete = try cli(["-s", "ci", "delete", "token"], extra: ["KEYCHAIN_VAULT_ID": "another-vault"])
+            #expect(delete.status == 77 && FileManager.default.fileExists(atPath: signed.item("ci", "token")))
+            let bad = try cli(["-s", "ci", "get", "token"], extra: ["KEYCHAIN_VAULT_ID": "../x"])
+            #expect(bad.status == 64 && bad.stderr.contains("KEYCHAIN_VAULT_ID"))
+        }
+    }
 }

@@ -16,6 +16,11 @@ extension Settings {
                     + "--allowed-signers PATH or $KEYCHAIN_ALLOWED_SIGNERS")
         }
         let pinned = try environment("KEYCHAIN_VAULT_ID")
+        if let pinned, pinned.utf8.count > 128 || !pinned.unicodeScalars.allSatisfy(Self.isVaultIDCharacter) {
+            throw CommandFailure.usage(
+                "KEYCHAIN_VAULT_ID is \(quotedValue(pinned, expected: "a vault id")); set it to the vault's id "
+                    + "(one word of at most 128 letters, digits, - and _, as vault init printed it)")
+        }
         guard let path = try signingKey ?? environment("KEYCHAIN_SIGNING_KEY") else {
             return VaultSigning(allowed: allowed, required: required, expectedVaultID: pinned)
         }
@@ -40,6 +45,12 @@ extension Settings {
                     throw .cannotSign(detail: "\(error)")
                 }
             }, allowed: allowed, required: required, expectedVaultID: pinned)
+    }
+
+    /// The characters of a vault id (`.vault-id`): ASCII letters, digits, - and _.
+    static func isVaultIDCharacter(_ scalar: Unicode.Scalar) -> Bool {
+        scalar.isASCII
+            && (scalar.properties.isAlphabetic || ("0"..."9").contains(scalar) || scalar == "-" || scalar == "_")
     }
 
     /// Whether signatures are read or made at all (the holder, which checks none, is then not used).
