@@ -53,13 +53,13 @@ extension KeychainCLI.Vault {
                 directory: path, recipients: unique,
                 passphrase: unique.isEmpty ? { () throws(KeychainError) in try source(.create) } : nil,
                 workFactor: try settings.vaultWorkFactor(), signing: try settings.vaultSigning())
-            let id = try? settings.treeVaultStore()?.id()
+            let id = (try? settings.treeVaultStore()?.id()) ?? nil
             warn(
                 (unique.isEmpty
                     ? "\(path): a tree vault opened by its passphrase (its identity is in \(TreeVaultStore.identityFile))"
                     : "\(path): a tree vault for \(unique.count) recipient\(unique.count == 1 ? "" : "s") "
                         + "(listed in \(TreeVaultStore.recipientsFile))")
-                    + (id.map { "; its id is \($0 ?? "") (KEYCHAIN_VAULT_ID pins it for readers)" } ?? ""))
+                    + (id.map { "; its id is \($0) (KEYCHAIN_VAULT_ID pins it for readers)" } ?? ""))
         }
     }
 }
