@@ -61,12 +61,6 @@ extension Settings {
         if !initializing && TreeVaultStore.isTree(path)
             && access("\(path)/\(TreeVaultStore.recipientsFile)", F_OK) != 0
         {
-            // A directory this user may not enter is unreadable, not "no tree vault".
-            if errno == EACCES {
-                throw KeychainError.vaultIO(
-                    detail: "cannot read the tree vault \(quotedPath(path)): permission denied (its owner may "
-                        + "give you access, or run as the user who owns it)")
-            }
             let file = (path.hasSuffix("/") ? path : path + "/") + "vault.age"
             throw CommandFailure.usage(
                 "the vault path \(quotedPath(path)) names a directory that is not a tree vault (it has no "
