@@ -83,9 +83,7 @@ extension TreeVaultStore: VersionedSecretStore {
         if signing.verifiesNow {
             // That version as it was signed then, by a signer allowed now.
             try requireSignedRecipients()
-            let state =
-                try vaultID().map { signing.state(of: bytes, signature: found[1], vault: $0, file: path.inTree) }
-                ?? .invalid(reason: "the vault has no id (\(Self.vaultIDFile)), so nothing in it is signed")
+            let state = try signatureState(of: bytes, signature: found[1], relative: path.inTree)
             try signing.require(state, what: "\(Self.shown(address)) at \(hash.prefix(12))", path: file)
         }
         return try decrypt(bytes, at: address, file: file).secret

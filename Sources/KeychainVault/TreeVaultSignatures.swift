@@ -128,9 +128,6 @@ extension TreeVaultStore {
 
     /// What the signature beside the file at `file` (`relative` in the vault) says of `content`.
     func signatureState(of content: [UInt8], relative: String, file: String) throws(KeychainError) -> SignatureState {
-        guard let id = try VaultSigning.underLock ? vaultID() : knownVaultID() else {
-            return .invalid(reason: "the vault has no id (\(Self.vaultIDFile)), so nothing in it is signed")
-        }
         guard Self.hasRoomForSignature(relative) else {
             return .invalid(reason: "its name is too long for a signature's file beside it, so it cannot be signed")
         }
@@ -143,6 +140,17 @@ extension TreeVaultStore {
             return .invalid(reason: "its signature's file is not a signature (\(error))")
         } catch {
             throw .vaultIO(detail: error.description)
+        }
+        return try signatureState(of: content, signature: signature, relative: relative)
+    }
+
+    /// What `signature` (a signature file's bytes, nil: none) says of `content`, the vault's file
+    /// `relative`, in this vault (its id: read again under the lock, else as reads first found it).
+    func signatureState(of content: [UInt8], signature: [UInt8]?, relative: String) throws(KeychainError)
+        -> SignatureState
+    {
+        guard let id = try VaultSigning.underLock ? vaultID() : knownVaultID() else {
+            return .invalid(reason: "the vault has no id (\(Self.vaultIDFile)), so nothing in it is signed")
         }
         return signing.state(of: content, signature: signature, vault: id, file: relative)
     }
@@ -194,10 +202,9 @@ extension TreeVaultStore {
     public func requireSigned(recipients bytes: [UInt8], signature: [UInt8]?, at revision: String)
         throws(KeychainError)
     {
-        let state =
-            try vaultID().map { signing.state(of: bytes, signature: signature, vault: $0, file: Self.recipientsFile) }
-            ?? .invalid(reason: "the vault has no id (\(Self.vaultIDFile)), so nothing in it is signed")
-        try signing.require(state, what: "the recipients list at \(revision)", path: path(Self.recipientsFile))
+        try signing.require(
+            try signatureState(of: bytes, signature: signature, relative: Self.recipientsFile),
+            what: "the recipients list at \(revision)", path: path(Self.recipientsFile))
     }
 
     /// That `.recipients`, as it is now, is signed by an allowed signer (the merge driver, before
