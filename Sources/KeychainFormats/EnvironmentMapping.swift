@@ -1,13 +1,37 @@
 import KeychainSystem
 
-/// One `NAME=KEY` or `NAME=SERVICE/KEY` mapping of `exec` (`--env`, and `--file`, whose NAME
-/// is a file name).
+/// One variable of `exec` and `env`: a `NAME=KEY` or `NAME=SERVICE/KEY` mapping (`--env`, an
+/// env file of mappings, and `--file`, whose NAME is a file name), a `NAME=keychain://…`
+/// reference, or, in a .env file, a literal `NAME=value`.
 package struct EnvironmentMapping: Sendable {
     package var name: String
-    package var service: String?
-    package var key: String
+    package var value: Value
     /// Where it came from, for messages: "--env NAME" or "secrets.env:3".
     package var origin: String
+
+    package enum Value: Sendable {
+        /// A secret by key, in `service` or (nil) the default service.
+        case mapping(service: String?, key: String)
+        case reference(KeychainReference)
+        /// A value given as it is (a .env line): passed on unchanged, and not masked.
+        case literal(String)
+    }
+
+    /// The secret this variable is read from (none for a literal), `defaultService` where a
+    /// mapping names none.
+    package func reference(defaultService: String) -> KeychainReference? {
+        switch value {
+        case .mapping(let service, let key): KeychainReference(service: service ?? defaultService, key: key)
+        case .reference(let reference): reference
+        case .literal: nil
+        }
+    }
+
+    package init(name: String, value: Value, origin: String) {
+        self.name = name
+        self.value = value
+        self.origin = origin
+    }
 
     package init(_ text: String, origin: String, isFile: Bool = false) throws(FormatError) {
         self.origin = origin
@@ -40,15 +64,26 @@ package struct EnvironmentMapping: Sendable {
                 "\(origin): \(name) is given \(kind), not a key; it is not repeated here. A mapping names "
                     + "a secret: NAME=KEY or NAME=SERVICE/KEY", isUsageError: true)
         }
+        if KeychainReference.isReference(target) {
+            do {
+                value = .reference(try KeychainReference(parsing: target))
+            } catch {
+                throw FormatError(
+                    "\(origin): the reference \(error.description). Write keychain://SERVICE/KEY, with %XX for a "
+                        + "% ? # (and a / in the service)", isUsageError: true)
+            }
+            return
+        }
+        var service: String?
+        var key = String(target)
         if let slash = target.firstIndex(ofScalar: "/") {
             service = String(target[..<slash])
             key = String(target[target.unicodeScalars.index(after: slash)...])
-        } else {
-            key = String(target)
         }
         guard !key.isEmpty, service?.isEmpty != true else {
             throw FormatError("\(origin): expected NAME=KEY or NAME=SERVICE/KEY", isUsageError: true)
         }
+        value = .mapping(service: service, key: key)
     }
 
     /// The mapping `TEXT` given by the caller's `option` (`--env`), named in messages as
@@ -66,9 +101,27 @@ package struct EnvironmentMapping: Sendable {
         return !name.isEmpty && name.utf8.count <= 255 && !name.hasPrefix(".") && name.utf8.allSatisfy(allowed.contains)
     }
 
-    /// The mappings of an env file's text; `path` names it in messages.
+    /// The variables of an env file's text; `path` names it in messages. A file with a
+    /// `keychain://` value or a quoted value is a .env file (``DotEnv/parse(_:source:)``): each value
+    /// that is a reference as a whole is read from the keychain, every other is a literal. A file
+    /// with neither is a file of mappings (`NAME=KEY`, `NAME=SERVICE/KEY`), as env files were.
     /// - Throws: ``FormatError`` (a usage error) naming the file and line of the first bad line.
     package static func parse(_ text: String, path: String) throws(FormatError) -> [EnvironmentMapping] {
+        if isDotEnv(text) {
+            let pairs: [(name: String, value: String, line: Int)]
+            do {
+                pairs = try DotEnv.parse(text, source: path)
+            } catch {
+                throw FormatError(error.description, isUsageError: true)
+            }
+            return try pairs.map { pair throws(FormatError) in
+                let origin = "\(path):\(pair.line)"
+                guard KeychainReference.isReference(pair.value) else {
+                    return EnvironmentMapping(name: pair.name, value: .literal(pair.value), origin: origin)
+                }
+                return try EnvironmentMapping("\(pair.name)=\(pair.value)", origin: origin)
+            }
+        }
         var mappings: [EnvironmentMapping] = []
         for (number, line) in lines(of: text) {
             let text = line.trimming()
@@ -76,5 +129,17 @@ package struct EnvironmentMapping: Sendable {
             mappings.append(try EnvironmentMapping(String(text), origin: "\(path):\(number)"))
         }
         return mappings
+    }
+
+    /// Whether an env file's `text` is a .env file: a line's value is quoted or a reference, or a
+    /// line starts with `export `.
+    static func isDotEnv(_ text: String) -> Bool {
+        lines(of: text).contains { _, line in
+            var line = line.trimming()
+            if line.hasPrefix("export ") { return true }
+            guard !line.hasPrefix("#"), let equals = line.firstIndex(ofScalar: "=") else { return false }
+            line = line[line.unicodeScalars.index(after: equals)...]
+            return line.hasPrefix("\"") || line.hasPrefix("'") || KeychainReference.isReference(line)
+        }
     }
 }

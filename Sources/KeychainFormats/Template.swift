@@ -1,17 +1,16 @@
 import KeychainSystem
 
-/// One `{{ keychain://SERVICE/KEY }}` in a template.
+/// One `{{ keychain://SERVICE/KEY }}` in a template (a ``KeychainReference`` in braces).
 package struct TemplateReference: Sendable {
     /// Where it is in the template, in bytes.
     package var range: Range<Int>
     /// The whole reference, as written.
     package var text: String
-    package var service: String
-    package var key: String
+    package var reference: KeychainReference
     /// "FILE:LINE", for messages.
     package var location: String
 
-    package static let scheme = Array("keychain://".utf8)
+    package static let scheme = Array(KeychainReference.scheme.utf8)
 
     /// The references of the UTF-8 `template`, in order, found in one pass over its bytes (lines
     /// are counted as the scan goes, so 20,000 references cost no more than one). `{{ … }}` that do
@@ -50,18 +49,16 @@ package struct TemplateReference: Sendable {
                 String(decoding: template[innerStart..<end], as: UTF8.self).trimming(
                     leading: false, where: isSpaceOrTab))
             index = end + 2
-            let path = inner.dropFirst(scheme.count)
-            guard let slash = path.firstIndex(ofScalar: "/"), slash != path.startIndex,
-                path.unicodeScalars.index(after: slash) != path.endIndex
-            else {
+            let reference: KeychainReference
+            do {
+                reference = try KeychainReference(parsing: inner)
+            } catch {
                 throw FormatError(
-                    "\(location): \(shownReference(inner, closed: true)) should be {{ keychain://SERVICE/KEY }}; "
-                        + "nothing was written", isUsageError: true)
+                    "\(location): \(shownReference(inner, closed: true)) \(error.description); nothing was written. "
+                        + "Write {{ keychain://SERVICE/KEY }}", isUsageError: true)
             }
             references.append(
-                TemplateReference(
-                    range: start..<(end + 2), text: inner, service: String(path[..<slash]),
-                    key: String(path[path.unicodeScalars.index(after: slash)...]), location: location))
+                TemplateReference(range: start..<(end + 2), text: inner, reference: reference, location: location))
         }
         return references
     }

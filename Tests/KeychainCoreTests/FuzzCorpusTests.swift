@@ -37,7 +37,7 @@ struct FuzzCorpusTests {
         // A sanity check that the fuzz entry point runs the real parser: the same bytes parse here.
         let bytes = Array("a: {{ keychain://s/k }}\r\nb: {{ keychain://s/dir/key }}\n".utf8)
         let references = try TemplateReference.all(in: bytes, source: "t")
-        #expect(references.map(\.key) == ["k", "dir/key"])
+        #expect(references.map(\.reference.key) == ["k", "dir/key"])
         #expect(references.map(\.location) == ["t:1", "t:2"])
         #expect(!FuzzTargets.run("no-such-target", bytes))
     }

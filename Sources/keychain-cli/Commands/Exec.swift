@@ -57,33 +57,10 @@ extension KeychainCLI {
         @OptionGroup(title: "Global options") var globals: GlobalOptions
         @ParentCommand var root: KeychainCLI
 
-        @Option(
-            name: .customLong("env"),
-            help: ArgumentHelp("Set NAME to a secret: NAME=KEY or NAME=SERVICE/KEY. Repeatable.", valueName: "mapping"))
-        var mappings: [String] = []
+        @OptionGroup var sources: VariableSources
 
-        @Option(
-            name: .customLong("env-file"),
-            help: ArgumentHelp(
-                "Read mappings from this file, one NAME=KEY or NAME=SERVICE/KEY a line.", valueName: "path"),
-            completion: .file())
-        var environmentFile: String?
-
-        @Option(
-            name: .customLong("from"),
-            help: ArgumentHelp(
-                "Set a variable for every key of SERVICE, named as export --format env names it. Repeatable.",
-                valueName: "service"))
-        var fromServices: [String] = []
-
-        @Option(help: ArgumentHelp("With --from: only the keys that match this glob. Repeatable.", valueName: "glob"))
-        var only: [String] = []
-
-        @Option(help: ArgumentHelp("With --from: not the keys that match this glob. Repeatable.", valueName: "glob"))
-        var except: [String] = []
-
-        @Option(help: ArgumentHelp("With --from: put this before every variable name (CI_).", valueName: "text"))
-        var prefix: String = ""
+        @Flag(help: "Pass on variables whose value is keychain://… as they are, instead of reading what they name.")
+        var noReferences = false
 
         @Option(
             name: .customLong("file"),
@@ -102,66 +79,31 @@ extension KeychainCLI {
             if command.isEmpty {
                 throw ValidationError("name the command to run after --, e.g. exec --env A=key -- env")
             }
-            if mappings.isEmpty && environmentFile == nil && fromServices.isEmpty && files.isEmpty {
-                throw ValidationError("give at least one --env NAME=KEY, an --env-file, a --from SERVICE or a --file")
-            }
-            if fromServices.isEmpty && (!only.isEmpty || !except.isEmpty || !prefix.isEmpty) {
-                throw ValidationError("--only, --except and --prefix choose the keys of --from SERVICE; give one")
-            }
-            if !prefix.isEmpty && !DotEnv.isVariableName(prefix + "X") {
-                throw ValidationError("--prefix must start a variable name: letters, digits and _, no digit first")
+            if sources.isEmpty && files.isEmpty && inheritedReferences().isEmpty {
+                throw ValidationError(
+                    "give at least one --env NAME=KEY, an --env-file, a --from SERVICE or a --file, or set a variable "
+                        + "to keychain://SERVICE/KEY")
             }
         }
 
         func run() throws {
-            var all = try mappings.map { text throws(FormatError) in
-                try EnvironmentMapping(option: text, named: "--env")
-            }
-            if let environmentFile { all += try EnvironmentMapping.read(file: environmentFile) }
-            let fileMappings = try files.map { text throws(FormatError) in
-                try EnvironmentMapping(option: text, named: "--file", isFile: true)
-            }
-            for group in [all, fileMappings] {
-                var seen: Swift.Set<String> = []
-                for mapping in group where !seen.insert(mapping.name).inserted {
-                    throw CommandFailure.usage("\(mapping.origin): \(mapping.name) is mapped twice. Keep one mapping")
-                }
-            }
             // Every secret is read before anything runs: one missing secret runs nothing.
-            let keychain = try keychain()
-            var values = try all.map { mapping in (mapping.name, try mapping.resolve(defaultService: keychain)) }
-            var owners = Dictionary(all.map { ($0.name, $0.origin) }, uniquingKeysWith: { first, _ in first })
-            var taken: Swift.Set<[UInt8]> = []  // by bytes: "é" and "e\u{301}" are two services
-            for service in fromServices where taken.insert(Array(service.utf8)).inserted {  // given twice: read once
-                let shownService = quotedValue(service, expected: "a service name")
-                for (name, key, value) in try variables(of: service, store: keychain.store) {
-                    let origin = "--from \(shownService) (key \(quotedValue(key, expected: "a key name")))"
-                    if let owner = owners.updateValue(origin, forKey: name) {
-                        throw CommandFailure.badData(
-                            "\([name, key].allSatisfy { misplacedSecretKind($0) == nil } ? name : "one variable (not shown)") would be set by "
-                                + "\(owner) and by \(origin); nothing was run. Use --except, --prefix, or an --env "
-                                + "mapping for one of them")
-                    }
-                    values.append((name, value))
-                }
-            }
-            if !fileMappings.isEmpty, let owner = owners["CREDENTIALS_DIRECTORY"] {
-                throw CommandFailure.usage(
-                    "\(owner) would set CREDENTIALS_DIRECTORY, which --file sets to the directory of its files. "
-                        + "Map that secret to another name")
-            }
-            let contents = try fileMappings.map { ($0.name, try $0.secret(defaultService: keychain)) }
+            let inputs = try inputs(from: try keychain())
             // (A mapping may still pass the withheld secrets on.)
             settings.withholdSecretsFromCommands()
-            for (name, value) in values { setenv(name, value, 1) }
-            let secrets = values.map { ("$" + $0.0, Array($0.1.utf8)) } + contents.map { ("--file " + $0.0, $0.1) }
+            for variable in inputs.variables {
+                setenv(variable.name, String(decoding: variable.value, as: UTF8.self), 1)
+            }
+            let secrets =
+                inputs.variables.filter(\.isSecret).map { ("$" + $0.name, $0.value) }
+                + inputs.files.map { ("--file " + $0.name, $0.secret) }
             announce(secrets)
-            let directory = try contents.isEmpty ? nil : CredentialsDirectory(writing: contents)
+            let directory = try inputs.files.isEmpty ? nil : CredentialsDirectory(writing: inputs.files)
             if let directory { setenv("CREDENTIALS_DIRECTORY", directory.path, 1) }
             if noMask { try replaceProcess(with: command) }
             try runMasked(
-                command, hiding: OutputMasks(secrets.map(\.1)), erasing: values.map(\.0),
-                cleanup: { directory?.remove() })
+                command, hiding: OutputMasks(secrets.map(\.1)),
+                erasing: inputs.variables.filter(\.isSecret).map(\.name), cleanup: { directory?.remove() })
         }
 
         /// Tells GitHub's runner to mask the secrets too (in this step's log and the later

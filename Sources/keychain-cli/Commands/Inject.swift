@@ -10,7 +10,9 @@ extension KeychainCLI {
             discussion: """
                 Reads the template (standard input, or -i), replaces every reference \
                 {{ keychain://SERVICE/KEY }} with that secret (the key runs to the closing braces \
-                and may contain /), and writes the result (standard output, or -o, created 0600 \
+                and may contain /; ?field=NAME after it takes one field of an entry, as get --field; \
+                %XX stands for a byte, and a % ? # in a name, or a / in the service, must be \
+                written so: %25 %3F %23 %2F), and writes the result (standard output, or -o, created 0600 \
                 and replaced atomically). Other {{ … }} text is left alone. A reference is written \
                 on one line; one that is not closed by }} there is malformed (exit 64). If any \
                 reference cannot be resolved, nothing is written. The result is written as it is \
@@ -69,24 +71,14 @@ extension KeychainCLI {
 
 extension TemplateReference {
     func resolve(with keychain: Keychain) throws -> String {
-        let service = try ServiceName(service)
-        let key = try KeychainKey(key)
-        guard let secret = try Keychain(service: service, store: keychain.store).data(for: key) else {
-            // A key that looks like a secret (a token pasted in the reference) is not repeated.
-            let store =
-                misplacedSecretKind(key.rawValue) == nil && misplacedSecretKind(service.rawValue) == nil
-                ? ", or store it with keychain-cli -s \(shellQuoted(escapedForDisplay(service.rawValue))) set \(shellQuoted(escapedForDisplay(key.rawValue)))"
-                : ""
-            throw CommandFailure(
-                kind: .notFound,
-                message: "\(location): no secret named \(quotedValue(key.rawValue, expected: "a key name")) in service "
-                    + "\(quotedValue(service.rawValue, expected: "a service name")); nothing was written. Check the reference\(store)"
-            )
-        }
-        guard let text = String(validating: secret, as: UTF8.self) else {
+        let outcome = "nothing was written"
+        var bytes = try keychain.value(of: reference, at: location, outcome: outcome)
+        defer { wipe(&bytes) }
+        guard let text = String(validating: bytes, as: UTF8.self) else {
             throw CommandFailure.badData(
-                "\(location): the secret '\(key)' of service '\(service)' is binary; nothing was written. "
-                    + "Templates take text")
+                "\(location): the secret \(quotedValue(reference.key, expected: "a key name")) of service "
+                    + "\(quotedValue(reference.service, expected: "a service name")) is binary; \(outcome). Templates "
+                    + "take text")
         }
         return text
     }
