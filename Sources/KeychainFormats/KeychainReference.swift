@@ -68,12 +68,12 @@ package struct KeychainReference: Sendable, Hashable {
             + (field.map { "?field=" + Self.escaped($0, slash: false) } ?? "")
     }
 
-    /// `name` with `%`, `?`, `#` (and `/` when `slash`), spaces and control characters as `%XX`.
+    /// `name` with `%`, `?`, `#`, `&` (and `/` when `slash`), spaces and control characters as `%XX`.
     package static func escaped(_ name: String, slash: Bool) -> String {
         var result = ""
         for scalar in name.unicodeScalars {
             switch scalar {
-            case "%", "?", "#", " ", "\u{7F}", "\u{0}"..."\u{1F}": result += percent(UInt8(scalar.value))
+            case "%", "?", "#", "&", " ", "\u{7F}", "\u{0}"..."\u{1F}": result += percent(UInt8(scalar.value))
             case "/" where slash: result += percent(UInt8(scalar.value))
             default: result.unicodeScalars.append(scalar)
             }

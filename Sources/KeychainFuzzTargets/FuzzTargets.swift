@@ -15,7 +15,7 @@ package enum FuzzTargets {
     /// The target names, as `KEYCHAIN_FUZZ_TARGET` and the corpus folders under `Fuzz/corpus` spell them.
     package static let names = [
         "age-header", "age-payload", "vault-document", "import", "env-file", "template", "credential", "age-keys",
-        "password-managers", "ssh-signatures",
+        "password-managers", "ssh-signatures", "references", "shell-quoting",
     ]
 
     /// Runs the parser `name` on `bytes`; false for an unknown name.
@@ -100,6 +100,24 @@ package enum FuzzTargets {
                         + "-----END OPENSSH PRIVATE KEY-----\n").utf8),
             ] where (try? SSHPrivateKey.isEncrypted(file)) == false {
                 _ = try? SSHPrivateKey(file: file) { () throws(SSHKeyError) in [] }
+            }
+        case "references":
+            // A keychain:// reference as exec, env and inject read it: one that parses is written
+            // back (escaped) to a text that parses to the same names.
+            let text = String(decoding: bytes, as: UTF8.self)
+            if let reference = try? KeychainReference(parsing: text) {
+                precondition(
+                    (try? KeychainReference(parsing: reference.text)) == reference,
+                    "a reference did not read back from its text")
+            }
+        case "shell-quoting":
+            // What `env` prints for eval: every value (no NUL) is one word each shell reads back
+            // byte for byte.
+            let value = bytes.filter { $0 != 0 }
+            for dialect in ShellDialect.allCases {
+                precondition(
+                    ShellWords.read(dialect.quoted(value), as: dialect) == value,
+                    "a value did not read back from its \(dialect) quoting")
             }
         default:
             return false

@@ -13,8 +13,9 @@ final class InputShapeTests {
 
     private let token = "ghp_" + "R3alLook1ngT0kenValue0123456789abcd"
 
-    /// Our own `export --format env` fed to `exec --env-file` (the mistake of the attack) and
-    /// values given in `--env`: 64, the words that say why, and the value nowhere.
+    /// Values given in `--env`: 64, the words that say why, and the value nowhere. (Our own
+    /// `export --format env` fed to `exec --env-file` is a .env file now: its values are literals,
+    /// passed on as they are, and one that looks like a token is warned of without repeating it.)
     @Test func aMappingThatHoldsAValueIsRefusedWithoutRepeatingIt() throws {
         try CLIBackend.withVault { _ in
             let s = uniqueService()
@@ -23,8 +24,16 @@ final class InputShapeTests {
             #expect(exported.stdoutText == "DB_PASSWORD=\"hunter2-the-value\"\n")
             let file = scratch.path("values.env")
             try exported.stdout.write(to: URL(fileURLWithPath: file))
+            let literal = try cli(["-s", s, "exec", "--env-file", file, "--", "sh", "-c", #"printf %s "$DB_PASSWORD""#])
+            #expect(literal.status == 0, "\(literal.stderr)")
+            #expect(literal.stdoutText == "hunter2-the-value", "a literal is passed on as it is, unmasked")
+            let tokenFile = scratch.path("token.env")
+            try "GH=\"\(token)\"\n".write(toFile: tokenFile, atomically: true, encoding: .utf8)
+            let warned = try cli(["-s", s, "exec", "--env-file", tokenFile, "--", "true"])
+            #expect(warned.status == 0)
+            #expect(warned.stderr.contains("GH is given a GitHub token as a literal value"), "\(warned.stderr)")
+            #expect(!warned.stderr.contains(String(token.dropFirst(4))))
             let cases: [([String], String)] = [
-                (["--env-file", file], "is given a quoted value, as in a file of values"),
                 (["--env", "GH=\(token)"], "GH is given a GitHub token, not a key"),
                 (["--env", "GH=\"hunter2-the-value\""], "is given a quoted value"),
                 (["--env", "GH='hunter2-the-value'"], "is given a quoted value"),

@@ -123,8 +123,8 @@ struct ProviderIndexTests {
     }
 }
 
-/// A reproducible sequence for the test above (SplitMix64).
-private struct SeededGenerator: RandomNumberGenerator {
+/// A reproducible sequence (SplitMix64), so that a failure repeats.
+struct SeededGenerator: RandomNumberGenerator {
     var state: UInt64
     init(seed: UInt64) { state = seed }
     mutating func next() -> UInt64 {
