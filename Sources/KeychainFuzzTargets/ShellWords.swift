@@ -34,7 +34,9 @@ enum ShellWords {
                 while true {
                     guard let current = byte(0) else { return nil }
                     if current == UInt8(ascii: "'") { break }
-                    if current == UInt8(ascii: "\\"), let next = byte(1), next == UInt8(ascii: "'") || next == UInt8(ascii: "\\") {
+                    if current == UInt8(ascii: "\\"), let next = byte(1),
+                        next == UInt8(ascii: "'") || next == UInt8(ascii: "\\")
+                    {
                         result.append(next)
                         index += 2
                     } else {
@@ -45,7 +47,8 @@ enum ShellWords {
                 index += 1
             case (.fish, UInt8(ascii: "\\")):
                 // fish: \XHH outside quotes is the byte HH.
-                guard byte(1) == UInt8(ascii: "X"), let high = byte(2).flatMap(hex), let low = byte(3).flatMap(hex) else {
+                guard byte(1) == UInt8(ascii: "X"), let high = byte(2).flatMap(hex), let low = byte(3).flatMap(hex)
+                else {
                     return nil
                 }
                 result.append(high << 4 | low)

@@ -55,14 +55,16 @@ struct ReferenceTests {
             ]
             let script = #"printf '%s|%s|%s' "$WHOLE" "$MID" "$MAPPED""#
             let resolved = try cli(
-                ["-s", s, "exec", "--no-mask", "--env", "MAPPED=\(s)/dir/we?ird", "--", "sh", "-c", script], extra: environment)
+                ["-s", s, "exec", "--no-mask", "--env", "MAPPED=\(s)/dir/we?ird", "--", "sh", "-c", script],
+                extra: environment)
             #expect(resolved.status == 0, "\(resolved.stderr)")
             #expect(resolved.stdoutText == "tok-VALUE-1234|see keychain://\(s)/token|weird-VALUE-5678")
             // With no mapping at all, the environment's references are enough for exec.
             let alone = try cli(["exec", "--", "sh", "-c", #"printf %s "$WHOLE""#], extra: environment)
             #expect(alone.status == 0, "\(alone.stderr)")
             #expect(alone.stdoutText == "***")
-            let off = try cli(["exec", "--no-references", "--no-mask", "--env", "T=\(s)/token", "--", "sh", "-c", script],
+            let off = try cli(
+                ["exec", "--no-references", "--no-mask", "--env", "T=\(s)/token", "--", "sh", "-c", script],
                 extra: environment)
             #expect(off.stdoutText == "keychain://\(s)/token|see keychain://\(s)/token|keychain://\(s)/entry")
         }
@@ -78,7 +80,10 @@ struct ReferenceTests {
             let command = ["--", "sh", "-c", "touch '\(marker)'"]
             let cases: [([String: String], [String], Int32, String)] = [
                 (["DB": "keychain://\(s)/absent"], [], 1, "$DB: no secret named 'absent' in service '\(s)'"),
-                (["DB": "keychain://\(s)/entry?field=pin"], [], 1, "$DB: the secret 'entry' of service '\(s)' has no field 'pin'"),
+                (
+                    ["DB": "keychain://\(s)/entry?field=pin"], [], 1,
+                    "$DB: the secret 'entry' of service '\(s)' has no field 'pin'"
+                ),
                 (["DB": "keychain://\(s)/a%zz"], [], 64, "$DB: the reference has a % in its key"),
                 (["DB": "keychain://\(s)"], [], 64, "$DB: the reference should be keychain://SERVICE/KEY"),
                 ([:], ["--env", "X=keychain://\(s)/k#x"], 64, "--env X: the reference has a #"),
@@ -118,14 +123,17 @@ struct ReferenceTests {
             let file = scratch.path("\(backend)-env.env")
             try "N=keychain://\(s)/nasty\nL='literal $(x)'\n".write(toFile: file, atomically: true, encoding: .utf8)
             for (shell, dialect, reader) in [
-                ("/bin/dash", "posix", #"printf '%s|%s' "$N" "$L""#), ("/bin/bash", "bash", #"printf '%s|%s' "$N" "$L""#),
-                ("/usr/bin/zsh", "zsh", #"printf '%s|%s' "$N" "$L""#), ("/usr/bin/fish", "fish", "printf '%s|%s' $N $L"),
+                ("/bin/dash", "posix", #"printf '%s|%s' "$N" "$L""#),
+                ("/bin/bash", "bash", #"printf '%s|%s' "$N" "$L""#),
+                ("/usr/bin/zsh", "zsh", #"printf '%s|%s' "$N" "$L""#),
+                ("/usr/bin/fish", "fish", "printf '%s|%s' $N $L"),
             ] {
                 let lines = try cli(["env", "--env-file", file, "--shell", dialect])
                 #expect(lines.status == 0, "\(lines.stderr)")
                 let script = scratch.path("\(backend)-\(dialect).sh")
                 try (lines.stdout + Data(reader.utf8)).write(to: URL(fileURLWithPath: script))
-                let evaluated = try runProcess(shell, [script], environment: ["PATH": "/usr/bin:/bin", "HOME": scratch.url.path])
+                let evaluated = try runProcess(
+                    shell, [script], environment: ["PATH": "/usr/bin:/bin", "HOME": scratch.url.path])
                 #expect(evaluated.stdoutText == nasty + "|literal $(x)", "\(dialect): \(evaluated.stderr)")
             }
             #expect(!FileManager.default.fileExists(atPath: scratch.path("pwned")))

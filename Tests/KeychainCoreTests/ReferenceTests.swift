@@ -8,16 +8,17 @@ import Testing
 /// name is written back to a text that names it again.
 @Suite("References")
 struct ReferenceTests {
-    @Test(arguments: [
-        ("keychain://ci/github-token", "ci", "github-token", nil),
-        ("keychain://ci/dir/sub/key", "ci", "dir/sub/key", nil),  // a / in the key stands as it is (inject's rule)
-        ("keychain://a%2Fb/c%3Fd%23e%25f", "a/b", "c?d#e%f", nil),
-        ("keychain://web/github?field=username", "web", "github", "username"),
-        ("keychain://web/git%3Fhub?field=user%20name", "web", "git?hub", "user name"),
-        ("keychain://s%C3%A9rvice/k%2fey", "sérvice", "k/ey", nil),  // lower-case hex too
-        ("keychain://svc/my key", "svc", "my key", nil),
-        ("keychain://svc/k?field=a=b", "svc", "k", "a=b"),
-    ] as [(String, String, String, String?)])
+    @Test(
+        arguments: [
+            ("keychain://ci/github-token", "ci", "github-token", nil),
+            ("keychain://ci/dir/sub/key", "ci", "dir/sub/key", nil),  // a / in the key stands as it is (inject's rule)
+            ("keychain://a%2Fb/c%3Fd%23e%25f", "a/b", "c?d#e%f", nil),
+            ("keychain://web/github?field=username", "web", "github", "username"),
+            ("keychain://web/git%3Fhub?field=user%20name", "web", "git?hub", "user name"),
+            ("keychain://s%C3%A9rvice/k%2fey", "sérvice", "k/ey", nil),  // lower-case hex too
+            ("keychain://svc/my key", "svc", "my key", nil),
+            ("keychain://svc/k?field=a=b", "svc", "k", "a=b"),
+        ] as [(String, String, String, String?)])
     func aReferenceNamesItsSecret(text: String, service: String, key: String, field: String?) throws {
         let reference = try KeychainReference(parsing: text)
         #expect(reference == KeychainReference(service: service, key: key, field: field))
@@ -50,7 +51,9 @@ struct ReferenceTests {
     }
 
     @Test func anyNameIsWrittenBackToATextThatNamesIt() throws {
-        let awkward = ["a/b", "a&b", "c?d", "e#f", "100%", "%41", " lead", "tab\there", "new\nline", "ü/ß", "?field=x", "a b"]
+        let awkward = [
+            "a/b", "a&b", "c?d", "e#f", "100%", "%41", " lead", "tab\there", "new\nline", "ü/ß", "?field=x", "a b",
+        ]
         for service in awkward {
             for key in awkward + ["x/y/z"] {
                 for field in [nil, "user name", "a#b?c%d"] {
@@ -75,9 +78,10 @@ struct ReferenceTests {
     @Test func anEnvFileIsMappingsUnlessItReadsAsADotEnv() throws {
         let mappings = try EnvironmentMapping.parse("# keys\nA=token\nB=ci/deploy-key\n", path: "m.env")
         #expect(mappings.map(\.name) == ["A", "B"])
-        #expect(mappings.map { $0.reference(defaultService: "dflt") } == [
-            KeychainReference(service: "dflt", key: "token"), KeychainReference(service: "ci", key: "deploy-key"),
-        ])
+        #expect(
+            mappings.map { $0.reference(defaultService: "dflt") } == [
+                KeychainReference(service: "dflt", key: "token"), KeychainReference(service: "ci", key: "deploy-key"),
+            ])
         let dotenv = try EnvironmentMapping.parse(
             "HOST=localhost\nexport PORT=5432\nQ=\"a # b\"\nT=keychain://ci/token\nU=\"keychain://web/gh?field=username\"\n"
                 + "MID=see keychain://ci/token\n",
@@ -88,10 +92,11 @@ struct ReferenceTests {
             return nil
         }
         #expect(literals == ["localhost", "5432", "a # b", "see keychain://ci/token"])
-        #expect(dotenv.compactMap { $0.reference(defaultService: "dflt") } == [
-            KeychainReference(service: "ci", key: "token"),
-            KeychainReference(service: "web", key: "gh", field: "username"),
-        ])
+        #expect(
+            dotenv.compactMap { $0.reference(defaultService: "dflt") } == [
+                KeychainReference(service: "ci", key: "token"),
+                KeychainReference(service: "web", key: "gh", field: "username"),
+            ])
         #expect(throws: FormatError.self) { try EnvironmentMapping.parse("A=x\nB=keychain://ci\n", path: "b.env") }
         #expect(throws: FormatError.self) { try EnvironmentMapping.parse("T=keychain://ci/t\n1X=y\n", path: "c.env") }
     }

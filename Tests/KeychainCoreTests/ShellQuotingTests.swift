@@ -14,7 +14,9 @@ struct ShellQuotingTests {
 
     /// The values: each byte 1–255 alone and between letters, the corpus, and seeded random ones.
     static func values() throws -> [[UInt8]] {
-        var values: [[UInt8]] = (1...255).flatMap { byte in [[UInt8(byte)], Array("a".utf8) + [UInt8(byte)] + Array("9".utf8)] }
+        var values: [[UInt8]] = (1...255).flatMap { byte in
+            [[UInt8(byte)], Array("a".utf8) + [UInt8(byte)] + Array("9".utf8)]
+        }
         values += ["", "'", "''", "\\'", "$'x'", "$(id)", "`id`", "${HOME}", "\"\\\"", "\\x41", "\\X41", "a\nb\n"].map {
             Array($0.utf8)
         }
@@ -57,6 +59,8 @@ struct ShellQuotingTests {
             let read = try? Data(contentsOf: folder.appendingPathComponent("\(number)"))
             if read.map(Array.init) != value { wrong.append(number) }
         }
-        #expect(wrong.isEmpty, "\(path) \(dialect): \(wrong.count) values came back changed, e.g. \(wrong.prefix(5).map { values[$0] })")
+        #expect(
+            wrong.isEmpty,
+            "\(path) \(dialect): \(wrong.count) values came back changed, e.g. \(wrong.prefix(5).map { values[$0] })")
     }
 }

@@ -138,7 +138,8 @@ extension EnvironmentMapping {
     static func read(file path: String) throws -> [EnvironmentMapping] {
         guard let bytes = try readInput(path: path, limit: smallInputLimit) else {
             throw CommandFailure.badData(
-                "\(quotedPath(path)) is larger than 1 MiB; an env file holds variables and references, not large secrets")
+                "\(quotedPath(path)) is larger than 1 MiB; an env file holds variables and references, not large secrets"
+            )
         }
         guard let text = String(validating: bytes, as: UTF8.self) else {
             throw CommandFailure.usage(
