@@ -9,9 +9,15 @@ extension KeychainCLI {
             abstract: "Run a command with secrets in its environment or as files, never in its arguments.",
             discussion: """
                 Every mapping is resolved first; if any secret is missing or cannot be read, the \
-                command is not run (exit as for get). A mapping is NAME=KEY (in --service) or \
-                NAME=SERVICE/KEY (split at the first /). An --env-file holds one mapping per line; \
-                blank lines and # comments are ignored. --from SERVICE sets every key of SERVICE, \
+                command is not run (exit as for get, naming the variable). A mapping is NAME=KEY \
+                (in --service), NAME=SERVICE/KEY (split at the first /) or \
+                NAME=keychain://SERVICE/KEY[?field=NAME] (a reference: %XX escapes a % ? # in a \
+                name). An --env-file is a .env file (NAME=value literals, passed on unmasked, and \
+                NAME=keychain://… references, read and masked) when it holds a quoted value, an \
+                export line or a reference, else one NAME=KEY mapping per line; blank lines and # \
+                comments are ignored. A variable exec inherits whose whole value is a reference is \
+                read too (op run's rule; --no-references passes it on as it is). \
+                --from SERVICE sets every key of SERVICE, \
                 named as export --format env names it (--only and --except globs choose keys, \
                 --prefix goes before names); two secrets that would set one name stop everything (65), \
                 and so does a key that would set a variable that changes what the command runs \
@@ -49,7 +55,8 @@ extension KeychainCLI {
                 (--env BAO_TOKEN=KEY).
 
                   keychain-cli -s ci exec --env GITHUB_TOKEN=github-token -- ./deploy.sh arg
-                  keychain-cli exec --env-file secrets.env -- make release
+                  keychain-cli exec --env-file .env -- make release
+                  DB_PASSWORD=keychain://prod/db keychain-cli exec -- ./migrate.sh
                   keychain-cli exec --from ci --except 'debug-*' -- ./deploy.sh
                   keychain-cli -s web exec --file tls.key=tls-key -- ./serve.sh
                 """)
