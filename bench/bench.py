@@ -14,6 +14,7 @@ import instructions
 from backends import openbao_table, vault_table
 from tree import tree_table
 from signed import signed_table
+from references import references_table
 from floor import floor_table
 from common import KC, LARGE_RUNS, LIST_ITEMS, MEMORY_RUNS, PY, RUNS, WARMUP, measure, measure_memory
 from masking import masking_table
@@ -148,6 +149,8 @@ def main():
     print(tree_rows)
     signed_rows = signed_table()
     print(signed_rows)
+    references_rows = references_table()
+    print(references_rows)
     bao_version, openbao_watch_rows, bao_table = openbao_table()
     print("\n" + bao_table)
     watch_rows = watch_table(openbao_watch_rows)
@@ -287,6 +290,7 @@ the team vault for comparison. Medians of {RUNS} interleaved runs; memory of {ME
 
 {tree_rows}
 {signed_rows}
+{references_rows}
 
 ## OpenBao: `get` over loopback HTTP
 

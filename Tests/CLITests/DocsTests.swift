@@ -263,7 +263,9 @@ struct DocsTests {
         }
         // ReadmeRecipeTests runs exactly these; a new marker needs a test there.
         #expect(
-            markers.sorted() == ["secret-service-recipe", "serve-recipe", "tree-vault-recipe", "vault-recipe"],
+            markers.sorted() == [
+                "op-run-migration", "secret-service-recipe", "serve-recipe", "tree-vault-recipe", "vault-recipe",
+            ],
             "\(markers)")
     }
 }

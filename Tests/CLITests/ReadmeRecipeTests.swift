@@ -79,6 +79,38 @@ struct ReadmeRecipeTests {
         #expect(vault.range(of: Data("gh-secret".utf8)) == nil)
     }
 
+    /// Leaving op run: a 1Password export imported, the .env's op:// references rewritten by the
+    /// recipe's sed (a password, a field, a section's field), literals kept, and exec runs.
+    @Test func theOpRunMigrationRunsTheSameEnvFile() throws {
+        let directory = try ScratchDirectory("recipe-op-run")
+        defer { try? FileManager.default.removeItem(at: directory.url) }
+        try writeDeployScript(
+            in: directory, body: #"printf '%s|%s|%s|%s' "$DB_PASSWORD" "$DB_USER" "$API_KEY" "$HOST" > deployed"#)
+        let data = #"""
+            {"accounts": [{"vaults": [{"attrs": {"name": "Prod"}, "items": [
+              {"state": "active", "categoryUuid": "001", "overview": {"title": "db"},
+               "details": {"loginFields": [{"value": "dbuser", "designation": "username"},
+                                           {"value": "db-pass-123", "designation": "password"}]}},
+              {"state": "active", "categoryUuid": "005", "overview": {"title": "api"},
+               "details": {"sections": [{"title": "keys", "fields": [{"title": "key", "value": {"concealed": "api-key-456"}}]}]}}
+            ]}]}]}
+            """#
+        try ImportOnePasswordTests.write1PUX(directory.path("1PasswordExport.1pux"), data: data)
+        try
+            "DB_PASSWORD=op://Prod/db/password\nDB_USER=op://Prod/db/username\nAPI_KEY=op://Prod/api/keys/key\nHOST=db.internal\n"
+            .write(toFile: directory.path(".env"), atomically: true, encoding: .utf8)
+        let result = try runSnippet(
+            readmeSnippet("op-run-migration").replacingOccurrences(of: "# before: ", with: "# "), in: directory,
+            environment: [
+                "KEYCHAIN_BACKEND": "vault", "KEYCHAIN_VAULT": directory.path("vault.age"),
+                "KEYCHAIN_PASSPHRASE": "migration passphrase", "KEYCHAIN_VAULT_WORK_FACTOR": "10",
+            ])
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(
+            try String(contentsOfFile: directory.path("deployed"), encoding: .utf8)
+                == "db-pass-123|dbuser|api-key-456|db.internal")
+    }
+
     /// The team's tree vault: made for a member and CI, a secret added on a branch, its diff
     /// reviewed (a fingerprint, never the value), merged, and read by the CI job's identity.
     @Test func theTreeVaultRecipeReviewsAMergedSecretAndHandsItToCI() throws {
