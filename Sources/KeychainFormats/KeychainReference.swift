@@ -93,8 +93,8 @@ package struct KeychainReference: Sendable, Hashable {
         while index < bytes.endIndex {
             let byte = bytes[index]
             if byte == UInt8(ascii: "%") {
-                guard index + 2 < bytes.endIndex, let high = hexValue(bytes[index + 1]),
-                    let low = hexValue(bytes[index + 2])
+                guard index + 2 < bytes.endIndex, let high = hexDigitValue(bytes[index + 1]),
+                    let low = hexDigitValue(bytes[index + 2])
                 else {
                     throw FormatError(
                         "has a % in its \(part) not followed by two hex digits (write %25 for a %)", isUsageError: true)
@@ -111,14 +111,5 @@ package struct KeychainReference: Sendable, Hashable {
             throw FormatError("has a \(part) whose %XX bytes are not UTF-8", isUsageError: true)
         }
         return text
-    }
-
-    private static func hexValue(_ byte: UInt8) -> UInt8? {
-        switch byte {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
-        default: nil
-        }
     }
 }

@@ -1,4 +1,5 @@
 import KeychainFormats
+import KeychainSystem
 
 /// How each shell reads one word that ``ShellDialect/quoted(_:)`` wrote, by the shells' manuals
 /// (not by our writer): the fuzz target checks that every value comes back byte for byte. The
@@ -47,7 +48,8 @@ enum ShellWords {
                 index += 1
             case (.fish, UInt8(ascii: "\\")):
                 // fish: \XHH outside quotes is the byte HH.
-                guard byte(1) == UInt8(ascii: "X"), let high = byte(2).flatMap(hex), let low = byte(3).flatMap(hex)
+                guard byte(1) == UInt8(ascii: "X"), let high = byte(2).flatMap(hexDigitValue),
+                    let low = byte(3).flatMap(hexDigitValue)
                 else {
                     return nil
                 }
@@ -79,7 +81,9 @@ enum ShellWords {
                 result.append(word[index + 1])
                 index += 2
             case UInt8(ascii: "x"):
-                guard index + 3 < word.count, let high = hex(word[index + 2]), let low = hex(word[index + 3]) else {
+                guard index + 3 < word.count, let high = hexDigitValue(word[index + 2]),
+                    let low = hexDigitValue(word[index + 3])
+                else {
                     return nil
                 }
                 result.append(high << 4 | low)
@@ -89,14 +93,5 @@ enum ShellWords {
             }
         }
         return nil
-    }
-
-    private static func hex(_ byte: UInt8) -> UInt8? {
-        switch byte {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
-        default: nil
-        }
     }
 }

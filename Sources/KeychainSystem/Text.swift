@@ -108,3 +108,13 @@ package func sleep(seconds: Double) {
     guard seconds > 0 else { return }
     usleep(UInt32(seconds * 1_000_000))
 }
+
+/// The value of the hexadecimal digit `byte` (either case), or nil.
+package func hexDigitValue(_ byte: UInt8) -> UInt8? {
+    switch byte {
+    case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
+    case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
+    case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
+    default: nil
+    }
+}
