@@ -72,12 +72,18 @@ extension KeychainCLI {
         @Flag(help: "Do not mask the command's output: replace keychain-cli with the command.")
         var noMask = false
 
+        @OptionGroup var restart: RestartOptions
+
         @Argument(parsing: .postTerminator, help: "The command and its arguments, after --.")
         var command: [String] = []
 
         func validate() throws {
             if command.isEmpty {
                 throw ValidationError("name the command to run after --, e.g. exec --env A=key -- env")
+            }
+            if noMask && restart.onChange {
+                throw ValidationError(
+                    "--restart-on-change keeps keychain-cli the command's parent, which --no-mask replaces; drop one")
             }
             if sources.isEmpty && files.isEmpty && inheritedReferences().isEmpty {
                 throw ValidationError(
@@ -88,15 +94,15 @@ extension KeychainCLI {
 
         func run() throws {
             // Every secret is read before anything runs: one missing secret runs nothing.
-            let inputs = try inputs(from: try keychain())
+            let keychain = try keychain()
+            let inputs = try inputs(from: keychain)
             // (A mapping may still pass the withheld secrets on.)
             settings.withholdSecretsFromCommands()
+            if restart.onChange { try runRestarting(inputs, keychain: keychain) }
             for variable in inputs.variables {
                 setenv(variable.name, String(decoding: variable.value, as: UTF8.self), 1)
             }
-            let secrets =
-                inputs.variables.filter(\.isSecret).map { ("$" + $0.name, $0.value) }
-                + inputs.files.map { ("--file " + $0.name, $0.secret) }
+            let secrets = inputs.secrets
             announce(secrets)
             let directory = try inputs.files.isEmpty ? nil : CredentialsDirectory(writing: inputs.files)
             if let directory { setenv("CREDENTIALS_DIRECTORY", directory.path, 1) }
@@ -108,7 +114,7 @@ extension KeychainCLI {
 
         /// Tells GitHub's runner to mask the secrets too (in this step's log and the later
         /// ones'), and warns of those too short to be masked, by name.
-        private func announce(_ secrets: [(shown: String, value: [UInt8])]) {
+        func announce(_ secrets: [(shown: String, value: [UInt8])]) {
             if (try? environment("GITHUB_ACTIONS")) == "true" {
                 let texts = secrets.filter { !MaskedForms.isTooShort($0.value) }.compactMap {
                     String(validating: $0.value, as: UTF8.self)

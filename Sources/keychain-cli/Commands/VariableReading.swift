@@ -81,10 +81,7 @@ extension VariableSources {
     )] {
         let keychain = Keychain(service: try ServiceName(service), store: store)
         let listing = try keychain.listing()
-        let keys = Swift.Set(listing.items.map(\.key)).sorted().filter { key in
-            (only.isEmpty || only.contains { fnmatch($0, key, 0) == 0 })
-                && !except.contains { fnmatch($0, key, 0) == 0 }
-        }
+        let keys = Swift.Set(listing.items.map(\.key)).sorted().filter(selects)
         guard !keys.isEmpty else {
             throw CommandFailure(
                 kind: .notFound,
@@ -138,7 +135,8 @@ extension EnvironmentMapping {
     static func read(file path: String) throws -> [EnvironmentMapping] {
         guard let bytes = try readInput(path: path, limit: smallInputLimit) else {
             throw CommandFailure.badData(
-                "\(quotedPath(path)) is larger than 1 MiB; an env file holds variables and references, not large secrets")
+                "\(quotedPath(path)) is larger than 1 MiB; an env file holds variables and references, not large secrets"
+            )
         }
         guard let text = String(validating: bytes, as: UTF8.self) else {
             throw CommandFailure.usage(
