@@ -122,7 +122,7 @@ extension KeychainCLI.Exec {
         environment += inputs.variables.map { "\($0.name)=\(String(decoding: $0.value, as: UTF8.self))" }
         if let directory { environment.append("CREDENTIALS_DIRECTORY=\(directory.path)") }
         return CommandStart(
-            environment: environment, secrets: inputs.secrets.map(\.value), cleanup: { directory?.remove() })
+            variables: environment, secrets: inputs.secrets.map(\.value), cleanup: { directory?.remove() })
     }
 
     /// One report of the watch of `service` (on its thread): a change to a secret the command

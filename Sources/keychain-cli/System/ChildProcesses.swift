@@ -18,12 +18,12 @@ func replaceProcess(with command: [String]) throws -> Never {
 /// Starts `command` (searched in PATH) with this process's environment and the signal
 /// dispositions and core limit keychain-cli was given; `output` become its descriptors 1 and 2
 /// (`exec`'s masked output), and `group` its process group (0: one of its own; nil: ours).
-/// `environment` (NAME=value) replaces this process's (exec --restart-on-change, whose watch
+/// `variables` (NAME=value) replace this process's (exec --restart-on-change, whose watch
 /// threads forbid changing ours).
 /// - Throws: ``CommandFailure`` (exit 127 when not found, 126 when it cannot be run).
 func spawn(
     _ command: [String], output: [Int32] = [], group: pid_t? = nil, mask: sigset_t? = nil,
-    environment: [String]? = nil
+    variables: [String]? = nil
 ) throws -> pid_t {
     var arguments = commandArguments(command)
     defer { for argument in arguments { free(argument) } }
@@ -42,7 +42,7 @@ func spawn(
         POSIX_SPAWN_SETSIGDEF | (group == nil ? 0 : POSIX_SPAWN_SETPGROUP) | (mask == nil ? 0 : POSIX_SPAWN_SETSIGMASK)
     posix_spawnattr_setflags(&attributes, Int16(flags))
     var pid: pid_t = 0
-    var copies = environment.map { $0.map { strdup($0) } + [nil] }
+    var copies = variables.map { $0.map { strdup($0) } + [nil] }
     defer {
         for copy in copies ?? [] {
             if let copy { explicit_bzero(copy, strlen(copy)) }  // the command's secrets

@@ -7,8 +7,8 @@ import KeychainCore
 
 /// One start of the command: its whole environment and what it is given.
 struct CommandStart {
-    /// Its environment, NAME=value (ours is never changed once the watches' threads run).
-    var environment: [String]
+    /// Its whole environment, NAME=value (ours is not changed once the watches' threads run).
+    var variables: [String]
     /// The secrets it is given, masked in what it writes (the earlier ones stay masked).
     var secrets: [[UInt8]]
     /// Removes what was made for it (its --file directory) once it has ended.
@@ -114,7 +114,7 @@ func runMaskedRestarting(
     let watches = try watch()
     var current = first
     var child = try spawn(
-        command, output: output.given, group: jobs.commandGroup, mask: original, environment: first.environment)
+        command, output: output.given, group: jobs.commandGroup, mask: original, variables: first.variables)
     jobs.started(child)
     output.passSignals(to: child, leads: jobs.commandGroup == 0)
     // The command being stopped for a restart: when SIGKILL is due (nil once sent), and its successor.
@@ -137,7 +137,7 @@ func runMaskedRestarting(
             output.passSignals(to: 0)  // a signal now waits for the next command
             do {
                 let old = child
-                child = try spawnAgain(command, output: output, jobs: jobs, mask: original, successor.environment)
+                child = try spawnAgain(command, output: output, jobs: jobs, mask: original, successor.variables)
                 jobs.restarted(child, after: old)
                 output.passSignals(to: child, leads: jobs.restartGroup == 0)
                 return false
@@ -178,11 +178,11 @@ func runMaskedRestarting(
 /// Starts the command again, in the job's process group where the first one stayed (or, when
 /// that group is gone, one of its own).
 private func spawnAgain(
-    _ command: [String], output: MaskedOutput, jobs: JobControl, mask: sigset_t, _ environment: [String]
+    _ command: [String], output: MaskedOutput, jobs: JobControl, mask: sigset_t, _ variables: [String]
 ) throws -> pid_t {
     do {
-        return try spawn(command, output: output.given, group: jobs.restartGroup, mask: mask, environment: environment)
+        return try spawn(command, output: output.given, group: jobs.restartGroup, mask: mask, variables: variables)
     } catch let failure as CommandFailure where jobs.restartGroup != 0 && failure.kind == .cannotExecute {
-        return try spawn(command, output: output.given, group: 0, mask: mask, environment: environment)
+        return try spawn(command, output: output.given, group: 0, mask: mask, variables: variables)
     }
 }
