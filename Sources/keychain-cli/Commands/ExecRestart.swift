@@ -61,6 +61,9 @@ struct RestartOptions: ParsableArguments {
 }
 
 extension KeychainCLI.Exec {
+    /// Seconds between two looks of a watch that polls (as watch's default --interval).
+    static let pollInterval = 1.0
+
     /// Runs the command as exec does, starting it again when a secret it was given changes.
     /// - Throws: ``CommandFailure`` when the command cannot be started (127, 126) or a service
     ///   cannot be watched (as for watch).
@@ -70,7 +73,9 @@ extension KeychainCLI.Exec {
         let baseline = Environment.all(except: [])
         // What the watches' threads look for: the secrets given, by where they went.
         let watched = Locked(first.origins)
-        let requests = try RestartRequests()
+        // A watch that polls (OpenBao, a tree vault) sees a burst of writes a poll at a time.
+        let polled = keychain.store is OpenBaoStore || keychain.store is TreeVaultStore
+        let requests = try RestartRequests(quiet: RestartPolicy.quiet + (polled ? Self.pollInterval : 0))
         let sources = self.sources
         let services = Set(first.sources.map(\.service) + sources.fromServices).sorted()
         announce(first.secrets)
@@ -82,7 +87,7 @@ extension KeychainCLI.Exec {
                 try services.map { service in
                     // (A watch lasts as long as its Keychain: both are kept.)
                     let watcher = Keychain(service: try ServiceName(service), store: keychain.store)
-                    let watch = try watcher.watch { result in
+                    let watch = try watcher.watch(pollingEvery: Self.pollInterval) { result in
                         Self.received(result, in: service, of: watched.withLock { $0 }, from: sources, requests)
                     }
                     return (watcher, watch)

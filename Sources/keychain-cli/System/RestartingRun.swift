@@ -21,10 +21,11 @@ struct RestartPolicy {
     var signal: Int32
     /// Seconds it has to end before SIGKILL.
     var grace: Double
-    /// A burst of changes restarts once: when none came for `quiet` seconds, and at the latest
-    /// `longest` seconds after its first (a constant stream of writes still restarts).
+    /// A burst of changes restarts once: when none came for `quiet` seconds (a watch that polls
+    /// sees a burst a poll at a time: a poll's interval more), and at the latest `longest`
+    /// seconds after its first change (a constant stream of writes still restarts).
     static let quiet = 0.25
-    static let longest = 2.0
+    static let longest = 3.0
 }
 
 /// What the watches' threads saw, for the main thread: the changes of the burst under way, and
@@ -32,9 +33,12 @@ struct RestartPolicy {
 final class RestartRequests: Sendable {
     private let state = Locked<(first: Double?, last: Double?, notes: [String])>((nil, nil, []))
     let wake: (read: Int32, write: Int32)
+    /// Seconds without a change that end a burst.
+    private let quiet: Double
 
     /// - Throws: ``CommandFailure`` (74) when no pipe can be made.
-    init() throws {
+    init(quiet: Double) throws {
+        self.quiet = quiet
         guard let pipe = makePipe() else { throw pipeFailure() }
         _ = fcntl(pipe.write, F_SETFL, O_NONBLOCK)
         wake = pipe
@@ -60,7 +64,7 @@ final class RestartRequests: Sendable {
     var dueAt: Double? {
         state.withLock { state in
             guard let first = state.first, let last = state.last else { return nil }
-            return min(last + RestartPolicy.quiet, first + RestartPolicy.longest)
+            return min(last + quiet, first + RestartPolicy.longest)
         }
     }
 
