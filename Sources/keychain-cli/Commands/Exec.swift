@@ -48,10 +48,24 @@ extension KeychainCLI {
                 keychain-cli.passphrase are not passed on; a command that needs one maps it \
                 (--env BAO_TOKEN=KEY).
 
+                --restart-on-change (not with --no-mask: 64) watches the services of the secrets \
+                the command was given, as watch does, and when one of them changes (or, with \
+                --from, a key it selects is added, changed or removed) sends the command \
+                --restart-signal (default TERM; a name, with or without SIG, or a number), SIGKILL \
+                after --restart-grace seconds (default 10), and starts it again with everything \
+                read anew (the new values masked, the old ones still). A burst of changes restarts \
+                it once: when none came for 0.25 s (1.25 s where the backend is polled: OpenBao, \
+                a tree vault), at the latest 3 s after the first. A secret deleted, or a re-read \
+                that fails, leaves the command running, and a line on stderr names the variable \
+                or file, never a value; the same values again restart nothing. keychain-cli ends \
+                as the last command ended on its own; an ending signal sent to keychain-cli while \
+                it restarts the command ends it instead.
+
                   keychain-cli -s ci exec --env GITHUB_TOKEN=github-token -- ./deploy.sh arg
                   keychain-cli exec --env-file secrets.env -- make release
                   keychain-cli exec --from ci --except 'debug-*' -- ./deploy.sh
                   keychain-cli -s web exec --file tls.key=tls-key -- ./serve.sh
+                  keychain-cli -s web exec --restart-on-change --env DB=db -- ./serve.sh
                 """)
 
         @OptionGroup(title: "Global options") var globals: GlobalOptions
