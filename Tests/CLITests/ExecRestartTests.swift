@@ -118,6 +118,33 @@ struct ExecRestartTests {
         }
     }
 
+    @Test func theRestartSignalIsTheOneGivenAndASignalToExecDuringARestartEndsIt() throws {
+        try CLIBackend.withVault { _ in
+            let s = uniqueService()
+            #expect(try cli(["-s", s, "set", "token"], input: "first-secret-value").status == 0)
+            let script =
+                #"trap 'echo hup >> "$OUT/signals"; [ -e "$OUT/stay" ] || exit 0' HUP; "#
+                + #"echo "$$ ${#A}" >> "$OUT/starts"; printf '%s' "$A" > "$OUT/value-$$"; "#
+                + #"while :; do sleep 0.05; done"#
+            let exec = try RestartingExec(
+                ["--env", "A=token", "--restart-signal", "SIGHUP", "--restart-grace", "5"], service: s, script: script)
+            #expect(exec.waitForStarts(1), "\(exec.stderr)")
+            let started = Date()
+            _ = try exec.changeUntilRestarted()
+            #expect(Date().timeIntervalSince(started) < 5, "HUP ended it: no SIGKILL after the grace")
+            let signals = exec.directory.path("signals")
+            #expect(tail(ofFile: signals) == "hup\n")
+            // Now it stays on HUP: a SIGTERM to exec while it waits is passed on and ends both.
+            #expect(FileManager.default.createFile(atPath: exec.directory.path("stay"), contents: Data()))
+            #expect(try cli(["-s", s, "set", "token"], input: "third-secret-value").status == 0)
+            #expect(eventually(timeout: 10) { tail(ofFile: signals) == "hup\nhup\n" }, "\(exec.stderr)")
+            exec.process.signal(SIGTERM)
+            #expect(exec.process.wait(timeout: 5))
+            #expect(exec.process.status?.signaled == true && exec.process.status?.code == SIGTERM)
+            #expect(exec.starts.count == 2)
+        }
+    }
+
     @Test(arguments: CLIBackend.allCases)
     func aBurstOfWritesRestartsOnce(on backend: CLIBackend) throws {
         try backend.run {
