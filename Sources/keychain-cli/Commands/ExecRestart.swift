@@ -1,6 +1,7 @@
 import ArgumentParser
 import Glibc
 import KeychainCore
+import KeychainHolder
 
 // exec --restart-on-change: the services of what the command was given are watched (watch's
 // machinery, every backend), and a change to one of its secrets starts it again with the new
@@ -74,7 +75,8 @@ extension KeychainCLI.Exec {
         // What the watches' threads look for: the secrets given, by where they went.
         let watched = Locked(first.origins)
         // A watch that polls (OpenBao, a tree vault) sees a burst of writes a poll at a time.
-        let polled = keychain.store is OpenBaoStore || keychain.store is TreeVaultStore
+        let store = (keychain.store as? HeldVaultStore)?.direct ?? keychain.store  // (unlock's holder watches directly)
+        let polled = store is OpenBaoStore || store is TreeVaultStore
         let requests = try RestartRequests(quiet: RestartPolicy.quiet + (polled ? Self.pollInterval : 0))
         let sources = self.sources
         let services = Set(first.sources.map(\.service) + sources.fromServices).sorted()
