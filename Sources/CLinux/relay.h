@@ -9,13 +9,14 @@ struct keychain_cli_relay {
     volatile sig_atomic_t child;    // the command, once started
     volatile sig_atomic_t leads;    // whether it leads a process group of its own
     volatile sig_atomic_t pending;  // signals that came before the command started (bit n: signal n)
+    volatile sig_atomic_t ending;   // the last SIGINT, SIGTERM, SIGHUP or SIGQUIT passed on (exec's restarts)
     int wake;                       // a pipe's write end (non-blocking): a byte for each SIGCHLD
     int terminal[2];                // our terminal outputs, whose sizes the ptys follow (or -1)
     int pty[2];                     // the ptys' masters (or -1)
 };
 
 static inline struct keychain_cli_relay *keychain_cli_relay_state(void) {
-    static struct keychain_cli_relay state = {0, 0, 0, -1, {-1, -1}, {-1, -1}};
+    static struct keychain_cli_relay state = {0, 0, 0, 0, -1, {-1, -1}, {-1, -1}};
     return &state;
 }
 
@@ -53,6 +54,7 @@ static inline void keychain_cli_relay_handler(int signal, siginfo_t *info, void 
         // process or from a terminal (its Ctrl-C while we have its foreground, its hangup to us as
         // the session's leader), did not reach it, and is passed on once: a terminal's (SI_KERNEL)
         // to its whole group, as the terminal gives it. Not what it sent us itself.
+        if (signal == SIGINT || signal == SIGTERM || signal == SIGHUP || signal == SIGQUIT) relay->ending = signal;
         if (child > 0) kill(relay->leads && info->si_code == SI_KERNEL ? -child : child, signal);
         else relay->pending |= 1 << signal;
     }
@@ -93,6 +95,19 @@ static inline void keychain_cli_relay_set_child(int child, int leads) {
         if (relay->pending & (1 << signal)) kill(child, signal);
     relay->pending = 0;
     sigprocmask(SIG_SETMASK, &previous, NULL);
+}
+
+// The last ending signal passed on (or held for the next command) since the last call, or 0:
+// exec --restart-on-change starts no new command after one.
+static inline int keychain_cli_relay_take_ending(void) {
+    struct keychain_cli_relay *relay = keychain_cli_relay_state();
+    sigset_t all, previous;
+    sigfillset(&all);
+    sigprocmask(SIG_BLOCK, &all, &previous);
+    int signal = relay->ending;
+    relay->ending = 0;
+    sigprocmask(SIG_SETMASK, &previous, NULL);
+    return signal;
 }
 
 // A pty whose slave has the settings and window size of terminal `like`, but no output

@@ -14,7 +14,7 @@ package final class HeldVaultStore: SecretStore {
     package let vault: String
     let place: HolderPlace
     let timeout: Double
-    let direct: any SecretStore
+    package let direct: any SecretStore
     /// The connection while the holder answers; nil before the first request, and `.none` for
     /// good once it is gone or does not hold the vault.
     private let connection = Locked<Int32??>(nil)

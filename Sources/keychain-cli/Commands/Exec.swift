@@ -54,11 +54,25 @@ extension KeychainCLI {
                 keychain-cli.passphrase are not passed on; a command that needs one maps it \
                 (--env BAO_TOKEN=KEY).
 
+                --restart-on-change (not with --no-mask: 64) watches the services of the secrets \
+                the command was given, as watch does, and when one of them changes (or, with \
+                --from, a key it selects is added, changed or removed) sends the command \
+                --restart-signal (default TERM; a name, with or without SIG, or a number), SIGKILL \
+                after --restart-grace seconds (default 10), and starts it again with everything \
+                read anew (the new values masked, the old ones still). A burst of changes restarts \
+                it once: when none came for 0.25 s (1.25 s where the backend is polled: OpenBao, \
+                a tree vault), at the latest 3 s after the first. A secret deleted, or a re-read \
+                that fails, leaves the command running, and a line on stderr names the variable \
+                or file, never a value; the same values again restart nothing. keychain-cli ends \
+                as the last command ended on its own; an ending signal sent to keychain-cli while \
+                it restarts the command ends it instead.
+
                   keychain-cli -s ci exec --env GITHUB_TOKEN=github-token -- ./deploy.sh arg
                   keychain-cli exec --env-file .env -- make release
                   DB_PASSWORD=keychain://prod/db keychain-cli exec -- ./migrate.sh
                   keychain-cli exec --from ci --except 'debug-*' -- ./deploy.sh
                   keychain-cli -s web exec --file tls.key=tls-key -- ./serve.sh
+                  keychain-cli -s web exec --restart-on-change --env DB=db -- ./serve.sh
                 """)
 
         @OptionGroup(title: "Global options") var globals: GlobalOptions
@@ -79,12 +93,18 @@ extension KeychainCLI {
         @Flag(help: "Do not mask the command's output: replace keychain-cli with the command.")
         var noMask = false
 
+        @OptionGroup var restart: RestartOptions
+
         @Argument(parsing: .postTerminator, help: "The command and its arguments, after --.")
         var command: [String] = []
 
         func validate() throws {
             if command.isEmpty {
                 throw ValidationError("name the command to run after --, e.g. exec --env A=key -- env")
+            }
+            if noMask && restart.onChange {
+                throw ValidationError(
+                    "--restart-on-change keeps keychain-cli the command's parent, which --no-mask replaces; drop one")
             }
             if sources.isEmpty && files.isEmpty && inheritedReferences().isEmpty {
                 throw ValidationError(
@@ -95,15 +115,15 @@ extension KeychainCLI {
 
         func run() throws {
             // Every secret is read before anything runs: one missing secret runs nothing.
-            let inputs = try inputs(from: try keychain())
+            let keychain = try keychain()
+            let inputs = try inputs(from: keychain)
             // (A mapping may still pass the withheld secrets on.)
             settings.withholdSecretsFromCommands()
+            if restart.onChange { try runRestarting(inputs, keychain: keychain) }
             for variable in inputs.variables {
                 setenv(variable.name, String(decoding: variable.value, as: UTF8.self), 1)
             }
-            let secrets =
-                inputs.variables.filter(\.isSecret).map { ("$" + $0.name, $0.value) }
-                + inputs.files.map { ("--file " + $0.name, $0.secret) }
+            let secrets = inputs.secrets
             announce(secrets)
             let directory = try inputs.files.isEmpty ? nil : CredentialsDirectory(writing: inputs.files)
             if let directory { setenv("CREDENTIALS_DIRECTORY", directory.path, 1) }
@@ -115,7 +135,7 @@ extension KeychainCLI {
 
         /// Tells GitHub's runner to mask the secrets too (in this step's log and the later
         /// ones'), and warns of those too short to be masked, by name.
-        private func announce(_ secrets: [(shown: String, value: [UInt8])]) {
+        func announce(_ secrets: [(shown: String, value: [UInt8])]) {
             if (try? environment("GITHUB_ACTIONS")) == "true" {
                 let texts = secrets.filter { !MaskedForms.isTooShort($0.value) }.compactMap {
                     String(validating: $0.value, as: UTF8.self)

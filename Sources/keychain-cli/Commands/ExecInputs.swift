@@ -10,6 +10,23 @@ struct ExecInputs {
     var files: [(name: String, secret: [UInt8])] = []
     /// Every secret a variable or file was read from (not --from's), for --restart-on-change.
     var sources: [KeychainReference] = []
+
+    /// Each secret of ``sources`` and where it went: "$NAME", "--file NAME" (for messages).
+    var origins: [(source: KeychainReference, shown: String)] {
+        variables.compactMap { variable in variable.source.map { ($0, "$" + variable.name) } }
+            + zip(sources.suffix(files.count), files).map { ($0, "--file " + $1.name) }
+    }
+
+    /// The secrets the command is given, by where they go ("$NAME", "--file NAME"): masked.
+    var secrets: [(shown: String, value: [UInt8])] {
+        variables.filter(\.isSecret).map { ("$" + $0.name, $0.value) } + files.map { ("--file " + $0.name, $0.secret) }
+    }
+
+    /// Whether `other` gives the command the same variables and files.
+    func gives(sameAs other: ExecInputs) -> Bool {
+        variables.map(\.name) == other.variables.map(\.name) && variables.map(\.value) == other.variables.map(\.value)
+            && files.map(\.name) == other.files.map(\.name) && files.map(\.secret) == other.files.map(\.secret)
+    }
 }
 
 extension KeychainCLI.Exec {
@@ -21,8 +38,8 @@ extension KeychainCLI.Exec {
     /// Everything the command is given, read from `keychain`.
     /// - Throws: ``CommandFailure`` naming the variable or file of the first that cannot be read
     ///   (exit as get: 1 when missing, 65 for a binary secret, …), or two that set one name.
-    func inputs(from keychain: Keychain) throws -> ExecInputs {
-        let outcome = "nothing was run"
+    /// - Parameter outcome: what a failure stops (a restart: "the command keeps running").
+    func inputs(from keychain: Keychain, outcome: String = "nothing was run") throws -> ExecInputs {
         var variables = try sources.parsedMappings()
         // op run's rule: a variable whose value is a reference as a whole is replaced by what it
         // names, unless a mapping sets that variable anyway.

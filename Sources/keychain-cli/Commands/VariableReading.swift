@@ -81,10 +81,7 @@ extension VariableSources {
     )] {
         let keychain = Keychain(service: try ServiceName(service), store: store)
         let listing = try keychain.listing()
-        let keys = Swift.Set(listing.items.map(\.key)).sorted().filter { key in
-            (only.isEmpty || only.contains { fnmatch($0, key, 0) == 0 })
-                && !except.contains { fnmatch($0, key, 0) == 0 }
-        }
+        let keys = Swift.Set(listing.items.map(\.key)).sorted().filter(selects)
         guard !keys.isEmpty else {
             throw CommandFailure(
                 kind: .notFound,

@@ -1,4 +1,5 @@
 import ArgumentParser
+import Glibc
 import KeychainCore
 
 /// Where the variables of `exec` and `env` come from: `--env` mappings, `--env-file` files and
@@ -37,6 +38,11 @@ struct VariableSources: ParsableArguments {
 
     /// Whether no variable is asked for.
     var isEmpty: Bool { mappings.isEmpty && environmentFiles.isEmpty && fromServices.isEmpty }
+
+    /// Whether --only and --except let `key` of a --from service through.
+    func selects(_ key: String) -> Bool {
+        (only.isEmpty || only.contains { fnmatch($0, key, 0) == 0 }) && !except.contains { fnmatch($0, key, 0) == 0 }
+    }
 
     func validate() throws {
         if fromServices.isEmpty && (!only.isEmpty || !except.isEmpty || !prefix.isEmpty) {

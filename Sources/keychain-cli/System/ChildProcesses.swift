@@ -18,8 +18,13 @@ func replaceProcess(with command: [String]) throws -> Never {
 /// Starts `command` (searched in PATH) with this process's environment and the signal
 /// dispositions and core limit keychain-cli was given; `output` become its descriptors 1 and 2
 /// (`exec`'s masked output), and `group` its process group (0: one of its own; nil: ours).
+/// `variables` (NAME=value) replace this process's (exec --restart-on-change, whose watch
+/// threads forbid changing ours).
 /// - Throws: ``CommandFailure`` (exit 127 when not found, 126 when it cannot be run).
-func spawn(_ command: [String], output: [Int32] = [], group: pid_t? = nil, mask: sigset_t? = nil) throws -> pid_t {
+func spawn(
+    _ command: [String], output: [Int32] = [], group: pid_t? = nil, mask: sigset_t? = nil,
+    variables: [String]? = nil
+) throws -> pid_t {
     var arguments = commandArguments(command)
     defer { for argument in arguments { free(argument) } }
     var actions = posix_spawn_file_actions_t()
@@ -37,7 +42,14 @@ func spawn(_ command: [String], output: [Int32] = [], group: pid_t? = nil, mask:
         POSIX_SPAWN_SETSIGDEF | (group == nil ? 0 : POSIX_SPAWN_SETPGROUP) | (mask == nil ? 0 : POSIX_SPAWN_SETSIGMASK)
     posix_spawnattr_setflags(&attributes, Int16(flags))
     var pid: pid_t = 0
-    let status = posix_spawnp(&pid, arguments[0]!, &actions, &attributes, &arguments, environ)
+    var copies = variables.map { $0.map { strdup($0) } + [nil] }
+    defer {
+        for copy in copies ?? [] {
+            if let copy { explicit_bzero(copy, strlen(copy)) }  // the command's secrets
+            free(copy)
+        }
+    }
+    let status = withVariables(&copies) { posix_spawnp(&pid, arguments[0]!, &actions, &attributes, &arguments, $0) }
     guard status == 0 else { throw commandNotRun(command[0], error: status) }
     Startup.restoreCoreLimit(of: pid)
     return pid

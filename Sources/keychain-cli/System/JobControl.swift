@@ -95,6 +95,17 @@ struct JobControl {
         return nil
     }
 
+    /// The process group of a command started again (exec --restart-on-change): the job's, where
+    /// the first one stayed (keychain-cli has left it), or one of its own.
+    var restartGroup: pid_t { job ?? 0 }
+
+    /// The command `child` started again in place of `old` (ended): the terminal's foreground
+    /// passes from the one to the other, where the first one got it.
+    func restarted(_ child: pid_t, after old: pid_t) {
+        guard job == nil else { return }
+        if takeTerminal(from: old) && atOnce { _ = giveTerminal(to: child) }
+    }
+
     /// Before keychain-cli ends: the terminal's foreground back to its group, if the command's has
     /// it (and the group continued, for a reader of its output stopped meanwhile).
     func finished(_ child: pid_t) {

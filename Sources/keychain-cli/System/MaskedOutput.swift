@@ -84,8 +84,25 @@ struct MaskedOutput {
     /// Passes signals on to `child` from now on (a terminal's to its whole group when it `leads`
     /// one), and closes our copies of the command's ends.
     func commandStarted(_ child: pid_t, leads: Bool = false) {
+        passSignals(to: child, leads: leads)
+        closeGiven()
+    }
+
+    /// Passes signals on to `child` from now on (0: holds them for the next command), without
+    /// closing the command's ends: exec --restart-on-change gives them to the next one too.
+    func passSignals(to child: pid_t, leads: Bool = false) {
         keychain_cli_relay_set_child(child, leads ? 1 : 0)
+    }
+
+    /// Closes our copies of the command's ends (its end of output is then the last command's).
+    func closeGiven() {
         for fd in Set(given) { close(fd) }
+    }
+
+    /// The last SIGINT, SIGTERM, SIGHUP or SIGQUIT passed on since the last call, or nil.
+    static func takeEndingSignal() -> Int32? {
+        let signal = keychain_cli_relay_take_ending()
+        return signal == 0 ? nil : signal
     }
 
     /// Before the command starts: follows the terminal's size on the pty (SIGWINCH), passing the
@@ -157,7 +174,10 @@ private let quietMilliseconds: Int32 = 500
 /// them open). `wake` becomes readable when `ended` may have changed. Where our reader has gone
 /// (EPIPE), so does the command's; where a write fails otherwise (a full disk), the message says
 /// so, the command's output is closed as well, and the result is true: output was lost.
-func relay(_ output: MaskedOutput, masks: OutputMasks, wake: Int32, ended: () -> Bool) -> Bool {
+/// `next` is when `ended` must be asked again at the latest (monotonic seconds; nil: when woken).
+func relay(
+    _ output: MaskedOutput, masks: OutputMasks, wake: Int32, next: () -> Double? = { nil }, ended: () -> Bool
+) -> Bool {
     var (version, forms) = masks.current
     var open = output.sources.map {
         (fd: $0.fd, target: $0.target, stream: MaskingStream(hiding: forms), quietSince: Double?.none)
@@ -203,7 +223,7 @@ func relay(_ output: MaskedOutput, masks: OutputMasks, wake: Int32, ended: () ->
             send(index)
         }
         var deadlines = open.compactMap { $0.quietSince.map { $0 + quiet } }
-        if endedAt != nil { deadlines.append(lastRead + quiet) }
+        if endedAt != nil { deadlines.append(lastRead + quiet) } else if let next = next() { deadlines.append(next) }
         if !output.ptys.isEmpty {  // a terminal's change of size reaches its foreground group, often not us
             keychain_cli_relay_follow_sizes(0)
             deadlines.append(now + quiet)
@@ -247,7 +267,7 @@ func relay(_ output: MaskedOutput, masks: OutputMasks, wake: Int32, ended: () ->
 }
 
 /// Ends keychain-cli as the command ended: with its exit status, or by the signal that ended it.
-private func exitAsCommand(_ status: Int32) -> Never {
+func exitAsCommand(_ status: Int32) -> Never {
     let signal = status & 0x7f
     guard signal != 0 else { exit((status >> 8) & 0xff) }
     Glibc.signal(signal, SIG_DFL)
