@@ -132,7 +132,7 @@ let package = Package(
             name: "KeychainFuzzTargets",
             dependencies: [
                 "KeychainStore", "KeychainCredentials", "KeychainFormats", "KeychainAge", "KeychainVault",
-                "KeychainKeePass", "KeychainSSH", .product(name: "Crypto", package: "swift-crypto"),
+                "KeychainKeePass", "KeychainSSH", "KeychainSystem", .product(name: "Crypto", package: "swift-crypto"),
                 // eventually(), the tests' one polling helper.
                 "TestSupport",
             ]

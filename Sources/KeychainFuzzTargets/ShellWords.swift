@@ -48,12 +48,8 @@ enum ShellWords {
                 index += 1
             case (.fish, UInt8(ascii: "\\")):
                 // fish: \XHH outside quotes is the byte HH.
-                guard byte(1) == UInt8(ascii: "X"), let high = byte(2).flatMap(hexDigitValue),
-                    let low = byte(3).flatMap(hexDigitValue)
-                else {
-                    return nil
-                }
-                result.append(high << 4 | low)
+                guard byte(1) == UInt8(ascii: "X"), let value = hexByte(word, at: index + 2) else { return nil }
+                result.append(value)
                 index += 4
             default:
                 return nil
@@ -81,17 +77,20 @@ enum ShellWords {
                 result.append(word[index + 1])
                 index += 2
             case UInt8(ascii: "x"):
-                guard index + 3 < word.count, let high = hexDigitValue(word[index + 2]),
-                    let low = hexDigitValue(word[index + 3])
-                else {
-                    return nil
-                }
-                result.append(high << 4 | low)
+                guard let value = hexByte(word, at: index + 2) else { return nil }
+                result.append(value)
                 index += 4
             default:
                 return nil
             }
         }
         return nil
+    }
+
+    /// The byte that the two hex digits at `index` of `word` stand for, if they are two.
+    private static func hexByte(_ word: [UInt8], at index: Int) -> UInt8? {
+        guard index + 1 < word.count, let high = hexDigitValue(word[index]), let low = hexDigitValue(word[index + 1])
+        else { return nil }
+        return high << 4 | low
     }
 }
