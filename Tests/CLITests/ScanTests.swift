@@ -159,6 +159,35 @@ struct ScanTests {
         }
     }
 
+    /// A link out of the tree is not followed and a FIFO in it is skipped with a note (exit 0:
+    /// nothing found); a device named on the command line cannot be scanned: 74, with a note; a
+    /// secret twice on one line is reported once.
+    @Test func linksAreNotFollowedAndWhatIsNoFileIsNoted() throws {
+        try CLIBackend.withVault { _ in
+            let s = try ScanSecrets.store()
+            let outside = try ScanTree()
+            let tree = try ScanTree()
+            defer {
+                outside.directory.remove()
+                tree.directory.remove()
+            }
+            try outside.write("leak.txt", ScanSecrets.token)
+            try tree.write("a.txt", "clean\n")
+            try FileManager.default.createSymbolicLink(atPath: tree.path("link"), withDestinationPath: outside.root)
+            try FileManager.default.createSymbolicLink(
+                atPath: tree.path("leak-link.txt"), withDestinationPath: outside.path("leak.txt"))
+            #expect(mkfifo(tree.path("pipe"), 0o600) == 0)
+            let clean = try cli(["scan", "--from", s, tree.root])
+            #expect(clean.status == 0, "\(clean.stdoutText)\(clean.stderr)")
+            #expect(clean.stderr.contains("'\(tree.path("pipe"))' is a FIFO, device or socket; skipped"))
+            let device = try cli(["scan", "--from", s, "/dev/null", tree.root])
+            #expect(device.status == 74 && device.stderr.contains("'/dev/null' is not a file or a directory"))
+            try tree.write("twice.txt", "\(ScanSecrets.token) \(ScanSecrets.token)\n")
+            let twice = try cli(["scan", "--from", s, tree.path("twice.txt")])
+            #expect(twice.status == 1 && twice.stdoutText == "\(tree.path("twice.txt")):1: \(s)/token (plain)\n")
+        }
+    }
+
     /// A missing path stops the scan before anything is read (74, one line naming it); nothing
     /// to look for is a usage error (64); --from with --all-services too.
     @Test func badInputGetsAClearOneLineError() throws {

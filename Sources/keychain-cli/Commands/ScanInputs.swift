@@ -60,13 +60,23 @@ final class SecretScanner {
                 continue
             }
             var entries: [String] = []
+            var unnamed = 0
             while let entry = readdir(handle) {
                 let name = withUnsafeBytes(of: entry.pointee.d_name) {
-                    String(cString: $0.bindMemory(to: CChar.self).baseAddress!)
+                    String(validatingCString: $0.bindMemory(to: CChar.self).baseAddress!)
+                }
+                guard let name else {
+                    unnamed += 1
+                    continue
                 }
                 if name != "." && name != ".." { entries.append(name) }
             }
             closedir(handle)
+            if unnamed > 0 {
+                note(
+                    "\(unnamed) name\(unnamed == 1 ? "" : "s") in \(quotedPath(current)) \(unnamed == 1 ? "is" : "are") "
+                        + "not UTF-8; not read", incomplete: true)
+            }
             var directories: [String] = []
             for name in entries.sorted() {
                 let path = current.hasSuffix("/") ? current + name : current + "/" + name

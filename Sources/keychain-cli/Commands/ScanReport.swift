@@ -101,6 +101,8 @@ func lineFeeds(_ bytes: UnsafeRawBufferPointer) -> Int {
 /// its first line too).
 struct PendingFindings {
     private var entries: [(finding: ScanFinding, secret: Int, length: Int)] = []
+    /// The line of each secret's last finding taken (a later one on that line is not reported).
+    private var taken: [Int: Int] = [:]
 
     mutating func add(_ finding: ScanFinding, secret: Int, length: Int) {
         if let index = entries.firstIndex(where: { $0.secret == secret && $0.finding.line == finding.line }) {
@@ -112,9 +114,10 @@ struct PendingFindings {
 
     /// Takes the findings that begin before `offset` (nil: all), in the order they begin.
     mutating func take(before offset: Int?) -> [ScanFinding] {
-        let ready = entries.filter { offset == nil || $0.finding.offset < offset! }
+        var ready = entries.filter { offset == nil || $0.finding.offset < offset! }
         entries.removeAll { offset == nil || $0.finding.offset < offset! }
-        return ready.map(\.finding).sorted { ($0.offset, $0.service, $0.key) < ($1.offset, $1.service, $1.key) }
+        ready.sort { ($0.finding.offset, $0.secret) < ($1.finding.offset, $1.secret) }
+        return ready.filter { taken.updateValue($0.finding.line, forKey: $0.secret) != $0.finding.line }.map(\.finding)
     }
 }
 
