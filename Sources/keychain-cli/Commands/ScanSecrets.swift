@@ -35,7 +35,11 @@ extension KeychainCLI.Scan {
         var values: [[UInt8]] = []
         var short: [String] = []
         for listing in listings {
-            let items = listing.items
+            // An item another program stored under a name keychain-cli cannot address (an empty
+            // key) is not one of the secrets to look for.
+            let items = listing.items.filter {
+                (try? ServiceName($0.service)) != nil && (try? KeychainKey($0.key)) != nil
+            }
             let addresses = try items.map {
                 SecretAddress(service: try ServiceName($0.service), key: try KeychainKey($0.key))
             }
