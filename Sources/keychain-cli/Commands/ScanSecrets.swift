@@ -43,10 +43,10 @@ extension KeychainCLI.Scan {
             let addresses = try items.map {
                 SecretAddress(service: try ServiceName($0.service), key: try KeychainKey($0.key))
             }
-            for (item, secret) in zip(items, try store.secrets(of: addresses, listedIn: listing)) {
-                guard var secret else { continue }  // deleted since the listing
-                var value = Array(secret)
-                wipe(&secret)
+            var secrets = try store.secrets(of: addresses, listedIn: listing)
+            for (index, item) in items.enumerated() where secrets[index] != nil {  // nil: deleted since
+                var value = Array(secrets[index]!)
+                wipe(&secrets[index]!)  // in place: the array holds the only reference
                 let length = String(validating: value, as: UTF8.self)?.unicodeScalars.count ?? value.count
                 guard length >= Self.minimumLength else {
                     short.append("\(escapedForDisplay(item.service))/\(escapedForDisplay(item.key))")
