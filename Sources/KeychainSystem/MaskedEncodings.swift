@@ -4,19 +4,24 @@
 /// two halves at `&`), and the spellings other common encoders choose for JSON and URLs.
 enum MaskedEncodings {
     /// Every plain (not base64) form of `value`, with repeats.
-    static func escaped(_ value: [UInt8]) -> [[UInt8]] {
-        var forms = jsonForms(of: value) + urlForms(of: value)
+    static func escaped(_ value: [UInt8]) -> [[UInt8]] { labelledEscaped(value).map(\.form) }
+
+    /// ``escaped(_:)``, each form with the name of its encoding (what `scan` reports): `json`,
+    /// `url`, `xml`, `escaped` (an expression's or a command line's quotes doubled or escaped),
+    /// `unquoted` (the inside of a quoted value), `part` (a PowerShell half).
+    static func labelledEscaped(_ value: [UInt8]) -> [(kind: String, form: [UInt8])] {
+        var forms = jsonForms(of: value).map { ("json", $0) } + urlForms(of: value).map { ("url", $0) }
         guard let text = String(validating: value, as: UTF8.self) else { return forms }
         forms += [
             // XML as .NET's SecurityElement writes it, an expression's string, a command line's.
-            replacing(value, ["<": "&lt;", ">": "&gt;", "&": "&amp;", "\"": "&quot;", "'": "&apos;"]),
-            replacing(value, ["'": "''"]), replacing(value, ["\"": "\\\""]),
+            ("xml", replacing(value, ["<": "&lt;", ">": "&gt;", "&": "&amp;", "\"": "&quot;", "'": "&apos;"])),
+            ("escaped", replacing(value, ["'": "''"])), ("escaped", replacing(value, ["\"": "\\\""])),
         ]
         // The runner's TrimDoubleQuotes: the inside of a "quoted" value of more than 8 UTF-16 units.
         if text.utf16.count > 8 && text.hasPrefix("\"") && text.hasSuffix("\"") {
-            forms.append(Array(value.dropFirst().dropLast()))
+            forms.append(("unquoted", Array(value.dropFirst().dropLast())))
         }
-        forms += powerShellHalves(text).map { Array($0.utf8) }
+        forms += powerShellHalves(text).map { ("part", Array($0.utf8)) }
         return forms
     }
 

@@ -50,21 +50,38 @@ package enum MaskedForms {
 
     /// Every form of `secret` to hide, without repeats.
     package static func of(_ secret: [UInt8]) -> MaskForms {
-        guard !isTooShort(secret) else { return MaskForms() }
-        var values = [secret]
-        for line in secret.split(omittingEmptySubsequences: true, whereSeparator: { $0 == 0x0A || $0 == 0x0D }) {
-            values += [Array(line), trimmed(Array(line))]
+        let forms = labelled(secret)
+        return MaskForms(plain: forms.plain.map(\.form), acrossLines: forms.acrossLines.map(\.form))
+    }
+
+    /// ``of(_:)``, each form with what it is, as `scan` reports it: `plain` (the secret), an
+    /// encoding of it (`base64`, `json`, `url`, …: ``MaskedEncodings``), `line N` (the Nth
+    /// line of a secret of several, or `trimmed`: a secret of one line without its white space)
+    /// or an encoding of one (`base64 of line N`). Where two are one byte string, the first
+    /// named here (the secret before its lines, each before its encodings) keeps it.
+    package static func labelled(_ secret: [UInt8]) -> (
+        plain: [(form: [UInt8], label: String)], acrossLines: [(form: [UInt8], label: String)]
+    ) {
+        guard !isTooShort(secret) else { return ([], []) }
+        var values = [(secret, "")]
+        let lines = secret.split(omittingEmptySubsequences: true, whereSeparator: { $0 == 0x0A || $0 == 0x0D })
+        for (index, line) in lines.enumerated() {
+            let name = "line \(index + 1)"
+            values += [(Array(line), name), (trimmed(Array(line)), lines.count == 1 ? "trimmed" : name)]
         }
         var seen: Set<[UInt8]> = []
-        var forms = MaskForms()
-        for value in values where !value.isEmpty && seen.insert(value).inserted {
-            forms.plain += [value] + MaskedEncodings.escaped(value)
-            forms.acrossLines += MaskedEncodings.base64Forms(of: value)
+        var plain: [(form: [UInt8], label: String)] = []
+        var acrossLines: [(form: [UInt8], label: String)] = []
+        func named(_ kind: String, _ value: String) -> String { value.isEmpty ? kind : "\(kind) of \(value)" }
+        for (value, name) in values where !value.isEmpty && seen.insert(value).inserted {
+            plain.append((value, name.isEmpty ? "plain" : name))
+            plain += MaskedEncodings.labelledEscaped(value).map { ($0.form, named($0.kind, name)) }
+            acrossLines += MaskedEncodings.base64Forms(of: value).map { ($0, named("base64", name)) }
         }
         var kept: Set<[UInt8]> = []
-        forms.plain = forms.plain.filter { $0.count >= minimumLength && kept.insert($0).inserted }
-        forms.acrossLines = forms.acrossLines.filter { $0.count >= minimumLength && kept.insert($0).inserted }
-        return forms
+        plain = plain.filter { $0.form.count >= minimumLength && kept.insert($0.form).inserted }
+        acrossLines = acrossLines.filter { $0.form.count >= minimumLength && kept.insert($0.form).inserted }
+        return (plain, acrossLines)
     }
 
     /// `bytes` without white space at either end (by Unicode scalar where they are UTF-8).

@@ -1,3 +1,5 @@
+import Glibc
+
 /// Every form to hide, as one Aho-Corasick automaton: one step a byte (amortized over the
 /// failure links) however many forms there are and however long or repetitive they are, so the
 /// cost of masking grows with the output alone, never with output × form length.
@@ -16,6 +18,8 @@ final class MaskingAutomaton: @unchecked Sendable {
     let depth: UnsafeMutablePointer<Int32>
     /// The longest form that ends each state's string (0: none).
     let longest: UnsafeMutablePointer<Int32>
+    /// Which form that is: its index in `plain` + `acrossLines` as given (-1: none).
+    let form: UnsafeMutablePointer<Int32>
     /// Whether a line break is passed over in this state (one inside a form that wraps).
     let passesBreaks: UnsafeMutablePointer<Bool>
     private let fail: UnsafeMutablePointer<Int32>
@@ -40,14 +44,15 @@ final class MaskingAutomaton: @unchecked Sendable {
     init(plain: [[UInt8]], acrossLines: [[UInt8]]) {
         // Sorted, a form's next state is either its parent's last child so far or new: the trie
         // is built without lookups, each state's children as a list (first child, next sibling).
-        let forms = (plain.map { ($0, false) } + acrossLines.map { ($0, true) }).sorted {
-            $0.0.lexicographicallyPrecedes($1.0)
+        let forms = (plain.map { ($0, false) } + acrossLines.map { ($0, true) }).enumerated().map {
+            ($0.element.0, $0.element.1, Int32($0.offset))
         }
+        .sorted { $0.0.lexicographicallyPrecedes($1.0) }
         var byte: [UInt8] = [0]
         var firstChild: [Int32] = [-1]
         var lastChild: [Int32] = [-1]
         var sibling: [Int32] = [-1]
-        var terminal: [Bool] = [false]
+        var terminal: [Int32] = [-1]
         var passes: [Bool] = [false]
         let most = forms.reduce(1) { $0 + $1.0.count }  // states at most
         byte.reserveCapacity(most)
@@ -59,7 +64,7 @@ final class MaskingAutomaton: @unchecked Sendable {
         var keys: Set<UInt32> = []
         var windowKeys: Set<UInt32> = []
         let stride = min(4, (forms.map(\.0.count).min() ?? 6) - 2)
-        for (form, wraps) in forms {
+        for (form, wraps, index) in forms {
             precondition(form.count >= 4)
             var state = 0
             for value in form {
@@ -74,13 +79,13 @@ final class MaskingAutomaton: @unchecked Sendable {
                 firstChild.append(-1)
                 lastChild.append(-1)
                 sibling.append(-1)
-                terminal.append(false)
+                terminal.append(-1)
                 passes.append(false)
                 if last >= 0 { sibling[last] = Int32(new) } else { firstChild[state] = Int32(new) }
                 lastChild[state] = Int32(new)
                 state = new
             }
-            terminal[state] = true
+            terminal[state] = index
             keys.insert(Self.key(form))
             for offset in 0..<stride {
                 if offset + 4 <= form.count {
@@ -97,6 +102,7 @@ final class MaskingAutomaton: @unchecked Sendable {
         longestForm = forms.map(\.0.count).max() ?? 0
         depth = .allocate(capacity: count)
         longest = .allocate(capacity: count)
+        form = .allocate(capacity: count)
         passesBreaks = .allocate(capacity: count)
         passesBreaks.initialize(from: passes, count: count)
         fail = .allocate(capacity: count)
@@ -124,6 +130,7 @@ final class MaskingAutomaton: @unchecked Sendable {
         depth[0] = 0
         fail[0] = 0
         longest[0] = 0
+        form[0] = -1
         var queue = [0]
         queue.reserveCapacity(count)
         var head = 0
@@ -135,14 +142,18 @@ final class MaskingAutomaton: @unchecked Sendable {
                 depth[next] = depth[state] + 1
                 let link = state == 0 ? 0 : self.next(Int(fail[state]), edgeBytes[index])
                 fail[next] = Int32(link)
-                longest[next] = terminal[next] ? depth[next] : longest[link]
+                longest[next] = terminal[next] >= 0 ? depth[next] : longest[link]
+                form[next] = terminal[next] >= 0 ? terminal[next] : form[link]
                 queue.append(next)
             }
         }
     }
 
     deinit {
-        for pointer in [UnsafeMutableRawPointer(depth), .init(longest), .init(passesBreaks), .init(fail)] {
+        // The forms' bytes (a secret's) are overwritten before the memory goes back.
+        explicit_bzero(edgeBytes, max(1, count - 1))
+        explicit_bzero(rootNext, 256 * MemoryLayout<Int32>.size)
+        for pointer in [UnsafeMutableRawPointer(depth), .init(longest), .init(form), .init(passesBreaks), .init(fail)] {
             pointer.deallocate()
         }
         for pointer in [UnsafeMutableRawPointer(rootNext), .init(first), .init(edgeBytes), .init(edgeTargets)] {

@@ -5,9 +5,29 @@ extension MaskingStream {
     /// Runs the automaton over `bytes`, the output's bytes from `base` on, and masks each span
     /// that can no longer grow as it is found.
     mutating func scan(_ bytes: UnsafeRawBufferPointer, from base: Int, into output: inout [UInt8]) {
+        for (start, end, open, _) in matches(in: bytes, from: base) {
+            // A form joins every span it touches or overlaps; those before the state's start
+            // can no longer grow.
+            var merged = (start: start, end: end)
+            while spans.count > head, let last = spans.last, last.end >= merged.start {
+                merged = (min(last.start, merged.start), max(last.end, merged.end))
+                spans.removeLast()
+            }
+            spans.append(merged)
+            closeSpans(before: open, bytes, from: base, into: &output)
+        }
+    }
+
+    /// Runs the automaton over `bytes`, the stream's bytes from `base` on: the forms found, in
+    /// the order they end, each the longest that ends there, with where it starts and ends, where
+    /// the automaton's open state then starts, and which form it is (its index in the forms the
+    /// automaton was made of: ``MaskingAutomaton/form``).
+    mutating func matches(
+        in bytes: UnsafeRawBufferPointer, from base: Int
+    ) -> [(start: Int, end: Int, open: Int, form: Int)] {
         let automaton = self.automaton
         let count = bytes.count
-        guard let pointer = bytes.baseAddress, count > 0 else { return }
+        guard let pointer = bytes.baseAddress, count > 0 else { return [] }
         let mask = positions.count - 1
         var (state, moves, passed, mayBegin) = (self.state, self.moves, self.passed, self.mayBegin)
         let wraps = automaton.wraps
@@ -47,7 +67,7 @@ extension MaskingStream {
             return memchr(pointer + index, 0x0D, lineFeed - index).map { UnsafeRawPointer($0) - pointer } ?? lineFeed
         }
         var lineBreak = -1
-        var found: [(start: Int, end: Int, open: Int)] = []
+        var found: [(start: Int, end: Int, open: Int, form: Int)] = []
         let stride = automaton.stride
         var index = 0
         var forcedUntil = 0
@@ -111,23 +131,13 @@ extension MaskingStream {
                     found.append(
                         (
                             positions[(moves - length + 1) & mask], base + index + 1,
-                            positions[(moves - depth + 1) & mask]
+                            positions[(moves - depth + 1) & mask], Int(automaton.form[state])
                         ))
                 }
                 index += 1
             }
         }
         (self.state, self.moves, self.passed, self.mayBegin) = (state, moves, passed, mayBegin)
-        for (start, end, open) in found {
-            // A form joins every span it touches or overlaps; those before the state's start
-            // can no longer grow.
-            var merged = (start: start, end: end)
-            while spans.count > head, let last = spans.last, last.end >= merged.start {
-                merged = (min(last.start, merged.start), max(last.end, merged.end))
-                spans.removeLast()
-            }
-            spans.append(merged)
-            closeSpans(before: open, bytes, from: base, into: &output)
-        }
+        return found
     }
 }

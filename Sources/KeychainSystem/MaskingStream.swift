@@ -39,7 +39,12 @@ package struct MaskingStream: Sendable {
     private var releasedStart = 0
 
     package init(hiding forms: MaskForms) {
-        automaton = MaskingAutomaton(plain: forms.plain, acrossLines: forms.acrossLines)
+        self.init(automaton: MaskingAutomaton(plain: forms.plain, acrossLines: forms.acrossLines))
+    }
+
+    /// A stream through an automaton made already (another stream's: ``SecretFinder``'s files).
+    init(automaton: MaskingAutomaton) {
+        self.automaton = automaton
         var size = 16
         while size <= automaton.longestForm { size <<= 1 }
         positions = [Int](repeating: 0, count: size)

@@ -49,13 +49,14 @@ struct KeychainCLI: ParsableCommand {
               0   success
               1   not found: get (or its --field), delete, otp, a secret exec or inject
                   needs; vault passwd, vault recipients list and unlock without a
-                  vault
+                  vault; scan: a stored secret found
               64  usage error: a bad option or command, or none (-ss get k); a secret
                   on the command line, or a key where a path goes; reset or export
                   without --yes; a bad key, exec mapping (or one holding a value),
                   template reference, recipient or OpenBao setting; -o naming the
                   vault's own files; serve --allow-exe naming no program; a bad
-                  unlock --ttl or --idle
+                  unlock --ttl or --idle; scan with no secret to look for, or --git
+                  outside a git work tree
               65  bad data: empty, over 1 MiB, binary where text goes (a terminal,
                   exec, --clip), the two entries differ, a bad import file (a field
                   given twice, an empty secret without --allow-empty, an encrypted
@@ -80,7 +81,8 @@ struct KeychainCLI: ParsableCommand {
                   closed; exec and serve: the command's output cannot be written on
                   (a full disk); exec --file: no tmpfs; doctor: a vault or identity
                   file not private to you; unlock and lock: the holder's directory
-                  or socket not yours
+                  or socket not yours; scan: a missing PATH, or nothing found but
+                  some input unreadable
               75  timed out: the keyring, a prompt, the vault's lock, the OpenBao
                   server, gpg, keepassxc-cli or the holder of unlock, after
                   --timeout; --clip: the clipboard, after 5 seconds
@@ -101,8 +103,8 @@ struct KeychainCLI: ParsableCommand {
         version: version,
         subcommands: [
             SetCommand.self, Get.self, Generate.self, OTP.self, Delete.self, Reset.self, List.self, Exec.self, Env.self,
-            Inject.self, Export.self, Import.self, Watch.self, History.self, Rollback.self, GitCredential.self,
-            DockerCredential.self, Vault.self,
+            Inject.self, Scan.self, Export.self, Import.self, Watch.self, History.self, Rollback.self,
+            GitCredential.self, DockerCredential.self, Vault.self,
             Unlock.self, Lock.self, Serve.self, Doctor.self, Holder.self,
         ]
     )
