@@ -59,20 +59,18 @@ package struct EnvironmentMapping: Sendable {
                     + ".env); a mapping names a secret: NAME=KEY or NAME=SERVICE/KEY. The value is not repeated "
                     + "here", isUsageError: true, kind: .valueInMapping)
         }
-        if let kind = secretKind(inAnyPartOf: String(target)) {
-            throw FormatError(
-                "\(origin): \(name) is given \(kind), not a key; it is not repeated here. A mapping names "
-                    + "a secret: NAME=KEY or NAME=SERVICE/KEY", isUsageError: true)
-        }
         if KeychainReference.isReference(target) {
             do {
                 value = .reference(try KeychainReference(parsing: target))
             } catch {
-                throw FormatError(
-                    "\(origin): the reference \(error.description). Write keychain://SERVICE/KEY, with %XX for a "
-                        + "% ? # (and a / in the service)", isUsageError: true)
+                throw Self.malformed(error, at: origin)
             }
             return
+        }
+        if let kind = secretKind(inAnyPartOf: String(target)) {
+            throw FormatError(
+                "\(origin): \(name) is given \(kind), not a key; it is not repeated here. A mapping names "
+                    + "a secret: NAME=KEY or NAME=SERVICE/KEY", isUsageError: true)
         }
         var service: String?
         var key = String(target)
@@ -119,7 +117,12 @@ package struct EnvironmentMapping: Sendable {
                 guard KeychainReference.isReference(pair.value) else {
                     return EnvironmentMapping(name: pair.name, value: .literal(pair.value), origin: origin)
                 }
-                return try EnvironmentMapping("\(pair.name)=\(pair.value)", origin: origin)
+                do throws(FormatError) {
+                    return EnvironmentMapping(
+                        name: pair.name, value: .reference(try KeychainReference(parsing: pair.value)), origin: origin)
+                } catch {
+                    throw Self.malformed(error, at: origin)
+                }
             }
         }
         var mappings: [EnvironmentMapping] = []
@@ -129,6 +132,13 @@ package struct EnvironmentMapping: Sendable {
             mappings.append(try EnvironmentMapping(String(text), origin: "\(path):\(number)"))
         }
         return mappings
+    }
+
+    /// A malformed reference at `origin`, in the words every reader of references uses.
+    static func malformed(_ error: FormatError, at origin: String) -> FormatError {
+        FormatError(
+            "\(origin): the reference \(error.description). Write keychain://SERVICE/KEY, with %XX for a % ? # (and "
+                + "a / in the service)", isUsageError: true)
     }
 
     /// Whether an env file's `text` is a .env file: a line's value is quoted or a reference, or a

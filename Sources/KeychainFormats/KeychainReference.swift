@@ -51,8 +51,7 @@ package struct KeychainReference: Sendable, Hashable {
         if let question {
             let query = rest[(question + 1)...]
             let prefix = Array("field=".utf8)
-            guard query.starts(with: prefix), query.count > prefix.count, !query.contains(UInt8(ascii: "&")),
-                !query.contains(UInt8(ascii: "?"))
+            guard query.starts(with: prefix), query.count > prefix.count, !query.contains(UInt8(ascii: "?"))
             else {
                 throw FormatError(
                     "takes one ?field=NAME after the key, nothing else (write %3F for a ? in a name)",

@@ -19,6 +19,10 @@ package enum ProgramVariables {
         "PROMPT_COMMAND", "CDPATH", "GLOBIGNORE", "EXECIGNORE", "HOME", "SHELL", "_", "ZDOTDIR", "FPATH",
         "FCEDIT", "INPUTRC", "HISTFILE", "MAILPATH", "BASH_XTRACEFD", "BASH_LOADABLES_PATH", "BASH_COMPAT",
         "POSIXLY_CORRECT", "TMOUT",
+        // zsh's other names for the prompts (expanded with prompt_subst, which oh-my-zsh sets)
+        // and the commands it runs for a redirection alone (an attack found them missing).
+        "PROMPT", "PROMPT2", "PROMPT3", "PROMPT4", "RPROMPT", "RPROMPT2", "RPS1", "RPS2", "SPROMPT", "NULLCMD",
+        "READNULLCMD", "POSTEDIT", "TMPPREFIX",
         // The dynamic loader and glibc (besides LD_*): what ld.so drops for set-user-ID programs.
         "GCONV_PATH", "GETCONF_DIR", "GLIBC_TUNABLES", "HOSTALIASES", "LOCALDOMAIN", "LOCPATH", "MALLOC_TRACE",
         "NIS_PATH", "NLSPATH", "RESOLV_HOST_CONF", "RES_OPTIONS", "TMPDIR", "TZDIR",
@@ -40,6 +44,12 @@ package enum ProgramVariables {
         "VIMINIT", "EXINIT", "GVIMINIT", "MYVIMRC", "MYGVIMRC", "VIMRUNTIME", "EMACSLOADPATH", "LUA_INIT",
         "LUA_PATH", "LUA_CPATH", "PHPRC", "PHP_INI_SCAN_DIR", "TCLLIBPATH", "R_PROFILE", "R_PROFILE_USER",
         "R_ENVIRON", "R_ENVIRON_USER",
+        // Configuration files and plug-ins that run programs: kubectl's and AWS's credential
+        // commands, the C compiler make and build scripts call, Mercurial's hooks, GTK's and Qt's
+        // modules, docker's credential helpers, curl's and wget's configuration (the same attack).
+        "KUBECONFIG", "AWS_CONFIG_FILE", "AWS_SHARED_CREDENTIALS_FILE", "CC", "CXX", "CPP", "LD", "AR",
+        "HGRCPATH", "GTK_MODULES", "GTK_PATH", "QT_PLUGIN_PATH", "QT_QPA_PLATFORM_PLUGIN_PATH", "DOCKER_CONFIG",
+        "DOCKER_HOST", "CURL_HOME", "WGETRC", "GNUPGHOME",
         // GitHub's runner: the files a step writes the job's variables and outputs to, and the
         // addresses its token is sent to (GITHUB_TOKEN itself is a secret like any other).
         "GITHUB_ENV", "GITHUB_PATH", "GITHUB_OUTPUT", "GITHUB_STATE", "GITHUB_STEP_SUMMARY", "GITHUB_WORKSPACE",

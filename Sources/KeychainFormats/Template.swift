@@ -40,10 +40,9 @@ package struct TemplateReference: Sendable {
                 end += 1
             }
             guard end < template.count - 1, template[end] == close.0, template[end + 1] == close.1 else {
-                let shown = String(decoding: template[innerStart..<min(end, innerStart + 200)], as: UTF8.self)
                 throw FormatError(
-                    "\(location): \(shownReference(String(shown.trimming(leading: false, where: isSpaceOrTab)), closed: false)) is not closed by }} on its line; "
-                        + "nothing was written. Write {{ keychain://SERVICE/KEY }}", isUsageError: true)
+                    "\(location): a reference {{ keychain://… is not closed by }} on its line; nothing was written. "
+                        + "Write {{ keychain://SERVICE/KEY }}", isUsageError: true)
             }
             let inner = String(
                 String(decoding: template[innerStart..<end], as: UTF8.self).trimming(
@@ -54,7 +53,7 @@ package struct TemplateReference: Sendable {
                 reference = try KeychainReference(parsing: inner)
             } catch {
                 throw FormatError(
-                    "\(location): \(shownReference(inner, closed: true)) \(error.description); nothing was written. "
+                    "\(location): the reference \(error.description); nothing was written. "
                         + "Write {{ keychain://SERVICE/KEY }}", isUsageError: true)
             }
             references.append(
@@ -93,13 +92,6 @@ package struct TemplateReference: Sendable {
         }
         try append(template[cursor...])
         if !block.isEmpty { try write(block) }
-    }
-
-    /// A reference for a message: `'{{ TEXT }}'` escaped, or only what it holds when that looks
-    /// like a secret (a token pasted into a template).
-    private static func shownReference(_ text: String, closed: Bool) -> String {
-        if let kind = secretKind(inAnyPartOf: text) { return "a reference holding \(kind) (not shown)" }
-        return "'{{ \(escapedForDisplay(text))\(closed ? " }}" : "")'"
     }
 
     /// The offset of the next `pair` of bytes at or after `from`.

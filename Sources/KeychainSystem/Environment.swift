@@ -61,18 +61,21 @@ package enum Environment {
         return entries
     }
 
-    /// Every variable whose value starts with `prefix`, in the environment's order: `exec`'s
-    /// references (op run's rule: a value that is one as a whole). Bytes that are not UTF-8
-    /// become U+FFFD, which no reference's name holds.
-    package static func variables(withValuePrefix prefix: String) -> [(name: String, value: String)] {
-        var found: [(name: String, value: String)] = []
+    /// Every variable whose value starts with `prefix`, in the environment's order, its name and
+    /// value as bytes (either may not be UTF-8): `exec`'s references (op run's rule: a value that
+    /// is one as a whole).
+    package static func variables(withValuePrefix prefix: String) -> [(name: [UInt8], value: [UInt8])] {
+        var found: [(name: [UInt8], value: [UInt8])] = []
         var cursor: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?> = environ
         while let entry = cursor.pointee {
             cursor = cursor.successor()
             guard let equals = strchr(entry, Int32(UInt8(ascii: "="))) else { continue }
             guard strncmp(equals + 1, prefix, prefix.utf8.count) == 0 else { continue }
-            let name = String(decoding: UnsafeRawBufferPointer(start: entry, count: equals - entry), as: UTF8.self)
-            found.append((name, String(cString: equals + 1)))
+            found.append(
+                (
+                    Array(UnsafeRawBufferPointer(start: entry, count: equals - entry)),
+                    Array(UnsafeRawBufferPointer(start: equals + 1, count: strlen(equals + 1)))
+                ))
         }
         return found
     }

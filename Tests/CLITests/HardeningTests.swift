@@ -152,7 +152,7 @@ final class HardeningTests {
             for unclosed in ["a\nb: {{ keychain://\(s)/k\n", "a\nb: {{ keychain://\(s)/k \nc: {{ x }}\n"] {
                 let result = try cli(["inject", "-o", path("out")], input: unclosed)
                 #expect(result.status == 64, "\(unclosed)")
-                #expect(result.stderr.contains("standard input:2: '{{ keychain://\(s)/k' is not closed by }}"))
+                #expect(result.stderr.contains("standard input:2: a reference {{ keychain://… is not closed by }}"))
             }
             #expect(try String(contentsOfFile: path("out"), encoding: .utf8) == "old")
         }

@@ -121,6 +121,7 @@ extension KeychainCLI {
             settings.withholdSecretsFromCommands()
             if restart.onChange { try runRestarting(inputs, keychain: keychain) }
             for variable in inputs.variables {
+                unsetenv(variable.name)  // every entry of the name: an environment may hold one twice
                 setenv(variable.name, String(decoding: variable.value, as: UTF8.self), 1)
             }
             let secrets = inputs.secrets

@@ -30,9 +30,33 @@ struct ExecInputs {
 }
 
 extension KeychainCLI.Exec {
-    /// The environment's variables whose value is a reference (none with --no-references).
-    func inheritedReferences() -> [(name: String, value: String)] {
+    /// The environment's variables whose value is a reference (none with --no-references), as bytes.
+    func inheritedReferences() -> [(name: [UInt8], value: [UInt8])] {
         noReferences ? [] : Environment.variables(withValuePrefix: KeychainReference.scheme)
+    }
+
+    /// The environment's references as variables, but those a mapping sets (`mapped`).
+    /// - Throws: ``CommandFailure`` (64) for one whose name or value is not UTF-8 (read as it is,
+    ///   it would name another secret, or another variable), or that is malformed.
+    func inheritedMappings(except mapped: Swift.Set<String>, outcome: String) throws -> [EnvironmentMapping] {
+        var mappings: [EnvironmentMapping] = []
+        for (nameBytes, valueBytes) in inheritedReferences() {
+            let shownName = String(decoding: nameBytes, as: UTF8.self)
+            let origin =
+                misplacedSecretKind(shownName) == nil ? "$" + escapedForDisplay(shownName) : "a variable (name not shown)"
+            guard let name = String(validating: nameBytes, as: UTF8.self),
+                let value = String(validating: valueBytes, as: UTF8.self)
+            else {
+                throw CommandFailure.usage(
+                    "\(origin): its name or its keychain:// value is not UTF-8 text, so it names no secret; "
+                        + "\(outcome). Write the reference in UTF-8 (%XX for a byte), or pass it on as it is with "
+                        + "--no-references")
+            }
+            guard !mapped.contains(name) else { continue }
+            let reference = try KeychainReference.parsed(value, at: origin, outcome: outcome)
+            mappings.append(EnvironmentMapping(name: name, value: .reference(reference), origin: origin))
+        }
+        return mappings
     }
 
     /// Everything the command is given, read from `keychain`.
@@ -43,12 +67,7 @@ extension KeychainCLI.Exec {
         var variables = try sources.parsedMappings()
         // op run's rule: a variable whose value is a reference as a whole is replaced by what it
         // names, unless a mapping sets that variable anyway.
-        let mapped = Swift.Set(variables.map(\.name))
-        for (name, value) in inheritedReferences() where !mapped.contains(name) {
-            let origin = "$\(name)"
-            let reference = try KeychainReference.parsed(value, at: origin, outcome: outcome)
-            variables.append(EnvironmentMapping(name: name, value: .reference(reference), origin: origin))
-        }
+        variables += try inheritedMappings(except: Swift.Set(variables.map(\.name)), outcome: outcome)
         let fileMappings = try files.map { text throws(FormatError) in
             try EnvironmentMapping(option: text, named: "--file", isFile: true)
         }

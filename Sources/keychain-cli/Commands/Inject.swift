@@ -49,7 +49,7 @@ extension KeychainCLI {
             guard String(validating: bytes, as: UTF8.self) != nil else {
                 throw CommandFailure.badData("\(name) is not UTF-8 text; templates are text")
             }
-            let references = try TemplateReference.all(in: bytes, source: name)
+            let references = try TemplateReference.all(in: bytes, source: input.map(escapedForDisplay) ?? name)
             // Every secret is read before anything is written.
             let keychain = try keychain()
             // By bytes: "é" and "e\u{301}" name two secrets, which Swift's String calls equal.
@@ -74,11 +74,11 @@ extension TemplateReference {
         let outcome = "nothing was written"
         var bytes = try keychain.value(of: reference, at: location, outcome: outcome)
         defer { wipe(&bytes) }
-        guard let text = String(validating: bytes, as: UTF8.self) else {
+        guard let text = String(validating: bytes, as: UTF8.self), !bytes.contains(0) else {
             throw CommandFailure.badData(
                 "\(location): the secret \(quotedValue(reference.key, expected: "a key name")) of service "
-                    + "\(quotedValue(reference.service, expected: "a service name")) is binary; \(outcome). Templates "
-                    + "take text")
+                    + "\(quotedValue(reference.service, expected: "a service name")) is binary (not UTF-8 text, or a "
+                    + "NUL byte); \(outcome). Templates take text")
         }
         return text
     }

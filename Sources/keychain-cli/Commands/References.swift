@@ -10,13 +10,22 @@ extension Keychain {
     ///   - origin: where the reference was, for messages ("$TOKEN", "app.env:3").
     ///   - outcome: what did not happen because of a failure ("nothing was run").
     /// - Throws: ``CommandFailure``: no such secret or field (1), a field of a secret that is not
-    ///   text (65); a ``KeychainError`` when the backend fails or a name is not valid.
+    ///   text (65); a ``LocatedError`` naming `origin` when the backend fails or a name is not valid.
     func value(of reference: KeychainReference, at origin: String, outcome: String) throws -> [UInt8] {
-        let service = try ServiceName(reference.service)
-        let key = try KeychainKey(reference.key)
+        let service: ServiceName
+        let key: KeychainKey
+        let stored: Data?
+        do {
+            service = try ServiceName(reference.service)
+            key = try KeychainKey(reference.key)
+            stored = try Keychain(service: service, store: store).data(for: key)
+        } catch {
+            // The backend's failure, or a name no item may have (a %00): where it was met, first.
+            throw LocatedError(origin: origin, error: error)
+        }
         let shownKey = quotedValue(key.rawValue, expected: "a key name")
         let shownService = quotedValue(service.rawValue, expected: "a service name")
-        guard var secret = try Keychain(service: service, store: store).data(for: key) else {
+        guard var secret = stored else {
             // A key that looks like a secret (a token pasted in the reference) is not repeated.
             let store =
                 misplacedSecretKind(key.rawValue) == nil && misplacedSecretKind(service.rawValue) == nil

@@ -143,6 +143,6 @@ extension EnvironmentMapping {
                 "\(quotedPath(path)) is not UTF-8 text; an env file holds NAME=value, NAME=keychain://SERVICE/KEY or "
                     + "NAME=KEY lines")
         }
-        return try EnvironmentMapping.parse(text, path: path)
+        return try EnvironmentMapping.parse(text, path: escapedForDisplay(path))
     }
 }

@@ -8,6 +8,8 @@ func exitStatus(for error: any Error, parserStatus: (any Error) -> Int32 = { _ i
     switch error {
     case let code as ExitCode:
         return code.rawValue
+    case let located as LocatedError:
+        return exitStatus(for: located.error, parserStatus: parserStatus)
     case let error as KeychainError:
         switch error {
         case .notFound: return 1
@@ -58,6 +60,7 @@ func exitStatus(for error: any Error, parserStatus: (any Error) -> Int32 = { _ i
 /// for the argument parser's own errors and for errors no layer of this tool throws (Main words those).
 func failureMessage(_ error: any Error) -> String? {
     switch error {
+    case let located as LocatedError: return failureMessage(located.error).map { "\(located.origin): \($0)" }
     case let error as KeychainError: return describedWithHint(error)
     case let failure as CommandFailure: return failure.message
     case let error as FileError: return "\(error). Check the path and its permissions"
@@ -65,4 +68,11 @@ func failureMessage(_ error: any Error) -> String? {
     default:
         return nil
     }
+}
+
+/// An error met at a place the user wrote (a variable, FILE:LINE of a reference): its exit
+/// status and message are the error's, the message after where it was.
+struct LocatedError: Error {
+    var origin: String
+    var error: any Error
 }
