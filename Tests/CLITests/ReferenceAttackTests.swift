@@ -18,7 +18,8 @@ struct ReferenceAttackTests {
         try CLIBackend.withVault { _ in
             let pasted = "Xq9vS3cr3t"
             for template in [
-                "{{ keychain://ci/\(pasted)%P@ss }}", "{{ keychain://db/\(pasted)#1 }}", "{{ keychain://ci/\(pasted)?x }}",
+                "{{ keychain://ci/\(pasted)%P@ss }}", "{{ keychain://db/\(pasted)#1 }}",
+                "{{ keychain://ci/\(pasted)?x }}",
                 "pw: {{ keychain://ci/\(pasted) }", "{{ keychain://ci/a%00\(pasted) }}",
             ] {
                 let result = try cli(["inject"], input: template + "\n")
@@ -45,7 +46,9 @@ struct ReferenceAttackTests {
             try "A=keychain://ci/nope\n".write(toFile: file, atomically: true, encoding: .utf8)
             let listed = try cli(["env", "--env-file", file])
             #expect(listed.status == 1)
-            #expect(!listed.stderr.contains("\u{1B}") && listed.stderr.split(separator: "\n").count == 1, "\(listed.stderr)")
+            #expect(
+                !listed.stderr.contains("\u{1B}") && listed.stderr.split(separator: "\n").count == 1, "\(listed.stderr)"
+            )
         }
     }
 
@@ -93,7 +96,8 @@ struct ReferenceAttackTests {
         try CLIBackend.withVault { _ in
             _ = try cli(["-s", "ci", "set", "token"], input: "x")
             let wrong = try cli(
-                ["exec", "--", "true"], extra: ["KEYCHAIN_PASSPHRASE": "wrong", "MY_DB_PASSWORD": "keychain://ci/token"])
+                ["exec", "--", "true"],
+                extra: ["KEYCHAIN_PASSPHRASE": "wrong", "MY_DB_PASSWORD": "keychain://ci/token"])
             #expect(wrong.status == 77)
             #expect(wrong.stderr.hasPrefix("keychain-cli: $MY_DB_PASSWORD: "), "\(wrong.stderr)")
         }

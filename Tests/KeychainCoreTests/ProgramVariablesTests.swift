@@ -10,7 +10,8 @@ struct ProgramVariablesTests {
     @Test func securityMdListsEveryNameAndPrefix() throws {
         let text = try String(
             contentsOf: FuzzCorpusTests.packageRoot.appendingPathComponent("docs/security.md"), encoding: .utf8)
-        let section = try #require(text.components(separatedBy: "## Variables that change what runs").last)
+        let section =
+            try #require(text.components(separatedBy: "## Variables that change what runs").last)
             .components(separatedBy: "\n## ").first ?? ""
         let written = Set(section.matches(of: /`([A-Z0-9_]+)`/).map { String($0.output.1) })
         // PS0–PS4 and PROMPT2–PROMPT4 are written as ranges.

@@ -18,7 +18,7 @@ struct ReferenceTests {
             ("keychain://s%C3%A9rvice/k%2fey", "sérvice", "k/ey", nil),  // lower-case hex too
             ("keychain://svc/my key", "svc", "my key", nil),
             ("keychain://svc/k?field=a=b", "svc", "k", "a=b"),
-        ("keychain://web/entry?field=R&D login", "web", "entry", "R&D login"),  // & needs no escape
+            ("keychain://web/entry?field=R&D login", "web", "entry", "R&D login"),  // & needs no escape
         ] as [(String, String, String, String?)])
     func aReferenceNamesItsSecret(text: String, service: String, key: String, field: String?) throws {
         let reference = try KeychainReference(parsing: text)

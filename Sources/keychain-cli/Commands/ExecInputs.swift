@@ -43,7 +43,8 @@ extension KeychainCLI.Exec {
         for (nameBytes, valueBytes) in inheritedReferences() {
             let shownName = String(decoding: nameBytes, as: UTF8.self)
             let origin =
-                misplacedSecretKind(shownName) == nil ? "$" + escapedForDisplay(shownName) : "a variable (name not shown)"
+                misplacedSecretKind(shownName) == nil
+                ? "$" + escapedForDisplay(shownName) : "a variable (name not shown)"
             guard let name = String(validating: nameBytes, as: UTF8.self),
                 let value = String(validating: valueBytes, as: UTF8.self)
             else {
