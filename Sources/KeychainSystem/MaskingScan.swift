@@ -31,10 +31,14 @@ extension MaskingStream {
         let mask = positions.count - 1
         var (state, moves, passed, mayBegin) = (self.state, self.moves, self.passed, self.mayBegin)
         let wraps = automaton.wraps
-        /// The four bytes from `index` on that are no line break (nil: the bytes end first).
+        /// The four bytes from `index` on that are no line break (nil: the bytes end first, or more
+        /// breaks come between them than a wrapped form holds, one CR LF between two bytes: then
+        /// "may" is the answer, and the automaton reads on). Never more than 10 bytes are looked
+        /// at: a run of blank lines costs each position a bounded look, not the rest of the run.
         func unbroken(_ index: Int) -> UInt32? {
             var (key, found, next) = (UInt32(0), 0, index)
-            while found < 4 && next < count {
+            let end = min(count, index + 10)
+            while found < 4 && next < end {
                 if bytes[next] != 0x0A && bytes[next] != 0x0D {
                     key |= UInt32(bytes[next]) << (8 * found)
                     found += 1
@@ -60,11 +64,21 @@ extension MaskingStream {
             }
             return unbroken(index).map(automaton.mayBegin) ?? true
         }
-        /// Where the first CR or LF from `index` on is (`count`: none), found by memchr.
+        /// Where the first CR or LF from `index` on is (`count`: none), found by memchr. Where
+        /// each of the two is next is kept and searched for again only once passed: in a run of
+        /// lone CRs, a search for an LF that never comes goes to the end of the bytes once, not
+        /// once a position (the second attack found that quadratic).
+        var (nextLineFeed, nextReturn) = (-1, -1)
         func nextBreak(_ index: Int) -> Int {
-            let rest = count - index
-            let lineFeed = memchr(pointer + index, 0x0A, rest).map { UnsafeRawPointer($0) - pointer } ?? count
-            return memchr(pointer + index, 0x0D, lineFeed - index).map { UnsafeRawPointer($0) - pointer } ?? lineFeed
+            if nextLineFeed < index {
+                nextLineFeed =
+                    memchr(pointer + index, 0x0A, count - index).map { UnsafeRawPointer($0) - pointer } ?? count
+            }
+            if nextReturn < index {
+                nextReturn =
+                    memchr(pointer + index, 0x0D, count - index).map { UnsafeRawPointer($0) - pointer } ?? count
+            }
+            return min(nextLineFeed, nextReturn)
         }
         var lineBreak = -1
         var found: [(start: Int, end: Int, open: Int, form: Int)] = []

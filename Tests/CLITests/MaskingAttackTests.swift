@@ -32,6 +32,24 @@ struct MaskingAttackTests {
     /// A multi-line secret whose lines are all short is masked whole (with a warning that its
     /// lines alone are not); a CRLF secret of 4 scalars (one grapheme fewer) is masked; its
     /// add-mask lines carry no CR and split at CRLF.
+    /// A run of blank lines (LF, or a progress bar's lone CRs) cost each position a look to the
+    /// end of the run: 1 MiB of them did not pass exec or scan in 100 s (the second attack, on
+    /// scan). Each position now looks at 10 bytes at most: 4 MiB pass well within the minute.
+    @Test func aLongRunOfLineBreaksPassesInLinearTime() throws {
+        try CLIBackend.withVault { _ in
+            let s = uniqueService()
+            _ = try cli(["-s", s, "set", "k"], input: "SuperSecretValue123")
+            for byte in ["\\n", "\\r"] {
+                let script = "head -c 4194304 /dev/zero | tr '\\0' '\(byte)'"
+                let result = try cli(["-s", s, "exec", "--env", "V=k", "--", "sh", "-c", script], timeout: 60)
+                #expect(result.status == 0, "\(result.stderr)")
+                #expect(result.stdout.count == 4_194_304)
+                let scanned = try cli(["-s", s, "scan", "-"], stdin: result.stdout, timeout: 60)
+                #expect(scanned.status == 0, "\(scanned.stderr)")
+            }
+        }
+    }
+
     @Test func shortLinesCRLFAndScalarsAreCountedAsTheyAre() throws {
         try CLIBackend.withVault { _ in
             let s = uniqueService()
