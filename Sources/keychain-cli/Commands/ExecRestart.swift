@@ -15,14 +15,14 @@ struct RestartOptions: ParsableArguments {
     var onChange = false
 
     @Option(
-        name: .customLong("restart-signal"),
+        name: .customLong("restart-signal"), parsing: .unconditional,
         help: ArgumentHelp(
             "With --restart-on-change: the signal that stops the command, by name or number (default TERM).",
             valueName: "signal"))
     var signalName: String?
 
     @Option(
-        name: .customLong("restart-grace"),
+        name: .customLong("restart-grace"), parsing: .unconditional,
         help: ArgumentHelp(
             "With --restart-on-change: seconds the command has to end before SIGKILL (default 10).",
             valueName: "seconds"))

@@ -20,7 +20,9 @@ extension SecretScanner {
         }
         let variables = Environment.all(except: Set(Settings.secretVariables + ["CREDENTIALS_DIRECTORY"]))
         let lister = spawnProcess(
-            ["git", "-C", directory, "rev-list", "--all", "--objects"],
+            // Object names only: a path holding a line break would split rev-list's line (paths
+            // come from the commit that adds the blob, read with -z).
+            ["git", "-C", directory, "rev-list", "--all", "--objects", "--no-object-names"],
             descriptors: [nil, list.write, STDERR_FILENO], variables: variables)
         let reader = spawnProcess(
             ["git", "-C", directory, "cat-file", "--batch=%(objecttype) %(objectname) %(objectsize) %(rest)"],
@@ -37,25 +39,35 @@ extension SecretScanner {
         var input = PipeReader(fd: output.read, buffer: buffer)
         while let header = input.line() {
             let fields = header.split(separator: UInt8(ascii: " "), maxSplits: 3, omittingEmptySubsequences: false)
-            guard fields.count >= 3, let size = Int(String(decoding: fields[2], as: UTF8.self)) else { continue }
+            guard fields.count >= 3, let size = Int(String(decoding: fields[2], as: UTF8.self)) else {
+                // "<object> missing" (or a header we cannot read): that object was not scanned.
+                note(
+                    "git could not read the object \(escapedForDisplay(String(decoding: fields.first ?? [], as: UTF8.self))) "
+                        + "of \(quotedPath(directory)); the history was not all read", incomplete: true)
+                continue
+            }
             let type = String(decoding: fields[0], as: UTF8.self)
             guard type == "blob" else {
                 input.skip(size + 1)
                 continue
             }
             let object = String(decoding: fields[1], as: UTF8.self)
-            let path = fields.count > 3 ? String(decoding: fields[3], as: UTF8.self) : object
             var left = size
-            let findings = try scanStream(path: path, commit: "") { input.take(&left) }
+            let findings = try scanStream(path: object, commit: "") { input.take(&left) }
             input.skip(left + 1)
             if !findings.isEmpty {
-                let commit = try firstCommit(adding: object, in: directory)
+                // Named by the oldest commit that adds it and the path it adds it at: a pair git has.
+                let added = try firstAddition(of: object, in: directory)
+                let commit = added?.commit ?? "unknown"
+                let (path, named) = self.findings(inName: added?.path ?? object, commit: commit)
                 try written(
-                    findings.map {
-                        var finding = $0
-                        finding.commit = commit
-                        return finding
-                    })
+                    named
+                        + findings.map {
+                            var finding = $0
+                            finding.commit = commit
+                            finding.path = path
+                            return finding
+                        })
             }
         }
         for pid in running {
@@ -70,11 +82,33 @@ extension SecretScanner {
         running = []
     }
 
-    /// The commit that first added blob `object` (the oldest that changes how often it occurs).
-    private func firstCommit(adding object: String, in directory: String) throws -> String {
-        let run = try runGit(["log", "--all", "--reverse", "--format=%H", "--find-object=\(object)"], in: directory)
-        let first = run.output.split(separator: UInt8(ascii: "\n")).first.map { String(decoding: $0, as: UTF8.self) }
-        return first ?? "unknown"
+    /// The oldest commit that adds blob `object` (as a new or changed file, renames counted as
+    /// additions), and the path it adds it at; nil when none does (a blob only a tag or a merge's
+    /// resolution reaches). Read from `git log --raw -z`, so a path may hold any byte.
+    private func firstAddition(of object: String, in directory: String) throws -> (commit: String, path: String)? {
+        let run = try runGit(
+            [
+                "log", "--all", "--reverse", "--no-renames", "--no-abbrev", "--raw", "-z", "--format=%x00%H",
+                "--find-object=\(object)",
+            ], in: directory)
+        var commit: String?
+        var addsAtNextPath: Bool?
+        for token in run.output.split(separator: 0, omittingEmptySubsequences: false) {
+            if let adds = addsAtNextPath {
+                if adds, let commit { return (commit, String(decoding: token, as: UTF8.self)) }
+                addsAtNextPath = nil
+                continue
+            }
+            let text = String(decoding: token.drop { $0 == UInt8(ascii: "\n") }, as: UTF8.self)
+            if text.hasPrefix(":") {
+                // :OLD_MODE NEW_MODE OLD_OBJECT NEW_OBJECT STATUS, then the path.
+                let fields = text.split(separator: " ")
+                addsAtNextPath = fields.count >= 5 && fields[3] == object && fields[4] != "D"
+            } else if !text.isEmpty {
+                commit = text
+            }
+        }
+        return nil
     }
 }
 

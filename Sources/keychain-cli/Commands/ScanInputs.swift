@@ -5,9 +5,9 @@ import KeychainCore
 /// file), directories walked in name order without following links, the files git lists
 /// (`--git`), standard input; and what it tells on the way (notes on stderr).
 final class SecretScanner {
-    private var finder: SecretFinder
+    var finder: SecretFinder
     /// Each secret's service and key, by its index in the finder's secrets.
-    private let names: [(service: String, key: String)]
+    let names: [(service: String, key: String)]
     private let json: Bool
     /// The read buffer (it may hold a secret found: overwritten at the end).
     let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 16)
@@ -37,14 +37,14 @@ final class SecretScanner {
     func scan(path: String, gitListed: Bool) throws {
         var status = stat()
         guard stat(path, &status) == 0 else {
-            note("cannot read \(quotedPath(path)) (\(String(cString: strerror(errno)))); skipped", incomplete: true)
+            note("cannot read \(shown(path)) (\(String(cString: strerror(errno)))); skipped", incomplete: true)
             return
         }
         switch status.st_mode & S_IFMT {
         case S_IFDIR: try gitListed ? scanListed(directory: path) : walk(directory: path)
         case S_IFREG, S_IFIFO: try scanFile(path, named: true)
         default:
-            note("\(quotedPath(path)) is not a file or a directory (a device or socket); skipped", incomplete: true)
+            note("\(shown(path)) is not a file or a directory (a device or socket); skipped", incomplete: true)
         }
     }
 
@@ -55,38 +55,41 @@ final class SecretScanner {
         while let current = stack.popLast() {
             guard let handle = opendir(current) else {
                 note(
-                    "cannot read \(quotedPath(current)) (\(String(cString: strerror(errno)))); skipped",
+                    "cannot read \(shown(current)) (\(String(cString: strerror(errno)))); skipped",
                     incomplete: true)
                 continue
             }
             var entries: [String] = []
-            var unnamed = 0
             while let entry = readdir(handle) {
-                let name = withUnsafeBytes(of: entry.pointee.d_name) {
-                    String(validatingCString: $0.bindMemory(to: CChar.self).baseAddress!)
-                }
-                guard let name else {
-                    unnamed += 1
+                let bytes = withUnsafeBytes(of: entry.pointee.d_name) { Array($0.prefix { $0 != 0 }) }
+                guard let name = String(validating: bytes, as: UTF8.self) else {
+                    note(
+                        "\(shown(current)) holds a name that is not UTF-8 (\(displayedName(bytes))); not read",
+                        incomplete: true)
                     continue
                 }
                 if name != "." && name != ".." { entries.append(name) }
             }
             closedir(handle)
-            if unnamed > 0 {
-                note(
-                    "\(unnamed) name\(unnamed == 1 ? "" : "s") in \(quotedPath(current)) \(unnamed == 1 ? "is" : "are") "
-                        + "not UTF-8; not read", incomplete: true)
-            }
             var directories: [String] = []
             for name in entries.sorted() {
                 let path = current.hasSuffix("/") ? current + name : current + "/" + name
                 var status = stat()
-                guard lstat(path, &status) == 0 else { continue }  // gone since it was listed
+                guard lstat(path, &status) == 0 else {
+                    // Gone since it was listed: nothing to read. Otherwise (a path longer than
+                    // the system takes, 4096 bytes), not read, and said so.
+                    if errno != ENOENT {
+                        note(
+                            "cannot read \(shown(path)) (\(String(cString: strerror(errno)))); skipped",
+                            incomplete: true)
+                    }
+                    continue
+                }
                 switch status.st_mode & S_IFMT {
                 case S_IFDIR: directories.append(path)
                 case S_IFREG: try scanFile(path)
                 case S_IFLNK: continue
-                default: note("\(quotedPath(path)) is a FIFO, device or socket; skipped")
+                default: note("\(shown(path)) is a FIFO, device or socket; skipped")
                 }
             }
             stack += directories.reversed()
@@ -101,11 +104,27 @@ final class SecretScanner {
                 "--git: \(quotedPath(directory)) is not in a git work tree (git: \(run.reason)); leave out --git "
                     + "to scan every file under it")
         }
-        for name in run.output.split(separator: 0).map({ String(decoding: $0, as: UTF8.self) }).sorted() {
+        var names: [String] = []
+        for bytes in run.output.split(separator: 0) {
+            guard let name = String(validating: bytes, as: UTF8.self) else {
+                note(
+                    "git lists a name in \(shown(directory)) that is not UTF-8 (\(displayedName(bytes))); not read",
+                    incomplete: true)
+                continue
+            }
+            names.append(name)
+        }
+        for name in names.sorted() {
             let path = directory.hasSuffix("/") ? directory + name : directory + "/" + name
             var status = stat()
             // Deleted but still in the index, a link, a submodule: nothing of the tree's to read.
-            guard lstat(path, &status) == 0, status.st_mode & S_IFMT == S_IFREG else { continue }
+            guard lstat(path, &status) == 0 else {
+                if errno != ENOENT {
+                    note("cannot read \(shown(path)) (\(String(cString: strerror(errno)))); skipped", incomplete: true)
+                }
+                continue
+            }
+            guard status.st_mode & S_IFMT == S_IFREG else { continue }
             try scanFile(path)
         }
     }
@@ -116,7 +135,7 @@ final class SecretScanner {
     private func scanFile(_ path: String, named: Bool = false) throws {
         let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | (named ? 0 : O_NOFOLLOW | O_NONBLOCK))
         guard fd >= 0 else {
-            note("cannot read \(quotedPath(path)) (\(String(cString: strerror(errno)))); skipped", incomplete: true)
+            note("cannot read \(shown(path)) (\(String(cString: strerror(errno)))); skipped", incomplete: true)
             return
         }
         defer { close(fd) }
@@ -134,7 +153,7 @@ final class SecretScanner {
         _ = try scanStream(path: path, commit: nil) { input.next() }
         if let error = input.error {
             note(
-                "cannot read all of \(quotedPath(path)) (\(String(cString: strerror(error)))); the rest was skipped",
+                "cannot read all of \(shown(path)) (\(String(cString: strerror(error)))); the rest was skipped",
                 incomplete: true)
         }
     }
@@ -145,6 +164,7 @@ final class SecretScanner {
     func scanStream(
         path: String, commit: String?, read: () -> UnsafeRawBufferPointer?
     ) throws -> [ScanFinding] {
+        let (path, named) = findings(inName: path, commit: commit)
         finder.restart()
         var lines = LineTracker(keep: finder.longestSpan + 16)
         defer { lines.clear() }
@@ -158,6 +178,7 @@ final class SecretScanner {
                 kept += findings
             }
         }
+        try report(named)
         while let block = read() {
             for match in finder.find(in: block) {
                 let line = lines.line(at: match.start, in: block)
