@@ -80,7 +80,8 @@ struct ExecTests {
             #expect(missing.stderr.contains("no secret named 'absent'"))
             let binary = try cli(["-s", s, "exec", "--env", "A=bin", "--", "touch", marker])
             #expect(binary.status == 65)
-            #expect(binary.stderr.contains("is binary and cannot go in the environment"))
+            #expect(
+                binary.stderr.contains("is binary (not UTF-8 text, or a NUL byte) and cannot go in the environment"))
             #expect(!FileManager.default.fileExists(atPath: marker), "the command ran although a secret failed")
         }
     }

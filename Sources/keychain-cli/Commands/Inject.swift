@@ -71,15 +71,8 @@ extension KeychainCLI {
 
 extension TemplateReference {
     func resolve(with keychain: Keychain) throws -> String {
-        let outcome = "nothing was written"
-        var bytes = try keychain.value(of: reference, at: location, outcome: outcome)
-        defer { wipe(&bytes) }
-        guard let text = String(validating: bytes, as: UTF8.self), !bytes.contains(0) else {
-            throw CommandFailure.badData(
-                "\(location): the secret \(quotedValue(reference.key, expected: "a key name")) of service "
-                    + "\(quotedValue(reference.service, expected: "a service name")) is binary (not UTF-8 text, or a "
-                    + "NUL byte); \(outcome). Templates take text")
-        }
-        return text
+        try keychain.text(
+            of: reference, at: location, outcome: "nothing was written",
+            fix: "Write such a secret to a file of its own with get --raw", place: "a template")
     }
 }

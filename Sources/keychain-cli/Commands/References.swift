@@ -64,17 +64,20 @@ extension Keychain {
         return bytes
     }
 
-    /// The value of `reference` as text for an environment variable.
+    /// The value of `reference` as text, for an environment variable or (`place`) a template.
     /// - Throws: as ``value(of:at:outcome:)``, and ``CommandFailure`` (65) when the bytes are not
     ///   UTF-8 or hold a NUL, which no environment variable can carry.
-    func text(of reference: KeychainReference, at origin: String, outcome: String, fix: String) throws -> String {
+    func text(
+        of reference: KeychainReference, at origin: String, outcome: String, fix: String,
+        place: String = "the environment"
+    ) throws -> String {
         var bytes = try value(of: reference, at: origin, outcome: outcome)
         defer { wipe(&bytes) }
         guard let text = String(validating: bytes, as: UTF8.self), !bytes.contains(0) else {
             throw CommandFailure.badData(
                 "\(origin): the secret \(quotedValue(reference.key, expected: "a key name")) of service "
-                    + "\(quotedValue(reference.service, expected: "a service name")) is binary and cannot go in the "
-                    + "environment; \(outcome). \(fix)")
+                    + "\(quotedValue(reference.service, expected: "a service name")) is binary (not UTF-8 text, or a NUL "
+                    + "byte) and cannot go in \(place); \(outcome). \(fix)")
         }
         return text
     }
