@@ -67,22 +67,18 @@ package struct KeychainReference: Sendable, Hashable {
             + (field.map { "?field=" + Self.escaped($0, slash: false) } ?? "")
     }
 
-    /// `name` with `%`, `?`, `#`, `&` (and `/` when `slash`), spaces and control characters as `%XX`.
-    package static func escaped(_ name: String, slash: Bool) -> String {
-        var result = ""
-        for scalar in name.unicodeScalars {
-            switch scalar {
-            case "%", "?", "#", "&", " ", "\u{7F}", "\u{0}"..."\u{1F}": result += percent(UInt8(scalar.value))
-            case "/" where slash: result += percent(UInt8(scalar.value))
-            default: result.unicodeScalars.append(scalar)
+    /// `name` with `%`, `?`, `#`, `&` (and `/` when `slash`), spaces and control characters as `%XX`
+    /// (every other byte, those of non-ASCII characters too, as it is).
+    private static func escaped(_ name: String, slash: Bool) -> String {
+        percentEncoded(name) { byte in
+            switch byte {
+            case UInt8(ascii: "%"), UInt8(ascii: "?"), UInt8(ascii: "#"), UInt8(ascii: "&"), UInt8(ascii: " "), 0x7F,
+                0x00...0x1F:
+                true
+            case UInt8(ascii: "/"): slash
+            default: false
             }
         }
-        return result
-    }
-
-    private static func percent(_ byte: UInt8) -> String {
-        let digits = Array("0123456789ABCDEF".utf8)
-        return String(decoding: [UInt8(ascii: "%"), digits[Int(byte >> 4)], digits[Int(byte & 15)]], as: UTF8.self)
     }
 
     private static func decoded(_ bytes: ArraySlice<UInt8>, part: String) throws(FormatError) -> String {
