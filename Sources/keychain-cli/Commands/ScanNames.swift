@@ -9,9 +9,9 @@ extension SecretScanner {
     func shown(_ path: String) -> String { quotedPath(masked(path).shown) }
 
     /// `path` with the forms of secrets in it as ***, and what was found there.
+    /// (The finder is left mid-stream: every reader of it, this one and `scanStream`, restarts it first.)
     private func masked(_ path: String) -> (shown: String, matches: [SecretFinder.Match]) {
         finder.restart()
-        defer { finder.restart() }
         var bytes = Array(path.utf8)
         defer { wipe(&bytes) }
         let matches = bytes.withUnsafeBytes { finder.find(in: $0) }
