@@ -135,10 +135,11 @@ package struct EnvironmentMapping: Sendable {
     }
 
     /// A malformed reference at `origin`, in the words every reader of references uses.
-    static func malformed(_ error: FormatError, at origin: String) -> FormatError {
+    /// `outcome` says what it stopped ("nothing was run"), after the reason.
+    package static func malformed(_ error: FormatError, at origin: String, outcome: String? = nil) -> FormatError {
         FormatError(
-            "\(origin): the reference \(error.description). Write keychain://SERVICE/KEY, with %XX for a % ? # (and "
-                + "a / in the service)", isUsageError: true)
+            "\(origin): the reference \(error.description)\(outcome.map { "; \($0)" } ?? ""). Write "
+                + "keychain://SERVICE/KEY, with %XX for a % ? # (and a / in the service)", isUsageError: true)
     }
 
     /// Whether an env file's `text` is a .env file: a line's value is quoted or a reference, or a

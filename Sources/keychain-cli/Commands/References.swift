@@ -91,9 +91,7 @@ extension KeychainReference {
         do {
             return try KeychainReference(parsing: text)
         } catch {
-            throw CommandFailure.usage(
-                "\(origin): the reference \(error.description); \(outcome). Write keychain://SERVICE/KEY, with "
-                    + "%XX for a % ? # (and a / in the service)")
+            throw CommandFailure.usage(EnvironmentMapping.malformed(error, at: origin, outcome: outcome).description)
         }
     }
 }
