@@ -1,3 +1,5 @@
+import KeychainSystem
+
 /// The shells `keychain-cli env` writes for, and how each reads a value as data: every byte but
 /// NUL (which no environment variable holds) comes back as it was, whatever `$()`, backticks,
 /// quotes, line breaks or bytes that are not UTF-8 it holds.
@@ -115,12 +117,7 @@ package enum ShellDialect: String, CaseIterable, Sendable {
 
     /// The length of the well-formed UTF-8 scalar at `index` when it is printable, else 0.
     private static func printableScalarLength(_ value: [UInt8], at index: Int) -> Int {
-        let lead = value[index]
-        if lead < 0x80 { return lead < 0x20 || lead == 0x7F ? 0 : 1 }
-        let length = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : lead >= 0xC2 ? 2 : 0
-        guard length > 0, lead < 0xF5, index + length <= value.count,
-            let scalar = String(validating: value[index..<(index + length)], as: UTF8.self)?.unicodeScalars.first
-        else { return 0 }
-        return (0x80...0x9F).contains(scalar.value) ? 0 : length
+        guard let (scalar, length) = utf8Scalar(in: value, at: index) else { return 0 }
+        return scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value) ? 0 : length
     }
 }

@@ -118,3 +118,14 @@ package func hexDigitValue(_ byte: UInt8) -> UInt8? {
     default: nil
     }
 }
+
+/// The well-formed UTF-8 scalar that begins at `index` of `bytes`, and its length in bytes; nil
+/// where none does (a continuation byte, an overlong or cut sequence, a surrogate).
+package func utf8Scalar(in bytes: [UInt8], at index: Int) -> (scalar: Unicode.Scalar, length: Int)? {
+    let lead = bytes[index]
+    let length = lead < 0x80 ? 1 : lead >= 0xF5 ? 0 : lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : lead >= 0xC2 ? 2 : 0
+    guard length > 0, index + length <= bytes.count,
+        let scalar = String(validating: bytes[index..<(index + length)], as: UTF8.self)?.unicodeScalars.first
+    else { return nil }
+    return (scalar, length)
+}

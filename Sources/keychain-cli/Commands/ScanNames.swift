@@ -52,23 +52,14 @@ func displayedName(_ bytes: some Collection<UInt8>) -> String {
     var shown = ""
     var index = 0
     while index < bytes.count {
-        let lead = bytes[index]
-        let length = lead < 0x80 ? 1 : lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : lead >= 0xC2 ? 2 : 0
-        if length > 0, index + length <= bytes.count,
-            let text = String(validating: bytes[index..<(index + length)], as: UTF8.self)
-        {
-            shown += escapedForDisplay(text)
+        if let (_, length) = utf8Scalar(in: bytes, at: index) {
+            shown += escapedForDisplay(String(decoding: bytes[index..<(index + length)], as: UTF8.self))
             index += length
         } else {
-            shown += "\\x" + String(lead, radix: 16, uppercase: true).leftPadded(to: 2)
+            let digits = Array("0123456789ABCDEF")
+            shown += "\\x\(digits[Int(bytes[index] >> 4)])\(digits[Int(bytes[index] & 15)])"
             index += 1
         }
     }
     return shown
-}
-
-extension String {
-    fileprivate func leftPadded(to width: Int) -> String {
-        String(repeating: "0", count: max(0, width - count)) + self
-    }
 }
