@@ -109,18 +109,29 @@ static inline int keychain_cli_spawn_service(const char *path, char *const argv[
 }
 
 // Starts the guardian of `serve -- COMMAND`'s private bus: a fork that runs no other program and
-// holds only `lifeline`, the read end of a pipe whose write end only serve holds. serve writes 'p'
-// and the command's pid (an int) once the command runs, and 'x' when it has stopped everything
-// itself. End of file without 'x' means serve ended otherwise, even by SIGKILL (the kernel closes
-// its end): the guardian then sends the command SIGTERM, SIGKILL `grace_ms` later if it is still
-// there (through a pidfd opened when told the pid: no other process can take its place), and
-// removes the bus's `socket` and `directory`. A command is never left running without its bus,
-// and no directory is left behind. Only system calls between fork and _exit. Returns the pid, or
-// -1 with errno.
-static inline int keychain_cli_spawn_guardian(int lifeline, const char *socket, const char *directory,
+// holds only `lifeline`, the read end of a pipe whose write end only serve holds. The guardian
+// makes the bus's directory itself (mkdtemp of `directory_template`, ending XXXXXX) and writes its
+// name, then a newline, on `report` (nothing when it cannot: it ends with errno as its status), so
+// that no moment exists when the directory is there and no guardian is: a SIGKILL to serve before
+// the fork leaves nothing, after it the guardian removes the directory. serve writes 'p' and the
+// command's pid (an int) once the command runs, and 'x' when it has stopped everything itself. End
+// of file without 'x' means serve ended otherwise, even by SIGKILL (the kernel closes its end): the
+// guardian then sends the command SIGTERM, SIGKILL `grace_ms` later if it is still there (through a
+// pidfd opened when told the pid: no other process can take its place), and removes the bus's
+// socket (`directory/bus`) and the directory. A command is never left running without its bus,
+// and no directory is left behind. Only system calls (and mkdtemp, strlen, memcpy) between fork and
+// _exit. Returns the pid, or -1 with errno.
+static inline int keychain_cli_spawn_guardian(int lifeline, int report, const char *directory_template,
                                               int grace_ms) {
+    char directory[4096], socket[4096 + 8];
+    size_t length = strlen(directory_template);
+    if (length + 5 > sizeof directory) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
     pid_t pid = fork();
     if (pid != 0) return pid;
+    memcpy(directory, directory_template, length + 1);
     struct sigaction ignore = {0};
     ignore.sa_handler = SIG_IGN;
     int ignored[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE, SIGTSTP, SIGTTIN, SIGTTOU};
@@ -129,18 +140,33 @@ static inline int keychain_cli_spawn_guardian(int lifeline, const char *socket, 
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);
     int line = fcntl(lifeline, F_DUPFD, 10);
+    int told = fcntl(report, F_DUPFD, 10);
     int null = open("/dev/null", O_RDWR);
-    if (line < 0 || null < 0) _exit(127);
+    if (line < 0 || told < 0 || null < 0) _exit(127);
     dup2(null, 0);
     dup2(null, 1);
     dup2(null, 2);
     dup2(line, 3);
+    dup2(told, 4);
 #ifdef SYS_close_range
-    if (syscall(SYS_close_range, 4, ~0U, 0) != 0)
+    if (syscall(SYS_close_range, 5, ~0U, 0) != 0)
 #endif
     {
-        for (int fd = 4; fd < 4096; fd++) close(fd);
+        for (int fd = 5; fd < 4096; fd++) close(fd);
     }
+    if (mkdtemp(directory) == NULL) _exit(errno & 0xff ? errno & 0xff : 1);
+    memcpy(socket, directory, length);
+    memcpy(socket + length, "/bus", 5);
+    directory[length] = '\n';
+    size_t written = 0;
+    while (written <= length) {
+        ssize_t count = write(4, directory + written, length + 1 - written);
+        if (count < 0 && errno == EINTR) continue;
+        if (count <= 0) break;
+        written += (size_t)count;
+    }
+    directory[length] = '\0';
+    close(4);
     int command = 0, handle = -1;
     for (;;) {
         char kind;

@@ -200,6 +200,13 @@ struct ExecTerminalAndFileTests {
             var environment = cliEnvironment()
             environment["KC"] = keychainCLIPath
             environment["S"] = s
+            // A tmpfs directory of this test's own: another test's `exec --file` would sweep the
+            // abandoned directory too, and hold its lock at the moment this run tries it.
+            let runtime = "/dev/shm/kc-abandoned-\(UUID())"
+            try FileManager.default.createDirectory(atPath: runtime, withIntermediateDirectories: false)
+            defer { _ = try? runProcess("/bin/rm", ["-rf", runtime], environment: [:]) }
+            chmod(runtime, 0o700)
+            environment["XDG_RUNTIME_DIR"] = runtime
             // The commands read a FIFO the script alone holds open for writing: closing it ends
             // them, with no signal that could reach another test's process. Each says where its
             // directory is on a FIFO of its own, which `read` waits on. The abandoned run's remover

@@ -15,13 +15,10 @@ struct PrivateBus {
     private let guardian: (pid: pid_t, lifeline: Int32)?
 
     static func start() throws -> PrivateBus {
-        var template = Array("\(temporaryDirectory())/keychain-cli-bus.XXXXXX".utf8CString)
-        guard mkdtemp(&template) != nil else {
-            throw CommandFailure(kind: .io, message: "cannot make a directory for the private bus: \(errnoText())")
-        }
-        let directory = String(decoding: template.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-        // From here on, whatever ends serve, the directory goes: serve's stop(), or its guardian.
-        let guardian = startGuardian(directory)
+        // The guardian makes the directory: from then on, whatever ends serve, it goes (serve's
+        // stop(), or its guardian), and before it nothing is there to leave.
+        let template = "\(temporaryDirectory())/keychain-cli-bus.XXXXXX"
+        let (directory, guardian) = try makeGuardedDirectory(template)
         func abandon() {
             remove(directory)
             release(guardian)
@@ -123,17 +120,47 @@ struct PrivateBus {
         while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
     }
 
-    /// The guardian of `directory` (see keychain_cli_spawn_guardian), with the write end of its
-    /// lifeline; nil when it cannot be started (serve then works as before, without it).
-    private static func startGuardian(_ directory: String) -> (pid: pid_t, lifeline: Int32)? {
-        guard let (read, write) = makePipe() else { return nil }
-        let pid = keychain_cli_spawn_guardian(read, "\(directory)/bus", directory, 5000)
+    /// A new directory from `template` and its guardian (see keychain_cli_spawn_guardian), with
+    /// the write end of its lifeline; when no guardian can be started, the directory without one
+    /// (serve then works as before, without it).
+    private static func makeGuardedDirectory(
+        _ template: String
+    ) throws -> (directory: String, guardian: (pid: pid_t, lifeline: Int32)?) {
+        guard let (read, write) = makePipe() else { return (try makeDirectory(template), nil) }
+        guard let (reportRead, reportWrite) = makePipe() else {
+            close(read)
+            close(write)
+            return (try makeDirectory(template), nil)
+        }
+        let pid = keychain_cli_spawn_guardian(read, reportWrite, template, 5000)
+        close(reportWrite)
         close(read)
         guard pid > 0 else {
+            close(reportRead)
             close(write)
-            return nil
+            return (try makeDirectory(template), nil)
         }
-        return (pid, write)
+        var line: [UInt8] = []
+        var byte: UInt8 = 0
+        while Glibc.read(reportRead, &byte, 1) == 1, byte != UInt8(ascii: "\n") { line.append(byte) }
+        close(reportRead)
+        guard line.isEmpty else { return (String(decoding: line, as: UTF8.self), (pid, write)) }
+        // It could not make it: its status is mkdtemp's errno.
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
+        close(write)
+        errno = (status >> 8) & 0xff
+        throw cannotMakeDirectory()
+    }
+
+    private static func makeDirectory(_ template: String) throws -> String {
+        var bytes = Array(template.utf8CString)
+        guard mkdtemp(&bytes) != nil else { throw cannotMakeDirectory() }
+        return String(decoding: bytes.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
+    private static func cannotMakeDirectory() -> CommandFailure {
+        CommandFailure(kind: .io, message: "cannot make a directory for the private bus: \(errnoText())")
     }
 
     private static func remove(_ directory: String) {
