@@ -126,18 +126,25 @@ final class SignalWatcher {
         }
     }
 
-    /// Lets the rest of a burst of signals arrive: until 3 ms pass without one, 20 ms at most.
-    /// KeePassXC announces a new item with an ItemChanged per property it sets, on the collection
-    /// and on each alias, within a few ms; gnome-keyring sends one signal per change.
+    /// Lets the rest of a burst of signals arrive: until 3 ms pass without one, 20 ms at most;
+    /// once an item is created, 10 ms and 150 ms. KeePassXC announces a new item with an
+    /// ItemChanged per property it sets, on the collection and on each alias, within a few ms on
+    /// an idle machine (tens on a loaded one, where a later one was read as a change);
+    /// gnome-keyring sends one signal per change.
     private func settle(_ watch: StoreWatch) throws {
-        let end = monotonicSeconds() + 0.02
-        var quiet = monotonicSeconds() + 0.003
-        while let connection, monotonicSeconds() < min(end, quiet) {
+        let start = monotonicSeconds()
+        var (gap, most) = (0.003, 0.02)
+        var quiet = start + gap
+        while let connection, monotonicSeconds() < min(start + most, quiet) {
+            if pending.contains(where: { $0.0 == "ItemCreated" }) {
+                (gap, most) = (0.01, 0.15)
+                quiet = max(quiet, monotonicSeconds() + gap)
+            }
             let count = pending.count
-            let more = try connection.signals(until: min(end, quiet), waking: watch.cancelDescriptor)
+            let more = try connection.signals(until: min(start + most, quiet), waking: watch.cancelDescriptor)
             if more.isEmpty { return }
             file(more)
-            if pending.count != count { quiet = monotonicSeconds() + 0.003 }
+            if pending.count != count { quiet = monotonicSeconds() + gap }
         }
     }
 
