@@ -70,7 +70,19 @@ package final class VaultHolder: Sendable {
     /// finds none, and `unlock` starts another holder, which takes the lock once this one is gone.
     /// `sleep`: the sleep watch, whose descriptors join the poll and which handles them after it.
     package func run(watching sleep: SleepWatch? = nil) throws(KeychainError) {
-        let clients = try HolderConnections(listener: listener) { [self] in answer($0, cancellation: $1) }
+        let clients: FramedConnections<HolderRequest>
+        do {
+            clients = try FramedConnections(
+                listener: listener, limit: HolderWire.limit, workers: Self.workers,
+                decode: { body, _ in
+                    var data = Data(body)
+                    defer { wipe(&data) }
+                    return try? JSONDecoder().decode(HolderRequest.self, from: data)
+                },
+                lane: Self.lane, answer: { [self] in HolderWire.framed(answer($0, cancellation: $1)) })
+        } catch {
+            throw .vaultIO(detail: "the holder: \(error)")
+        }
         guard let events = HolderEvents(socket: place.socket) else {
             throw .vaultIO(detail: "the holder cannot watch its socket or set its timer")
         }
@@ -100,6 +112,20 @@ package final class VaultHolder: Sendable {
         if reachable() { unlink(place.socket) }
     }
 
+    /// The most requests carried out at once: reads (and holds) and writes apart, so that reads,
+    /// which take no lock, never wait behind writes waiting for a vault's.
+    static let workers = [48, 16]
+
+    /// `lock` and a status are answered at once, so that `lock` always gets through; the reads
+    /// and writes of a vault, which may wait for its lock or its file, by workers.
+    private static func lane(_ request: HolderRequest) -> FramedLane {
+        switch request {
+        case .forget, .status: .now
+        case .hold: .worker(0)
+        case .use(_, _, let operation): .worker(operation.writes ? 1 : 0)
+        }
+    }
+
     /// When the first of the vaults' limits ends (boot seconds), nil when none has one.
     private func nextLimit() -> Double? {
         state.withLock { state in
@@ -122,7 +148,7 @@ package final class VaultHolder: Sendable {
 
     /// What `request` gets; a write stops before it replaces the file once `cancellation` says
     /// its client went away.
-    func answer(_ request: HolderRequest, cancellation: HolderConnections.Cancellation) -> HolderReply {
+    func answer(_ request: HolderRequest, cancellation: FramedCancellation) -> HolderReply {
         switch request {
         case .hold(let hold): return self.hold(hold)
         case .forget(let vault):
@@ -143,7 +169,7 @@ package final class VaultHolder: Sendable {
     /// locked (its key is gone by then).
     private func carryOut(
         _ operation: HolderRequest.VaultOperation, on vault: String, until deadline: Double,
-        cancellation: HolderConnections.Cancellation
+        cancellation: FramedCancellation
     ) -> HolderReply {
         guard let store = use(vault) else { return .notHeld }
         let check: @Sendable () throws(KeychainError) -> Void = { [self] () throws(KeychainError) in

@@ -4,45 +4,75 @@ import Glibc
 import KeychainStore
 import KeychainSystem
 
-/// The holder's clients, served from one thread by `poll`: a connection costs a descriptor and its
-/// buffers, never a thread, so clients that keep theirs open (an `exec` running for hours, a
-/// prompt left unanswered, a socket that sends nothing) hold no one up. A request is read as its
-/// bytes arrive; `lock` and a status are answered at once, on this thread, so that `lock` always
-/// gets through; the reads and writes of a vault, which may wait for its lock or its file, run
-/// on threads of their own (at most ``workers`` at once, the rest waiting their turn).
-final class HolderConnections {
+/// How a request is carried out: at once, on the serving thread (it never waits for anything),
+/// or on a thread of its own in one of the worker lanes, at most so many of each at once.
+package enum FramedLane: Sendable, Equatable {
+    case now
+    case worker(Int)
+}
+
+/// The peer of a connection, as the kernel gave it when it connected (SO_PEERCRED).
+package struct FramedPeer: Sendable {
+    package let pid: pid_t
+    package let uid: uid_t
+    /// The connection's number, unique for the server's life: what its client said before
+    /// (the host an ssh-agent's client is bound to) is known by it.
+    package let connection: Int
+}
+
+/// The clients of a socket that speaks messages framed by a 4-byte big-endian length (unlock's
+/// holder, the ssh-agent), served from one thread by `poll`: a connection costs a descriptor and
+/// its buffers, never a thread, so clients that keep theirs open (an `exec` running for hours, a
+/// prompt left unanswered, a socket that sends nothing) hold no one up. Only the user's own
+/// processes are served (its uid, SO_PEERCRED). A request is read as its bytes arrive, then
+/// answered at once on this thread (so that `lock` always gets through) or on a worker thread of
+/// its lane (a vault's read or write, which may wait for its lock or its file; a confirmation).
+/// One request per connection is under way at a time; its answer is sent before the next is read.
+package final class FramedConnections<Request: Sendable> {
     /// The most connections kept; past it, the one unused longest is closed (its client, if it
     /// comes back, connects again).
-    static let maximumConnections = 512
-    /// The most requests carried out at once: reads (and holds) and writes apart, so that reads,
-    /// which take no lock, never wait behind writes waiting for a vault's.
-    static let workers = (reads: 48, writes: 16)
+    static var maximumConnections: Int { 512 }
     /// Seconds an answer may wait for its client to read it.
-    static let outputSeconds = 30.0
+    static var outputSeconds: Double { 30 }
 
     private let listener: Int32
-    private let answer: @Sendable (HolderRequest, Cancellation) -> HolderReply
+    /// The largest message read; also the most kept, in all, of requests not yet whole.
+    private let limit: Int
+    /// The most requests of each worker lane carried out at once.
+    private let workers: [Int]
+    private let decode: ([UInt8], FramedPeer) -> Request?
+    private let lane: (Request) -> FramedLane
+    /// The request's answer, framed; nil closes the connection.
+    private let answer: @Sendable (Request, FramedCancellation) -> [UInt8]?
+    /// Told the number of each connection closed.
+    var closed: ((Int) -> Void)?
     private var connections: [Int: Connection] = [:]
     private var nextIdentifier = 0
     /// Bytes of requests read and not yet whole, over all connections.
     private var pending = 0
-    private var waiting: [(Int, HolderRequest)] = []
-    private var running = (reads: 0, writes: 0)
-    /// Answers the workers finished: the connection's identifier, whether it wrote, the reply.
-    private let finished = Locked<[(Int, Bool, [UInt8])]>([])
+    private var waiting: [(Int, Request, Int)] = []
+    private var running: [Int]
+    /// Answers the workers finished: the connection's identifier, the lane, the framed reply.
+    private let finished = Locked<[(Int, Int, [UInt8]?)]>([])
     private let wake: (read: Int32, write: Int32)
 
-    /// Whether a request is being carried out: the holder does not end before it is answered.
-    var isWorking: Bool { running.reads + running.writes > 0 }
+    /// Whether a request is being carried out: the server does not end before it is answered.
+    var isWorking: Bool { running.contains { $0 > 0 } }
 
-    init(listener: Int32, answer: @escaping @Sendable (HolderRequest, Cancellation) -> HolderReply)
-        throws(KeychainError)
-    {
-        (self.listener, self.answer) = (listener, answer)
+    /// - Parameters:
+    ///   - limit: the largest message read.
+    ///   - workers: the most requests carried out at once in each lane `lane` names.
+    ///   - decode: a whole message's body as a request (nil closes the connection); the body is
+    ///     wiped after.
+    init(
+        listener: Int32, limit: Int, workers: [Int], decode: @escaping ([UInt8], FramedPeer) -> Request?,
+        lane: @escaping (Request) -> FramedLane, answer: @escaping @Sendable (Request, FramedCancellation) -> [UInt8]?
+    ) throws(FileError) {
+        (self.listener, self.limit, self.workers) = (listener, limit, workers)
+        (self.decode, self.lane, self.answer) = (decode, lane, answer)
+        running = workers.map { _ in 0 }
         var ends: [Int32] = [0, 0]
-        guard keychain_cli_pipe_cloexec(&ends) == 0 else {
-            throw .vaultIO(detail: FileError("cannot make the holder's pipe").description)
-        }
+        guard keychain_cli_pipe_cloexec(&ends) == 0 else { throw FileError("cannot make a pipe") }
         for fd in ends + [listener] { _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) }
         wake = (ends[0], ends[1])
     }
@@ -106,7 +136,9 @@ final class HolderConnections {
                 drop(oldest.key)
             }
             nextIdentifier += 1
-            connections[nextIdentifier] = Connection(fd: fd, lastActive: bootSeconds())
+            connections[nextIdentifier] = Connection(
+                fd: fd, peer: FramedPeer(pid: peer.pid, uid: peer.uid, connection: nextIdentifier),
+                lastActive: bootSeconds())
         }
     }
 
@@ -118,7 +150,7 @@ final class HolderConnections {
             let count = recv(connection.fd, &chunk, chunk.count, receiveFlags)
             if count < 0 && errno == EINTR { continue }
             if count < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) { break }
-            guard count > 0, pending + count <= HolderWire.limit else { return drop(identifier) }
+            guard count > 0, pending + count <= limit else { return drop(identifier) }
             connection.input.append(Array(chunk[..<count]))
             connection.inputCount += count
             pending += count
@@ -132,22 +164,23 @@ final class HolderConnections {
         guard let connection = connections[identifier], !connection.busy, let count = connection.announced else {
             return
         }
-        guard count <= HolderWire.limit else { return drop(identifier) }
+        guard count <= limit else { return drop(identifier) }
         guard connection.inputCount >= 4 + count else { return }
         _ = connection.take(4)
         var body = connection.take(count)
-        defer { wipe(&body) }
         pending -= 4 + count
-        var data = Data(body)
-        let decoded = try? JSONDecoder().decode(HolderRequest.self, from: data)
-        wipe(&data)
+        let decoded = decode(body, connection.peer)
+        wipe(&body)
         guard let request = decoded else { return drop(identifier) }
-        let cancellation = Cancellation()
+        let cancellation = FramedCancellation()
         connection.underWay = cancellation
-        switch request {
-        case .forget, .status: reply(identifier, answer(request, cancellation))
-        case .hold, .use:
-            waiting.append((identifier, request))
+        switch lane(request) {
+        case .now:
+            guard var framed = answer(request, cancellation) else { return drop(identifier) }
+            queue(identifier, framed)
+            wipe(&framed)
+        case .worker(let index):
+            waiting.append((identifier, request, index))
             startWorkers()
         }
     }
@@ -155,26 +188,22 @@ final class HolderConnections {
     private func startWorkers() {
         var index = 0
         while index < waiting.count {
-            let (identifier, request) = waiting[index]
-            let writes: Bool
-            if case .use(_, _, let operation) = request { writes = operation.writes } else { writes = false }
-            guard writes ? running.writes < Self.workers.writes : running.reads < Self.workers.reads,
-                let cancellation = connections[identifier]?.underWay
-            else {
+            let (identifier, request, lane) = waiting[index]
+            guard running[lane] < workers[lane], let cancellation = connections[identifier]?.underWay else {
                 index += 1
                 continue
             }
             let (answer, finished, wake) = (self.answer, self.finished, self.wake.write)
             let started = startThread {
-                var reply = HolderWire.framed(answer(request, cancellation)) ?? []
-                finished.withLock { $0.append((identifier, writes, reply)) }
-                wipe(&reply)
+                var reply = answer(request, cancellation)
+                finished.withLock { $0.append((identifier, lane, reply)) }
+                if reply != nil { wipe(&reply!) }
                 var byte: UInt8 = 1
                 _ = Glibc.write(wake, &byte, 1)
             }
             guard started == nil else { return }
             waiting.remove(at: index)
-            if writes { running.writes += 1 } else { running.reads += 1 }
+            running[lane] += 1
         }
     }
 
@@ -187,17 +216,12 @@ final class HolderConnections {
             return done
         }
         for index in done.indices {
-            if done[index].1 { running.writes -= 1 } else { running.reads -= 1 }
-            if connections[done[index].0] != nil { queue(done[index].0, done[index].2) }
-            wipe(&done[index].2)
+            running[done[index].1] -= 1
+            guard connections[done[index].0] != nil else { continue }
+            if let reply = done[index].2 { queue(done[index].0, reply) } else { drop(done[index].0) }
         }
+        for index in done.indices where done[index].2 != nil { wipe(&done[index].2!) }
         startWorkers()
-    }
-
-    private func reply(_ identifier: Int, _ reply: HolderReply) {
-        guard var framed = HolderWire.framed(reply) else { return drop(identifier) }
-        queue(identifier, framed)
-        wipe(&framed)
     }
 
     private func queue(_ identifier: Int, _ framed: [UInt8]) {
@@ -239,6 +263,7 @@ final class HolderConnections {
 
     private func drop(_ identifier: Int) {
         guard let connection = connections.removeValue(forKey: identifier) else { return }
+        closed?(identifier)
         pending -= connection.inputCount
         for index in connection.input.indices { wipe(&connection.input[index]) }
         wipe(&connection.output)

@@ -1,8 +1,9 @@
 import KeychainSystem
 
-extension HolderConnections {
+extension FramedConnections {
     final class Connection {
         let fd: Int32
+        let peer: FramedPeer
         /// What was read of requests not yet carried out, as it came: nothing is allocated
         /// before its bytes arrive, and nothing is copied as it grows.
         var input: [[UInt8]] = []
@@ -11,11 +12,13 @@ extension HolderConnections {
         var written = 0
         /// The request being carried out, if any (nothing more is read until its answer is
         /// sent); cancelled when the client goes away, so that its write writes nothing.
-        var underWay: Cancellation?
+        var underWay: FramedCancellation?
         /// Boot seconds of the last byte read or written.
         var lastActive: Double
 
-        init(fd: Int32, lastActive: Double) { (self.fd, self.lastActive) = (fd, lastActive) }
+        init(fd: Int32, peer: FramedPeer, lastActive: Double) {
+            (self.fd, self.peer, self.lastActive) = (fd, peer, lastActive)
+        }
 
         var busy: Bool { underWay != nil }
 
@@ -44,11 +47,11 @@ extension HolderConnections {
             return HolderWire.length(ArraySlice(input.lazy.joined().prefix(4)))
         }
     }
+}
 
-    /// Whether the client of a request has gone away.
-    final class Cancellation: Sendable {
-        private let cancelled = Locked(false)
-        func cancel() { cancelled.withLock { $0 = true } }
-        var isCancelled: Bool { cancelled.withLock { $0 } }
-    }
+/// Whether the client of a request has gone away.
+package final class FramedCancellation: Sendable {
+    private let cancelled = Locked(false)
+    package func cancel() { cancelled.withLock { $0 = true } }
+    package var isCancelled: Bool { cancelled.withLock { $0 } }
 }
