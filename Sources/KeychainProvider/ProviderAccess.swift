@@ -5,56 +5,6 @@ import KeychainDBus
 import KeychainStore
 import KeychainSystem
 
-/// What `serve` records of each access to an item (`--access-log FILE`: one JSON line per read,
-/// write and delete, never a secret) and which programs may read secrets (`--allow-exe PATH`).
-public struct ProviderAccessPolicy: Sendable {
-    /// The log, opened to append (one `write` a line, so lines of concurrent writers never mix).
-    let log: Int32?
-    /// The executables whose processes may read secrets (their real paths); nil: every one.
-    let readers: Set<String>?
-
-    /// No log, and every client may read.
-    public static let unrestricted = ProviderAccessPolicy(log: nil, readers: nil)
-
-    private init(log: Int32?, readers: Set<String>?) { (self.log, self.readers) = (log, readers) }
-
-    /// Appends to the file at `logPath` (created 0600; a symbolic link or anything but a regular
-    /// file is refused), and lets only the processes of `allowedExecutables` read, when any.
-    /// - Throws: ``KeychainError/vaultIO(detail:)`` when the log cannot be opened (74),
-    ///   ``KeychainError/badConfiguration(detail:)`` when an executable does not exist (64).
-    public init(logPath: String?, allowedExecutables: [String]) throws(KeychainError) {
-        var readers: Set<String>?
-        if !allowedExecutables.isEmpty {
-            readers = []
-            for path in allowedExecutables {
-                guard let real = realpath(path, nil) else {
-                    throw .badConfiguration(
-                        detail: "the program \(quotedPath(path)) allowed to read cannot be found "
-                            + "(\(String(cString: strerror(errno)))): give its full path")
-                }
-                readers?.insert(String(cString: real))
-                free(real)
-            }
-        }
-        guard let logPath else {
-            self.init(log: nil, readers: readers)
-            return
-        }
-        // Non-blocking: a FIFO with no reader fails at once (ENXIO) rather than wait for one.
-        let fd = Glibc.open(logPath, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0o600)
-        guard fd >= 0 else {
-            throw .vaultIO(
-                detail: "cannot open the access log \(quotedPath(logPath)) (\(String(cString: strerror(errno))))")
-        }
-        var status = stat()
-        guard fstat(fd, &status) == 0, status.st_mode & S_IFMT == S_IFREG else {
-            close(fd)
-            throw .vaultIO(detail: "the access log \(quotedPath(logPath)) is not a regular file")
-        }
-        self.init(log: fd, readers: readers)
-    }
-}
-
 /// The process behind a bus connection, as the bus daemon tells it (GetConnectionUnixProcessID,
 /// GetConnectionUnixUser) and /proc shows its executable.
 struct ProviderClient: Sendable {
@@ -95,21 +45,13 @@ extension SecretServiceProvider {
         guard policy.log != nil || policy.readers != nil else { return true }
         try requireWorkingLog()
         let client = client(call.sender)
-        let allowed =
-            access != .read
-            || policy.readers.map { readers in client.executable.map(readers.contains) ?? false }
-                ?? true
-        if let log = policy.log {
-            let record = AccessRecord(
-                time: Date(), operation: access.rawValue, service: address.service.rawValue, key: address.key.rawValue,
-                allowed: allowed, pid: client.pid, uid: client.uid, executable: client.executable)
-            var line = (try? JSONEncoder.sortedKeys().encode(record)) ?? Data()
-            line.append(UInt8(ascii: "\n"))
-            let written = line.withUnsafeBytes { write(log, $0.baseAddress, $0.count) }
-            if written != line.count {
-                logFailure = written < 0 ? String(cString: strerror(errno)) : "a short write"
-                try requireWorkingLog()
-            }
+        let allowed = access != .read || policy.allows(client.executable)
+        let record = AccessRecord(
+            time: Date(), operation: access.rawValue, service: address.service.rawValue, key: address.key.rawValue,
+            allowed: allowed, pid: client.pid, uid: client.uid, executable: client.executable)
+        if let failure = policy.append(record) {
+            logFailure = failure
+            try requireWorkingLog()
         }
         return allowed
     }
@@ -137,13 +79,7 @@ extension SecretServiceProvider {
             busCall(method, Variant.tuple([Variant.string(sender)]), keychain_cli_type_uint32_reply())?.child(0).uint32
         }
         var client = ProviderClient(pid: ask("GetConnectionUnixProcessID"), uid: ask("GetConnectionUnixUser"))
-        if let pid = client.pid {
-            var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
-            let count = readlink("/proc/\(pid)/exe", &buffer, buffer.count - 1)
-            if count > 0 {
-                client.executable = String(decoding: buffer[..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
-            }
-        }
+        client.executable = client.pid.flatMap(AccessPolicy.executable(ofProcess:))
         clients[sender] = client
         return client
     }

@@ -74,14 +74,14 @@ public final class SecretServiceProvider: @unchecked Sendable {
     /// command's output); set before ``run(watching:)``.
     public var secretObserver: (@Sendable (Data) -> Void)?
 
-    /// What is recorded of each access, and who may read (``ProviderAccessPolicy``).
-    let policy: ProviderAccessPolicy
+    /// What is recorded of each access, and who may read (``AccessPolicy``).
+    let policy: AccessPolicy
     /// The process behind each client's bus name, asked of the bus at its first access.
     var clients: [String: ProviderClient] = [:]
     /// Why the access log could not be written, once it could not (serve then answers nothing).
     var logFailure: String?
 
-    public init(store: any DetailedSecretStore, policy: ProviderAccessPolicy = .unrestricted) {
+    public init(store: any DetailedSecretStore, policy: AccessPolicy = .unrestricted) {
         self.policy = policy
         let now = UInt64(Date().timeIntervalSince1970)
         login = ServedCollection(name: "login", store: store, label: "Login", created: now)

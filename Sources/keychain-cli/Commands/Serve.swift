@@ -76,9 +76,9 @@ extension KeychainCLI {
 
         /// What --access-log and --allow-exe ask for; the log's errors are the log's, not the vault's
         /// (whose hint names --vault).
-        private func accessPolicy() throws -> ProviderAccessPolicy {
+        private func accessPolicy() throws -> AccessPolicy {
             let result = Result { () throws(KeychainError) in
-                try ProviderAccessPolicy(logPath: accessLog, allowedExecutables: allowExe)
+                try AccessPolicy(logPath: accessLog, allowedExecutables: allowExe)
             }
             if case .failure(.vaultIO(let detail)) = result { throw CommandFailure.io(detail) }
             return try result.get()
