@@ -107,12 +107,12 @@ let package = Package(
             dependencies: ["KeychainStore", "KeychainSystem", "KeychainDBus", "KeychainSecretSession", "CLibSecret"]
         ),
         .target(name: "KeychainOpenBao", dependencies: ["KeychainStore", "KeychainSystem", "CCurl"]),
-        // `unlock`'s holder and the vault through it: the command line's, not the library's.
+        // `unlock`'s holder and the vault through it, and `ssh-agent`: the command line's, not the library's.
         .target(
             name: "KeychainHolder",
             dependencies: [
                 "KeychainStore", "KeychainSystem", "KeychainAge", "KeychainVault", "KeychainDBus", "CLibSecret",
-                "CLinux",
+                "CLinux", "KeychainSSH",
             ]
         ),
         // The facade knows the seam only; KeychainCore adds the desktop's default store.

@@ -12,6 +12,7 @@
 #include <signal.h>
 #include <sys/syscall.h>
 #include <sys/timerfd.h>
+#include <sys/signalfd.h>
 #include <sys/vfs.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -263,6 +264,30 @@ static inline int keychain_cli_pipe_cloexec(int ends[2]) { return pipe2(ends, O_
 // The process and user at the other end of the Unix socket `fd` (SO_PEERCRED; glibc declares
 // struct ucred only under _GNU_SOURCE): for a server, its client's; for a client, the uid that
 // made the socket listen. 0, or -1 with errno.
+// Blocks SIGTERM, SIGINT and SIGHUP in this thread (and the threads it starts after) and returns
+// a descriptor that reads them (signalfd, close-on-exec, non-blocking): a server's poll then ends
+// on them as on any event, and cleans up. -1 with errno when it cannot.
+static inline int keychain_cli_ending_signals(void) {
+    sigset_t ending;
+    sigemptyset(&ending);
+    sigaddset(&ending, SIGTERM);
+    sigaddset(&ending, SIGINT);
+    sigaddset(&ending, SIGHUP);
+    if (pthread_sigmask(SIG_BLOCK, &ending, NULL) != 0) return -1;
+    return signalfd(-1, &ending, SFD_CLOEXEC | SFD_NONBLOCK);
+}
+
+// pidfd_open(2) (Linux 5.3): a descriptor that becomes readable when process `pid` ends. -1 with
+// errno where the kernel has none.
+static inline int keychain_cli_pidfd_open(pid_t pid) {
+#ifdef SYS_pidfd_open
+    return (int)syscall(SYS_pidfd_open, pid, 0);
+#else
+    errno = ENOSYS;
+    return -1;
+#endif
+}
+
 struct keychain_cli_peer { int pid; unsigned uid; unsigned gid; };
 static inline int keychain_cli_peer_credentials(int fd, struct keychain_cli_peer *peer) {
     socklen_t length = sizeof(*peer);

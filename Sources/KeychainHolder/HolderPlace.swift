@@ -92,13 +92,18 @@ package struct HolderPlace: Sendable {
     /// Listens on the socket, replacing one a dead holder left: the caller holds the lock file,
     /// so no live holder listens there.
     package func listen() throws(KeychainError) -> Int32 {
-        let fd = try Self.unixSocket()
         unlink(socket)
+        return try Self.listen(at: socket)
+    }
+
+    /// A socket listening at `path` (mode 0600), which must not exist.
+    package static func listen(at path: String) throws(KeychainError) -> Int32 {
+        let fd = try unixSocket()
         let previous = umask(0o177)
-        let bound = withUnixSocketAddress(Array(socket.utf8)) { bind(fd, $0, $1) }
+        let bound = withUnixSocketAddress(Array(path.utf8)) { bind(fd, $0, $1) }
         umask(previous)
         guard bound == 0, Glibc.listen(fd, SOMAXCONN) == 0 else {
-            let failure = FileError("cannot listen on \(quotedPath(socket))")
+            let failure = FileError("cannot listen on \(quotedPath(path))")
             close(fd)
             throw .vaultIO(detail: failure.description)
         }

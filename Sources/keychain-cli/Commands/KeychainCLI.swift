@@ -105,7 +105,7 @@ struct KeychainCLI: ParsableCommand {
             SetCommand.self, Get.self, Generate.self, OTP.self, Delete.self, Reset.self, List.self, Exec.self, Env.self,
             Inject.self, Scan.self, Export.self, Import.self, Watch.self, History.self, Rollback.self,
             GitCredential.self, DockerCredential.self, Vault.self,
-            Unlock.self, Lock.self, Serve.self, Doctor.self, Holder.self,
+            Unlock.self, Lock.self, Serve.self, SSHAgent.self, Doctor.self, Holder.self,
         ]
     )
 

@@ -74,16 +74,6 @@ extension KeychainCLI {
             }
         }
 
-        /// What --access-log and --allow-exe ask for; the log's errors are the log's, not the vault's
-        /// (whose hint names --vault).
-        private func accessPolicy() throws -> AccessPolicy {
-            let result = Result { () throws(KeychainError) in
-                try AccessPolicy(logPath: accessLog, allowedExecutables: allowExe)
-            }
-            if case .failure(.vaultIO(let detail)) = result { throw CommandFailure.io(detail) }
-            return try result.get()
-        }
-
         func run() throws {
             let store = try settings.store(throughHolder: false)
             guard let detailed = store as? any DetailedSecretStore else {
@@ -93,7 +83,8 @@ extension KeychainCLI {
             }
             // Before the backend is opened: the vault's plaintext is read into locked memory.
             for warning in Startup.holdSecretsSafely("serve") { writeError(warning) }
-            let provider = SecretServiceProvider(store: detailed, policy: try accessPolicy())
+            let provider = SecretServiceProvider(
+                store: detailed, policy: try AccessPolicy.forCommand(logPath: accessLog, allowedExecutables: allowExe))
             if command.isEmpty {
                 guard let address = Environment.value("DBUS_SESSION_BUS_ADDRESS")
                 else {

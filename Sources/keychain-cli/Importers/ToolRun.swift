@@ -20,11 +20,12 @@ struct ToolRun {
     /// Runs `arguments` (searched in PATH) with `input` on its standard input, reading what it
     /// writes until it ends, for at most `timeout` seconds (then it is ended and nil returned),
     /// and at most `limit` bytes of output (then it is ended, ``tooLarge``); `awayFromTerminal`:
-    /// in a session of its own, so that it cannot ask anything at the terminal.
+    /// in a session of its own, so that it cannot ask anything at the terminal; `variables`
+    /// (NAME=value) added to its environment.
     /// - Throws: ``CommandFailure`` (69) when the tool is not installed or cannot be started.
     static func run(
         _ arguments: [String], input: [UInt8] = [], timeout: Double, limit: Int = .max, awayFromTerminal: Bool = false,
-        installHint: String
+        installHint: String, variables: [String] = []
     ) throws -> ToolRun? {
         guard executable(named: arguments[0]) != nil else {
             throw CommandFailure(kind: .unavailable, message: "\(arguments[0]) is not installed; \(installHint)")
@@ -37,7 +38,7 @@ struct ToolRun {
         // OpenBao token): they are ours, as for exec.
         let pid = spawnProcess(
             arguments, descriptors: [stdin.read, stdout.write, stderr.write], newSession: awayFromTerminal,
-            variables: Environment.all(except: Set(Settings.secretVariables + ["CREDENTIALS_DIRECTORY"])))
+            variables: Environment.all(except: Set(Settings.secretVariables + ["CREDENTIALS_DIRECTORY"])) + variables)
         for fd in [stdin.read, stdout.write, stderr.write] { close(fd) }
         guard let pid else {
             for fd in [stdin.write, stdout.read, stderr.read] { close(fd) }

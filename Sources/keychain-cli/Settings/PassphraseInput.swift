@@ -68,6 +68,46 @@ enum PassphraseInput: Sendable, CustomStringConvertible {
         }
     }
 
+    /// The source of the passphrase of `ssh-agent`'s keys: --key-passphrase-fd,
+    /// --key-passphrase-file, $KEYCHAIN_KEY_PASSPHRASE, else the terminal.
+    init(keyDescriptor descriptor: Int32?, file: String?) {
+        if let descriptor {
+            self = .descriptor(descriptor, option: "--key-passphrase-fd")
+        } else if let file {
+            self = .file(file, option: "--key-passphrase-file")
+        } else if Environment.bytes("KEYCHAIN_KEY_PASSPHRASE") != nil {
+            self = .environment("KEYCHAIN_KEY_PASSPHRASE")
+        } else {
+            self = .terminal
+        }
+    }
+
+    var isTerminal: Bool { if case .terminal = self { true } else { false } }
+
+    /// An ssh key's passphrase, for the key `name`.
+    /// - Throws: ``CommandFailure`` (77) when none is given and there is no terminal to ask at.
+    func readKeyPassphrase(for name: String) throws -> [UInt8] {
+        guard case .terminal = self else {
+            do {
+                return try read(.unlock, vault: name)
+            } catch {
+                throw CommandFailure(kind: .denied, message: "no passphrase for the key \(name): \(error)")
+            }
+        }
+        let tty = open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC)
+        guard tty >= 0 else {
+            throw CommandFailure(
+                kind: .denied,
+                message: "the key \(name) is passphrase-protected and there is no terminal to ask at: give its "
+                    + "passphrase with --key-passphrase-fd N, --key-passphrase-file PATH or $KEYCHAIN_KEY_PASSPHRASE")
+        }
+        defer { close(tty) }
+        guard let typed = try readHiddenLine(prompt: "Passphrase for the key \(name): ", input: tty, output: tty) else {
+            throw CommandFailure(kind: .denied, message: "no passphrase was typed for the key \(name)")
+        }
+        return typed
+    }
+
     /// The checks of a pair of options that give a passphrase, `--PREFIX-passphrase-file` and
     /// `--PREFIX-passphrase-fd`: not both, a descriptor number that is not `--passphrase-fd`'s
     /// (`vaultDescriptor`), a path that is not a secret itself.
