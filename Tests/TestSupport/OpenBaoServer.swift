@@ -58,40 +58,12 @@ public final class OpenBaoServer: @unchecked Sendable {
         if address.hasPrefix("https") {
             try FileManager.default.createDirectory(atPath: directory.path("tls"), withIntermediateDirectories: true)
         }
-        let command = ([Self.binary] + arguments).map { "'\($0)'" }.joined(separator: " ")
-        // `bao` is the shell's child, which the shell may have reaped (a node a test killed): it is
-        // signalled only while /proc says it is still the shell's child, never by a pid alone.
-        let end = #"[ "$(cut -d" " -f4 /proc/$pid/stat 2>/dev/null)" = "$$" ] && kill $pid; wait"#
-        // The shell's input is a pipe whose other end this process holds until it ends
-        // (close-on-exec: no other child holds it): its end of file is the test process's end. A
-        // cat of the shell's reads it (through descriptor 4: an asynchronous command's input is
-        // /dev/null), and bao gets /dev/null.
-        let lifeline = try closeOnExecPipe()
-        defer { close(lifeline[0]) }
-        Self.lifelines.withLock { $0.append(lifeline[1]) }
-        process = try ChildProcess(
-            "/bin/sh",
-            [
-                "-c",
-                "exec 4<&0 < /dev/null; cat <&4 > /dev/null & lifeline=$!; exec 4<&-; "
-                    // bao's pid, written by the shell that started it, for the tests that kill it.
-                    + "\(command) >'\(directory.path("log"))' 2>&1 & pid=$!; echo $pid > '\(directory.path("pid"))'; "
-                    // (On TERM the shell's cat, its own child not reaped yet, goes first: `wait`
-                    // waits for every child.)
-                    + "trap 'kill $lifeline; \(end); exit 0' TERM; "
-                    // Until the test process is gone (a shared server, or a node a test killed, is
-                    // never stopped); then the server and its files go too.
-                    + "wait $lifeline; \(end); rm -rf '\(directory.url.path)'",
-            ],
+        process = try startUntilTestsEnd(
+            [Self.binary] + arguments, directory: directory,
             environment: [
                 "PATH": "/usr/bin:/bin", "HOME": directory.url.path, "BAO_DISABLE_MLOCK": "true", "SKIP_SETCAP": "1",
-            ],
-            // No inherited pipes: `swift test` reaps the test process only once its output pipe closes.
-            files: [(1, "/dev/null", O_WRONLY), (2, "/dev/null", O_WRONLY)], descriptors: [(0, lifeline[0])])
+            ])
     }
-
-    /// The test process's ends of the servers' lifelines, open until it ends.
-    private static let lifelines = Mutex<[Int32]>([])
 
     /// Polls `path` until the server answers it (any status below 500, or `accept`), for 30 s.
     public func waitUntilServing(path: String, accept: Set<Int> = []) throws {
@@ -215,3 +187,42 @@ public final class LoopbackSocket {
 
     deinit { close(descriptor) }
 }
+
+/// Starts `command`, a server, with its output in `log` in `directory`, until the test process
+/// ends: if the test process dies, the shell that runs the server notices (a pipe from the test
+/// process ends), kills it and removes `directory`. Its pid is in `pid` there.
+func startUntilTestsEnd(_ command: [String], directory: ScratchDirectory, environment: [String: String]) throws
+    -> ChildProcess
+{
+    let line = command.map { "'\($0)'" }.joined(separator: " ")
+    // The server is the shell's child, which the shell may have reaped (a node a test killed): it
+    // is signalled only while /proc says it is still the shell's child, never by a pid alone.
+    let end = #"[ "$(cut -d" " -f4 /proc/$pid/stat 2>/dev/null)" = "$$" ] && kill $pid; wait"#
+    // The shell's input is a pipe whose other end this process holds until it ends
+    // (close-on-exec: no other child holds it): its end of file is the test process's end. A
+    // cat of the shell's reads it (through descriptor 4: an asynchronous command's input is
+    // /dev/null), and the server gets /dev/null.
+    let lifeline = try closeOnExecPipe()
+    defer { close(lifeline[0]) }
+    serverLifelines.withLock { $0.append(lifeline[1]) }
+    return try ChildProcess(
+        "/bin/sh",
+        [
+            "-c",
+            "exec 4<&0 < /dev/null; cat <&4 > /dev/null & lifeline=$!; exec 4<&-; "
+                // The server's pid, written by the shell that started it, for the tests that kill it.
+                + "\(line) >'\(directory.path("log"))' 2>&1 & pid=$!; echo $pid > '\(directory.path("pid"))'; "
+                // (On TERM the shell's cat, its own child not reaped yet, goes first: `wait`
+                // waits for every child.)
+                + "trap 'kill $lifeline; \(end); exit 0' TERM; "
+                // Until the test process is gone (a shared server, or a node a test killed, is
+                // never stopped); then the server and its files go too.
+                + "wait $lifeline; \(end); rm -rf '\(directory.url.path)'",
+        ],
+        environment: environment,
+        // No inherited pipes: `swift test` reaps the test process only once its output pipe closes.
+        files: [(1, "/dev/null", O_WRONLY), (2, "/dev/null", O_WRONLY)], descriptors: [(0, lifeline[0])])
+}
+
+/// The test process's ends of the servers' lifelines, open until it ends.
+private let serverLifelines = Mutex<[Int32]>([])
