@@ -8,18 +8,6 @@ import KeychainSystem
 package struct SSHPrivateKey: SSHSigner {
     package let publicKey: SSHPublicKey
     private let key: Curve25519.Signing.PrivateKey
-    package var comment: String = ""
-
-    // TEMPORARY stub (the ssh-keys branch replaces this file).
-    init(stubSeed: [UInt8], comment: String) throws(SSHKeyError) {
-        guard let key = try? Curve25519.Signing.PrivateKey(rawRepresentation: stubSeed) else { throw .malformed("x") }
-        self.key = key
-        self.comment = comment
-        publicKey = try SSHPublicKey(
-            wire: SSHWire.string("ssh-ed25519") + SSHWire.string(Array(key.publicKey.rawRepresentation)))
-    }
-
-    package func sign(_ data: [UInt8], flags: UInt32) throws(SSHKeyError) -> [UInt8] { try sign(data) }
 
     /// Whether `file` is an OpenSSH private key file whose keys are passphrase-protected.
     package static func isEncrypted(_ file: [UInt8]) throws(SSHKeyError) -> Bool {
