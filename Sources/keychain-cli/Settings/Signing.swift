@@ -109,9 +109,14 @@ func openSigningKey(path: String, mayPrompt: Bool, agentSocket: String?, timeout
     let text = String(decoding: bytes, as: UTF8.self)
     do {
         if text.contains("-----BEGIN OPENSSH PRIVATE KEY-----") {
-            return try SSHPrivateKey(file: bytes) { () throws(SSHKeyError) in
+            let key = try SSHPrivateKey(file: bytes) { () throws(SSHKeyError) in
                 try askPassphrase(for: path, mayPrompt: mayPrompt)
             }
+            // The vault's contract (docs/backends/vault.md): a key file is ed25519; other types sign through an agent.
+            guard key.publicKey.type == "ssh-ed25519" else {
+                throw SSHKeyError.unsupported("\(key.publicKey.type) private keys (ed25519 only)")
+            }
+            return key
         }
         guard let line = text.split(whereSeparator: \.isNewline).first,
             let key = try? SSHPublicKey(line: String(line))
