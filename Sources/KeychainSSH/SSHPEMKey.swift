@@ -94,12 +94,9 @@ struct RSANumbers {
     var iqmp: [UInt8] = []
 
     init(pkcs1 key: _RSA.Signing.PrivateKey) throws(SSHKeyError) {
-        var data = key.derRepresentation
-        var der = Array(data)
-        defer {
-            wipe(&data)
-            wipe(&der)
-        }
+        // A copy of our own to wipe: the Data swift-crypto returns can share the key's storage.
+        var der = Array(key.derRepresentation)
+        defer { wipe(&der) }
         var outer = DERReader(der[...])
         var sequence = DERReader(try outer.element(tag: 0x30))
         try outer.end()

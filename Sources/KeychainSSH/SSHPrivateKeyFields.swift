@@ -149,16 +149,17 @@ enum SSHKeyMaterial: Sendable {
         SSHWire.append(string: Array(type.utf8), to: &fields)
         switch self {
         case .ed25519(let key):
-            let publicKey = key.publicKey.rawRepresentation
-            var seed = key.rawRepresentation
+            let publicKey = Array(key.publicKey.rawRepresentation)
+            // A copy of our own to wipe: the Data swift-crypto returns can share the key's storage.
+            var seed = Array(key.rawRepresentation)
             defer { wipe(&seed) }
             SSHWire.append(string: publicKey, to: &fields)
             fields += SSHWire.uint32(64)
             fields += seed
             fields += publicKey
-        case .p256(let key): appendECDSA(key.rawRepresentation, to: &fields)
-        case .p384(let key): appendECDSA(key.rawRepresentation, to: &fields)
-        case .p521(let key): appendECDSA(key.rawRepresentation, to: &fields)
+        case .p256(let key): appendECDSA(Array(key.rawRepresentation), to: &fields)
+        case .p384(let key): appendECDSA(Array(key.rawRepresentation), to: &fields)
+        case .p521(let key): appendECDSA(Array(key.rawRepresentation), to: &fields)
         case .rsa(let key):
             var numbers = try RSANumbers(pkcs1: key)
             defer { numbers.erase() }
@@ -176,7 +177,7 @@ enum SSHKeyMaterial: Sendable {
         return fields
     }
 
-    private func appendECDSA(_ scalar: Data, to fields: inout [UInt8]) {
+    private func appendECDSA(_ scalar: [UInt8], to fields: inout [UInt8]) {
         var scalar = scalar
         defer { wipe(&scalar) }
         SSHWire.append(string: Array(type.dropFirst("ecdsa-sha2-".count).utf8), to: &fields)
