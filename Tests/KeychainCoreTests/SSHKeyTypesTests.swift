@@ -1,6 +1,7 @@
 import Crypto
 import CryptoExtras
 import Foundation
+import TestSupport
 import Testing
 
 @testable import KeychainSSH
@@ -69,6 +70,7 @@ struct SSHKeyTypesTests {
                 // SHA-1 PKCS#1 v1.5, which SSHSIG (and so SSHVerification and ssh-keygen) refuse.
                 #expect(try !SSHVerification.isValid(blob, of: message, by: key.publicKey))
                 #expect(try rsaSHA1IsValid(blob, of: message, by: key.publicKey))
+                #expect(try opensslAcceptsSHA1(blob, keys: keys))
                 #expect(
                     try !keys.sshKeygenAccepts(sshSignature(message, by: key, flags: 0), of: message, by: key.publicKey)
                 )
@@ -93,6 +95,25 @@ struct SSHKeyTypesTests {
         return publicKey.isValidSignature(
             _RSA.Signing.RSASignature(rawRepresentation: signature), for: Insecure.SHA1.hash(data: data),
             padding: .insecurePKCS1v1_5)
+    }
+
+    /// Whether `openssl dgst -sha1 -verify` (the public key exported by ssh-keygen) accepts an
+    /// "ssh-rsa" signature of `message`: a check by another implementation than ours.
+    private func opensslAcceptsSHA1(_ blob: [UInt8], keys: SSHKeyDirectory) throws -> Bool {
+        var reader = SSHWireReader(blob, "")
+        _ = try reader.string()
+        try Data(try reader.string()).write(to: URL(fileURLWithPath: keys.path("sha1.sig")))
+        try Data(message).write(to: URL(fileURLWithPath: keys.path("sha1.message")))
+        let exported = try runSSHTool("ssh-keygen", ["-e", "-m", "PKCS8", "-f", keys.path("id.pub")])
+        try exported.stdout.write(to: URL(fileURLWithPath: keys.path("id.pem")))
+        let verified = try runProcess(
+            "/usr/bin/openssl",
+            [
+                "dgst", "-sha1", "-verify", keys.path("id.pem"), "-signature", keys.path("sha1.sig"),
+                keys.path("sha1.message"),
+            ],
+            environment: [:])
+        return verified.status == 0 && verified.stdoutText.contains("Verified OK")
     }
 
     /// The file's armour is OpenSSH's: BEGIN and END lines, base64 lines of 70 columns, and a
