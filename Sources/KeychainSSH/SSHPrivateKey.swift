@@ -2,21 +2,53 @@ import Crypto
 import FoundationEssentials
 import KeychainSystem
 
-/// An ed25519 key from an OpenSSH private key file (`-----BEGIN OPENSSH PRIVATE KEY-----`,
-/// OpenSSH's PROTOCOL.key), unencrypted or passphrase-protected (bcrypt KDF; aes128/192/256-ctr,
-/// aes256-gcm@openssh.com): it signs as `ssh-keygen -Y sign` does with that key.
+/// A private key we sign with: ssh-ed25519, ecdsa-sha2-nistp256/384/521 or ssh-rsa (2048 bits
+/// or more), from an OpenSSH private key file (`-----BEGIN OPENSSH PRIVATE KEY-----`, PROTOCOL.key)
+/// unencrypted or passphrase-protected (bcrypt KDF; aes128/192/256-ctr, aes256-gcm@openssh.com),
+/// an unencrypted PEM key, or what ssh-add sends an agent. It signs as `ssh-keygen -Y sign` and
+/// OpenSSH's ssh-agent do with that key.
 package struct SSHPrivateKey: SSHSigner {
     package let publicKey: SSHPublicKey
-    private let key: Curve25519.Signing.PrivateKey
+    /// The key's comment: the OpenSSH file's or the one ssh-add sent; "" for a PEM key.
+    package let comment: String
+    let material: SSHKeyMaterial
 
-    /// Whether `file` is an OpenSSH private key file whose keys are passphrase-protected.
+    /// Whether `file` is a private key file whose key is passphrase-protected; an encrypted PEM
+    /// key, which we cannot open, is `.unsupported` (before any passphrase is asked).
     package static func isEncrypted(_ file: [UInt8]) throws(SSHKeyError) -> Bool {
-        try OpenSSHKeyFile(file).cipher != "none"
+        if SSHPEMKey.label(file) != nil, !isOpenSSHFile(file) {
+            guard try !SSHPEMKey.isEncrypted(file) else { throw SSHPEMKey.encrypted }
+            return false
+        }
+        return try OpenSSHKeyFile(file).cipher != "none"
     }
 
-    /// The key of `file`; `passphrase` is called only for an encrypted key, and what it returns
-    /// is wiped once the key is derived.
+    /// Whether `bytes` look like a private key file we read: their first line that is not blank
+    /// is the BEGIN line of an OpenSSH key or a PEM key (an encrypted PEM key too, so that it is
+    /// refused with how to convert it rather than passed over). Cheap: nothing is decoded.
+    package static func looksLikePrivateKey(_ bytes: [UInt8]) -> Bool {
+        guard let start = bytes.firstIndex(where: { $0 > 0x20 }) else { return false }
+        let line = bytes[start...].prefix { $0 != 0x0a && $0 != 0x0d }
+        let trimmed = line.prefix(through: line.lastIndex(where: { $0 > 0x20 }) ?? line.startIndex)
+        return (["OPENSSH PRIVATE KEY"] + SSHPEMKey.labels).contains {
+            trimmed.elementsEqual("-----BEGIN \($0)-----".utf8)
+        }
+    }
+
+    private static func isOpenSSHFile(_ file: [UInt8]) -> Bool {
+        file.split(whereSeparator: { $0 == 0x0a || $0 == 0x0d }).contains {
+            $0.filter { $0 > 0x20 }.elementsEqual("-----BEGINOPENSSHPRIVATEKEY-----".utf8)
+        }
+    }
+
+    /// The key of `file`; `passphrase` is called only for an encrypted OpenSSH key, and what it
+    /// returns is wiped once the key is derived.
     package init(file: [UInt8], passphrase: () throws(SSHKeyError) -> [UInt8]) throws(SSHKeyError) {
+        if SSHPEMKey.label(file) != nil, !Self.isOpenSSHFile(file) {
+            let material = try SSHPEMKey.material(file)
+            try self.init(material: material, publicKey: SSHPublicKey(wire: material.publicKeyWire()), comment: "")
+            return
+        }
         let container = try OpenSSHKeyFile(file)
         var section: [UInt8]
         if container.cipher == "none" {
@@ -30,78 +62,61 @@ package struct SSHPrivateKey: SSHSigner {
             section = try SSHKeyDecryption.decrypt(container, passphrase: secret)
         }
         defer { wipe(&section) }
-        var seed = try Self.seed(ofSection: section, blockSize: container.cipher == "none" ? 8 : 16)
-        defer { wipe(&seed) }
-        let key: Curve25519.Signing.PrivateKey
-        do { key = try Curve25519.Signing.PrivateKey(rawRepresentation: seed) } catch {
-            throw .malformed("the ed25519 private key is not a valid key")
-        }
-        let publicKey = try SSHPublicKey(wire: container.publicKey)
-        guard publicKey.wire == SSHWire.string("ssh-ed25519") + SSHWire.string(Array(key.publicKey.rawRepresentation))
-        else { throw .malformed("the private key does not belong to the file's public key") }
-        self.publicKey = publicKey
-        self.key = key
-    }
-
-    /// The 32-byte seed of the one ed25519 key of a decrypted private section (check integers,
-    /// the key, its comment, padding 1, 2, 3, …); a check mismatch is a wrong passphrase.
-    private static func seed(ofSection section: [UInt8], blockSize: Int) throws(SSHKeyError) -> [UInt8] {
+        let blockSize = container.cipher == "none" ? 8 : 16
         var reader = SSHWireReader(section, "the private key section")
         guard try reader.uint32() == reader.uint32() else { throw .wrongPassphrase }
-        let type = try reader.text()
-        guard type == "ssh-ed25519" else { throw .unsupported("\(type) private keys (ed25519 only)") }
-        let publicKey = try reader.string()
-        var both = try reader.string()
-        defer { wipe(&both) }
-        guard publicKey.count == 32, both.count == 64, Array(both[32...]) == publicKey else {
-            throw .malformed("the ed25519 private key's fields do not fit together")
-        }
-        _ = try reader.string()  // the comment
+        let material = try SSHKeyMaterial.read(&reader)
+        let comment = String(decoding: try reader.string(), as: UTF8.self)
         let padding = Array(reader.bytes)
         guard section.count % blockSize == 0, padding.count < blockSize,
             padding.enumerated().allSatisfy({ $0.element == UInt8($0.offset + 1) })
         else { throw .malformed("the private key section's padding is wrong") }
-        return Array(both[..<32])
+        let publicKey = try SSHPublicKey(wire: container.publicKey)
+        guard publicKey.wire == (try material.publicKeyWire()) else {
+            throw .malformed("the private key does not belong to the file's public key")
+        }
+        try self.init(material: material, publicKey: publicKey, comment: comment)
     }
 
+    /// The key as ssh-add sends it in SSH_AGENTC_ADD_IDENTITY (17) or ADD_ID_CONSTRAINED (25),
+    /// read after the message type: `string type`, the type's private fields, `string comment`
+    /// (PROTOCOL.agent, draft-miller-ssh-agent section 4.2.3). Exactly those are consumed: the
+    /// constraints that may follow are the caller's to read. Certificates and security keys
+    /// (sk-*) are `.unsupported`.
+    package init(agentFields reader: inout SSHWireReader) throws(SSHKeyError) {
+        let material = try SSHKeyMaterial.read(&reader)
+        let comment = String(decoding: try reader.string(), as: UTF8.self)
+        try self.init(material: material, publicKey: SSHPublicKey(wire: material.publicKeyWire()), comment: comment)
+    }
+
+    /// Checks that the key signs what its public key verifies before anything else is signed:
+    /// fields that passed every other check but still do not make one key are refused here.
+    private init(material: SSHKeyMaterial, publicKey: SSHPublicKey, comment: String) throws(SSHKeyError) {
+        let probe = Array("keychain-cli checks a private key against its public key".utf8)
+        let signature = try material.sign(probe, flags: SSHPrivateKey.rsaSHA256)
+        guard try SSHVerification.isValid(signature, of: probe, by: publicKey) else {
+            throw .malformed("the \(publicKey.type) private key does not sign for its public key")
+        }
+        self.material = material
+        self.publicKey = publicKey
+        self.comment = comment
+    }
+
+    /// SSH_AGENT_RSA_SHA2_256: an ssh-rsa key signs with rsa-sha2-256.
+    package static let rsaSHA256: UInt32 = 2
+    /// SSH_AGENT_RSA_SHA2_512: an ssh-rsa key signs with rsa-sha2-512.
+    package static let rsaSHA512: UInt32 = 4
+
+    /// An SSH signature blob (string algorithm, string signature) over `data`, as OpenSSH's agent
+    /// answers SSH_AGENTC_SIGN_REQUEST with `flags`: an ssh-rsa key signs with rsa-sha2-256 for
+    /// flag 2, else rsa-sha2-512 for flag 4, else "ssh-rsa" (SHA-1, which clients that ask for
+    /// neither expect); other keys ignore the flags.
+    package func sign(_ data: [UInt8], flags: UInt32) throws(SSHKeyError) -> [UInt8] {
+        try material.sign(data, flags: flags)
+    }
+
+    /// An SSH signature blob over `data`; an ssh-rsa key signs with rsa-sha2-512 (SSHSIG refuses SHA-1).
     package func sign(_ data: [UInt8]) throws(SSHKeyError) -> [UInt8] {
-        let signature: Data
-        do { signature = try key.signature(for: data) } catch { throw .malformed("ed25519 signing failed") }
-        return SSHWire.string("ssh-ed25519") + SSHWire.string(Array(signature))
-    }
-}
-
-/// The fields of an OpenSSH private key file (PROTOCOL.key) holding one key, its private section
-/// still as stored (encrypted unless `cipher` is "none").
-struct OpenSSHKeyFile {
-    let cipher: String
-    let kdf: String
-    let kdfOptions: [UInt8]
-    let publicKey: [UInt8]
-    let privateSection: [UInt8]
-    /// The authentication tag after the private section (aes256-gcm@openssh.com), else empty.
-    let tag: [UInt8]
-
-    init(_ file: [UInt8]) throws(SSHKeyError) {
-        guard file.count <= 64 * 1024 else { throw .malformed("the private key file is over 64 KiB") }
-        let lines = file.split(whereSeparator: { $0 == 0x0a || $0 == 0x0d }).map { $0.filter { $0 > 0x20 } }
-        let begin = Array("-----BEGINOPENSSHPRIVATEKEY-----".utf8)
-        let end = Array("-----ENDOPENSSHPRIVATEKEY-----".utf8)
-        guard let first = lines.firstIndex(where: { $0.elementsEqual(begin) }),
-            let last = lines.lastIndex(where: { $0.elementsEqual(end) }), first < last
-        else { throw .malformed("it is not an OpenSSH private key file (no BEGIN OPENSSH PRIVATE KEY)") }
-        let body = String(decoding: lines[(first + 1)..<last].joined(), as: UTF8.self)
-        guard let decoded = SSHWire.decodeBase64(body) else { throw .malformed("the private key is not base64") }
-        let magic = Array("openssh-key-v1\0".utf8)
-        guard decoded.starts(with: magic) else { throw .malformed("the private key has no openssh-key-v1 magic") }
-        var reader = SSHWireReader(Array(decoded[magic.count...]), "the private key file")
-        cipher = try reader.text()
-        kdf = try reader.text()
-        kdfOptions = try reader.string()
-        let count = try reader.uint32()
-        guard count == 1 else { throw .unsupported("a private key file of \(count) keys (one only)") }
-        publicKey = try reader.string()
-        privateSection = try reader.string()
-        tag = Array(reader.bytes)
+        try material.sign(data, flags: Self.rsaSHA512)
     }
 }

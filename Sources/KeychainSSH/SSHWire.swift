@@ -1,48 +1,49 @@
 import FoundationEssentials
+import KeychainSystem
 
 /// Reads RFC 4251 fields (`byte`, `uint32`, `string`, `mpint`) in turn from a buffer, each read
 /// failing with `.malformed` naming `context` when the buffer is too short.
-struct SSHWireReader {
-    var bytes: ArraySlice<UInt8>
+package struct SSHWireReader {
+    package var bytes: ArraySlice<UInt8>
     /// What is being read, for messages ("the signature", "the agent's answer").
-    let context: String
+    package let context: String
 
-    init(_ bytes: [UInt8], _ context: String) {
+    package init(_ bytes: [UInt8], _ context: String) {
         self.bytes = bytes[...]
         self.context = context
     }
 
-    var isEmpty: Bool { bytes.isEmpty }
+    package var isEmpty: Bool { bytes.isEmpty }
 
-    func truncated() -> SSHKeyError { .malformed("\(context) is truncated") }
+    package func truncated() -> SSHKeyError { .malformed("\(context) is truncated") }
 
-    mutating func byte() throws(SSHKeyError) -> UInt8 {
+    package mutating func byte() throws(SSHKeyError) -> UInt8 {
         guard let first = bytes.first else { throw truncated() }
         bytes = bytes.dropFirst()
         return first
     }
 
-    mutating func uint32() throws(SSHKeyError) -> UInt32 {
+    package mutating func uint32() throws(SSHKeyError) -> UInt32 {
         guard bytes.count >= 4 else { throw truncated() }
         defer { bytes = bytes.dropFirst(4) }
         return bytes.prefix(4).reduce(0) { $0 << 8 | UInt32($1) }
     }
 
     /// `count` raw bytes.
-    mutating func raw(_ count: Int) throws(SSHKeyError) -> [UInt8] {
+    package mutating func raw(_ count: Int) throws(SSHKeyError) -> [UInt8] {
         guard count >= 0, bytes.count >= count else { throw truncated() }
         defer { bytes = bytes.dropFirst(count) }
         return Array(bytes.prefix(count))
     }
 
-    mutating func string() throws(SSHKeyError) -> [UInt8] {
+    package mutating func string() throws(SSHKeyError) -> [UInt8] {
         let length = try uint32()
         guard bytes.count >= Int(length) else { throw truncated() }
         return try raw(Int(length))
     }
 
     /// A string that must be UTF-8 text.
-    mutating func text() throws(SSHKeyError) -> String {
+    package mutating func text() throws(SSHKeyError) -> String {
         let raw = try string()
         guard let text = String(validating: raw, as: UTF8.self) else {
             throw .malformed("\(context) has a name that is not UTF-8")
@@ -50,15 +51,17 @@ struct SSHWireReader {
         return text
     }
 
-    /// A non-negative `mpint`, its magnitude without leading zeros.
-    mutating func positiveMPInt() throws(SSHKeyError) -> [UInt8] {
-        let raw = try string()
+    /// A non-negative `mpint`, its magnitude without leading zeros (the copy read is wiped: it
+    /// may be a private key's).
+    package mutating func positiveMPInt() throws(SSHKeyError) -> [UInt8] {
+        var raw = try string()
+        defer { wipe(&raw) }
         guard raw.first.map({ $0 & 0x80 == 0 }) ?? true else { throw .malformed("\(context) has a negative number") }
         return Array(raw.drop { $0 == 0 })
     }
 
     /// Fails unless everything was read.
-    func end() throws(SSHKeyError) {
+    package func end() throws(SSHKeyError) {
         guard bytes.isEmpty else { throw .malformed("\(context) has \(bytes.count) bytes of trailing data") }
     }
 }
@@ -72,6 +75,55 @@ enum SSHWire {
     static func string(_ bytes: [UInt8]) -> [UInt8] { uint32(UInt32(bytes.count)) + bytes }
 
     static func string(_ text: String) -> [UInt8] { string(Array(text.utf8)) }
+
+    /// The `mpint` of a non-negative number given as its big-endian magnitude: leading zeros
+    /// dropped, one zero byte added when the top bit is set (RFC 4251 section 5).
+    static func mpint(_ magnitude: some Collection<UInt8>) -> [UInt8] {
+        var field: [UInt8] = []
+        append(mpint: magnitude, to: &field)
+        return field
+    }
+
+    /// Appends `bytes` as a `string` to `field`, with no copy in between (a private key's
+    /// fields are written so, to leave no copy unwiped).
+    static func append(string bytes: some Collection<UInt8>, to field: inout [UInt8]) {
+        field += uint32(UInt32(bytes.count))
+        field.append(contentsOf: bytes)
+    }
+
+    /// Appends the `mpint` of `magnitude` to `field`, with no copy in between.
+    static func append(mpint magnitude: some Collection<UInt8>, to field: inout [UInt8]) {
+        let digits = magnitude.drop { $0 == 0 }
+        let negative = digits.first.map { $0 & 0x80 != 0 } ?? false
+        field += uint32(UInt32(digits.count + (negative ? 1 : 0)))
+        if negative { field.append(0) }
+        field.append(contentsOf: digits)
+    }
+
+    /// `bytes` armoured as OpenSSH writes its keys: the BEGIN line, base64 in lines of 70
+    /// columns, the END line, each ending in a newline. Built in bytes, its copies wiped, for a
+    /// private key's.
+    static func armor(_ bytes: [UInt8], label: String) -> [UInt8] {
+        var data = Data(bytes)
+        var base64 = data.base64EncodedData()
+        defer {
+            wipe(&data)
+            wipe(&base64)
+        }
+        let (begin, end) = (Array("-----BEGIN \(label)-----\n".utf8), Array("-----END \(label)-----\n".utf8))
+        var armored: [UInt8] = []
+        armored.reserveCapacity(begin.count + base64.count + base64.count / 70 + 1 + end.count)
+        armored += begin
+        var line = base64.startIndex
+        while line < base64.endIndex {
+            let next = base64.index(line, offsetBy: 70, limitedBy: base64.endIndex) ?? base64.endIndex
+            armored += base64[line..<next]
+            armored.append(0x0a)
+            line = next
+        }
+        armored += end
+        return armored
+    }
 
     /// Standard base64 with padding.
     static func base64(_ bytes: [UInt8]) -> String { Data(bytes).base64EncodedString() }

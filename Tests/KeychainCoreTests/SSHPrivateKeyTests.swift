@@ -75,12 +75,11 @@ struct SSHPrivateKeyTests {
             try failure(keys, "chacha", secret: passphrase)
                 == .unsupported(
                     "the private key cipher chacha20-poly1305@openssh.com"))
-        try keys.makeKey("rsa", type: "rsa", bits: 2048)
-        guard case .unsupported(let what)? = try failure(keys, "rsa", secret: "") else {
-            Issue.record("an rsa private key was not refused as unsupported")
-            return
-        }
-        #expect(what.contains("ssh-rsa"))
+        // swift-crypto builds RSA signing keys of 2048 bits or more.
+        try keys.makeKey("rsa", type: "rsa", bits: 1024)
+        #expect(
+            try failure(keys, "rsa", secret: "")
+                == .unsupported("an ssh-rsa key of 1024 bits (swift-crypto signs with 2048 bits or more)"))
     }
 
     /// Every truncation and every byte flipped of an unencrypted key's decoded blob, armoured

@@ -109,9 +109,18 @@ func openSigningKey(path: String, mayPrompt: Bool, agentSocket: String?, timeout
     let text = String(decoding: bytes, as: UTF8.self)
     do {
         if text.contains("-----BEGIN OPENSSH PRIVATE KEY-----") {
-            return try SSHPrivateKey(file: bytes) { () throws(SSHKeyError) in
+            // The vault's contract (docs/backends/vault.md): a key file is ed25519, other types sign
+            // through an agent. Checked on the file's public key before a passphrase is asked, and on
+            // the key opened.
+            let onlyEd25519 = { (type: String) throws(SSHKeyError) in
+                guard type == "ssh-ed25519" else { throw .unsupported("\(type) private keys (ed25519 only)") }
+            }
+            if let stated = try? SSHPrivateKey.publicKey(ofFile: bytes) { try onlyEd25519(stated.type) }
+            let key = try SSHPrivateKey(file: bytes) { () throws(SSHKeyError) in
                 try askPassphrase(for: path, mayPrompt: mayPrompt)
             }
+            try onlyEd25519(key.publicKey.type)
+            return key
         }
         guard let line = text.split(whereSeparator: \.isNewline).first,
             let key = try? SSHPublicKey(line: String(line))
