@@ -134,13 +134,13 @@ extension KeychainCLI {
             var loading = AgentKeyLoading(
                 keychain: try keychain(listing: .keysOnly),
                 passphrase: PassphraseInput(keyDescriptor: keyPassphraseFd, file: keyPassphraseFile))
-            let loaded = try loading.load(services: services, keys: keys)
+            var loaded = try loading.load(services: services, keys: keys)
             let place = try AgentSocket(given: socket)
             if !command.isEmpty {
-                try AgentStart.run(command, keys: loaded, place: place, limits: limits, policy: policy, hooks: hooks())
+                try AgentStart.run(command, keys: &loaded, place: place, limits: limits, policy: policy, hooks: hooks())
             } else if foreground {
                 try AgentStart.serveInForeground(
-                    keys: loaded, place: place, csh: csh, limits: limits, policy: policy, hooks: hooks())
+                    keys: &loaded, place: place, csh: csh, limits: limits, policy: policy, hooks: hooks())
             } else {
                 try AgentStart.startInBackground(keys: loaded, place: place, csh: csh)
             }

@@ -69,8 +69,10 @@ enum AgentStart {
                 + "echo Agent pid \(pid);\n"
     }
 
+    /// Serves `keys` (emptied once the agent holds them: no copy outlives a lock) in the
+    /// foreground, after printing where.
     static func serveInForeground(
-        keys: [SSHPrivateKey], place: AgentSocket, csh: Bool, limits: Limits, policy: AccessPolicy,
+        keys: inout [SSHPrivateKey], place: AgentSocket, csh: Bool, limits: Limits, policy: AccessPolicy,
         hooks: SSHAgentServer.Hooks
     ) throws {
         defer { place.remove() }
@@ -78,13 +80,14 @@ enum AgentStart {
         let server = SSHAgentServer(
             listener: listener, socket: place.path, keys: keys, ttl: limits.ttl, idle: limits.idle, policy: policy,
             hooks: hooks)
+        keys.removeAll()
         try writeOutput(Array(variables(socket: place.path, pid: getpid(), csh: csh).utf8))
         try server.run()
     }
 
     /// Runs `command` with SSH_AUTH_SOCK set, serving until it ends; exits with its status.
     static func run(
-        _ command: [String], keys: [SSHPrivateKey], place: AgentSocket, limits: Limits, policy: AccessPolicy,
+        _ command: [String], keys: inout [SSHPrivateKey], place: AgentSocket, limits: Limits, policy: AccessPolicy,
         hooks: SSHAgentServer.Hooks
     ) throws -> Never {
         let listener: Int32
@@ -95,6 +98,7 @@ enum AgentStart {
         let server = SSHAgentServer(
             listener: listener, socket: place.path, keys: keys, ttl: limits.ttl, idle: limits.idle, policy: policy,
             hooks: hooks)
+        keys.removeAll()
         let variables =
             Environment.all(
                 except: Set(Settings.secretVariables + ["KEYCHAIN_KEY_PASSPHRASE", "SSH_AUTH_SOCK", "SSH_AGENT_PID"]))
