@@ -1,6 +1,7 @@
 import Crypto
 import CryptoExtras
 import FoundationEssentials
+import KeychainSystem
 
 /// The age v1 file format (https://age-encryption.org/v1) with one scrypt (passphrase) recipient,
 /// as `age --encrypt --passphrase` writes it and `age --decrypt` reads it:
@@ -68,9 +69,11 @@ package enum AgeFile {
     }
 
     /// A new header with a new random file key, wrapped for each of `recipients`.
+    /// Each plugin's recipients go to one session of that plugin (``AgePlugin/wrap(_:to:)``).
     package static func makeHeader(recipients: [any AgeRecipient]) throws -> Header {
-        let fileKey = randomBytes(16)
-        return makeHeader(fileKey: SymmetricKey(data: fileKey), stanzas: try recipients.map { try $0.wrap(fileKey) })
+        var fileKey = randomBytes(16)
+        defer { wipe(&fileKey) }
+        return makeHeader(fileKey: SymmetricKey(data: fileKey), stanzas: try stanzas(fileKey, recipients))
     }
 
     /// The whole file: `header`, a fresh payload nonce, and `plaintext` in STREAM chunks.
@@ -135,8 +138,14 @@ package enum AgeFile {
     package static func identitiesOpening(_ file: [UInt8], _ identities: [any AgeIdentity]) throws -> [Int]? {
         let stanzas = try parseHeader(file).stanzas
         guard !stanzas.contains(where: { $0.type == "scrypt" }) else { return nil }
+        // A plugin's identity is not run (it may ask for a PIN): it may open any stanza of a type
+        // none of the keys read.
+        let foreign = stanzas.contains { !recipientTypes.contains($0.type) }
         return identities.indices.filter { index in
-            stanzas.contains { $0.type == identities[index].stanzaType && (try? identities[index].unwrap($0)) != nil }
+            if identities[index] is AgePlugin.Identity { return foreign }
+            return stanzas.contains {
+                $0.type == identities[index].stanzaType && (try? identities[index].unwrap($0)) != nil
+            }
         }
     }
 
@@ -155,7 +164,8 @@ package enum AgeFile {
             return try unwrapScrypt(scrypt, passphrase: passphrase)
         }
         let types = stanzas.map(\.type)
-        guard types.contains(where: recipientTypes.contains) else {
+        let plugins = identities.contains { $0 is AgePlugin.Identity }
+        guard plugins || types.contains(where: recipientTypes.contains) else {
             throw Failure.malformed(
                 "its recipients are of types this version does not read (\(types.joined(separator: ", ")))")
         }
@@ -165,7 +175,8 @@ package enum AgeFile {
                 if let key = try identity.unwrap(stanza) { return key }
             }
         }
-        throw Failure.noIdentityMatches
+        // Then the plugins, which may ask for a PIN or a touch: each given every stanza.
+        return try unwrapWithPlugins(stanzas, identities)
     }
 
     private struct ParsedHeader {

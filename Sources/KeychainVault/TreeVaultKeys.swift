@@ -87,8 +87,8 @@ extension TreeVaultStore {
 
     /// Whether one of `identities` is a recipient `.recipients` lists now.
     func isRecipient(_ identities: [any AgeIdentity]) throws(KeychainError) -> Bool {
-        let listed = Set(try recipients().map(\.key))
-        return identities.contains { listed.contains($0.recipientText) }
+        let listed = try recipients().map(\.key)
+        return identities.contains { identity in listed.contains { identity.mayBeIdentity(of: $0) } }
     }
 
     // MARK: Making a tree vault, and changing who opens it

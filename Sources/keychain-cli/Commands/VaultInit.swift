@@ -49,6 +49,7 @@ extension KeychainCLI.Vault {
             var unique: [VaultRecipient] = []
             for recipient in recipients where !unique.contains(recipient) { unique.append(recipient) }
             let source = settings.passphraseSource(vault: path, newPassphrase: nil)
+            settings.configureAgePlugins(timeout: try settings.resolvedTimeout())
             try TreeVaultStore.create(
                 directory: path, recipients: unique,
                 passphrase: unique.isEmpty ? { () throws(KeychainError) in try source(.create) } : nil,
