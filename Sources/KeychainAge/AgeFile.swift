@@ -133,22 +133,6 @@ package enum AgeFile {
         try parseHeader(file).stanzas.map(\.type)
     }
 
-    /// The indices of the `identities` that open one of `file`'s recipient stanzas; nil for a
-    /// passphrase file.
-    package static func identitiesOpening(_ file: [UInt8], _ identities: [any AgeIdentity]) throws -> [Int]? {
-        let stanzas = try parseHeader(file).stanzas
-        guard !stanzas.contains(where: { $0.type == "scrypt" }) else { return nil }
-        // A plugin's identity is not run (it may ask for a PIN): it may open any stanza of a type
-        // none of the keys read.
-        let foreign = stanzas.contains { !recipientTypes.contains($0.type) }
-        return identities.indices.filter { index in
-            if identities[index] is AgePlugin.Identity { return foreign }
-            return stanzas.contains {
-                $0.type == identities[index].stanzaType && (try? identities[index].unwrap($0)) != nil
-            }
-        }
-    }
-
     /// The recipient types read besides scrypt.
     static let recipientTypes = ["X25519", AgeSSHEd25519.stanzaType]
 
@@ -179,7 +163,7 @@ package enum AgeFile {
         return try unwrapWithPlugins(stanzas, identities)
     }
 
-    private struct ParsedHeader {
+    struct ParsedHeader {
         var stanzas: [Stanza]
         var mac: [UInt8]
         /// Where "---" ends: the MAC covers everything before.
@@ -188,7 +172,7 @@ package enum AgeFile {
         var end: Int
     }
 
-    private static func parseHeader(_ file: [UInt8]) throws -> ParsedHeader {
+    static func parseHeader(_ file: [UInt8]) throws -> ParsedHeader {
         var position = 0
         func nextLine() throws -> String {
             guard let newline = file[position...].firstIndex(of: UInt8(ascii: "\n")) else {

@@ -1,6 +1,22 @@
-// A header's plugin recipients and identities: one session per plugin and file, given all of that
-// plugin's recipients (writing) or identities and every stanza (reading).
+// A header's plugin recipients and identities (one session per plugin and file, given all of that
+// plugin's recipients, or its identities and every stanza), and which identities open a file.
 extension AgeFile {
+    /// The indices of the `identities` that open one of `file`'s recipient stanzas; nil for a
+    /// passphrase file.
+    package static func identitiesOpening(_ file: [UInt8], _ identities: [any AgeIdentity]) throws -> [Int]? {
+        let stanzas = try parseHeader(file).stanzas
+        guard !stanzas.contains(where: { $0.type == "scrypt" }) else { return nil }
+        // A plugin's identity is not run (it may ask for a PIN): it may open any stanza of a type
+        // none of the keys read.
+        let foreign = stanzas.contains { !recipientTypes.contains($0.type) }
+        return identities.indices.filter { index in
+            if identities[index] is AgePlugin.Identity { return foreign }
+            return stanzas.contains {
+                $0.type == identities[index].stanzaType && (try? identities[index].unwrap($0)) != nil
+            }
+        }
+    }
+
     /// The stanzas wrapping `fileKey` for `recipients`: the keys' own, then each plugin's from
     /// one session. A plugin's labels (the spec's `extension-labels`) must be empty beside a key's
     /// stanza, and the same as every other plugin's.

@@ -16,11 +16,15 @@ package enum AgePlugin {
         package var questions: any AgePluginQuestions
         /// The plugin's environment (NAME=value); nil: this process's.
         package var environment: [String]?
+        /// Where plugins are looked for (directories split by `:`); nil: $PATH.
+        package var searchPath: String?
 
         package init(
-            timeout: Double = 5, questions: any AgePluginQuestions = NoQuestions(), environment: [String]? = nil
+            timeout: Double = 5, questions: any AgePluginQuestions = NoQuestions(), environment: [String]? = nil,
+            searchPath: String? = nil
         ) {
             (self.timeout, self.questions, self.environment) = (timeout, questions, environment)
+            self.searchPath = searchPath
         }
     }
 
@@ -74,8 +78,8 @@ package enum AgePlugin {
 
     /// The path of `age-plugin-NAME` in PATH's absolute directories (the spec: never one
     /// relative to the working directory); nil when there is none.
-    static func executable(_ name: String) -> String? {
-        let path = Environment.value("PATH") ?? "/usr/local/bin:/usr/bin:/bin"
+    static func executable(_ name: String, searchPath: String?) -> String? {
+        let path = searchPath ?? Environment.value("PATH") ?? "/usr/local/bin:/usr/bin:/bin"
         for directory in path.split(separator: ":") where directory.hasPrefix("/") {
             let candidate = "\(directory)/\(program(name))"
             var status = stat()

@@ -26,7 +26,9 @@ final class AgePluginConnection {
     /// Starts `age-plugin-NAME --age-plugin=STATE_MACHINE` (no shell, nothing secret in its
     /// arguments or environment), its standard error ours.
     init(plugin: String, stateMachine: String, settings: AgePlugin.Settings) throws(AgePlugin.Failure) {
-        guard let path = AgePlugin.executable(plugin) else { throw .notInPath(plugin: plugin) }
+        guard let path = AgePlugin.executable(plugin, searchPath: settings.searchPath) else {
+            throw .notInPath(plugin: plugin)
+        }
         var ends: [Int32] = [0, 0]
         guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &ends) == 0 else {
             throw .failed(plugin: plugin, reason: "cannot make a socket (\(String(cString: strerror(errno))))")
