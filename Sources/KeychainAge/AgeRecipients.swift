@@ -125,8 +125,15 @@ public struct VaultIdentity: Sendable {
 
     package init(key: any AgeIdentity) { self.key = key }
 
-    /// Its recipient: `age1…`, or `ssh-ed25519 AAAA…`.
+    /// Its recipient: `age1…`, or `ssh-ed25519 AAAA…`; for a plugin's identity, which only the
+    /// plugin knows, "an identity of age-plugin-NAME".
     public var recipient: String { key.recipientText }
+
+    /// Whether it may open what is encrypted to one of `recipients`: its own recipient is one, or,
+    /// for a plugin's identity, a recipient of the same plugin is (only the plugin could tell).
+    public func mayOpen(_ recipients: [VaultRecipient]) -> Bool {
+        recipients.contains { key.mayBeIdentity(of: $0.key) }
+    }
 
     /// The `AGE-SECRET-KEY-1…` line of an X25519 identity file; nil for an ssh key.
     public var secretKeyLine: String? { (key as? AgeX25519.Identity)?.encoded }
