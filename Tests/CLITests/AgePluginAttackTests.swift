@@ -26,7 +26,7 @@ struct AgePluginAttackTests {
     /// at once: its status, 77; one that floods its output with an endless line: refused, 77.
     @Test(arguments: [
         ("f", "kctest fails as asked \\u{001B}[31m(red)"), ("e", "exited with status 3"),
-        ("x", "sent a line longer than"),
+        ("x", "sent a line longer than"), ("m", "not canonical base64"),
     ])
     func aFailingPluginEndsWithItsMessageEscaped(mode: String, message: String) throws {
         let scratch = try ScratchDirectory("plugin-fail")

@@ -140,6 +140,17 @@ struct AgePluginUnitTests {
             try AgeFile.decrypt(file, known: nil, identities: [identity]) { [] }
         }
         #expect(Date().timeIntervalSince(started) < 2.5)
+        // One that ignores SIGTERM is killed a second later.
+        let (stubborn, stubbornRecipient) = try key("H")
+        use()
+        let stubbornFile = try AgeFile.encrypt([1], header: try AgeFile.makeHeader(recipients: [stubbornRecipient]))
+        use(timeout: 0.5)
+        let again = Date()
+        #expect(throws: AgePlugin.Failure.timedOut(plugin: "kctest", seconds: 0.5)) {
+            try AgeFile.decrypt(stubbornFile, known: nil, identities: [stubborn]) { [] }
+        }
+        let took = Date().timeIntervalSince(again)
+        #expect(took >= 1.4 && took < 3, "\(took) s")
         AgePlugin.settings.withLock { $0.searchPath = "/nonexistent:relative/\(Self.directory)" }
         #expect(throws: AgePlugin.Failure.notInPath(plugin: "kctest")) {
             try AgeFile.makeHeader(recipients: [recipient])
