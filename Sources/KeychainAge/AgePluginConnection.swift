@@ -1,3 +1,4 @@
+import FoundationEssentials
 import Glibc
 import KeychainSystem
 
@@ -52,11 +53,30 @@ final class AgePluginConnection {
 
     deinit { end() }
 
-    /// Sends the stanza `-> ARGUMENTS…` with `body`.
+    /// Sends the stanza `-> ARGUMENTS…` with `body` (a file key, a PIN: every copy made here
+    /// is wiped).
     func send(_ arguments: [String], body: [UInt8] = []) throws(AgePlugin.Failure) {
-        var text = Array(("-> " + arguments.joined(separator: " ") + "\n").utf8)
-        text += Array(AgeFile.wrappedLines(AgeFile.base64(body)).utf8)
-        defer { wipe(&text) }
+        var raw = Data(body)
+        var encoded = raw.base64EncodedData()
+        let first = Array(("-> " + arguments.joined(separator: " ") + "\n").utf8)
+        var text: [UInt8] = []
+        text.reserveCapacity(first.count + encoded.count + encoded.count / 64 + 1)
+        text += first
+        // Lines of 64 columns, the last one shorter (empty when the rest is none), no padding.
+        let length = encoded.prefix { $0 != UInt8(ascii: "=") }.count
+        var start = encoded.startIndex
+        while encoded.startIndex + length - start >= 64 {
+            text += encoded[start..<start + 64]
+            text.append(UInt8(ascii: "\n"))
+            start += 64
+        }
+        text += encoded[start..<encoded.startIndex + length]
+        text.append(UInt8(ascii: "\n"))
+        defer {
+            wipe(&raw)
+            wipe(&encoded)
+            wipe(&text)
+        }
         var sent = 0
         let deadline = monotonicSeconds() + timeout
         while sent < text.count {
