@@ -104,8 +104,10 @@ extension AgePlugin {
             return true
         }
         connection.finish()
-        if let failure = session.failure { throw failure }
-        guard !stanzas.isEmpty else { throw Failure.failed(plugin: recipients[0].name, reason: "it wrapped nothing") }
+        // A question it could not have answered is a failure only when it then wrapped nothing.
+        guard session.firstError == nil, !stanzas.isEmpty else {
+            throw session.failure ?? Failure.failed(plugin: recipients[0].name, reason: "it wrapped nothing")
+        }
         return (stanzas, labels ?? [])
     }
 

@@ -37,9 +37,12 @@ struct AgePluginUnitTests {
     private static let directory = packageRoot.appendingPathComponent("Tests/plugins").path
 
     /// A key of the test plugin (`mode`: see the plugin), its identity and recipient.
-    private func key(_ mode: String) throws -> (identity: AgePlugin.Identity, recipient: AgePlugin.Recipient) {
+    private func key(_ mode: String, recipientMode: String = "n") throws -> (
+        identity: AgePlugin.Identity, recipient: AgePlugin.Recipient
+    ) {
         let made = try runProcess(
-            "\(Self.directory)/age-plugin-kctest", ["--generate", mode, "n"], environment: ["PATH": "/usr/bin:/bin"])
+            "\(Self.directory)/age-plugin-kctest", ["--generate", mode, recipientMode],
+            environment: ["PATH": "/usr/bin:/bin"])
         let lines = made.stdoutText.split(separator: "\n").map(String.init)
         return (
             try #require(AgePlugin.Identity(lines[1])),
@@ -121,6 +124,12 @@ struct AgePluginUnitTests {
         #expect(throws: AgePlugin.Failure.needsTerminal(plugin: "kctest")) {
             try AgeFile.decrypt(file, known: nil, identities: [identity]) { [] }
         }
+        // A question that had no one to answer it, which the plugin does without: no failure.
+        let (optional, optionalRecipient) = try key("o")
+        let both = try AgeFile.makeHeader(recipients: [try key("o", recipientMode: "o").recipient, optionalRecipient])
+        #expect(
+            try AgeFile.decrypt(try AgeFile.encrypt([3], header: both), known: nil, identities: [optional]) { [] }
+                .plaintext == [3])
         let (confirming, confirmingRecipient) = try key("c")
         let confirmed = try AgeFile.encrypt([2], header: try AgeFile.makeHeader(recipients: [confirmingRecipient]))
         let yes = Answering(answer: nil, confirmed: true)
