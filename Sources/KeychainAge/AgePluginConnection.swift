@@ -46,7 +46,7 @@ final class AgePluginConnection {
         guard let started else {
             close(ends[0])
             close(pipe.read)
-            throw .failed(plugin: plugin, reason: "it cannot be started (\(String(cString: strerror(errno))))")
+            throw .failed(plugin: plugin, reason: "it cannot be started (is it a program this system can run?)")
         }
         (self.plugin, pid, input, output, timeout) = (plugin, started, ends[0], pipe.read, settings.timeout)
     }
