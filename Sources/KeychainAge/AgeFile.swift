@@ -1,6 +1,7 @@
 import Crypto
 import CryptoExtras
 import FoundationEssentials
+import KeychainSystem
 
 /// The age v1 file format (https://age-encryption.org/v1) with one scrypt (passphrase) recipient,
 /// as `age --encrypt --passphrase` writes it and `age --decrypt` reads it:
@@ -68,9 +69,11 @@ package enum AgeFile {
     }
 
     /// A new header with a new random file key, wrapped for each of `recipients`.
+    /// Each plugin's recipients go to one session of that plugin (``AgePlugin/wrap(_:to:)``).
     package static func makeHeader(recipients: [any AgeRecipient]) throws -> Header {
-        let fileKey = randomBytes(16)
-        return makeHeader(fileKey: SymmetricKey(data: fileKey), stanzas: try recipients.map { try $0.wrap(fileKey) })
+        var fileKey = randomBytes(16)
+        defer { wipe(&fileKey) }
+        return makeHeader(fileKey: SymmetricKey(data: fileKey), stanzas: try stanzas(fileKey, recipients))
     }
 
     /// The whole file: `header`, a fresh payload nonce, and `plaintext` in STREAM chunks.
@@ -130,16 +133,6 @@ package enum AgeFile {
         try parseHeader(file).stanzas.map(\.type)
     }
 
-    /// The indices of the `identities` that open one of `file`'s recipient stanzas; nil for a
-    /// passphrase file.
-    package static func identitiesOpening(_ file: [UInt8], _ identities: [any AgeIdentity]) throws -> [Int]? {
-        let stanzas = try parseHeader(file).stanzas
-        guard !stanzas.contains(where: { $0.type == "scrypt" }) else { return nil }
-        return identities.indices.filter { index in
-            stanzas.contains { $0.type == identities[index].stanzaType && (try? identities[index].unwrap($0)) != nil }
-        }
-    }
-
     /// The recipient types read besides scrypt.
     static let recipientTypes = ["X25519", AgeSSHEd25519.stanzaType]
 
@@ -155,7 +148,8 @@ package enum AgeFile {
             return try unwrapScrypt(scrypt, passphrase: passphrase)
         }
         let types = stanzas.map(\.type)
-        guard types.contains(where: recipientTypes.contains) else {
+        let plugins = identities.contains { $0 is AgePlugin.Identity }
+        guard plugins || types.contains(where: recipientTypes.contains) else {
             throw Failure.malformed(
                 "its recipients are of types this version does not read (\(types.joined(separator: ", ")))")
         }
@@ -165,10 +159,11 @@ package enum AgeFile {
                 if let key = try identity.unwrap(stanza) { return key }
             }
         }
-        throw Failure.noIdentityMatches
+        // Then the plugins, which may ask for a PIN or a touch: each given every stanza.
+        return try unwrapWithPlugins(stanzas, identities)
     }
 
-    private struct ParsedHeader {
+    struct ParsedHeader {
         var stanzas: [Stanza]
         var mac: [UInt8]
         /// Where "---" ends: the MAC covers everything before.
@@ -177,7 +172,7 @@ package enum AgeFile {
         var end: Int
     }
 
-    private static func parseHeader(_ file: [UInt8]) throws -> ParsedHeader {
+    static func parseHeader(_ file: [UInt8]) throws -> ParsedHeader {
         var position = 0
         func nextLine() throws -> String {
             guard let newline = file[position...].firstIndex(of: UInt8(ascii: "\n")) else {

@@ -14,10 +14,18 @@ package protocol AgeIdentity: Sendable {
     /// The file key `stanza` wraps for this identity, or nil when it is made for another one.
     /// Throws for a malformed stanza.
     func unwrap(_ stanza: AgeFile.Stanza) throws -> [UInt8]?
+    /// Whether it may be the identity of `recipient` (a ``VaultRecipient/key``): for a key, when
+    /// it is its recipient; for a plugin's, when the recipient is of the same plugin.
+    func mayBeIdentity(of recipient: String) -> Bool
 }
 
-/// A public key a team vault is encrypted to: an age X25519 recipient (`age1…`) or an OpenSSH
-/// ed25519 public key (`ssh-ed25519 AAAA… comment`), as `age -r` and `age -R` take them.
+extension AgeIdentity {
+    package func mayBeIdentity(of recipient: String) -> Bool { recipientText == recipient }
+}
+
+/// A public key a team vault is encrypted to: an age X25519 recipient (`age1…`), an age plugin's
+/// (`age1NAME1…`, wrapped by `age-plugin-NAME`) or an OpenSSH ed25519 public key
+/// (`ssh-ed25519 AAAA… comment`), as `age -r` and `age -R` take them.
 public struct VaultRecipient: Sendable, Hashable, CustomStringConvertible {
     /// The key alone, `age1…` or `ssh-ed25519 AAAA…`: what two recipients are compared by.
     public let key: String
@@ -29,11 +37,13 @@ public struct VaultRecipient: Sendable, Hashable, CustomStringConvertible {
     /// - Throws: ``RecipientError`` saying what is wrong with it.
     public init(_ text: String) throws(RecipientError) {
         let text = String(text.trimming(trailing: false, where: isSpaceOrTab).trimming(leading: false))
-        if text.hasPrefix("age1") {
+        if text.hasPrefix("age1"), let plugin = AgePlugin.Recipient(text) {
+            (key, comment, recipient) = (plugin.encoded, "", plugin)
+        } else if text.hasPrefix("age1") {
             guard let x25519 = AgeX25519.Recipient(text) else {
                 throw RecipientError(
-                    "\(quotedValue(text, expected: "a recipient")) is not a valid age recipient (age1… with a correct "
-                        + "checksum)", kind: .invalidAgeRecipient)
+                    "\(quotedValue(text, expected: "a recipient")) is not a valid age recipient (age1… or a plugin's "
+                        + "age1NAME1…, with a correct checksum)", kind: .invalidAgeRecipient)
             }
             (key, comment, recipient) = (x25519.encoded, "", x25519)
         } else if text.hasPrefix("ssh-ed25519 ") {
@@ -52,14 +62,14 @@ public struct VaultRecipient: Sendable, Hashable, CustomStringConvertible {
             throw RecipientError(
                 "\(type) keys cannot be vault recipients: use an ssh-ed25519 key or an age key",
                 kind: .unsupportedKeyType)
-        } else if text.hasPrefix("AGE-SECRET-KEY-") {
+        } else if text.hasPrefix("AGE-SECRET-KEY-") || text.hasPrefix("AGE-PLUGIN-") {
             throw RecipientError(
-                "that is an identity (a private key), not a recipient: give its public key, age1… "
-                    + "(the '# public key:' line of the identity file)")
+                "that is an identity (a private key, or a plugin's), not a recipient: give its public key, age1… "
+                    + "(the '# public key:' line of the identity file, or the recipient its plugin printed)")
         } else {
             // Not repeated: a file given by mistake (an env file) may hold secrets.
             throw RecipientError(
-                "it is neither an age recipient (age1…) nor an ssh-ed25519 public key (its text is not repeated "
+                "it is neither an age recipient (age1…, age1NAME1…) nor an ssh-ed25519 public key (its text is not repeated "
                     + "here, in case it is a secret)")
         }
     }
@@ -105,7 +115,8 @@ public struct RecipientError: Error, Sendable, CustomStringConvertible {
 }
 
 /// A private key that opens vaults encrypted to its recipient: an age X25519 identity
-/// (`AGE-SECRET-KEY-1…`, as age-keygen writes it) or an unencrypted OpenSSH ed25519 private key.
+/// (`AGE-SECRET-KEY-1…`, as age-keygen writes it), an age plugin's identity (`AGE-PLUGIN-NAME-1…`,
+/// used by `age-plugin-NAME`) or an unencrypted OpenSSH ed25519 private key.
 public struct VaultIdentity: Sendable {
     package let key: any AgeIdentity
 
@@ -114,13 +125,21 @@ public struct VaultIdentity: Sendable {
 
     package init(key: any AgeIdentity) { self.key = key }
 
-    /// Its recipient: `age1…`, or `ssh-ed25519 AAAA…`.
+    /// Its recipient: `age1…`, or `ssh-ed25519 AAAA…`; for a plugin's identity, which only the
+    /// plugin knows, "an identity of age-plugin-NAME".
     public var recipient: String { key.recipientText }
+
+    /// Whether it may open what is encrypted to one of `recipients`: its own recipient is one, or,
+    /// for a plugin's identity, a recipient of the same plugin is (only the plugin could tell).
+    public func mayOpen(_ recipients: [VaultRecipient]) -> Bool {
+        recipients.contains { key.mayBeIdentity(of: $0.key) }
+    }
 
     /// The `AGE-SECRET-KEY-1…` line of an X25519 identity file; nil for an ssh key.
     public var secretKeyLine: String? { (key as? AgeX25519.Identity)?.encoded }
 
-    /// The identities of an identity file as `age -i` reads it: `AGE-SECRET-KEY-1…` lines, `#`
+    /// The identities of an identity file as `age -i` reads it: `AGE-SECRET-KEY-1…` and
+    /// `AGE-PLUGIN-NAME-1…` lines, `#`
     /// comments and blank lines; or an unencrypted OpenSSH ed25519 private key.
     public static func parse(identityFile text: String) -> Result<[VaultIdentity], IdentityFileError> {
         if text.contains("-----BEGIN OPENSSH PRIVATE KEY-----") {
@@ -133,10 +152,15 @@ public struct VaultIdentity: Sendable {
         var identities: [VaultIdentity] = []
         for (number, line) in lines(of: text) {
             if line.isEmpty || line.hasPrefix("#") { continue }
-            guard let key = AgeX25519.Identity(String(line)) else {
-                return .failure(IdentityFileError(line: number, reason: "it is not an AGE-SECRET-KEY-1 identity"))
+            if let key = AgeX25519.Identity(String(line)) {
+                identities.append(VaultIdentity(key: key))
+            } else if let key = AgePlugin.Identity(String(line)) {
+                identities.append(VaultIdentity(key: key))
+            } else {
+                return .failure(
+                    IdentityFileError(
+                        line: number, reason: "it is neither an AGE-SECRET-KEY-1 nor an AGE-PLUGIN-NAME-1 identity"))
             }
-            identities.append(VaultIdentity(key: key))
         }
         return identities.isEmpty
             ? .failure(IdentityFileError(line: nil, reason: "it holds no identity")) : .success(identities)

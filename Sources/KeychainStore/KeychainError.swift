@@ -89,6 +89,9 @@ public enum KeychainError: Error, Equatable, Sendable, CustomStringConvertible, 
     /// Another process owns the bus name a provider must own (`org.freedesktop.secrets`), did not
     /// let it be replaced, or took it over.
     case nameTaken(name: String, owner: String, conflict: NameConflict)
+    /// An age plugin (`age-plugin-NAME`, for a vault's plugin recipient or identity) is missing,
+    /// failed, did not answer in time, or needed a terminal; `detail` says which, in its words.
+    case agePlugin(plugin: String, problem: AgePluginProblem, detail: String)
 
     public var description: String {
         switch self {
@@ -159,6 +162,8 @@ public enum KeychainError: Error, Equatable, Sendable, CustomStringConvertible, 
             return "\(name) is owned by \(escapedForDisplay(owner)), which does not let another process replace it"
         case .nameTaken(let name, let owner, .takenOver):
             return "\(name) was taken over by \(escapedForDisplay(owner))"
+        case .agePlugin(_, _, let detail):
+            return detail
         }
     }
 }
@@ -171,4 +176,16 @@ public enum NameConflict: Sendable, Equatable, Codable {
     case replacementRefused
     /// Another process took it over while we served.
     case takenOver
+}
+
+/// What went wrong with an age plugin (``KeychainError/agePlugin(plugin:problem:detail:)``).
+public enum AgePluginProblem: Sendable, Equatable, Codable {
+    /// No `age-plugin-NAME` in PATH.
+    case notInPath
+    /// It sent an error, exited early, or broke the protocol.
+    case failed
+    /// It did not answer within the timeout, and was ended.
+    case timedOut
+    /// It asked a question, and there is no terminal to ask it on.
+    case needsTerminal
 }

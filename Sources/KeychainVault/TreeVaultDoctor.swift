@@ -86,8 +86,9 @@ extension TreeVaultStore {
                 throw KeychainError.noMatchingIdentity(
                     path: directory, detail: "it is a team tree vault, and no identity was given")
             }
-            let listed = Set(recipients.map(\.key))
-            guard let opening = givenIdentities.first(where: { listed.contains($0.recipient) }) else {
+            let listed = recipients.map(\.key)
+            let opening = givenIdentities.first { given in listed.contains { given.key.mayBeIdentity(of: $0) } }
+            guard let opening else {
                 throw KeychainError.noMatchingIdentity(
                     path: directory,
                     detail: "none of the identities of \(identitySource.name) is one of its recipients "

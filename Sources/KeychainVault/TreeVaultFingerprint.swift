@@ -82,6 +82,8 @@ extension TreeVaultStore {
         defer { wipe(&key) }
         do {
             return try AgeFile.encrypt(key, header: try AgeFile.makeHeader(recipients: recipients.map(\.recipient)))
+        } catch let failure as AgePlugin.Failure {
+            throw KeychainError(failure)
         } catch {
             throw .vaultIO(detail: "cannot encrypt the fingerprint key: \(error)")
         }
@@ -100,6 +102,8 @@ extension TreeVaultStore {
         do {
             let header = try AgeFile.makeHeader(recipients: recipients.map(\.recipient))
             try writeFileAtomically(file, try AgeFile.encrypt(key, header: header))
+        } catch let failure as AgePlugin.Failure {
+            throw KeychainError(failure)
         } catch let error as FileError {
             throw .vaultIO(detail: error.description)
         } catch {

@@ -87,8 +87,8 @@ extension TreeVaultStore {
 
     /// Whether one of `identities` is a recipient `.recipients` lists now.
     func isRecipient(_ identities: [any AgeIdentity]) throws(KeychainError) -> Bool {
-        let listed = Set(try recipients().map(\.key))
-        return identities.contains { listed.contains($0.recipientText) }
+        let listed = try recipients().map(\.key)
+        return identities.contains { identity in listed.contains { identity.mayBeIdentity(of: $0) } }
     }
 
     // MARK: Making a tree vault, and changing who opens it
@@ -208,6 +208,12 @@ extension TreeVaultStore {
 
     /// The recipients of the identities this store was given.
     public var identityRecipients: [String] { givenIdentities.map(\.recipient) }
+
+    /// Whether one of the identities this store was given may open items for `recipients` (a
+    /// plugin's identity: when one of them is of its plugin); nil when it was given none.
+    public func identitiesMayOpen(_ recipients: [VaultRecipient]) -> Bool? {
+        givenIdentities.isEmpty ? nil : givenIdentities.contains { $0.mayOpen(recipients) }
+    }
 
     /// Whether this vault keeps its own identity, opened by a passphrase.
     public var keepsIdentity: Bool { access(path(Self.identityFile), F_OK) == 0 }

@@ -168,6 +168,8 @@ public final class TreeVaultStore: SecretStore, @unchecked Sendable {
             return try AgeFile.decrypt(bytes, known: nil, identities: try identities()) {
                 throw AgeFile.Failure.needsIdentity(["scrypt"])
             }.plaintext
+        } catch let failure as AgePlugin.Failure {
+            throw KeychainError(failure)
         } catch AgeFile.Failure.noIdentityMatches {
             throw .noMatchingIdentity(path: file, detail: "none of the identities given is one of its recipients")
         } catch AgeFile.Failure.needsIdentity {
@@ -219,6 +221,8 @@ public final class TreeVaultStore: SecretStore, @unchecked Sendable {
             defer { wipe(&plaintext) }
             return try AgeFile.encrypt(
                 plaintext, header: try AgeFile.makeHeader(recipients: recipients.map(\.recipient)))
+        } catch let failure as AgePlugin.Failure {
+            throw KeychainError(failure)
         } catch {
             throw .vaultIO(
                 detail:

@@ -92,6 +92,8 @@ extension VaultStore {
             throw KeychainError.vaultIO(detail: "the vault \(quotedPath(path)) kept moving to other directories")
         } catch let error as KeychainError {
             throw error
+        } catch let failure as AgePlugin.Failure {
+            throw KeychainError(failure)
         } catch let error as FileError {
             throw KeychainError.vaultIO(detail: error.description)
         } catch {
@@ -154,6 +156,8 @@ extension VaultStore {
             return try AgeFile.decrypt(file, known: known.header, identities: identities.map(\.key)) {
                 try passphrase(reopening ? .reopen : .unlock)
             }
+        } catch let failure as AgePlugin.Failure {
+            throw KeychainError(failure)
         } catch AgeFile.Failure.malformed(let reason) {
             throw KeychainError.vaultCorrupt(path: path, reason: reason)
         } catch AgeFile.Failure.wrongPassphrase where openedBefore, AgeFile.Failure.needsIdentity where openedBefore,

@@ -18,6 +18,12 @@ extension VaultStore {
     /// The recipients of the identities this store was given.
     public var identityRecipients: [String] { identities.map(\.recipient) }
 
+    /// Whether one of the identities this store was given may open a vault for `recipients` (a
+    /// plugin's identity: when one of them is of its plugin); nil when it was given none.
+    public func identitiesMayOpen(_ recipients: [VaultRecipient]) -> Bool? {
+        identities.isEmpty ? nil : identities.contains { $0.mayOpen(recipients) }
+    }
+
     /// What the vault is encrypted to; opening it takes an identity or the passphrase.
     public func lock() throws(KeychainError) -> VaultLock {
         let contents = try load()

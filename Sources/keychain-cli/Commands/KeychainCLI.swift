@@ -83,12 +83,13 @@ struct KeychainCLI: ParsableCommand {
                   file not private to you; unlock and lock: the holder's directory
                   or socket not yours; scan: a missing PATH, or nothing found but
                   some input unreadable
-              75  timed out: the keyring, a prompt, the vault's lock, the OpenBao
-                  server, gpg, keepassxc-cli or the holder of unlock, after
-                  --timeout; --clip: the clipboard, after 5 seconds
+              75  timed out: the keyring, a prompt, the vault's lock or age plugin,
+                  the OpenBao server, gpg, keepassxc-cli or the holder of unlock,
+                  after --timeout; --clip: the clipboard, after 5 seconds
               77  locked (no prompter, prompt dismissed), reset or export not
                   confirmed, permission denied, a wrong or missing vault passphrase
-                  (or new one, vault passwd) or identity, a vault re-keyed under
+                  (or new one, vault passwd) or identity, an age plugin missing,
+                  failing or needing a terminal, a vault re-keyed under
                   watch, a credential helper that would have to ask, a pass entry gpg
                   cannot decrypt, a KeePass database's wrong password or none (no
                   --source-passphrase-file, --source-passphrase-fd or terminal);

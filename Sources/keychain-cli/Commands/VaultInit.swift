@@ -31,7 +31,8 @@ extension KeychainCLI.Vault {
         @Option(
             name: .customLong("recipient"),
             help: ArgumentHelp(
-                "An age1… or \"ssh-ed25519 AAAA…\" public key to encrypt to (repeatable).", valueName: "recipient"))
+                "An age1… (or an age plugin's age1NAME1…) or \"ssh-ed25519 AAAA…\" public key to encrypt to "
+                    + "(repeatable).", valueName: "recipient"))
         var recipients: [String] = []
 
         @Option(
@@ -49,6 +50,7 @@ extension KeychainCLI.Vault {
             var unique: [VaultRecipient] = []
             for recipient in recipients where !unique.contains(recipient) { unique.append(recipient) }
             let source = settings.passphraseSource(vault: path, newPassphrase: nil)
+            settings.configureAgePlugins(timeout: try settings.resolvedTimeout())
             try TreeVaultStore.create(
                 directory: path, recipients: unique,
                 passphrase: unique.isEmpty ? { () throws(KeychainError) in try source(.create) } : nil,

@@ -7,8 +7,9 @@ extension KeychainCLI.Vault {
         static let configuration = CommandConfiguration(
             abstract: "List, add or remove the age recipients a vault is encrypted to.",
             discussion: """
-                A recipient is an age public key (age1…) or an ssh-ed25519 public key \
-                ("ssh-ed25519 AAAA… comment", one argument); an argument that is neither is read \
+                A recipient is an age public key (age1…), an age plugin's recipient (age1NAME1…, \
+                wrapped by age-plugin-NAME from PATH) or an ssh-ed25519 public key \
+                ("ssh-ed25519 AAAA… comment", one argument); an argument that is none of them is read \
                 as a file of recipients, one per line as age -R reads it (# comments, blank \
                 lines), and - reads them from standard input. Adding or removing re-keys the \
                 vault. The vault must open first: with an identity, or with the passphrase when \
@@ -116,7 +117,7 @@ extension KeychainCLI.Vault.Recipients {
             if let tree = try settings.treeVaultStore() {
                 let (before, after) = try tree.changeRecipients(removing(removed))
                 report(path: tree.directory, before: before, after: after)
-                return warnIfLockedOut(tree.directory, mine: tree.identityRecipients, after: after)
+                return warnIfLockedOut(tree.directory, mayOpen: tree.identitiesMayOpen(after))
             }
             let store = try settings.vaultStore()
             guard case .recipients(let listed, _) = try store.lock() else {
@@ -133,7 +134,7 @@ extension KeychainCLI.Vault.Recipients {
             // have changed the recipients since the look above.
             let (before, after) = try store.changeRecipients(removing(removed))
             report(path: store.path, before: before, after: after)
-            warnIfLockedOut(store.path, mine: store.identityRecipients, after: after)
+            warnIfLockedOut(store.path, mayOpen: store.identitiesMayOpen(after))
         }
     }
 }
@@ -149,14 +150,14 @@ private func removing(_ removed: [VaultRecipient]) -> ([VaultRecipient]) throws(
     }
 }
 
-private func warnIfLockedOut(_ path: String, mine: [String], after: [VaultRecipient]) {
-    let mine = Set(mine)
-    if !mine.isEmpty && !after.contains(where: { mine.contains($0.key) }) {
+private func warnIfLockedOut(_ path: String, mayOpen: Bool?) {
+    if mayOpen == false {
         warn("none of your identities opens \(path) any more")
     }
 }
 
-let recipientsHelp = ArgumentHelp("age1…, \"ssh-ed25519 AAAA…\", a file of them, or -.", valueName: "recipient")
+let recipientsHelp = ArgumentHelp(
+    "age1…, age1NAME1… (an age plugin's), \"ssh-ed25519 AAAA…\", a file of them, or -.", valueName: "recipient")
 
 /// The recipients the arguments give: recipients themselves, files of them, or - for standard input.
 func parseRecipients(_ arguments: [String]) throws -> [VaultRecipient] {

@@ -30,6 +30,8 @@ func exitStatus(for error: any Error, parserStatus: (any Error) -> Int32 = { _ i
             return 64
         case .openBao(.noMount), .openBao(.notKVVersion2), .openBao(.answerNotKVVersion2): return 69
         case .openBao(.noToken), .openBao(.loginRefused): return 77
+        case .agePlugin(_, .timedOut, _): return 75
+        case .agePlugin(_, .notInPath, _), .agePlugin(_, .failed, _), .agePlugin(_, .needsTerminal, _): return 77
         }
     case is FileError:
         return 74

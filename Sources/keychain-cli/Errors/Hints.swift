@@ -94,6 +94,13 @@ func hint(for error: KeychainError) -> String? {
         return "Stop it first"
     case .nameTaken(_, _, .takenOver):
         return nil
+    case .agePlugin(_, .timedOut, _):
+        return "Is it waiting for a touch or a device? Raise --timeout"
+    case .agePlugin(_, .needsTerminal, _):
+        return "Run it at a terminal, or use an identity that asks nothing"
+    case .agePlugin(_, .notInPath, _), .agePlugin(_, .failed, _):
+        // The detail says what to install, or what the plugin said.
+        return nil
     case .insecureFile, .badConfiguration, .serverUnavailable, .serverDenied:
         // Their details name the file or setting and the fix (a chmod, a variable to set).
         return nil

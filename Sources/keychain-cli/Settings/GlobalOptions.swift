@@ -15,8 +15,9 @@ struct GlobalOptions: ParsableArguments {
     @Option(
         name: .global(.timeout), parsing: .unconditional,
         help: ArgumentHelp(
-            "Give up when the keyring (or an unlock prompt) has not answered for this many seconds, or "
-                + "when an OpenBao operation (retries included) has not finished. Default: $KEYCHAIN_TIMEOUT, else 5.",
+            "Give up when the keyring (or an unlock prompt, or a vault's age plugin) has not answered for this "
+                + "many seconds, or when an OpenBao operation (retries included) has not finished. Default: "
+                + "$KEYCHAIN_TIMEOUT, else 5.",
             valueName: "seconds"))
     var timeout: Double?
 
@@ -58,8 +59,9 @@ struct GlobalOptions: ParsableArguments {
     @Option(
         name: .global(.identity),
         help: ArgumentHelp(
-            "An age identity file (AGE-SECRET-KEY-1… lines, as age-keygen writes) or an unencrypted "
-                + "OpenSSH ed25519 private key, that opens a team vault. Default: $KEYCHAIN_IDENTITY.",
+            "An age identity file (AGE-SECRET-KEY-1… lines, as age-keygen writes, and AGE-PLUGIN-NAME-1… "
+                + "lines, used by age-plugin-NAME from PATH) or an unencrypted OpenSSH ed25519 private key, "
+                + "that opens a team vault. Default: $KEYCHAIN_IDENTITY.",
             valueName: "path"), completion: .file())
     var identity: String?
 

@@ -83,6 +83,7 @@ extension Settings {
         let path = try vaultPath()
         guard TreeVaultStore.isTree(path) else { return nil }
         let timeout = try timeout ?? resolvedTimeout()
+        configureAgePlugins(timeout: timeout)
         return TreeVaultStore(
             directory: path, workFactor: try vaultWorkFactor(), lockTimeout: timeout, listing: listing,
             identities: try identities(self, vault: path), signing: try vaultSigning(),
@@ -93,6 +94,7 @@ extension Settings {
     /// about the file). `newPassphrase`: where `vault passwd` reads the new passphrase.
     func vaultStore(timeout: Double? = nil, newPassphrase: PassphraseInput? = nil) throws -> VaultStore {
         let timeout = try timeout ?? resolvedTimeout()
+        configureAgePlugins(timeout: timeout)
         let path = try vaultPath()
         return VaultStore(
             path: path, workFactor: try vaultWorkFactor(), lockTimeout: timeout,
