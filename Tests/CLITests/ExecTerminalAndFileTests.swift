@@ -233,6 +233,7 @@ struct ExecTerminalAndFileTests {
                 [ -e "$l" ] && echo "live left"
                 """#
             let directory = try ScratchDirectory("abandoned")
+            defer { directory.remove() }
             let result = try runProcess(
                 "/usr/bin/python3",
                 [
