@@ -5,10 +5,13 @@ import Testing
 /// `keychain-cli ssh-agent` with the real OpenSSH: a real sshd on loopback logs in with a key that
 /// exists only in the backend; ssh-add, ssh-keygen -Y and git sign through the agent.
 @Suite("ssh-agent: OpenSSH's clients, every backend", .keyringSession)
-struct SSHAgentTests {
+final class SSHAgentTests {
     let scratch: ScratchDirectory
 
     init() throws { scratch = try ScratchDirectory("ssh-agent") }
+
+    // The keys made for a test go with it.
+    deinit { scratch.remove() }
 
     /// A new key by ssh-keygen, stored under `service`/`name` and its private file removed:
     /// the public key's line.

@@ -101,7 +101,7 @@ enum AgentStart {
         keys.removeAll()
         let variables =
             Environment.all(
-                except: Set(Settings.secretVariables + ["KEYCHAIN_KEY_PASSPHRASE", "SSH_AUTH_SOCK", "SSH_AGENT_PID"]))
+                except: Set(Settings.secretVariables + ["SSH_AUTH_SOCK", "SSH_AGENT_PID"]))
             + ["SSH_AUTH_SOCK=\(place.path)", "SSH_AGENT_PID=\(getpid())"]
         guard let child = spawnProcess(command, descriptors: [0, 1, 2], variables: variables) else {
             place.remove()
