@@ -15,6 +15,7 @@ from backends import openbao_table, vault_table
 from tree import tree_table
 from signed import signed_table
 from references import references_table
+from ssh_agent import ssh_agent_table
 from floor import floor_table
 from common import KC, LARGE_RUNS, LIST_ITEMS, MEMORY_RUNS, PY, RUNS, WARMUP, measure, measure_memory
 from masking import masking_table
@@ -152,6 +153,8 @@ def main():
     print(signed_rows)
     references_rows = references_table()
     print(references_rows)
+    agent_rows = ssh_agent_table()
+    print(agent_rows)
     bao_version, openbao_watch_rows, bao_table = openbao_table()
     print("\n" + bao_table)
     watch_rows = watch_table(openbao_watch_rows)
@@ -294,6 +297,7 @@ the team vault for comparison. Medians of {RUNS} interleaved runs; memory of {ME
 {tree_rows}
 {signed_rows}
 {references_rows}
+{agent_rows}
 
 ## OpenBao: `get` over loopback HTTP
 

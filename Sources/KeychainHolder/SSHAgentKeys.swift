@@ -42,6 +42,8 @@ final class SSHAgentKeys {
 
     /// Holds `key` (in place of the same key held before, as OpenSSH's agent does).
     func add(_ key: SSHPrivateKey, lifetime: Double?, confirm: Bool, now: Double) {
+        // A key added is as good as a key used: the idle limit counts from here.
+        lastUse = now
         let entry = Held(key: key, confirm: confirm, expires: lifetime.map { now + $0 })
         if let index = held.firstIndex(where: { $0.key.publicKey == key.publicKey }) {
             held[index] = entry
@@ -77,8 +79,9 @@ final class SSHAgentKeys {
 
     /// The boot seconds of the next limit, if any.
     var nextLimit: Double? {
-        let lifetimes = held.compactMap(\.expires)
-        return (lifetimes + [idle.map { lastUse + $0 }].compactMap(\.self)).min()
+        // (No key held, no idle limit to wait for: the timer would fire again and again.)
+        let idleEnd = held.isEmpty ? nil : idle.map { lastUse + $0 }
+        return (held.compactMap(\.expires) + [idleEnd].compactMap(\.self)).min()
     }
 
     /// Locks with `password`: every key is encrypted under it and the keys themselves dropped.

@@ -51,6 +51,86 @@ struct SSHAgentHardeningTests {
         }
     }
 
+    /// --idle: every key goes once none signed for that long; a key added later is held afresh,
+    /// and the agent, holding nothing, waits without using the CPU (its timer not re-armed in
+    /// the past: less than 0.3 s of CPU over a second).
+    @Test func idleForgetsAndThenRestsQuietly() throws {
+        try CLIBackend.withVault { _ in
+            let s = uniqueService()
+            _ = try keys.storedKey(s, "k")
+            _ = try runProcess(
+                "/usr/bin/ssh-keygen", ["-q", "-t", "ed25519", "-N", "", "-f", keys.scratch.path("later")],
+                environment: [:])
+            let script = """
+                ssh-add -l | wc -l
+                i=0; while ssh-add -l > /dev/null && [ $i -lt 300 ]; do i=$((i+1)); sleep 0.05; done
+                ssh-add -l; echo "listed $?"
+                ticks() { awk '{print $14 + $15}' /proc/$SSH_AGENT_PID/stat; }
+                before=$(ticks); sleep 1; after=$(ticks)  # (a window to measure, not a wait)
+                [ $((after - before)) -lt 30 ] && echo quiet
+                ssh-add "$DIR/later" 2>/dev/null; ssh-add -l | wc -l
+                """
+            let result = try keys.agentRun(["-s", s, "ssh-agent", "--key", "k", "--idle", "1s"], script)
+            #expect(
+                result.stdoutText == "1\nThe agent has no identities.\nlisted 1\nquiet\n1\n", "\(result.stderr)")
+        }
+    }
+
+    /// ssh-add -c: each use asks $SSH_ASKPASS (SSH_ASKPASS_PROMPT=confirm, the key's comment in the
+    /// question); its yes signs, its no is refused. --ttl forgets a loaded key, and no file of
+    /// HOME, TMPDIR or XDG_RUNTIME_DIR holds the key afterwards.
+    @Test func confirmationTTLAndNoKeyLeftInFiles() throws {
+        try CLIBackend.withVault { _ in
+            let s = uniqueService()
+            let places = ["home", "tmp", "run"].map { keys.scratch.path($0) }
+            for place in places {
+                try FileManager.default.createDirectory(atPath: place, withIntermediateDirectories: true)
+            }
+            chmod(places[2], 0o700)
+            let key = try keys.storedKey(s, "k")
+            try key.write(toFile: keys.scratch.path("k.pub"), atomically: true, encoding: .utf8)
+            let made = try runProcess(
+                "/usr/bin/ssh-keygen",
+                ["-q", "-t", "ed25519", "-N", "", "-C", "confirm-me", "-f", keys.scratch.path("c")],
+                environment: [:])
+            #expect(made.status == 0)
+            let answer = keys.scratch.path("answer")
+            let askpass = keys.scratch.path("askpass")
+            try """
+            #!/bin/sh
+            printf '%s|%s\n' "$SSH_ASKPASS_PROMPT" "$1" >> "\(answer).asked"
+            exit "$(cat "\(answer)")"
+            """.write(toFile: askpass, atomically: true, encoding: .utf8)
+            chmod(askpass, 0o700)
+            let script = """
+                cd "$DIR"; echo m > m
+                ssh-add -c c 2>/dev/null
+                echo 0 > answer; ssh-add -T c.pub 2>/dev/null && echo "allowed"
+                echo 1 > answer; ssh-add -T c.pub 2>/dev/null || echo "refused"
+                i=0; while ssh-add -L | grep -q k@test && [ $i -lt 300 ]; do i=$((i+1)); sleep 0.05; done
+                ssh-add -L | grep -c k@test
+                """
+            let result = try keys.agentRun(
+                ["-s", s, "ssh-agent", "--key", "k", "--ttl", "2s"], script,
+                extra: [
+                    "SSH_ASKPASS": askpass, "HOME": places[0], "TMPDIR": places[1], "XDG_RUNTIME_DIR": places[2],
+                ])
+            #expect(result.stdoutText == "allowed\nrefused\n0\n", "\(result.stderr)")
+            let asked = try String(contentsOfFile: "\(answer).asked", encoding: .utf8)
+            #expect(asked.hasPrefix("confirm|Allow use of key confirm-me?\nKey fingerprint SHA256:"), "\(asked)")
+            // The stored key's seed, and its file's base64, are in no file of those places.
+            let stored = try cli(["-s", s, "get", "k"]).stdoutText
+            let line = try #require(stored.split(separator: "\n").dropFirst(2).first)
+            for place in places {
+                let files = FileManager.default.enumerator(atPath: place)?.compactMap { $0 as? String } ?? []
+                for file in files {
+                    let bytes = (try? Data(contentsOf: URL(fileURLWithPath: "\(place)/\(file)"))) ?? Data()
+                    #expect(bytes.range(of: Data(line.utf8)) == nil, "\(place)/\(file)")
+                }
+            }
+        }
+    }
+
     /// Another uid that can reach the socket is refused (SO_PEERCRED), the owner still answered.
     @Test(.enabled(if: geteuid() == 0, "setpriv needs root"))
     func anotherUserIsRefused() throws {

@@ -97,7 +97,9 @@ extension KeychainCLI {
         /// descriptor 3, and it says there when it listens.
         @Flag(help: .hidden) var backgroundAgent = false
 
-        /// With --background-agent: the directory made for the socket, removed with it.
+        /// With --background-agent: the socket to listen on (absolute: the agent works in /),
+        /// and the directory made for it, removed with it.
+        @Option(help: .hidden) var agentSocket: String?
         @Option(help: .hidden) var agentDirectory: String?
 
         @Argument(parsing: .postTerminator, help: "A command to run with SSH_AUTH_SOCK set, after --.")
@@ -127,7 +129,8 @@ extension KeychainCLI {
             let policy = try AccessPolicy.forCommand(logPath: accessLog, allowedExecutables: allowExe)
             if backgroundAgent {
                 try AgentStart.serveInBackground(
-                    place: AgentSocket(path: socket ?? "", directory: agentDirectory), limits: limits, policy: policy,
+                    place: AgentSocket(path: agentSocket ?? "", directory: agentDirectory), limits: limits,
+                    policy: policy,
                     hooks: hooks())
                 return
             }

@@ -18,8 +18,11 @@ extension AgentStart {
             throw CommandFailure.io("cannot make a socket pair for the agent (\(String(cString: strerror(errno))))")
         }
         defer { close(ends[0]) }
+        // The same options (the command line's "--", with nothing after it, left out), and where to listen.
+        var forwarded = Array(CommandLine.arguments.dropFirst())
+        if let end = forwarded.firstIndex(of: "--") { forwarded.removeSubrange(end...) }
         let arguments =
-            ["keychain-cli"] + CommandLine.arguments.dropFirst() + ["--background-agent", "-a", place.path]
+            ["keychain-cli"] + forwarded + ["--background-agent", "--agent-socket", place.path]
             + (place.directory.map { ["--agent-directory", $0] } ?? [])
         var argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
         var environment: [UnsafeMutablePointer<CChar>?] =

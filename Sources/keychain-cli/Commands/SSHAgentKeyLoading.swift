@@ -82,7 +82,9 @@ struct AgentKeyLoading {
         }
         let tries = passphrase.isTerminal ? 3 : 1
         for attempt in 1...tries {
-            var typed = try passphrase.readKeyPassphrase(for: name)
+            var typed = try passphrase.readOther(
+                "passphrase for the key \(name)", asking: "Passphrase for the key \(name): ",
+                options: "--key-passphrase-fd N, --key-passphrase-file PATH or $KEYCHAIN_KEY_PASSPHRASE")
             defer { wipe(&typed) }
             do {
                 let key = try SSHPrivateKey(file: bytes, passphrase: { () throws(SSHKeyError) in typed })

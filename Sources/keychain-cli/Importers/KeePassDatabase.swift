@@ -74,28 +74,8 @@ struct KeePassDatabase {
     /// The password: from --source-passphrase-fd or --source-passphrase-file, else asked at the
     /// terminal (empty there only with a key file).
     private func readPassword() throws -> [UInt8] {
-        guard case .terminal = password else {
-            do {
-                return try password.read(.unlock, vault: path)
-            } catch KeychainError.noPassphrase(let detail) {
-                throw CommandFailure(kind: .denied, message: "no password for \(quotedPath(path)): \(detail)")
-            }
-        }
-        let tty = open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC)
-        guard tty >= 0 else {
-            throw CommandFailure(
-                kind: .denied,
-                message: "\(quotedPath(path)) needs its password, and there is no terminal to ask at: give it with "
-                    + "--source-passphrase-file PATH or --source-passphrase-fd N")
-        }
-        defer { close(tty) }
-        guard
-            let typed = try readHiddenLine(
-                prompt: "Password of the KeePass database \(path): ", input: tty, output: tty)
-        else {
-            throw CommandFailure(
-                kind: .denied, message: "no password was typed for \(quotedPath(path)); nothing was stored")
-        }
-        return typed
+        try password.readOther(
+            "password for \(quotedPath(path))", asking: "Password of the KeePass database \(path): ",
+            options: "--source-passphrase-file PATH or --source-passphrase-fd N")
     }
 }

@@ -84,26 +84,29 @@ enum PassphraseInput: Sendable, CustomStringConvertible {
 
     var isTerminal: Bool { if case .terminal = self { true } else { false } }
 
-    /// An ssh key's passphrase, for the key `name`.
-    /// - Throws: ``CommandFailure`` (77) when none is given and there is no terminal to ask at.
-    func readKeyPassphrase(for name: String) throws -> [UInt8] {
+    /// A secret other than the vault's (an ssh key's passphrase, a KeePass database's password)
+    /// from this source, else asked at the terminal with `question`.
+    /// - Parameters:
+    ///   - what: what it is, for messages: "password for 'db.kdbx'".
+    ///   - options: how to give it without a terminal, for the message when there is none.
+    /// - Throws: ``CommandFailure`` (77) when it cannot be had.
+    func readOther(_ what: String, asking question: String, options: String) throws -> [UInt8] {
         guard case .terminal = self else {
             do {
-                return try read(.unlock, vault: name)
-            } catch {
-                throw CommandFailure(kind: .denied, message: "no passphrase for the key \(name): \(error)")
+                return try read(.unlock, vault: what)
+            } catch KeychainError.noPassphrase(let detail) {
+                throw CommandFailure(kind: .denied, message: "no \(what): \(detail)")
             }
         }
         let tty = open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC)
         guard tty >= 0 else {
             throw CommandFailure(
                 kind: .denied,
-                message: "the key \(name) is passphrase-protected and there is no terminal to ask at: give its "
-                    + "passphrase with --key-passphrase-fd N, --key-passphrase-file PATH or $KEYCHAIN_KEY_PASSPHRASE")
+                message: "the \(what) is needed, and there is no terminal to ask at: give it with \(options)")
         }
         defer { close(tty) }
-        guard let typed = try readHiddenLine(prompt: "Passphrase for the key \(name): ", input: tty, output: tty) else {
-            throw CommandFailure(kind: .denied, message: "no passphrase was typed for the key \(name)")
+        guard let typed = try readHiddenLine(prompt: question, input: tty, output: tty) else {
+            throw CommandFailure(kind: .denied, message: "no \(what) was typed; nothing was stored")
         }
         return typed
     }

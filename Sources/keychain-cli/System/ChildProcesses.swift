@@ -120,6 +120,8 @@ struct HeldCommand {
 
 /// The path of the executable `name` in PATH, as execvp would find it.
 func executable(named name: String) -> String? {
+    // A name with a slash is a path, as execvp takes it ($SSH_ASKPASS=/usr/lib/ssh/ssh-askpass).
+    if name.contains("/") { return access(name, X_OK) == 0 ? name : nil }
     let path = Environment.value("PATH") ?? "/usr/bin:/bin"
     for directory in path.split(separator: ":", omittingEmptySubsequences: false) {
         let candidate = "\(directory.isEmpty ? "." : directory)/\(name)"
