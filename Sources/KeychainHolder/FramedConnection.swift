@@ -22,19 +22,22 @@ extension FramedConnections {
 
         var busy: Bool { underWay != nil }
 
-        /// The first `count` bytes read, taken out of `input`.
+        /// The first `count` bytes read, taken out of `input`. What is taken is wiped where it
+        /// was read into, in place (`input[0]`, never a copy: wiping a second reference to an
+        /// array wipes a copy of it, and leaves the bytes in freed memory).
         func take(_ count: Int) -> [UInt8] {
             var taken: [UInt8] = []
             taken.reserveCapacity(count)
-            while taken.count < count, var first = input.first {
-                let part = min(count - taken.count, first.count)
-                taken += first[..<part]
-                if part == first.count {
-                    wipe(&first)
+            while taken.count < count, !input.isEmpty {
+                let part = min(count - taken.count, input[0].count)
+                taken += input[0][..<part]
+                if part == input[0].count {
+                    wipe(&input[0])
                     input.removeFirst()
                 } else {
-                    input[0] = Array(first[part...])
-                    wipe(&first)
+                    let rest = Array(input[0][part...])
+                    wipe(&input[0])
+                    input[0] = rest
                 }
             }
             inputCount -= taken.count

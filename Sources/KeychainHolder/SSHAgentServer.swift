@@ -164,12 +164,12 @@ package final class SSHAgentServer: Sendable {
                 keys.removeAll()
                 return SSHAgentRequest.success
             }
-        case .lock(var password):
-            defer { wipe(&password) }
-            return keys.withLock { $0.lock(password) } ? SSHAgentRequest.success : SSHAgentRequest.failure
-        case .unlock(var password):
-            defer { wipe(&password) }
-            return keys.withLock { $0.unlock(password, now: now) } ? SSHAgentRequest.success : SSHAgentRequest.failure
+        case .lock(let password):
+            let locked = password.withBytes { password in keys.withLock { $0.lock(password) } }
+            return locked ? SSHAgentRequest.success : SSHAgentRequest.failure
+        case .unlock(let password):
+            let unlocked = password.withBytes { password in keys.withLock { $0.unlock(password, now: now) } }
+            return unlocked ? SSHAgentRequest.success : SSHAgentRequest.failure
         case .bind(let hostKey, let forwarding):
             bound.withLock { $0[peer.connection, default: []].append((hostKey.fingerprint, forwarding)) }
             return SSHAgentRequest.success

@@ -13,8 +13,8 @@ package enum SSHAgentRequest: Sendable {
     /// SSH_AGENTC_REMOVE_ALL_IDENTITIES (19).
     case removeAll
     /// SSH_AGENTC_LOCK (22) and UNLOCK (23), with the password.
-    case lock(password: [UInt8])
-    case unlock(password: [UInt8])
+    case lock(password: SSHSecretBytes)
+    case unlock(password: SSHSecretBytes)
     /// The session-bind@openssh.com extension (27): the client's connection is to the host of
     /// `hostKey`, which signed `sessionID` (checked when it is read).
     case bind(hostKey: SSHPublicKey, forwarding: Bool)
@@ -60,7 +60,8 @@ package enum SSHAgentRequest: Sendable {
         case 19:
             self = .removeAll
         case 22, 23:
-            let password = try reader.string()
+            var bytes = try reader.string()
+            let password = SSHSecretBytes(taking: &bytes)
             self = type == 22 ? .lock(password: password) : .unlock(password: password)
         case 27:
             let name = try reader.string()

@@ -184,7 +184,8 @@ struct SSHAgentHardeningTests {
     }
 
     /// Root reads the agent's memory (/proc/PID/mem): the key's private seed is there while it
-    /// serves (the search can succeed), and nowhere once it is locked. Its core dump filter is 0.
+    /// serves (the search can succeed), and nowhere once it is locked, nor is the lock's password.
+    /// Its core dump filter is 0.
     @Test(.enabled(if: geteuid() == 0, "reading another process's memory needs root"))
     func aLockedAgentHoldsNoKeyInMemory() throws {
         try CLIBackend.withVault { _ in
@@ -192,6 +193,8 @@ struct SSHAgentHardeningTests {
             let file = keys.scratch.path("seeded")
             _ = try runProcess("/usr/bin/ssh-keygen", ["-q", "-t", "ed25519", "-N", "", "-f", file], environment: [:])
             let seed = try Self.ed25519Seed(ofKeyFile: file)
+            let password = "lock-password-\(UUID())"
+            let passwordHex = Array(password.utf8).map { String(format: "%02x", $0) }.joined()
             _ = try cli(["-s", s, "set", "k"], stdin: try Data(contentsOf: URL(fileURLWithPath: file)))
             try FileManager.default.removeItem(atPath: file)
             let probe = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
@@ -203,13 +206,15 @@ struct SSHAgentHardeningTests {
                 ssh-add -T "$DIR/seeded.pub" && python3 "$PROBE" memory $SSH_AGENT_PID $SEED
                 ssh-add -x > /dev/null 2>&1
                 python3 "$PROBE" memory $SSH_AGENT_PID $SEED
+                python3 "$PROBE" memory $SSH_AGENT_PID $PASSWORD
                 cat /proc/$SSH_AGENT_PID/coredump_filter
                 ssh-add -X > /dev/null 2>&1 && ssh-add -T "$DIR/seeded.pub" && echo "signs again"
                 """
             let result = try keys.agentRun(
                 ["-s", s, "ssh-agent", "--key", "k"], script,
-                extra: try askpass("lock").merging(["PROBE": probe, "SEED": seed]) { $1 })
-            #expect(result.stdoutText == "found\nabsent\n00000000\nsigns again\n", "\(result.stderr)")
+                extra: try askpass(password).merging(["PROBE": probe, "SEED": seed, "PASSWORD": passwordHex]) { $1 })
+            // Nor does the lock's password stay in its memory.
+            #expect(result.stdoutText == "found\nabsent\nabsent\n00000000\nsigns again\n", "\(result.stderr)")
         }
     }
 

@@ -118,4 +118,49 @@ final class SSHAgentTests {
         let listed = try runProcess("/usr/bin/ssh-keygen", ["-l", "-f", file], environment: [:])
         return String(listed.stdoutText.split(separator: " ")[1])
     }
+
+    /// ECDSA and RSA keys log in too (the server asks rsa-sha2-512 of an RSA key).
+    @Test(arguments: [("ecdsa", 256), ("ecdsa", 521), ("rsa", 3072)])
+    func otherKeyTypesLogIn(type: String, bits: Int) throws {
+        let server = try SSHServer.shared.get()
+        try CLIBackend.withVault { _ in
+            let s = uniqueService()
+            let file = scratch.path("\(type)-\(bits)")
+            _ = try runProcess(
+                "/usr/bin/ssh-keygen", ["-q", "-t", type, "-b", "\(bits)", "-N", "", "-C", "typed", "-f", file],
+                environment: [:])
+            _ = try cli(["-s", s, "set", "k"], stdin: try Data(contentsOf: URL(fileURLWithPath: file)))
+            try FileManager.default.removeItem(atPath: file)
+            try server.authorize(try String(contentsOfFile: file + ".pub", encoding: .utf8))
+            let result = try agentRun(["-s", s, "ssh-agent", "--key", "k"], #"eval "ssh $SSH""#)
+            #expect(result.stdoutText == "logged-in as \(NSUserName())\n", "\(result.stderr)")
+        }
+    }
+
+    /// At a terminal, two keys under one passphrase ask for it once; a wrong one is asked again.
+    @Test func aPassphraseIsAskedOnceAtTheTerminal() throws {
+        try CLIBackend.withVault { _ in
+            let s = uniqueService()
+            _ = try storedKey(s, "one", passphrase: "shared words")
+            _ = try storedKey(s, "two", passphrase: "shared words")
+            let run = try expect(
+                """
+                set timeout 30
+                spawn $env(KEYCHAIN_CLI) -s \(s) ssh-agent --from \(s) -- sh -c "ssh-add -l | wc -l"
+                expect "Passphrase for the key"
+                send "wrong words\\r"
+                expect "try again"
+                expect "Passphrase for the key"
+                send "shared words\\r"
+                expect eof
+                lassign [wait] pid spawned failed status
+                exit $status
+                """)
+            #expect(run.status == 0, "\(run.stdoutText)")
+            let text = run.stdoutText
+            #expect(text.components(separatedBy: "Passphrase for the key").count == 3, "\(text)")
+            #expect(text.hasSuffix("2\r\n"), "\(text)")
+            #expect(!text.contains("shared words"), "the passphrase is not echoed: \(text)")
+        }
+    }
 }
