@@ -37,7 +37,7 @@ struct SSHAgentHardeningTests {
                 SSH_ASKPASS=$RIGHT ssh-add -X 2>&1
                 ssh-add -l | wc -l
                 ssh-add -t 1 short 2>/dev/null; ssh-add -l | wc -l
-                i=0; while [ "$(ssh-add -l | wc -l)" != 1 ] && [ $i -lt 300 ]; do i=$((i+1)); sleep 0.05; done
+                i=0; while [ "$(ssh-add -l | wc -l)" != 1 ] && [ $i -lt 600 ]; do i=$((i+1)); sleep 0.05; done
                 ssh-add -l | wc -l
                 """
             let result = try keys.agentRun(
@@ -63,7 +63,7 @@ struct SSHAgentHardeningTests {
                 environment: [:])
             let script = """
                 ssh-add -l | wc -l
-                i=0; while ssh-add -l > /dev/null && [ $i -lt 300 ]; do i=$((i+1)); sleep 0.05; done
+                i=0; while ssh-add -l > /dev/null && [ $i -lt 600 ]; do i=$((i+1)); sleep 0.05; done
                 ssh-add -l; echo "listed $?"
                 ticks() { awk '{print $14 + $15}' /proc/$SSH_AGENT_PID/stat; }
                 before=$(ticks); sleep 1; after=$(ticks)  # (a window to measure, not a wait)
@@ -107,7 +107,7 @@ struct SSHAgentHardeningTests {
                 ssh-add -c c 2>/dev/null
                 echo 0 > answer; ssh-add -T c.pub 2>/dev/null && echo "allowed"
                 echo 1 > answer; ssh-add -T c.pub 2>/dev/null || echo "refused"
-                i=0; while ssh-add -L | grep -q k@test && [ $i -lt 300 ]; do i=$((i+1)); sleep 0.05; done
+                i=0; while ssh-add -L | grep -q k@test && [ $i -lt 600 ]; do i=$((i+1)); sleep 0.05; done
                 ssh-add -L | grep -c k@test
                 """
             let result = try keys.agentRun(

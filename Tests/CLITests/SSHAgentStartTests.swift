@@ -23,10 +23,12 @@ struct SSHAgentStartTests {
                 eval "$("$K" -s "$S" ssh-agent --key k)" > /dev/null || exit 1
                 ssh-add -L | cut -d' ' -f1,2
                 kill $SSH_AGENT_PID
-                i=0; while [ -e "$(dirname "$SSH_AUTH_SOCK")" ] && [ $i -lt 200 ]; do i=$((i+1)); sleep 0.05; done
+                i=0; while [ -e "$(dirname "$SSH_AUTH_SOCK")" ] && [ $i -lt 600 ]; do i=$((i+1)); sleep 0.05; done
                 [ -e "$SSH_AUTH_SOCK" ] && echo "socket left"; [ -e "$(dirname "$SSH_AUTH_SOCK")" ] && echo "directory left"
-                i=0; while kill -0 $SSH_AGENT_PID 2>/dev/null && [ $i -lt 200 ]; do i=$((i+1)); sleep 0.05; done
-                kill -0 $SSH_AGENT_PID 2>/dev/null && echo "agent left"
+                # (Gone or a zombie: the agent is init's child, which a container's init may not reap.)
+                alive() { state=$(cut -d' ' -f3 /proc/$1/stat 2>/dev/null); [ -n "$state" ] && [ "$state" != Z ]; }
+                i=0; while alive $SSH_AGENT_PID && [ $i -lt 600 ]; do i=$((i+1)); sleep 0.05; done
+                alive $SSH_AGENT_PID && echo "agent left"
                 echo done
                 """
             let result = try runProcess("/bin/sh", ["-c", script], environment: environment, timeout: 60)
@@ -47,7 +49,7 @@ struct SSHAgentStartTests {
                 printf '%s\\n' "$out" | sed 's/\\(PID\\|pid\\) [0-9][0-9]*/\\1 N/'
                 pid=$(printf '%s\\n' "$out" | sed -n 's/^setenv SSH_AGENT_PID \\([0-9]*\\);$/\\1/p')
                 "$K" ssh-agent -a "$1"; echo "again $?"
-                kill $pid; i=0; while [ -e "$1" ] && [ $i -lt 200 ]; do i=$((i+1)); sleep 0.05; done
+                kill $pid; i=0; while [ -e "$1" ] && [ $i -lt 600 ]; do i=$((i+1)); sleep 0.05; done
                 [ -e "$1" ] && echo "socket left"; echo done
                 """
             let result = try runProcess("/bin/sh", ["-c", script, "sh", socket], environment: environment, timeout: 60)
