@@ -120,7 +120,7 @@ extension Settings {
     /// The variables that hold a secret of keychain-cli's own (docs/commands.md#environment).
     static let secretVariables = [
         "KEYCHAIN_PASSPHRASE", "KEYCHAIN_NEW_PASSPHRASE", "KEYCHAIN_OPENBAO_SECRET_ID", "KEYCHAIN_OPENBAO_JWT",
-        "BAO_TOKEN", "VAULT_TOKEN", "KEYCHAIN_IDENTITY_FD",
+        "BAO_TOKEN", "VAULT_TOKEN", "KEYCHAIN_IDENTITY_FD", "KEYCHAIN_KEY_PASSPHRASE",
     ]
 
     /// Keeps the vault's passphrases, its identity and the OpenBao token and login secrets from a
