@@ -15,8 +15,9 @@ package final class AgeDeferredIdentity: AgeIdentity, @unchecked Sendable {
     /// The identity once opened, or why it could not be.
     private let opened = Locked<Result<any AgeIdentity, any Error>?>(nil)
 
-    init(stanzaType: String, recipientText: String, tag: String, open: @escaping @Sendable () throws -> any AgeIdentity)
-    {
+    package init(
+        stanzaType: String, recipientText: String, tag: String, open: @escaping @Sendable () throws -> any AgeIdentity
+    ) {
         (self.stanzaType, self.recipientText, self.tag, self.open) = (stanzaType, recipientText, tag, open)
     }
 

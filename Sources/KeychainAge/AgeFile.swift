@@ -155,7 +155,7 @@ package enum AgeFile {
             return try unwrapScrypt(scrypt, passphrase: passphrase)
         }
         let types = stanzas.map(\.type)
-        guard types.contains(where: recipientTypes.contains) else {
+        guard types.contains(where: { AgeRecipientTypes.isRead($0, with: identities) }) else {
             throw Failure.malformed(
                 "its recipients are of types this version does not read (\(types.joined(separator: ", ")))")
         }

@@ -15,12 +15,12 @@ extension SSHPrivateKey {
 
     /// An RSA key's modulus, public and private exponents (big-endian magnitudes), given to
     /// `body`; nil for a key of another type.
-    package func withRSANumbers<Result>(_ body: (_ n: [UInt8], _ e: [UInt8], _ d: [UInt8]) throws -> Result)
-        throws -> Result?
+    package func withRSANumbers<Result>(_ body: (_ n: [UInt8], _ e: [UInt8], _ d: [UInt8]) -> Result)
+        throws(SSHKeyError) -> Result?
     {
         guard case .rsa(let key) = material else { return nil }
         var numbers = try RSANumbers(pkcs1: key)
         defer { numbers.erase() }
-        return try body(numbers.n, numbers.e, numbers.d)
+        return body(numbers.n, numbers.e, numbers.d)
     }
 }

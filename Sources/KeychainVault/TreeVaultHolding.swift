@@ -27,6 +27,9 @@ extension TreeVaultStore {
             if let ssh = identity as? AgeSSHEd25519.Identity {
                 return try ssh.withRawKey { try body(ssh.stanzaType, $0) }
             }
+            throw KeychainError.badConfiguration(
+                detail: "the holder keeps a tree vault's X25519 or ssh-ed25519 identity, and the one given that opens "
+                    + "\(quotedPath(directory)) is \(identity.stanzaType): give it to each command instead")
         }
         return nil
     }

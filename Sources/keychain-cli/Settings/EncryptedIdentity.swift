@@ -1,23 +1,33 @@
 import Glibc
+import KeychainAgeRSA
 import KeychainCore
 import KeychainSSH
 
-/// The identity of a passphrase-protected OpenSSH ed25519 key given by --identity, --identity-fd
-/// or their variables; nil for any other file (``VaultIdentity/parse(identityFile:)`` reads it).
+/// The identity of an OpenSSH key given by --identity, --identity-fd or their variables that
+/// ``VaultIdentity/parse(identityFile:)`` does not read: a passphrase-protected ed25519 key, or
+/// an RSA key (age's ssh-rsa), encrypted or not; nil for any other file.
 ///
-/// It is known by the public key the file holds in the clear; the key is decrypted in memory
-/// only when a vault encrypted to it is opened (a vault `unlock`'s holder opens never asks), its
-/// passphrase read then from $KEYCHAIN_KEY_PASSPHRASE, else asked on the terminal (three tries),
-/// and wiped once the key is derived. Nothing is written anywhere.
+/// An encrypted key is known by the public key its file holds in the clear, and decrypted in
+/// memory only when a vault encrypted to it is opened (a vault `unlock`'s holder opens never
+/// asks), its passphrase read then from $KEYCHAIN_KEY_PASSPHRASE, else asked on the terminal
+/// (three tries), and wiped once the key is derived. Nothing is written anywhere.
 /// - Throws: ``KeychainError/noMatchingIdentity(path:detail:)`` for a key of another type.
-func encryptedKeyIdentity(_ file: [UInt8], source: String, vault: String, mayPrompt: Bool) throws -> VaultIdentity? {
-    guard SSHPrivateKey.looksLikePrivateKey(file), (try? SSHPrivateKey.isEncrypted(file)) == true else { return nil }
+func sshKeyIdentity(_ file: [UInt8], source: String, vault: String, mayPrompt: Bool) throws -> VaultIdentity? {
+    guard SSHPrivateKey.looksLikePrivateKey(file) else { return nil }
     let unusable = { (reason: String) in
         KeychainError.noMatchingIdentity(path: vault, detail: "the identity file of \(source) is unusable: \(reason)")
     }
+    let key = KeyFile(file: file, source: source, vault: vault, mayPrompt: mayPrompt)
+    if (try? SSHPrivateKey.publicKey(ofFile: file))?.type == "ssh-rsa" {
+        do {
+            return try AgeSSHRSA.identity(file: file) { try key.open() }
+        } catch {
+            throw unusable("\(error)")
+        }
+    }
+    guard (try? SSHPrivateKey.isEncrypted(file)) == true else { return nil }
     let publicKey: SSHPublicKey
     do { publicKey = try SSHPrivateKey.publicKey(ofFile: file) } catch { throw unusable("\(error)") }
-    let key = KeyFile(file: file, source: source, vault: vault, mayPrompt: mayPrompt)
     switch publicKey.type {
     case "ssh-ed25519":
         let deferred = AgeSSHEd25519.deferredIdentity(publicKey: Array(publicKey.wire.suffix(32))) {
@@ -29,7 +39,7 @@ func encryptedKeyIdentity(_ file: [UInt8], source: String, vault: String, mayPro
         return VaultIdentity(key: deferred)
     default:
         throw unusable(
-            "it is a passphrase-protected \(publicKey.type) key; age's ssh support here is ssh-ed25519 only")
+            "it is a passphrase-protected \(publicKey.type) key; age's ssh keys here are ssh-ed25519 and ssh-rsa")
     }
 }
 

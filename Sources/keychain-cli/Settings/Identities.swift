@@ -39,7 +39,7 @@ func identities(_ settings: Settings, vault: String) throws -> [VaultIdentity] {
             "the identity file of \(source.name) is larger than 1 MiB; give the file age-keygen or vault keygen wrote (AGE-SECRET-KEY-… lines) or an ssh-ed25519 private key"
         )
     }
-    if let key = try encryptedKeyIdentity(bytes, source: source.name, vault: vault, mayPrompt: settings.mayPrompt) {
+    if let key = try sshKeyIdentity(bytes, source: source.name, vault: vault, mayPrompt: settings.mayPrompt) {
         return [key]
     }
     switch VaultIdentity.parse(identityFile: String(decoding: bytes, as: UTF8.self)) {
