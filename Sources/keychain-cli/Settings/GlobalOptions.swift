@@ -58,8 +58,9 @@ struct GlobalOptions: ParsableArguments {
     @Option(
         name: .global(.identity),
         help: ArgumentHelp(
-            "An age identity file (AGE-SECRET-KEY-1… lines, as age-keygen writes) or an unencrypted "
-                + "OpenSSH ed25519 private key, that opens a team vault. Default: $KEYCHAIN_IDENTITY.",
+            "An age identity file (AGE-SECRET-KEY-1… lines, as age-keygen writes) or an OpenSSH ed25519 or "
+                + "RSA private key, that opens a team vault (a passphrase-protected key's passphrase from "
+                + "$KEYCHAIN_KEY_PASSPHRASE, else asked on the terminal). Default: $KEYCHAIN_IDENTITY.",
             valueName: "path"), completion: .file())
     var identity: String?
 

@@ -36,7 +36,7 @@ func identities(_ settings: Settings, vault: String) throws -> [VaultIdentity] {
     }
     guard let bytes = read else {
         throw CommandFailure.badData(
-            "the identity file of \(source.name) is larger than 1 MiB; give the file age-keygen or vault keygen wrote (AGE-SECRET-KEY-… lines) or an ssh-ed25519 private key"
+            "the identity file of \(source.name) is larger than 1 MiB; give the file age-keygen or vault keygen wrote (AGE-SECRET-KEY-… lines) or an OpenSSH private key"
         )
     }
     if let key = try sshKeyIdentity(bytes, source: source.name, vault: vault, mayPrompt: settings.mayPrompt) {
