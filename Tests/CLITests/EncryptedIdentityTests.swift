@@ -106,6 +106,13 @@ struct EncryptedIdentityTests {
         let write = try locked.cli(["-s", "ci", "set", "written"], stdin: Data("by-us".utf8), identity)
         #expect(write.status == 0, "\(write.stderr)")
         #expect(try locked.cli(["-s", "ci", "get", "written"], identity).stdoutText == "by-us")
+        // exec's command gets the secret, not the key's passphrase.
+        let exec = try locked.cli(
+            [
+                "-s", "ci", "exec", "--no-mask", "--env", "T=written", "--", "sh", "-c",
+                #"printf '%s|%s' "$T" "${KEYCHAIN_KEY_PASSPHRASE-unset}""#,
+            ], identity)
+        #expect(exec.status == 0 && exec.stdoutText == "by-us|unset", "\(exec.stdoutText) \(exec.stderr)")
         #expect(locked.filesHoldingTheSeed().isEmpty, "no file holds the decrypted key")
     }
 

@@ -51,6 +51,50 @@ struct EncryptedIdentityUnlockTests {
             })
     }
 
+    /// Counts, in the readable memory of process argv[1], the 32 bytes of hex argv[2] (an
+    /// ed25519 seed) and the first half of their SHA-512 (the X25519 key age derives from it).
+    static let search = """
+        import hashlib, sys
+        seed = bytes.fromhex(sys.argv[2])
+        needles = [seed, hashlib.sha512(seed).digest()[:32]]
+        found = [0, 0]
+        with open("/proc/%s/maps" % sys.argv[1]) as maps, open("/proc/%s/mem" % sys.argv[1], "rb") as mem:
+            for line in maps:
+                fields = line.split()
+                if "r" not in fields[1] or (len(fields) > 5 and fields[5] in ("[vvar]", "[vsyscall]")):
+                    continue
+                start, end = (int(x, 16) for x in fields[0].split("-"))
+                try:
+                    mem.seek(start); data = mem.read(end - start)
+                except OSError:
+                    continue
+                for index, needle in enumerate(needles): found[index] += data.count(needle)
+        print(found[0], found[1])
+        """
+
+    /// The holder of a team tree vault unlocked with an encrypted ed25519 key keeps the key's
+    /// X25519 half (found, so the search can find a key) and never its seed, which signs.
+    @Test(.enabled(if: geteuid() == 0, "reading another process's memory needs root"))
+    func theHolderKeepsTheX25519HalfAndNeverTheSeed() throws {
+        let locked = try LockedKey()
+        defer { locked.scratch.remove() }
+        let place = try UnlockPlace()
+        defer { place.finish() }
+        let tree = ["KEYCHAIN_VAULT": locked.scratch.path("tree"), "KEYCHAIN_IDENTITY": locked.key]
+        #expect(try place.run(["vault", "init", "--recipient", locked.key + ".pub"], extra: tree).status == 0)
+        let given = tree.merging(["KEYCHAIN_KEY_PASSPHRASE": locked.passphrase]) { $1 }
+        #expect(try place.run(["set", "k"], stdin: Data("v".utf8), extra: given).status == 0)
+        let unlocked = try place.run(["unlock"], extra: given)
+        #expect(unlocked.status == 0, "\(unlocked.stderr)")
+        #expect(try place.run(["get", "k"], extra: ["KEYCHAIN_VAULT": tree["KEYCHAIN_VAULT"]!]).stdoutText == "v")
+        let pid = try #require(place.holders().first)
+        let hex = locked.seed.map { String(format: "%02x", $0) }.joined()
+        let result = try runProcess(
+            "/usr/bin/python3", ["-c", Self.search, "\(pid)", hex], environment: ["PATH": "/usr/bin:/bin"])
+        let counts = result.stdoutText.split(whereSeparator: \.isWhitespace).compactMap { Int($0) }
+        #expect(counts.count == 2 && counts[0] == 0 && counts[1] > 0, "\(result.stdoutText) \(result.stderr)")
+    }
+
     /// A team tree vault given no identity has nothing to hold: 77, saying what to give.
     @Test func aTeamTreeVaultWithoutAnIdentityHasNothingToUnlock() throws {
         try TreeFixture.run { _ in

@@ -102,3 +102,29 @@ struct SSHRSAVaultTests {
         #expect(back.stdoutText == "tree-rsa", "\(back.stderr)")
     }
 }
+
+/// `unlock` with an encrypted RSA key: a vault file is held (its file key), a tree vault's ssh-rsa
+/// identity is not (64, saying to give it to each command).
+@Suite("Team vaults: unlock with an ssh-rsa identity")
+struct SSHRSAUnlockTests {
+    @Test func aVaultFileIsHeldATreeVaultsRSAIdentityIsNot() throws {
+        let scratch = try ScratchDirectory("rsa-unlock")
+        defer { scratch.remove() }
+        let key = scratch.path("id_rsa")
+        #expect(try run("/usr/bin/ssh-keygen", ["-q", "-t", "rsa", "-N", "rsa pass", "-f", key]).status == 0)
+        let place = try UnlockPlace()
+        defer { place.finish() }
+        let vault = ["KEYCHAIN_VAULT": scratch.path("team.age")]
+        let given = vault.merging(["KEYCHAIN_IDENTITY": key, "KEYCHAIN_KEY_PASSPHRASE": "rsa pass"]) { $1 }
+        #expect(try place.run(["vault", "recipients", "add", key + ".pub"], extra: vault).status == 0)
+        #expect(try place.run(["set", "k"], stdin: Data("rsa-held".utf8), extra: given).status == 0)
+        let unlocked = try place.run(["unlock"], extra: given)
+        #expect(unlocked.status == 0, "\(unlocked.stderr)")
+        let bare = try place.run(["get", "k"], extra: vault)
+        #expect(bare.status == 0 && bare.stdoutText == "rsa-held", "\(bare.stderr)")
+        let tree = ["KEYCHAIN_VAULT": scratch.path("tree")]
+        #expect(try place.run(["vault", "init", "--recipient", key + ".pub"], extra: tree).status == 0)
+        let refused = try place.run(["unlock"], extra: given.merging(tree) { $1 })
+        #expect(refused.status == 64 && refused.stderr.contains("give it to each command"), "\(refused.stderr)")
+    }
+}
