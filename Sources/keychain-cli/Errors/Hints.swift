@@ -67,7 +67,7 @@ func hint(for error: KeychainError) -> String? {
         return nil  // an ssh key's passphrase: the detail says what to do
     case .noMatchingIdentity:
         return "Give the identity file of one of its recipients with --identity PATH or $KEYCHAIN_IDENTITY (an "
-            + "age identity file, or an OpenSSH ed25519 key)"
+            + "age identity file, or an OpenSSH ed25519 or RSA key)"
     case .vaultRekeyed:
         return "Start again with the new passphrase or identity (vault passwd or vault recipients changed it)"
     case .vaultBusy:
