@@ -18,6 +18,9 @@ struct EncryptedIdentityUnlockTests {
         var vault = locked.vault
         if tree {
             vault = locked.scratch.path("tree")
+            // In git, so that `history` has versions to read while the holder runs.
+            try FileManager.default.createDirectory(atPath: vault, withIntermediateDirectories: true)
+            #expect(try runProcess("/usr/bin/git", ["init", "-q", vault], environment: [:]).status == 0)
             let made = try place.run(
                 ["vault", "init", "--recipient", locked.key + ".pub"], extra: ["KEYCHAIN_VAULT": vault])
             #expect(made.status == 0, "\(made.stderr)")
@@ -37,6 +40,14 @@ struct EncryptedIdentityUnlockTests {
         // The identity still given (in the profile, say): its key is not opened, nothing is asked.
         let keyGiven = try run(["-s", "ci", "get", "k"], identity)
         #expect(keyGiven.status == 0 && keyGiven.stdoutText == locked.secret, "\(keyGiven.stderr)")
+        if tree {
+            // history reads git in the vault itself, not through the holder (which keeps none).
+            let git = ["-C", vault, "-c", "user.name=t", "-c", "user.email=t@example.com"]
+            _ = try runProcess("/usr/bin/git", git + ["add", "-A"], environment: [:])
+            #expect(try runProcess("/usr/bin/git", git + ["commit", "-qm", "one"], environment: [:]).status == 0)
+            let history = try run(["-s", "ci", "history", "k"], withPassphrase)
+            #expect(history.status == 0 && history.stdoutText.contains("created"), "\(history.stderr)")
+        }
         let write = try run(["-s", "ci", "set", "held"], stdin: Data("through".utf8))
         #expect(write.status == 0, "\(write.stderr)")
         #expect(try run(["-s", "ci", "get", "held"], withPassphrase).stdoutText == "through")
