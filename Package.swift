@@ -77,6 +77,15 @@ let package = Package(
                 .product(name: "CryptoExtras", package: "swift-crypto"),
             ]
         ),
+        // age's ssh-rsa recipients: RSA-OAEP with a label, which swift-crypto lacks, by libgcrypt; a
+        // target of its own, so that the KeychainVault product links no libgcrypt (the CLI registers it).
+        .target(
+            name: "KeychainAgeRSA",
+            dependencies: [
+                "KeychainAge", "KeychainSSH", "KeychainSystem", "CLibGcrypt", "CLibraryLoader",
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]
+        ),
         .target(
             name: "KeychainVault",
             dependencies: [
@@ -144,6 +153,8 @@ let package = Package(
                 "KeychainHolder",
                 // Signing keys and allowed signers (--signing-key, --allowed-signers).
                 "KeychainSSH",
+                // ssh-rsa recipients and identities, registered at start.
+                "KeychainAgeRSA",
                 "CLinux",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
@@ -164,7 +175,7 @@ let package = Package(
             name: "KeychainCoreTests",
             dependencies: [
                 "KeychainCore", "KeychainDBus", "KeychainSecretSession", "KeychainProvider", "KeychainFuzzTargets",
-                "KeychainKeePass", .product(name: "Crypto", package: "swift-crypto"),
+                "KeychainKeePass", "KeychainAgeRSA", .product(name: "Crypto", package: "swift-crypto"),
                 // SSHSIG, allowed_signers and the agent, checked against the real ssh-keygen and ssh-agent.
                 "KeychainSSH",
                 // eventually(), the tests' one polling helper; ScriptedPeer, the scripted Secret Service.

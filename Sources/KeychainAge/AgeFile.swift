@@ -149,7 +149,7 @@ package enum AgeFile {
         }
         let types = stanzas.map(\.type)
         let plugins = identities.contains { $0 is AgePlugin.Identity }
-        guard plugins || types.contains(where: recipientTypes.contains) else {
+        guard plugins || types.contains(where: { AgeRecipientTypes.isRead($0, with: identities) }) else {
             throw Failure.malformed(
                 "its recipients are of types this version does not read (\(types.joined(separator: ", ")))")
         }

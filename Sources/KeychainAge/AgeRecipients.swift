@@ -57,6 +57,8 @@ public struct VaultRecipient: Sendable, Hashable, CustomStringConvertible {
             }
             let fields = text.split(separator: " ", maxSplits: 2, omittingEmptySubsequences: true)
             (key, comment, recipient) = (ssh.encoded, fields.count > 2 ? String(fields[2]) : "", ssh)
+        } else if let registered = try AgeRecipientTypes.parse(text) {
+            (key, comment, recipient) = registered
         } else if text.hasPrefix("ssh-") || text.hasPrefix("ecdsa-") || text.hasPrefix("sk-") {
             let type = text.prefix { $0 != " " }
             throw RecipientError(

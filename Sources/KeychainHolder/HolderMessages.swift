@@ -28,15 +28,19 @@ package enum HolderRequest: Codable, Sendable {
         /// Seconds until the vault is locked, and unused seconds after which it is; nil for none.
         package var ttl: Double?
         package var idle: Double?
-        /// A passphrase tree vault (a directory): `fileKey` is its X25519 identity, `header` empty.
+        /// A tree vault (a directory): `fileKey` is an identity that opens it, `header` empty.
         package var tree: Bool?
+        /// A tree vault's identity type, as ``TreeVaultStore/withHeldIdentity(_:)`` names it; nil
+        /// for X25519.
+        package var identity: String?
 
         package init(
             vault: String, header: Data, fileKey: HeldKey, stanzaTypes: [String], ttl: Double?, idle: Double?,
-            tree: Bool = false
+            tree: Bool = false, identity: String? = nil
         ) {
             (self.vault, self.header, self.fileKey, self.stanzaTypes) = (vault, header, fileKey, stanzaTypes)
             (self.ttl, self.idle, self.tree) = (ttl, idle, tree ? true : nil)
+            self.identity = identity == "X25519" ? nil : identity
         }
     }
 

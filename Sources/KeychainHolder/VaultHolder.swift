@@ -226,7 +226,9 @@ package final class VaultHolder: Sendable {
         if request.tree == true {
             guard
                 let tree = request.fileKey.withBytes({ key in
-                    TreeVaultStore.holding(directory: vault, rawKey: key, lockTimeout: defaultStoreTimeout)
+                    TreeVaultStore.holding(
+                        directory: vault, rawKey: key, type: request.identity ?? "X25519",
+                        lockTimeout: defaultStoreTimeout)
                 })
             else { return .failed(.vaultRekeyed(path: vault)) }
             store = tree
@@ -294,8 +296,8 @@ package final class VaultHolder: Sendable {
     }
 }
 
-/// A vault the holder holds: a vault file with its file key, or a passphrase tree vault with its
-/// identity.
+/// A vault the holder holds: a vault file with its file key, or a tree vault with an identity
+/// that opens it.
 package protocol HeldVault: AnyObject, SecretStore {
     /// Drops the key, here and in every writer made from this store.
     func forgetKey()

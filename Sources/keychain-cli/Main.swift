@@ -1,5 +1,6 @@
 import ArgumentParser
 import Glibc
+import KeychainAgeRSA
 import KeychainCore
 
 /// The entry point: from the arguments to the exit status.
@@ -28,6 +29,8 @@ enum Main {
         } catch {
             Glibc.exit(reportingFailure(error))
         }
+        // ssh-rsa recipients (libgcrypt's OAEP, which the library alone does not link).
+        AgeSSHRSA.register()
         if let status = FastPath.run(arguments) {
             Glibc.exit(status)
         }

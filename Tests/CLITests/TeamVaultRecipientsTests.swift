@@ -119,12 +119,13 @@ struct TeamVaultRecipientsTests {
         #expect(try run("/usr/bin/ssh-keygen", ["-q", "-t", "ed25519", "-N", "", "-f", other]).status == 0)
         var environment = ["KEYCHAIN_BACKEND": "vault", "KEYCHAIN_VAULT": team.vault, "KEYCHAIN_IDENTITY": other]
         #expect(try cli(["-s", "ci", "get", "k"], session: nil, extra: environment).status == 77)
-        // A passphrase-protected ssh key is refused with what to do.
+        // A passphrase-protected ssh key the vault is not encrypted to: no passphrase is needed to
+        // say so (EncryptedIdentityTests opens vaults with such keys).
         let locked = team.directory.path("locked")
         #expect(try run("/usr/bin/ssh-keygen", ["-q", "-t", "ed25519", "-N", "secret", "-f", locked]).status == 0)
         environment["KEYCHAIN_IDENTITY"] = locked
         let refused = try cli(["-s", "ci", "get", "k"], session: nil, extra: environment)
-        #expect(refused.status == 77 && refused.stderr.contains("passphrase-protected"), "\(refused.stderr)")
+        #expect(refused.status == 77 && refused.stderr.contains("none of the identities"), "\(refused.stderr)")
         // The list is empty (age wrote the document): list says so, and adding re-keys with a list.
         let list = try team.cli("carol", ["vault", "recipients", "list"])
         #expect(list.status == 0 && list.stdoutText.isEmpty && list.stderr.contains("does not list"))
@@ -139,13 +140,13 @@ struct TeamVaultRecipientsTests {
         #expect(try team.cli(nil, ["vault", "recipients", "add", team.recipient["alice"]!]).status == 0)
         let before = try Data(contentsOf: URL(fileURLWithPath: team.vault))
         let rsa = team.directory.path("rsa")
-        #expect(try run("/usr/bin/ssh-keygen", ["-q", "-t", "rsa", "-b", "2048", "-N", "", "-f", rsa]).status == 0)
+        #expect(try run("/usr/bin/ssh-keygen", ["-q", "-t", "rsa", "-b", "1024", "-N", "", "-f", rsa]).status == 0)
         // Another last character, so the bech32 checksum fails (never the same one: that was a valid key).
         let bob = team.recipient["bob"]!
         let broken = String(bob.dropLast()) + (bob.hasSuffix("q") ? "p" : "q")
         for (arguments, message) in [
             (["add", broken], "not a valid age recipient"),
-            (["add", rsa + ".pub"], "ssh-rsa keys cannot be vault recipients"),
+            (["add", rsa + ".pub"], "not a valid ssh-rsa public key of 2048 bits or more"),
             (["add", "AGE-SECRET-KEY-1QQQ"], "that is an identity"),
             (["add", team.directory.path("missing.pub")], "cannot open"),
             (["remove", team.recipient["bob"]!], "is not one of the vault's recipients"),

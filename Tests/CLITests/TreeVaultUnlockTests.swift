@@ -24,11 +24,4 @@ struct TreeVaultUnlockTests {
         #expect(try place.run(["get", "token"]).status == 77)
         #expect(try place.run(["get", "token"], passphrase: true).stdoutText == place.secret)
     }
-
-    @Test func aTeamTreeVaultHasNothingToUnlock() throws {
-        try TreeFixture.run { _ in
-            let refused = try cli(["unlock"], session: nil)
-            #expect(refused.status == 64 && refused.stderr.contains("team tree vault"), "\(refused.stderr)")
-        }
-    }
 }

@@ -1,6 +1,7 @@
 import ArgumentParser
 import FoundationEssentials
 import KeychainCore
+import KeychainHolder
 
 extension KeychainCLI {
     struct History: KeychainCommand {
@@ -65,9 +66,11 @@ private struct JSONVersion: Encodable {
     }
 }
 
-/// `store` as one that keeps versions (a tree vault reading git); else the unavailable failure
-/// (69) that says which do.
+/// `store` as one that keeps versions (a tree vault reading git; the vault itself when it came
+/// through `unlock`'s holder, which keeps no history); else the unavailable failure (69) that
+/// says which do.
 func versionedStore(_ store: any SecretStore, timeout: Double) throws -> any VersionedSecretStore {
+    let store = (store as? HeldVaultStore)?.direct ?? store
     if let tree = store as? TreeVaultStore {
         return tree.reading(git: gitRunner(directory: tree.directory, timeout: timeout))
     }

@@ -10,7 +10,8 @@ extension KeychainCLI {
             discussion: """
                 Opens the vault as every command does (its passphrase from --passphrase-fd, \
                 --passphrase-file, $KEYCHAIN_PASSPHRASE or a prompt; or an identity) and gives \
-                its file key, never the passphrase, to your holder: a keychain-cli in the \
+                its file key (a tree vault: an identity that opens it), never a passphrase, \
+                to your holder: a keychain-cli in the \
                 background, started when none runs. Until keychain-cli lock, --ttl, --idle or \
                 a suspend (where logind runs; it delays the suspend until the keys are \
                 forgotten), every command on this vault given no passphrase \
@@ -52,16 +53,18 @@ extension KeychainCLI {
             if let tree = try settings.treeVaultStore() {
                 // The identity's one copy outside swift-crypto's key: wiped with the request.
                 guard
-                    let request = try tree.withHeldIdentity({ key in
+                    let request = try tree.withHeldIdentity({ type, key in
                         HolderRequest.hold(
                             HolderRequest.Hold(
                                 vault: HolderRequest.vaultKey(tree.directory), header: Data(),
-                                fileKey: HeldKey(copying: key), stanzaTypes: [], ttl: ttl, idle: idle, tree: true))
+                                fileKey: HeldKey(copying: key), stanzaTypes: [], ttl: ttl, idle: idle, tree: true,
+                                identity: type))
                     })
                 else {
-                    throw CommandFailure.usage(
-                        "\(tree.directory) is a team tree vault: its members' identities open it, and it has no "
-                            + "passphrase to hold")
+                    throw CommandFailure(
+                        kind: .denied,
+                        message: "\(tree.directory) is a team tree vault: give the identity of one of its recipients "
+                            + "(--identity PATH or $KEYCHAIN_IDENTITY) to hold it")
                 }
                 return try hold(request, path: tree.directory, ttl: ttl, idle: idle)
             }

@@ -6,10 +6,12 @@ extension KeychainCLI {
             abstract: "Team and tree vaults: age identities, recipients, the passphrase, git merges and diffs.",
             discussion: """
                 A team vault is encrypted to age recipients instead of a passphrase: X25519 public \
-                keys (age1…) and ssh-ed25519 public keys. Each holder opens it with their own \
-                identity, --identity PATH or $KEYCHAIN_IDENTITY (an age identity file, or an \
-                unencrypted OpenSSH ed25519 private key), or --identity-fd N / \
-                $KEYCHAIN_IDENTITY_FD. No scrypt runs: a read takes milliseconds. The vault's \
+                keys (age1…), ssh-ed25519 and ssh-rsa public keys. Each holder opens it with \
+                their own identity, --identity PATH or $KEYCHAIN_IDENTITY (an age identity file, \
+                or an OpenSSH ed25519 or RSA private key; a passphrase-protected key's \
+                passphrase from $KEYCHAIN_KEY_PASSPHRASE, else asked on the terminal, only when a \
+                vault encrypted to it is opened; keychain-cli unlock asks it once), or \
+                --identity-fd N / $KEYCHAIN_IDENTITY_FD. No scrypt runs: a read takes milliseconds. The vault's \
                 document lists its recipients, so that every write (set, delete, import) \
                 re-encrypts to the same ones and whoever holds the vault can change them; adding \
                 or removing a recipient, or changing the passphrase, re-keys the vault (a new \

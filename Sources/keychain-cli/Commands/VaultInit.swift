@@ -31,8 +31,8 @@ extension KeychainCLI.Vault {
         @Option(
             name: .customLong("recipient"),
             help: ArgumentHelp(
-                "An age1… (or an age plugin's age1NAME1…) or \"ssh-ed25519 AAAA…\" public key to encrypt to "
-                    + "(repeatable).", valueName: "recipient"))
+                "An age1… (or an age plugin's age1NAME1…), \"ssh-ed25519 AAAA…\" or \"ssh-rsa AAAA…\" public key to "
+                    + "encrypt to (repeatable).", valueName: "recipient"))
         var recipients: [String] = []
 
         @Option(

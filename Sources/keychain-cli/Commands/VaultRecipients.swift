@@ -8,8 +8,9 @@ extension KeychainCLI.Vault {
             abstract: "List, add or remove the age recipients a vault is encrypted to.",
             discussion: """
                 A recipient is an age public key (age1…), an age plugin's recipient (age1NAME1…, \
-                wrapped by age-plugin-NAME from PATH) or an ssh-ed25519 public key \
-                ("ssh-ed25519 AAAA… comment", one argument); an argument that is none of them is read \
+                wrapped by age-plugin-NAME from PATH), an ssh-ed25519 public key ("ssh-ed25519 AAAA… \
+                comment", one argument) or an ssh-rsa one of 2048 bits or more ("ssh-rsa AAAA…"); an \
+                argument that is none of them is read \
                 as a file of recipients, one per line as age -R reads it (# comments, blank \
                 lines), and - reads them from standard input. Adding or removing re-keys the \
                 vault. The vault must open first: with an identity, or with the passphrase when \
@@ -157,7 +158,8 @@ private func warnIfLockedOut(_ path: String, mayOpen: Bool?) {
 }
 
 let recipientsHelp = ArgumentHelp(
-    "age1…, age1NAME1… (an age plugin's), \"ssh-ed25519 AAAA…\", a file of them, or -.", valueName: "recipient")
+    "age1…, age1NAME1… (an age plugin's), \"ssh-ed25519 AAAA…\", \"ssh-rsa AAAA…\", a file of them, or -.",
+    valueName: "recipient")
 
 /// The recipients the arguments give: recipients themselves, files of them, or - for standard input.
 func parseRecipients(_ arguments: [String]) throws -> [VaultRecipient] {

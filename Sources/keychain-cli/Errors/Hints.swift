@@ -63,9 +63,11 @@ func hint(for error: KeychainError) -> String? {
     case .noNewPassphrase:
         return "Give the new passphrase (not empty) in $KEYCHAIN_NEW_PASSPHRASE, with --new-passphrase-file PATH "
             + "or --new-passphrase-fd N, or run at a terminal to be asked"
+    case .noMatchingIdentity(_, let detail) where detail.hasPrefix("the identity key of "):
+        return nil  // an ssh key's passphrase: the detail says what to do
     case .noMatchingIdentity:
         return "Give the identity file of one of its recipients with --identity PATH or $KEYCHAIN_IDENTITY (an "
-            + "age identity file, or an unencrypted OpenSSH ed25519 key)"
+            + "age identity file, or an OpenSSH ed25519 or RSA key)"
     case .vaultRekeyed:
         return "Start again with the new passphrase or identity (vault passwd or vault recipients changed it)"
     case .vaultBusy:

@@ -60,8 +60,9 @@ struct GlobalOptions: ParsableArguments {
         name: .global(.identity),
         help: ArgumentHelp(
             "An age identity file (AGE-SECRET-KEY-1… lines, as age-keygen writes, and AGE-PLUGIN-NAME-1… "
-                + "lines, used by age-plugin-NAME from PATH) or an unencrypted OpenSSH ed25519 private key, "
-                + "that opens a team vault. Default: $KEYCHAIN_IDENTITY.",
+                + "lines, used by age-plugin-NAME from PATH) or an OpenSSH ed25519 or RSA private key, that opens "
+                + "a team vault (a passphrase-protected key's passphrase from $KEYCHAIN_KEY_PASSPHRASE, else asked "
+                + "on the terminal). Default: $KEYCHAIN_IDENTITY.",
             valueName: "path"), completion: .file())
     var identity: String?
 

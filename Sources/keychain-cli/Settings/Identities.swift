@@ -36,8 +36,11 @@ func identities(_ settings: Settings, vault: String) throws -> [VaultIdentity] {
     }
     guard let bytes = read else {
         throw CommandFailure.badData(
-            "the identity file of \(source.name) is larger than 1 MiB; give the file age-keygen or vault keygen wrote (AGE-SECRET-KEY-… lines), an age plugin's (AGE-PLUGIN-NAME-1… lines) or an ssh-ed25519 private key"
+            "the identity file of \(source.name) is larger than 1 MiB; give the file age-keygen or vault keygen wrote (AGE-SECRET-KEY-… lines), an age plugin's (AGE-PLUGIN-NAME-1… lines) or an OpenSSH private key"
         )
+    }
+    if let key = try sshKeyIdentity(bytes, source: source.name, vault: vault, mayPrompt: settings.mayPrompt) {
+        return [key]
     }
     switch VaultIdentity.parse(identityFile: String(decoding: bytes, as: UTF8.self)) {
     case .success(let identities):

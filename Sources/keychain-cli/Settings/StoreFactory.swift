@@ -22,8 +22,8 @@ extension Settings {
             let direct: any SecretStore
             let path: String
             if let tree = try treeVaultStore(timeout: timeout, listing: listing) {
-                // A team tree vault opens with its members' identities: nothing to hold.
-                guard tree.keepsIdentity else { return tree }
+                // A team tree vault too: `unlock` holds the identity that opens it (an ssh key's
+                // passphrase asked once), and a passphrase-protected key given is never opened.
                 (direct, path) = (tree, tree.directory)
             } else {
                 let file = try vaultStore(timeout: timeout)
