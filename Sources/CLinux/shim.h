@@ -77,7 +77,9 @@ static inline int keychain_cli_set_core_limit(int pid, const struct rlimit *limi
 // blocked signal. `serve -- COMMAND`'s dbus-daemon (detached 0) gets SIGTERM when this process
 // dies, even by SIGKILL (PR_SET_PDEATHSIG): a bus nobody serves must not outlive serve. `unlock`'s
 // holder (detached 1) outlives it, in a session of its own (setsid): no terminal's hangup or ^C
-// reaches it. Only system calls between fork and exec. Returns the pid, or -1 with errno.
+// reaches it. `ssh-agent -D` and `-- COMMAND`'s agent (detached 2) has both: a session of its own,
+// and SIGTERM when the keychain-cli that started it (or the command it became) ends. Only system
+// calls between fork and exec. Returns the pid, or -1 with errno.
 static inline int keychain_cli_spawn_service(const char *path, char *const argv[], char *const envp[], int print_fd,
                                              int detached) {
     pid_t parent = getpid();
@@ -88,7 +90,8 @@ static inline int keychain_cli_spawn_service(const char *path, char *const argv[
     sigprocmask(SIG_SETMASK, &none, NULL);
     if (detached) {
         if (setsid() < 0) _exit(127);
-    } else {
+    }
+    if (detached != 1) {
         prctl(PR_SET_PDEATHSIG, SIGTERM, 0, 0, 0);
         if (getppid() != parent) _exit(127);
     }
@@ -98,7 +101,8 @@ static inline int keychain_cli_spawn_service(const char *path, char *const argv[
     if (null < 0) _exit(127);
     dup2(null, 0);
     dup2(null, 1);
-    dup2(null, 2);
+    // (The agent of ssh-agent -D or -- COMMAND says what it does where its starter would.)
+    if (detached != 2) dup2(null, 2);
 #ifdef SYS_close_range
     if (syscall(SYS_close_range, 4, ~0U, 0) != 0)
 #endif

@@ -22,6 +22,10 @@ extension FramedConnections {
 
         var busy: Bool { underWay != nil }
 
+        /// Whether answers wait unread beyond ``outputBacklog``: nothing more is read or carried
+        /// out until the client reads them (one that sends and never reads costs no memory).
+        var backlogged: Bool { output.count - written > FramedConnections.outputBacklog }
+
         /// The first `count` bytes read, taken out of `input`. What is taken is wiped where it
         /// was read into, in place (`input[0]`, never a copy: wiping a second reference to an
         /// array wipes a copy of it, and leaves the bytes in freed memory).

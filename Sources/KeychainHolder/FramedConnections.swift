@@ -18,6 +18,10 @@ package struct FramedPeer: Sendable {
     /// The connection's number, unique for the server's life: what its client said before
     /// (the host an ssh-agent's client is bound to) is known by it.
     package let connection: Int
+    /// The executable the process ran when it connected (/proc/PID/exe then): a process that
+    /// connects and then execs an allowed program, or hands its connection to a child that does
+    /// not, is told apart by it.
+    package let executable: String?
 }
 
 /// The clients of a socket that speaks messages framed by a 4-byte big-endian length (unlock's
@@ -34,6 +38,8 @@ package final class FramedConnections<Request: Sendable> {
     static var maximumConnections: Int { 512 }
     /// Seconds an answer may wait for its client to read it.
     static var outputSeconds: Double { 30 }
+    /// Bytes of answers a client may leave unread before nothing more of its requests is read.
+    static var outputBacklog: Int { 1 << 20 }
 
     private let listener: Int32
     /// The largest message read; also the most kept, in all, of requests not yet whole.
@@ -48,6 +54,8 @@ package final class FramedConnections<Request: Sendable> {
     var closed: ((Int) -> Void)?
     private var connections: [Int: Connection] = [:]
     private var nextIdentifier = 0
+    /// Out of descriptors with no connection to close: the listener is not polled until one closes.
+    private var listenerPaused = false
     /// Bytes of requests read and not yet whole, over all connections.
     private var pending = 0
     private var waiting: [(Int, Request, Int)] = []
@@ -87,12 +95,12 @@ package final class FramedConnections<Request: Sendable> {
     /// answers, writes.
     func serve(until events: [Int32]) {
         var identifiers: [Int] = []
-        var pollers = [pollfd(fd: listener, events: Int16(POLLIN), revents: 0)]
+        var pollers = [pollfd(fd: listener, events: Int16(listenerPaused ? 0 : POLLIN), revents: 0)]
         pollers.append(pollfd(fd: wake.read, events: Int16(POLLIN), revents: 0))
         for fd in events { pollers.append(pollfd(fd: fd, events: Int16(POLLIN), revents: 0)) }
         let first = pollers.count
         for (identifier, connection) in connections {
-            var events: Int32 = connection.busy ? 0 : POLLIN
+            var events: Int32 = connection.busy || connection.backlogged ? 0 : POLLIN
             if connection.written < connection.output.count { events |= POLLOUT }
             identifiers.append(identifier)
             pollers.append(pollfd(fd: connection.fd, events: Int16(events), revents: 0))
@@ -104,7 +112,10 @@ package final class FramedConnections<Request: Sendable> {
                 drop(identifier)
                 continue
             }
-            if events & POLLOUT != 0 { flush(identifier) }
+            if events & POLLOUT != 0 {
+                flush(identifier)
+                take(identifier)  // what waited for its answers to be read
+            }
             if events & POLLIN != 0 { read(identifier) }
         }
         if pollers[1].revents != 0 { collect() }
@@ -115,7 +126,18 @@ package final class FramedConnections<Request: Sendable> {
     private func accept() {
         while true {
             let fd = Glibc.accept(listener, nil, nil)
-            guard fd >= 0 else { return }
+            guard fd >= 0 else {
+                // Out of descriptors: the connection unused longest makes room, or the listener
+                // waits for one to close (it would be readable again at once: a busy loop).
+                if errno == EMFILE || errno == ENFILE {
+                    if let oldest = oldestIdle() {
+                        drop(oldest)
+                        continue
+                    }
+                    listenerPaused = true
+                }
+                return
+            }
             _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
             _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
             var peer = keychain_cli_peer()
@@ -125,21 +147,25 @@ package final class FramedConnections<Request: Sendable> {
             }
             if connections.count >= Self.maximumConnections {
                 // The connection unused longest, and not waiting for an answer, makes room.
-                guard
-                    let oldest = connections.filter({ !$0.value.busy }).min(by: {
-                        $0.value.lastActive < $1.value.lastActive
-                    })
-                else {
+                guard let oldest = oldestIdle() else {
                     close(fd)
                     continue
                 }
-                drop(oldest.key)
+                drop(oldest)
             }
             nextIdentifier += 1
             connections[nextIdentifier] = Connection(
-                fd: fd, peer: FramedPeer(pid: peer.pid, uid: peer.uid, connection: nextIdentifier),
+                fd: fd,
+                peer: FramedPeer(
+                    pid: peer.pid, uid: peer.uid, connection: nextIdentifier,
+                    executable: AccessPolicy.executable(ofProcess: UInt32(peer.pid))),
                 lastActive: bootSeconds())
         }
+    }
+
+    /// The connection unused longest that is not waiting for an answer.
+    private func oldestIdle() -> Int? {
+        connections.filter { !$0.value.busy }.min { $0.value.lastActive < $1.value.lastActive }?.key
     }
 
     private func read(_ identifier: Int) {
@@ -159,29 +185,33 @@ package final class FramedConnections<Request: Sendable> {
         take(identifier)
     }
 
-    /// Carries out the next whole request `identifier` sent, if there is one and none is under way.
+    /// Carries out the whole requests `identifier` sent, one after the other, until one goes to a
+    /// worker, none is whole, or its answers wait unread (``outputBacklog``): a loop, not a
+    /// recursion, so that thousands of requests sent at once cost no stack.
     private func take(_ identifier: Int) {
-        guard let connection = connections[identifier], !connection.busy, let count = connection.announced else {
-            return
-        }
-        guard count <= limit else { return drop(identifier) }
-        guard connection.inputCount >= 4 + count else { return }
-        _ = connection.take(4)
-        var body = connection.take(count)
-        pending -= 4 + count
-        let decoded = decode(body, connection.peer)
-        wipe(&body)
-        guard let request = decoded else { return drop(identifier) }
-        let cancellation = FramedCancellation()
-        connection.underWay = cancellation
-        switch lane(request) {
-        case .now:
-            guard var framed = answer(request, cancellation) else { return drop(identifier) }
-            queue(identifier, framed)
-            wipe(&framed)
-        case .worker(let index):
-            waiting.append((identifier, request, index))
-            startWorkers()
+        while let connection = connections[identifier], !connection.busy, !connection.backlogged,
+            let count = connection.announced
+        {
+            guard count <= limit else { return drop(identifier) }
+            guard connection.inputCount >= 4 + count else { return }
+            _ = connection.take(4)
+            var body = connection.take(count)
+            pending -= 4 + count
+            let decoded = decode(body, connection.peer)
+            wipe(&body)
+            guard let request = decoded else { return drop(identifier) }
+            let cancellation = FramedCancellation()
+            connection.underWay = cancellation
+            switch lane(request) {
+            case .now:
+                guard var framed = answer(request, cancellation) else { return drop(identifier) }
+                append(identifier, framed)
+                wipe(&framed)
+            case .worker(let index):
+                waiting.append((identifier, request, index))
+                startWorkers()
+                return
+            }
         }
     }
 
@@ -224,13 +254,19 @@ package final class FramedConnections<Request: Sendable> {
         startWorkers()
     }
 
+    /// Queues a worker's answer, then carries out what the client sent meanwhile.
     private func queue(_ identifier: Int, _ framed: [UInt8]) {
+        append(identifier, framed)
+        take(identifier)
+    }
+
+    /// Adds an answer to what is sent to `identifier`, and sends what it can.
+    private func append(_ identifier: Int, _ framed: [UInt8]) {
         guard let connection = connections[identifier] else { return }
         connection.output += framed
         connection.underWay = nil
         connection.lastActive = bootSeconds()
         flush(identifier)
-        take(identifier)
     }
 
     private func flush(_ identifier: Int) {
@@ -263,6 +299,7 @@ package final class FramedConnections<Request: Sendable> {
 
     private func drop(_ identifier: Int) {
         guard let connection = connections.removeValue(forKey: identifier) else { return }
+        listenerPaused = false
         closed?(identifier)
         pending -= connection.inputCount
         for index in connection.input.indices { wipe(&connection.input[index]) }

@@ -88,13 +88,16 @@ final class SSHAgentKeys {
     /// False when already locked.
     func lock(_ password: [UInt8]) -> Bool {
         guard sealed == nil else { return false }
+        var files = held.map { $0.key.openSSHFile() }
+        defer { for index in files.indices { wipe(&files[index]) } }
+        // Sized once: an array that grows leaves its earlier storage, and the keys in it, unwiped.
         var plaintext: [UInt8] = []
+        plaintext.reserveCapacity(files.reduce(0) { $0 + 4 + $1.count })
         defer { wipe(&plaintext) }
-        for entry in held {
-            var file = entry.key.openSSHFile()
+        for file in files {
             plaintext += [UInt8(file.count >> 24), UInt8(file.count >> 16 & 0xff), UInt8(file.count >> 8 & 0xff)]
-            plaintext += [UInt8(file.count & 0xff)] + file
-            wipe(&file)
+            plaintext += [UInt8(file.count & 0xff)]
+            plaintext += file
         }
         guard
             let header = try? AgeFile.makeHeader(passphrase: password, workFactor: Self.lockWorkFactor),

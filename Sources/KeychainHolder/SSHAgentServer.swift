@@ -32,8 +32,10 @@ package final class SSHAgentServer: Sendable {
         }
     }
 
-    /// The largest request read: OpenSSH's agent's own limit (AGENT_MAX_LEN).
-    static let messageLimit = 256 * 1024
+    /// The largest request read: OpenSSH's agent's own limit (AGENT_MAX_LEN), and its length.
+    static let messageLimit = 256 * 1024 + 4
+    /// The most session-binds a connection makes (OpenSSH's agent: 16 hops).
+    static let maximumBinds = 16
 
     private let listener: Int32
     private let socket: String
@@ -171,8 +173,14 @@ package final class SSHAgentServer: Sendable {
             let unlocked = password.withBytes { password in keys.withLock { $0.unlock(password, now: now) } }
             return unlocked ? SSHAgentRequest.success : SSHAgentRequest.failure
         case .bind(let hostKey, let forwarding):
-            bound.withLock { $0[peer.connection, default: []].append((hostKey.fingerprint, forwarding)) }
-            return SSHAgentRequest.success
+            // As OpenSSH's agent: 16 hops at most, and none after the one made to log in.
+            let accepted = bound.withLock { binds in
+                let hops = binds[peer.connection] ?? []
+                guard hops.count < Self.maximumBinds, hops.last?.forwarding != false else { return false }
+                binds[peer.connection] = hops + [(hostKey.fingerprint, forwarding)]
+                return true
+            }
+            return accepted ? SSHAgentRequest.success : SSHAgentRequest.failure
         case .unsupported:
             return SSHAgentRequest.failure
         }

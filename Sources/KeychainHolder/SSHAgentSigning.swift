@@ -37,12 +37,21 @@ extension SSHAgentServer {
             refused = keys.withLock { $0.isLocked } ? "the agent is locked" : "the agent does not hold the key"
         } else if !policy.allows(executable) {
             refused = "the program is not one --allow-exe names"
+        } else if !policy.allows(peer.executable) {
+            refused = "the program that connected is not one --allow-exe names"
         } else if held!.confirm, !hooks.confirm(confirmation(held!.key, executable: executable, hosts: hosts)) {
             refused = "the user did not confirm"
         }
+        // Asked again after a confirmation, which may take minutes: the key removed, expired or
+        // locked meanwhile signs nothing.
+        let current =
+            refused == nil && held?.confirm == true
+            ? keys.withLock { $0.find(publicKey) }.flatMap { $0.expires.map { $0 > bootSeconds() } ?? true ? $0 : nil }
+            : held
+        if refused == nil && current == nil { refused = "the key was removed, or the agent locked, while asking" }
         var signature: [UInt8]?
-        if refused == nil, let held {
-            signature = try? held.key.sign(data, flags: flags)
+        if refused == nil, let current {
+            signature = try? current.key.sign(data, flags: flags)
             if signature == nil { refused = "the key cannot sign this request" }
         }
         if policy.log != nil {

@@ -50,7 +50,8 @@ package struct SSHPrivateKey: SSHSigner {
             return
         }
         let container = try OpenSSHKeyFile(file)
-        var section: [UInt8]
+        defer { container.wipeSection() }
+        let section: [UInt8]
         if container.cipher == "none" {
             guard container.kdf == "none", container.kdfOptions.isEmpty, container.tag.isEmpty else {
                 throw .malformed("the unencrypted private key has KDF options or a tag")
@@ -61,7 +62,8 @@ package struct SSHPrivateKey: SSHSigner {
             defer { wipe(&secret) }
             section = try SSHKeyDecryption.decrypt(container, passphrase: secret)
         }
-        defer { wipe(&section) }
+        // Wiped in place: the reader below shares it, and an unencrypted key's is the container's.
+        defer { wipeShared(section) }
         let blockSize = container.cipher == "none" ? 8 : 16
         var reader = SSHWireReader(section, "the private key section")
         guard try reader.uint32() == reader.uint32() else { throw .wrongPassphrase }

@@ -46,17 +46,28 @@ struct OpenSSHKeyFile {
 
     init(_ file: [UInt8]) throws(SSHKeyError) {
         guard file.count <= 64 * 1024 else { throw .malformed("the private key file is over 64 KiB") }
-        let lines = file.split(whereSeparator: { $0 == 0x0a || $0 == 0x0d }).map { $0.filter { $0 > 0x20 } }
+        // Every copy of the key made here (its lines, their base64, the decoded file) is wiped
+        // before it is freed; the private section is the caller's to wipe (``wipeSection()``).
+        var lines = file.split(whereSeparator: { $0 == 0x0a || $0 == 0x0d }).map { $0.filter { $0 > 0x20 } }
+        defer { for index in lines.indices { KeychainSystem.wipe(&lines[index]) } }
         let begin = Array("-----BEGINOPENSSHPRIVATEKEY-----".utf8)
         let end = Array("-----ENDOPENSSHPRIVATEKEY-----".utf8)
-        guard let first = lines.firstIndex(where: { $0.elementsEqual(begin) }),
-            let last = lines.lastIndex(where: { $0.elementsEqual(end) }), first < last
-        else { throw .malformed("it is not an OpenSSH private key file (no BEGIN OPENSSH PRIVATE KEY)") }
-        let body = String(decoding: lines[(first + 1)..<last].joined(), as: UTF8.self)
-        guard let decoded = SSHWire.decodeBase64(body) else { throw .malformed("the private key is not base64") }
+        guard let first = lines.firstIndex(where: { $0.elementsEqual(begin) }) else {
+            throw .malformed("it is not an OpenSSH private key file (no BEGIN OPENSSH PRIVATE KEY)")
+        }
+        guard let last = lines.lastIndex(where: { $0.elementsEqual(end) }), first < last else {
+            throw .malformed("the key is cut short (no END OPENSSH PRIVATE KEY line after its BEGIN line)")
+        }
+        var body: [UInt8] = []
+        body.reserveCapacity(lines[(first + 1)..<last].reduce(0) { $0 + $1.count })
+        for line in lines[(first + 1)..<last] { body += line }
+        defer { KeychainSystem.wipe(&body) }
+        guard let decoded = SSHWire.decodeBase64(bytes: body) else { throw .malformed("the private key is not base64") }
+        defer { wipeShared(decoded) }
         let magic = Array("openssh-key-v1\0".utf8)
         guard decoded.starts(with: magic) else { throw .malformed("the private key has no openssh-key-v1 magic") }
-        var reader = SSHWireReader(Array(decoded[magic.count...]), "the private key file")
+        var reader = SSHWireReader(decoded, "the private key file")
+        _ = try reader.raw(magic.count)
         cipher = try reader.text()
         kdf = try reader.text()
         kdfOptions = try reader.string()
@@ -65,5 +76,10 @@ struct OpenSSHKeyFile {
         publicKey = try reader.string()
         privateSection = try reader.string()
         tag = Array(reader.bytes)
+        reader.bytes = []  // (its slice of `decoded` goes before `decoded` is wiped)
     }
+
+    /// Overwrites the private section (the only secret field), whichever copy of this value
+    /// holds it: its storage is shared, not copied, by the copies of a struct.
+    func wipeSection() { wipeShared(privateSection) }
 }

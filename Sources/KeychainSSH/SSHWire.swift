@@ -130,7 +130,41 @@ enum SSHWire {
 
     /// Strict standard base64 (padding required), or nil.
     static func decodeBase64(_ text: some StringProtocol) -> [UInt8]? {
-        guard text.count % 4 == 0, let data = Data(base64Encoded: String(text)) else { return nil }
-        return Array(data)
+        decodeBase64(bytes: Array(text.utf8))
+    }
+
+    /// Strict standard base64 (padding required) of ASCII `text`, decoded into an array of
+    /// exactly its size, or nil: no intermediate copy is left for a secret's caller to miss.
+    static func decodeBase64(bytes text: [UInt8]) -> [UInt8]? {
+        guard text.count % 4 == 0 else { return nil }
+        var decoded: [UInt8] = []
+        decoded.reserveCapacity(text.count / 4 * 3)
+        var index = 0
+        while index < text.count {
+            var quad: UInt32 = 0
+            var padding = 0
+            for offset in 0..<4 {
+                let character = text[index + offset]
+                let value: UInt32
+                switch character {
+                case UInt8(ascii: "A")...UInt8(ascii: "Z"): value = UInt32(character - UInt8(ascii: "A"))
+                case UInt8(ascii: "a")...UInt8(ascii: "z"): value = UInt32(character - UInt8(ascii: "a")) + 26
+                case UInt8(ascii: "0")...UInt8(ascii: "9"): value = UInt32(character - UInt8(ascii: "0")) + 52
+                case UInt8(ascii: "+"): value = 62
+                case UInt8(ascii: "/"): value = 63
+                case UInt8(ascii: "=") where index + 4 == text.count && offset >= 2:
+                    padding += 1
+                    value = 0
+                default: return nil
+                }
+                // After a "=" only "=" may follow.
+                if padding > 0 && character != UInt8(ascii: "=") { return nil }
+                quad = quad << 6 | value
+            }
+            let bytes = [UInt8(quad >> 16 & 0xff), UInt8(quad >> 8 & 0xff), UInt8(quad & 0xff)]
+            decoded += bytes.prefix(3 - padding)
+            index += 4
+        }
+        return decoded
     }
 }

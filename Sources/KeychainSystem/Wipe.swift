@@ -19,3 +19,14 @@ package func wipe(_ data: inout Data) {
         explicit_bzero(base, buffer.count)
     }
 }
+
+/// Overwrites the storage of `bytes` itself, however many arrays share it (``wipe(_:)`` on a
+/// shared array wipes a copy of it and leaves the storage): for a secret held by a value that is
+/// copied (a struct's field), wiped once its last user is done with it. No array may be read
+/// for its contents afterwards.
+package func wipeShared(_ bytes: [UInt8]) {
+    bytes.withUnsafeBufferPointer { buffer in
+        guard let base = buffer.baseAddress else { return }
+        explicit_bzero(UnsafeMutableRawPointer(mutating: base), buffer.count)
+    }
+}

@@ -193,6 +193,9 @@ struct SSHAgentHardeningTests {
             let file = keys.scratch.path("seeded")
             _ = try runProcess("/usr/bin/ssh-keygen", ["-q", "-t", "ed25519", "-N", "", "-f", file], environment: [:])
             let seed = try Self.ed25519Seed(ofKeyFile: file)
+            // A line of the key file's base64, as the backend holds it: the key too.
+            let fileLine = try String(contentsOfFile: file, encoding: .utf8).split(separator: "\n")[2]
+            let lineHex = Array(fileLine.utf8).map { String(format: "%02x", $0) }.joined()
             let password = "lock-password-\(UUID())"
             let passwordHex = Array(password.utf8).map { String(format: "%02x", $0) }.joined()
             _ = try cli(["-s", s, "set", "k"], stdin: try Data(contentsOf: URL(fileURLWithPath: file)))
@@ -207,14 +210,17 @@ struct SSHAgentHardeningTests {
                 ssh-add -x > /dev/null 2>&1
                 python3 "$PROBE" memory $SSH_AGENT_PID $SEED
                 python3 "$PROBE" memory $SSH_AGENT_PID $PASSWORD
+                python3 "$PROBE" memory $SSH_AGENT_PID $LINE
                 cat /proc/$SSH_AGENT_PID/coredump_filter
                 ssh-add -X > /dev/null 2>&1 && ssh-add -T "$DIR/seeded.pub" && echo "signs again"
                 """
             let result = try keys.agentRun(
                 ["-s", s, "ssh-agent", "--key", "k"], script,
-                extra: try askpass(password).merging(["PROBE": probe, "SEED": seed, "PASSWORD": passwordHex]) { $1 })
-            // Nor does the lock's password stay in its memory.
-            #expect(result.stdoutText == "found\nabsent\nabsent\n00000000\nsigns again\n", "\(result.stderr)")
+                extra: try askpass(password).merging([
+                    "PROBE": probe, "SEED": seed, "PASSWORD": passwordHex, "LINE": lineHex,
+                ]) { $1 })
+            // Nor does the lock's password, nor the key file's text (the backend's copy is gone).
+            #expect(result.stdoutText == "found\nabsent\nabsent\nabsent\n00000000\nsigns again\n", "\(result.stderr)")
         }
     }
 

@@ -134,18 +134,20 @@ extension KeychainCLI {
                     hooks: hooks())
                 return
             }
-            var loading = AgentKeyLoading(
-                keychain: try keychain(listing: .keysOnly),
-                passphrase: PassphraseInput(keyDescriptor: keyPassphraseFd, file: keyPassphraseFile))
-            var loaded = try loading.load(services: services, keys: keys)
+            // The backend, and the vault's plaintext it may hold, go once the keys are read.
+            var loaded = try {
+                var loading = AgentKeyLoading(
+                    keychain: try keychain(listing: .keysOnly),
+                    passphrase: PassphraseInput(keyDescriptor: keyPassphraseFd, file: keyPassphraseFile))
+                return try loading.load(services: services, keys: keys)
+            }()
             let place = try AgentSocket(given: socket)
             if !command.isEmpty {
-                try AgentStart.run(command, keys: &loaded, place: place, limits: limits, policy: policy, hooks: hooks())
+                try AgentStart.run(command, keys: &loaded, place: place, settings: settings)
             } else if foreground {
-                try AgentStart.serveInForeground(
-                    keys: &loaded, place: place, csh: csh, limits: limits, policy: policy, hooks: hooks())
+                try AgentStart.serveInForeground(keys: &loaded, place: place, csh: csh)
             } else {
-                try AgentStart.startInBackground(keys: loaded, place: place, csh: csh)
+                try AgentStart.startInBackground(keys: &loaded, place: place, csh: csh)
             }
         }
 

@@ -4,14 +4,24 @@ import KeychainCore
 import KeychainHolder
 import KeychainSSH
 
-/// `ssh-agent` in the background: the keychain-cli started runs itself again (`--background-agent`,
-/// in a session of its own, with the same options), hands it the opened keys over a socket pair on
-/// its descriptor 3, waits for its word that it listens, and prints where.
+/// The agent is always a keychain-cli of its own: the one started runs itself again
+/// (`--background-agent`, in a session of its own, with the same options), hands it the opened
+/// keys over a socket pair on its descriptor 3 and waits for its word that it listens. The agent
+/// never read the backend: no copy of the vault, or of a key's file, is in its memory but the
+/// keys it holds. In the background it outlives its starter; with -D or a command it gets
+/// SIGTERM when its starter (or the command it became) ends.
 extension AgentStart {
     /// The most bytes of keys handed over.
     private static let handoverLimit = 16 << 20
 
-    static func startInBackground(keys: [SSHPrivateKey], place: AgentSocket, csh: Bool) throws {
+    /// `eval "$(keychain-cli ssh-agent)"`: starts the agent and prints where it listens.
+    static func startInBackground(keys: inout [SSHPrivateKey], place: AgentSocket, csh: Bool) throws {
+        let pid = try startAgent(keys: &keys, place: place, withStarter: false)
+        try writeOutput(Array(variables(socket: place.path, pid: pid, csh: csh).utf8))
+    }
+
+    /// The agent's pid once it listens; `keys` are emptied.
+    static func startAgent(keys: inout [SSHPrivateKey], place: AgentSocket, withStarter: Bool) throws -> pid_t {
         var ends: [Int32] = [0, 0]
         guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &ends) == 0 else {
             place.remove()
@@ -28,7 +38,7 @@ extension AgentStart {
         var environment: [UnsafeMutablePointer<CChar>?] =
             Environment.all(except: ["KEYCHAIN_KEY_PASSPHRASE"]).map { strdup($0) } + [nil]
         defer { for pointer in argv + environment { free(pointer) } }
-        let pid = keychain_cli_spawn_service("/proc/self/exe", &argv, &environment, ends[1], 1)
+        let pid = keychain_cli_spawn_service("/proc/self/exe", &argv, &environment, ends[1], withStarter ? 2 : 1)
         close(ends[1])
         guard pid > 0 else {
             place.remove()
@@ -36,10 +46,14 @@ extension AgentStart {
         }
         var handover: [UInt8] = []
         defer { wipe(&handover) }
-        for key in keys {
-            var file = key.openSSHFile()
-            handover += SSHAgentRequest.framedLength(file.count) + file
-            wipe(&file)
+        var files = keys.map { $0.openSSHFile() }
+        keys.removeAll()
+        defer { for index in files.indices { wipe(&files[index]) } }
+        // Sized once: an array that grows leaves its earlier storage, and the keys in it, unwiped.
+        handover.reserveCapacity(files.reduce(0) { $0 + 4 + $1.count })
+        for file in files {
+            handover += SSHAgentRequest.framedLength(file.count)
+            handover += file
         }
         let sent = handover.withUnsafeBufferPointer { writeAll(ends[0], $0) }
         shutdown(ends[0], Int32(SHUT_WR))
@@ -53,10 +67,10 @@ extension AgentStart {
                     "the agent did not start: \(said.map { escapedForDisplay(String($0.prefix(300))) } ?? "it said nothing")"
             )
         }
-        try writeOutput(Array(variables(socket: place.path, pid: pid, csh: csh).utf8))
+        return pid
     }
 
-    /// The agent started by ``startInBackground(keys:place:csh:)``.
+    /// The agent started by ``startAgent(keys:place:withStarter:)``.
     static func serveInBackground(place: AgentSocket, limits: Limits, policy: AccessPolicy, hooks: SSHAgentServer.Hooks)
         throws
     {
@@ -90,9 +104,8 @@ extension AgentStart {
             keys.append(key)
         }
         let listener: Int32
-        do { listener = try HolderPlace.listen(at: place.path) } catch {
-            tell("error: \(error)")
-            place.remove()
+        do { listener = try place.listen() } catch {
+            tell("error: \((error as? CommandFailure)?.message ?? "\(error)")")
             return
         }
         let server = SSHAgentServer(

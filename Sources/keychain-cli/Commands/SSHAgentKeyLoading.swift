@@ -43,8 +43,13 @@ struct AgentKeyLoading {
             for (address, secret) in zip(addresses, try keychain.store.secrets(of: addresses, listedIn: listing)) {
                 guard var bytes = secret.map(Array.init), SSHPrivateKey.looksLikePrivateKey(bytes) else { continue }
                 defer { wipe(&bytes) }
-                found += 1
-                loaded.append(try open(bytes, Self.shown(address)))
+                // One damaged key does not keep the others from being served: it is named.
+                do {
+                    loaded.append(try open(bytes, Self.shown(address)))
+                    found += 1
+                } catch let failure as CommandFailure where failure.kind == .badData {
+                    writeError("keychain-cli: ssh-agent: left out \(failure.message)\n")
+                }
             }
             guard found > 0 else {
                 throw CommandFailure(

@@ -11,7 +11,11 @@ struct AgentSocket {
     /// The directory made for it, removed with it; nil for -a's.
     let directory: String?
 
-    /// - Throws: ``CommandFailure``: -a's path exists (73), no directory can be made (74).
+    /// The longest path a client can connect to: sockaddr_un's 108 bytes, with the NUL.
+    static let longestPath = 107
+
+    /// - Throws: ``CommandFailure``: -a's path exists (73), is too long or in no directory (64);
+    ///   no directory can be made (74).
     init(given: String?) throws {
         if let given {
             let absolute = given.hasPrefix("/") ? given : "\(Self.currentDirectory())/\(given)"
@@ -22,14 +26,29 @@ struct AgentSocket {
                     message:
                         "\(quotedPath(given)) exists; remove it (a socket an ended agent left) or give -a another path")
             }
+            let parent = String(absolute[..<(absolute.lastIndex(of: "/") ?? absolute.startIndex)])
+            guard stat(parent.isEmpty ? "/" : parent, &info) == 0, info.st_mode & S_IFMT == S_IFDIR else {
+                throw CommandFailure.usage("-a \(quotedPath(given)): its directory does not exist; make it first")
+            }
+            guard absolute.utf8.count <= Self.longestPath else {
+                throw CommandFailure.usage(
+                    "-a \(quotedPath(given)) is longer than the \(Self.longestPath) bytes a client can connect to; "
+                        + "give a shorter path")
+            }
             (path, directory) = (absolute, nil)
             return
         }
-        let runtime = Environment.value("XDG_RUNTIME_DIR").flatMap {
-            $0.hasPrefix("/") && access($0, W_OK) == 0 ? $0 : nil
+        // The first place whose socket path a client can connect to: a long $XDG_RUNTIME_DIR
+        // (a container's) gives way to $TMPDIR, then /tmp.
+        let places = [Environment.value("XDG_RUNTIME_DIR"), Environment.value("TMPDIR"), "/tmp"].compactMap {
+            $0.flatMap { $0.hasPrefix("/") && access($0, W_OK) == 0 ? $0 : nil }
         }
-        var template = Array(
-            "\(runtime ?? Environment.value("TMPDIR") ?? "/tmp")/keychain-cli-agent.XXXXXX".utf8CString)
+        let suffix = "/keychain-cli-agent.XXXXXX/agent.sock"
+        guard let base = places.first(where: { $0.utf8.count + suffix.utf8.count <= Self.longestPath }) else {
+            throw CommandFailure.io(
+                "no directory to make the agent's socket in (/tmp is not writable); give one with -a PATH")
+        }
+        var template = Array("\(base)/keychain-cli-agent.XXXXXX".utf8CString)
         guard mkdtemp(&template) != nil else {
             throw CommandFailure.io(
                 "cannot make a directory for the agent's socket (\(String(cString: strerror(errno)))); give one with -a PATH"
@@ -37,6 +56,17 @@ struct AgentSocket {
         }
         let made = String(decoding: template.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
         (path, directory) = ("\(made)/agent.sock", made)
+    }
+
+    /// A socket listening at ``path``.
+    /// - Throws: ``CommandFailure`` (74) saying why it cannot.
+    func listen() throws -> Int32 {
+        do {
+            return try HolderPlace.listen(at: path)
+        } catch {
+            remove()
+            throw CommandFailure.io("cannot listen on \(quotedPath(path)): \(error)")
+        }
     }
 
     init(path: String, directory: String?) { (self.path, self.directory) = (path, directory) }
@@ -69,57 +99,27 @@ enum AgentStart {
                 + "echo Agent pid \(pid);\n"
     }
 
-    /// Serves `keys` (emptied once the agent holds them: no copy outlives a lock) in the
-    /// foreground, after printing where.
-    static func serveInForeground(
-        keys: inout [SSHPrivateKey], place: AgentSocket, csh: Bool, limits: Limits, policy: AccessPolicy,
-        hooks: SSHAgentServer.Hooks
-    ) throws {
-        defer { place.remove() }
-        let listener = try HolderPlace.listen(at: place.path)
-        let server = SSHAgentServer(
-            listener: listener, socket: place.path, keys: keys, ttl: limits.ttl, idle: limits.idle, policy: policy,
-            hooks: hooks)
-        keys.removeAll()
-        try writeOutput(Array(variables(socket: place.path, pid: getpid(), csh: csh).utf8))
-        try server.run()
-    }
-
-    /// Runs `command` with SSH_AUTH_SOCK set, serving until it ends; exits with its status.
-    static func run(
-        _ command: [String], keys: inout [SSHPrivateKey], place: AgentSocket, limits: Limits, policy: AccessPolicy,
-        hooks: SSHAgentServer.Hooks
-    ) throws -> Never {
-        let listener: Int32
-        do { listener = try HolderPlace.listen(at: place.path) } catch {
-            place.remove()
-            throw error
-        }
-        let server = SSHAgentServer(
-            listener: listener, socket: place.path, keys: keys, ttl: limits.ttl, idle: limits.idle, policy: policy,
-            hooks: hooks)
-        keys.removeAll()
-        let variables =
-            Environment.all(
-                except: Set(Settings.secretVariables + ["SSH_AUTH_SOCK", "SSH_AGENT_PID"]))
-            + ["SSH_AUTH_SOCK=\(place.path)", "SSH_AGENT_PID=\(getpid())"]
-        guard let child = spawnProcess(command, descriptors: [0, 1, 2], variables: variables) else {
-            place.remove()
-            throw commandNotRun(command[0], error: errno)
-        }
-        let handle = keychain_cli_pidfd_open(child)
-        guard handle >= 0 else {
-            terminate(child, graceSeconds: 5)
-            place.remove()
-            throw CommandFailure.unavailable(
-                "ssh-agent -- COMMAND needs pidfd_open (Linux 5.3 or later); start the agent with -D instead")
-        }
-        defer { place.remove() }
-        try server.run(until: [handle], forwardingSignalsTo: child)
+    /// `-D`: starts the agent, prints where it listens, and waits for it (it ends with this
+    /// process: Ctrl-C, SIGTERM); exits with its status.
+    static func serveInForeground(keys: inout [SSHPrivateKey], place: AgentSocket, csh: Bool) throws -> Never {
+        let pid = try startAgent(keys: &keys, place: place, withStarter: true)
+        try writeOutput(Array(variables(socket: place.path, pid: pid, csh: csh).utf8))
         var status: Int32 = 0
-        while waitpid(child, &status, 0) == -1 && errno == EINTR {}
-        place.remove()
+        while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
         let signal = status & 0x7f
         exit(signal == 0 ? (status >> 8) & 0xff : 128 + signal)
+    }
+
+    /// `-- COMMAND`: starts the agent, then becomes the command with SSH_AUTH_SOCK and
+    /// SSH_AGENT_PID set (as OpenSSH's ssh-agent does): its status is the command's, and the
+    /// agent ends with it, however it ends (SIGKILL included), removing its socket.
+    static func run(_ command: [String], keys: inout [SSHPrivateKey], place: AgentSocket, settings: Settings) throws
+        -> Never
+    {
+        let pid = try startAgent(keys: &keys, place: place, withStarter: true)
+        settings.withholdSecretsFromCommands()
+        setenv("SSH_AUTH_SOCK", place.path, 1)
+        setenv("SSH_AGENT_PID", "\(pid)", 1)
+        try replaceProcess(with: command)
     }
 }
