@@ -99,6 +99,11 @@ struct SSHAgentHardeningTests {
             try """
             #!/bin/sh
             printf '%s|%s\n' "$SSH_ASKPASS_PROMPT" "$1" >> "\(answer).asked"
+            if [ "$(cat "\(answer)")" = wait ]; then
+                touch "\(answer).waiting"
+                while [ ! -e "\(answer).go" ]; do sleep 0.05; done
+                exit 0
+            fi
             exit "$(cat "\(answer)")"
             """.write(toFile: askpass, atomically: true, encoding: .utf8)
             chmod(askpass, 0o700)
@@ -107,6 +112,10 @@ struct SSHAgentHardeningTests {
                 ssh-add -c c 2>/dev/null
                 echo 0 > answer; ssh-add -T c.pub 2>/dev/null && echo "allowed"
                 echo 1 > answer; ssh-add -T c.pub 2>/dev/null || echo "refused"
+                # Removed while its confirmation is asked: a yes then signs nothing.
+                echo wait > answer; (ssh-add -T c.pub 2>/dev/null && echo "signed after removal") &
+                i=0; while [ ! -e answer.waiting ] && [ $i -lt 600 ]; do i=$((i+1)); sleep 0.05; done
+                ssh-add -d c.pub 2>/dev/null; touch answer.go; wait
                 i=0; while ssh-add -L | grep -q k@test && [ $i -lt 600 ]; do i=$((i+1)); sleep 0.05; done
                 ssh-add -L | grep -c k@test
                 """
@@ -180,6 +189,12 @@ struct SSHAgentHardeningTests {
                     == "oversized closed\nmalformed 05\nunknown 05\nempty 05\n"
                     + "same connection lists 1\nstill answers 1 keys\n",
                 "\(result.stderr)")
+            // 20,000 requests in one write are answered one by one (they overflowed the stack of
+            // an agent that recursed once per request), and a client that never reads is not
+            // read from while the others are answered.
+            let piped = try keys.agentRun(
+                ["-s", s, "ssh-agent", "--key", "k"], #"python3 "$PROBE" pipelined"#, extra: ["PROBE": probe])
+            #expect(piped.stdoutText == "answers 20000\nstill answers 1 keys\n", "\(piped.stderr)")
         }
     }
 

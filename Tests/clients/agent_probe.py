@@ -2,6 +2,8 @@
 draft-miller-ssh-agent): hostile clients, and a search of a process's memory.
 
     agent_probe.py hostile          prints one line per probe, then "still answers N keys"
+    agent_probe.py pipelined        20,000 requests in one write: how many answers came back; then
+                                    20,000 more on a connection that never reads its answers
     agent_probe.py memory PID HEX   prints "found" or "absent": whether the bytes HEX are in
                                     any readable mapping of process PID (root only)
 """
@@ -94,8 +96,30 @@ def memory(pid, needle):
     print("found" if found else "absent")
 
 
+def pipelined():
+    count = 20000
+    client = connect()
+    client.settimeout(30)
+    client.sendall((struct.pack(">I", 1) + b"\x0b") * count)
+    answers = 0
+    while answers < count and receive(client) is not None:
+        answers += 1
+    print("answers", answers)
+    # One that never reads: the agent stops reading it, and answers the others.
+    silent = connect()
+    silent.setblocking(False)
+    try:
+        silent.sendall((struct.pack(">I", 1) + b"\x0b") * count)
+    except BlockingIOError:
+        pass
+    print("still answers", count_keys(connect()), "keys")
+    silent.close()
+
+
 if __name__ == "__main__":
     if sys.argv[1] == "hostile":
         hostile()
+    elif sys.argv[1] == "pipelined":
+        pipelined()
     else:
         memory(int(sys.argv[2]), bytes.fromhex(sys.argv[3]))
