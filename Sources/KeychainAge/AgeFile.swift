@@ -114,15 +114,26 @@ package enum AgeFile {
         let parsed = try parseHeader(file)
         let headerBytes = Array(file[..<parsed.end])
         let fileKey: SymmetricKey
+        var pluginOfKey: String?
         if let known, known.bytes == headerBytes {
             fileKey = known.fileKey
         } else {
-            fileKey = SymmetricKey(data: try unwrapFileKey(parsed.stanzas, identities, passphrase))
+            let (key, plugin) = try unwrapFileKey(parsed.stanzas, identities, passphrase)
+            fileKey = SymmetricKey(data: key)
+            pluginOfKey = plugin
         }
         guard
             HMAC<SHA256>.isValidAuthenticationCode(
                 parsed.mac, authenticating: file[..<parsed.macStart], using: macKey(fileKey))
-        else { throw Failure.malformed("the header's MAC does not match (the header was altered)") }
+        else {
+            // A plugin's wrong answer is the plugin's failure, not a damaged file.
+            if let pluginOfKey {
+                throw AgePlugin.Failure.failed(
+                    plugin: pluginOfKey,
+                    reason: "it gave a file key that does not open the file (its MAC does not match)")
+            }
+            throw Failure.malformed("the header's MAC does not match (the header was altered)")
+        }
         let plaintext = try decryptPayload(file[parsed.end...], fileKey: fileKey)
         return (plaintext, Header(bytes: headerBytes, fileKey: fileKey, stanzaTypes: parsed.stanzas.map(\.type)))
     }
@@ -138,14 +149,15 @@ package enum AgeFile {
 
     /// The file key: from the scrypt stanza, which must stand alone, or from the first recipient
     /// stanza one of `identities` opens; stanzas of other types are ignored, as the spec asks.
+    /// The file key, and the plugin that gave it, if one did.
     private static func unwrapFileKey(
         _ stanzas: [Stanza], _ identities: [any AgeIdentity], _ passphrase: () throws -> [UInt8]
-    ) throws -> [UInt8] {
+    ) throws -> (key: [UInt8], plugin: String?) {
         if let scrypt = stanzas.first(where: { $0.type == "scrypt" }) {
             guard stanzas.count == 1 else {
                 throw Failure.malformed("a passphrase (scrypt) recipient must be the only one")
             }
-            return try unwrapScrypt(scrypt, passphrase: passphrase)
+            return (try unwrapScrypt(scrypt, passphrase: passphrase), nil)
         }
         let types = stanzas.map(\.type)
         let plugins = identities.contains { $0 is AgePlugin.Identity }
@@ -156,7 +168,7 @@ package enum AgeFile {
         guard !identities.isEmpty else { throw Failure.needsIdentity(types) }
         for stanza in stanzas {
             for identity in identities where identity.stanzaType == stanza.type {
-                if let key = try identity.unwrap(stanza) { return key }
+                if let key = try identity.unwrap(stanza) { return (key, nil) }
             }
         }
         // Then the plugins, which may ask for a PIN or a touch: each given every stanza.

@@ -56,7 +56,9 @@ extension AgeFile {
     /// plugin in turn given all of its identities and all the stanzas. A plugin that fails does
     /// not stop the next one (the spec allows it); its failure is thrown when none opens the file.
     /// - Throws: ``AgePlugin/Failure``, or ``Failure/noIdentityMatches``.
-    static func unwrapWithPlugins(_ stanzas: [Stanza], _ identities: [any AgeIdentity]) throws -> [UInt8] {
+    static func unwrapWithPlugins(_ stanzas: [Stanza], _ identities: [any AgeIdentity]) throws -> (
+        key: [UInt8], plugin: String?
+    ) {
         var plugins: [(name: String, identities: [AgePlugin.Identity])] = []
         for case let identity as AgePlugin.Identity in identities {
             if let index = plugins.firstIndex(where: { $0.name == identity.name }) {
@@ -68,7 +70,7 @@ extension AgeFile {
         var failure: AgePlugin.Failure?
         for plugin in plugins {
             do {
-                if let key = try AgePlugin.unwrap(stanzas, with: plugin.identities) { return key }
+                if let key = try AgePlugin.unwrap(stanzas, with: plugin.identities) { return (key, plugin.name) }
             } catch {
                 failure = failure ?? error
             }
