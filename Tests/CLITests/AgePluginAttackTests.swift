@@ -42,6 +42,18 @@ struct AgePluginAttackTests {
         #expect(made.status == 77 && made.stderr.contains("age-plugin-kctest"), "\(made.stderr)")
     }
 
+    /// A plugin that answers a wrong file key is that plugin's failure (77, named), never a
+    /// damaged vault (65, whose hint is to start a new one).
+    @Test func aWrongFileKeyIsThePluginsFailure() throws {
+        let scratch = try ScratchDirectory("plugin-wrong")
+        defer { scratch.remove() }
+        let (vault, identity) = try vault("w", scratch)
+        let got = try KCTest.cli(["-s", "ci", "get", "token"], vault: vault, identity: identity, scratch)
+        #expect(got.status == 77 && got.stdout.isEmpty, "\(got.stderr)")
+        #expect(got.stderr.contains("age-plugin-kctest failed: it gave a file key that does not open"), "\(got.stderr)")
+        #expect(!got.stderr.contains("new vault"), "\(got.stderr)")
+    }
+
     /// A plugin that never answers is ended after --timeout (SIGTERM, then SIGKILL, reaped): the
     /// command fails with 75 in about that time, and the plugin's process is gone.
     @Test func aHangingPluginIsEndedAfterTheTimeout() throws {
