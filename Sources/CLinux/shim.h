@@ -281,17 +281,6 @@ static inline int keychain_cli_ending_signals(void) {
     return signalfd(-1, &ending, SFD_CLOEXEC | SFD_NONBLOCK);
 }
 
-// pidfd_open(2) (Linux 5.3): a descriptor that becomes readable when process `pid` ends. -1 with
-// errno where the kernel has none.
-static inline int keychain_cli_pidfd_open(pid_t pid) {
-#ifdef SYS_pidfd_open
-    return (int)syscall(SYS_pidfd_open, pid, 0);
-#else
-    errno = ENOSYS;
-    return -1;
-#endif
-}
-
 struct keychain_cli_peer { int pid; unsigned uid; unsigned gid; };
 static inline int keychain_cli_peer_credentials(int fd, struct keychain_cli_peer *peer) {
     socklen_t length = sizeof(*peer);

@@ -70,11 +70,10 @@ package final class SSHAgentServer: Sendable {
         case malformed(String)
     }
 
-    /// Serves until SIGTERM, SIGINT or SIGHUP, the socket's removal, or one of `until` is
-    /// readable (the pidfd of `ssh-agent -- COMMAND`'s command); then forgets every key, stops
-    /// listening and removes the socket if it is still this agent's. With `command`, those
-    /// signals are passed on to it instead, and the agent serves on until it ends.
-    package func run(until: [Int32] = [], forwardingSignalsTo command: pid_t? = nil) throws(KeychainError) {
+    /// Serves until SIGTERM, SIGINT or SIGHUP (which its starter's end sends, for -D and
+    /// `-- COMMAND`) or the socket's removal; then forgets every key, stops listening and removes
+    /// the socket if it is still this agent's.
+    package func run() throws(KeychainError) {
         let signals = keychain_cli_ending_signals()
         guard signals >= 0, let events = HolderEvents(socket: socket) else {
             throw .backendFailure(detail: "the ssh-agent cannot watch its socket and signals")
@@ -96,21 +95,13 @@ package final class SSHAgentServer: Sendable {
         clients.closed = { [bound] connection in bound.withLock { $0[connection] = nil } }
         while true {
             events.wake(at: keys.withLock { $0.nextLimit })
-            clients.serve(until: [events.timer, events.watch, signals] + until)
+            clients.serve(until: [events.timer, events.watch, signals])
             events.drain()
             keys.withLock { $0.forgetExpired(now: bootSeconds()) }
             var received = false
             var information = [UInt8](repeating: 0, count: 128)  // a signalfd_siginfo
-            while read(signals, &information, information.count) == information.count {
-                received = true
-                let number = information[0..<4].reversed().reduce(Int32(0)) { $0 << 8 | Int32($1) }
-                if let command { kill(command, number) }
-            }
-            let ended = until.contains { fd in
-                var poller = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-                return poll(&poller, 1, 0) > 0
-            }
-            if (received && command == nil) || ended || !reachable() { break }
+            while read(signals, &information, information.count) == information.count { received = true }
+            if received || !reachable() { break }
         }
         keys.withLock { $0.removeAll() }
         close(listener)

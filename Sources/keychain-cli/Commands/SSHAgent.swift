@@ -23,9 +23,10 @@ extension KeychainCLI {
 
                 Without -D or a command, starts the agent in the background and prints the shell \
                 commands that point ssh at it (eval them): SSH_AUTH_SOCK and SSH_AGENT_PID, as \
-                OpenSSH's ssh-agent does (-c: for csh). -D serves in the foreground. After --, \
-                runs the command with SSH_AUTH_SOCK set and stops when it ends, exiting with its \
-                status. The socket is made in a new private directory ($XDG_RUNTIME_DIR, else /tmp) \
+                OpenSSH's ssh-agent does (-c: for csh). -D waits in the foreground, the agent \
+                ending with it. After --, becomes the command with SSH_AUTH_SOCK set; the agent \
+                ends when it does. The agent is a process of its own that never reads the \
+                backend: it is handed the opened keys. The socket is made in a new private directory ($XDG_RUNTIME_DIR, else /tmp) \
                 unless -a names it; it answers your uid only, and the agent ends on SIGTERM, SIGINT \
                 or SIGHUP or once its socket is removed, removing it. --access-log FILE appends one \
                 JSON line per signature asked for (the key's fingerprint and comment, allowed or why \
