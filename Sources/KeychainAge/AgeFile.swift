@@ -125,15 +125,7 @@ package enum AgeFile {
         guard
             HMAC<SHA256>.isValidAuthenticationCode(
                 parsed.mac, authenticating: file[..<parsed.macStart], using: macKey(fileKey))
-        else {
-            // A plugin's wrong answer is the plugin's failure, not a damaged file.
-            if let pluginOfKey {
-                throw AgePlugin.Failure.failed(
-                    plugin: pluginOfKey,
-                    reason: "it gave a file key that does not open the file (its MAC does not match)")
-            }
-            throw Failure.malformed("the header's MAC does not match (the header was altered)")
-        }
+        else { throw macMismatch(keyFrom: pluginOfKey) }
         let plaintext = try decryptPayload(file[parsed.end...], fileKey: fileKey)
         return (plaintext, Header(bytes: headerBytes, fileKey: fileKey, stanzaTypes: parsed.stanzas.map(\.type)))
     }

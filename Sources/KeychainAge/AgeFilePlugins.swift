@@ -56,6 +56,14 @@ extension AgeFile {
     /// plugin in turn given all of its identities and all the stanzas. A plugin that fails does
     /// not stop the next one (the spec allows it); its failure is thrown when none opens the file.
     /// - Throws: ``AgePlugin/Failure``, or ``Failure/noIdentityMatches``.
+    /// The header's MAC did not match: a damaged file, or, when a plugin gave the file key
+    /// (`plugin`), that plugin's wrong answer (its failure, not the file's).
+    static func macMismatch(keyFrom plugin: String?) -> any Error {
+        guard let plugin else { return Failure.malformed("the header's MAC does not match (the header was altered)") }
+        return AgePlugin.Failure.failed(
+            plugin: plugin, reason: "it gave a file key that does not open the file (its MAC does not match)")
+    }
+
     static func unwrapWithPlugins(_ stanzas: [Stanza], _ identities: [any AgeIdentity]) throws -> (
         key: [UInt8], plugin: String?
     ) {
