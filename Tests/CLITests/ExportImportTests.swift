@@ -109,7 +109,7 @@ final class ExportImportTests {
                 terminal.stdoutText.contains(backend == .secretService ? "importing 1/25" : "importing 25/25"))
             let piped = try cli(["import", "--overwrite", file])
             #expect(!piped.stderr.contains("importing"))
-            #expect(piped.stdoutText == "added 0, replaced 25, skipped 0\n")
+            #expect(piped.stdoutText == "added 0, replaced 25, skipped 0\n", "\(piped.status): \(piped.stderr)")
         }
     }
 

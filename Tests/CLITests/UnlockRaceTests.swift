@@ -54,7 +54,8 @@ struct UnlockRaceTests {
         let large = (0..<300).map { "K\($0)=" + String(repeating: "v", count: 100_000) }.joined(separator: "\n")
         #expect(try place.run(["import", "--format", "env"], passphrase: true, stdin: Data(large.utf8)).status == 0)
         for (index, delay) in [50_000, 150_000, 250_000, 350_000, 450_000].enumerated() {
-            #expect(try place.run(["unlock"], passphrase: true).status == 0)
+            let unlocked = try place.run(["unlock"], passphrase: true)
+            #expect(unlocked.status == 0, "unlock after a lock \(index): \(unlocked.stderr)")
             let writer = try UnlockHardeningTests().startCLI(
                 place, ["--timeout", "20", "set", "k\(index)"], stdin: Data("v".utf8))
             usleep(useconds_t(delay))
