@@ -56,6 +56,15 @@ let package = Package(
             dependencies: ["KeychainStore", "KeychainSystem", .product(name: "Crypto", package: "swift-crypto")]
         ),
         .target(name: "KeychainFormats", dependencies: ["KeychainStore", "KeychainSystem"]),
+        // Other password managers' and authenticator apps' exports (CSV, JSON, encrypted OTP
+        // backups) as password-manager entries, for import.
+        .target(
+            name: "KeychainManagers",
+            dependencies: [
+                "KeychainFormats", "KeychainSystem", .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "CryptoExtras", package: "swift-crypto"),
+            ]
+        ),
         // KeePassXC's XML export as password-manager entries (libxml2), apart from the formats so
         // that a program on the vault alone does not link libxml2.
         .target(
@@ -131,7 +140,7 @@ let package = Package(
             dependencies: [
                 "KeychainSystem", "KeychainCredentials", "KeychainStore", "KeychainSecrets", "KeychainFormats",
                 "KeychainAge", "KeychainVault", "KeychainSecretService", "KeychainProvider", "KeychainOpenBao",
-                "KeychainFacade", "KeychainKeePass",
+                "KeychainFacade", "KeychainKeePass", "KeychainManagers",
                 // OpenSSH keys and signatures, for signed vaults.
                 "KeychainSSH",
             ]
@@ -141,7 +150,8 @@ let package = Package(
             name: "KeychainFuzzTargets",
             dependencies: [
                 "KeychainStore", "KeychainCredentials", "KeychainFormats", "KeychainAge", "KeychainVault",
-                "KeychainKeePass", "KeychainSSH", "KeychainSystem", .product(name: "Crypto", package: "swift-crypto"),
+                "KeychainKeePass", "KeychainManagers", "KeychainSSH", "KeychainSystem",
+                .product(name: "Crypto", package: "swift-crypto"),
                 // eventually(), the tests' one polling helper.
                 "TestSupport",
             ]

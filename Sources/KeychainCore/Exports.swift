@@ -6,6 +6,7 @@
 @_exported import KeychainFacade
 @_exported import KeychainFormats
 @_exported import KeychainKeePass
+@_exported import KeychainManagers
 @_exported import KeychainOpenBao
 @_exported import KeychainProvider
 @_exported import KeychainSecretService

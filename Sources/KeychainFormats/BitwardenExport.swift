@@ -118,7 +118,7 @@ package enum BitwardenExport {
                 add("url", try text(try object(uri, "login.uris")?["uri"], "login.uris.uri"))
             }
             if let totp = try text(login["totp"], "login.totp"), !totp.isEmpty {
-                if let uri = OTPSeed.uri(totp, label: title) { entry.totp = uri } else { add("totp", totp) }
+                entry.setTOTP(totp, label: title)
             }
             for credential in try list(login["fido2Credentials"], "login.fido2Credentials") {
                 add("passkey", credential.jsonText)

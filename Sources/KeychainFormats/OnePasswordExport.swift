@@ -124,8 +124,8 @@ package enum OnePasswordExport {
                     continue
                 }
                 let content = try text(kind == "email" ? value.object?["email_address"] ?? value : value, at: location)
-                if kind == "totp", entry.totp == nil, let seed = content, let uri = OTPSeed.uri(seed, label: title) {
-                    entry.totp = uri
+                if kind == "totp", entry.totp == nil, let seed = content, !seed.isEmpty {
+                    entry.setTOTP(seed, label: title)
                 } else {
                     add(name, content)
                 }

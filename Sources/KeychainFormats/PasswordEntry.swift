@@ -10,6 +10,7 @@ import KeychainSystem
 ///     url: https://example.com/login
 ///     otpauth://totp/example?secret=JBSWY3DPEHPK3PXP
 ///     a custom field: its value
+///     previous password: the one before
 ///
 ///     The notes, as they are, after the first empty line.
 ///
@@ -34,7 +35,9 @@ package struct PasswordEntry: Equatable, Sendable {
     package var password: String
     /// `username`, `url` (once per URL), then the source's other fields, in its order.
     package var fields: [Field]
-    /// The TOTP seed as an `otpauth://` URI (`otp KEY` reads it from the text).
+    /// The TOTP: a seed as an `otpauth://` URI (`otp KEY` reads it from the text), or, when the
+    /// source holds one that is no seed `otp` computes (a Steam code), its text as the source had
+    /// it, written as the field `otp` (`get KEY --field otp` prints it).
     package var totp: String?
     package var notes: String
 
@@ -57,9 +60,21 @@ package struct PasswordEntry: Equatable, Sendable {
                 EntryFields.quotedIfNeeded(field.name, name: true) + ": "
                     + EntryFields.quotedIfNeeded(field.value, name: false))
         }
-        if let totp { lines.append(EntryFields.quotedIfNeeded(totp, name: false)) }
+        if let totp {
+            lines.append(
+                OTPSeed.uri(totp, label: "") == totp
+                    ? EntryFields.quotedIfNeeded(totp, name: false)
+                    : "otp: " + EntryFields.quotedIfNeeded(totp, name: false))
+        }
         if !notes.isEmpty { lines += ["", notes] }
         return lines.joined(separator: "\n")
+    }
+
+    /// Sets ``totp`` from a source's TOTP `text`: a seed (`otpauth://` URI or base32) as a URI
+    /// labelled `label`, anything else as it is; an empty text sets nothing.
+    package mutating func setTOTP(_ text: String, label: String) {
+        guard !text.isEmpty else { return }
+        totp = OTPSeed.uri(text, label: label) ?? text
     }
 
     /// The entry with each field's name made unique and readable by `get --field`: a name that
@@ -94,7 +109,8 @@ package struct PasswordEntry: Equatable, Sendable {
 /// Reading fields back from an entry's text (``PasswordEntry``'s layout, or any pass entry).
 package enum EntryFields {
     /// The value of the field `name` of `text`: `password`, its first line; `notes`, what follows
-    /// its first empty line; `otp`, its first `otpauth://` line (anywhere, as pass-otp finds it);
+    /// its first empty line; `otp`, its first `otpauth://` line (anywhere, as pass-otp finds it),
+    /// else the value of an `otp: ` line (a TOTP that is no seed, kept as the source had it);
     /// any other name, the value of the first `name: value` line before the first empty line,
     /// the name compared without regard to case. A value (or password) written as a JSON string
     /// is read back as the string it holds. Nil when there is no such field.
@@ -109,6 +125,7 @@ package enum EntryFields {
             return String(text[lines[body.count + 2].startIndex...])  // as it is, CRLF and all
         case "otp":
             return lines.first { $0.hasPrefix("otpauth://") }.map(String.init)
+                ?? body.lazy.compactMap(split).first { $0.name.lowercased() == "otp" }?.value
         default:
             return body.lazy.compactMap(split).first { $0.name.lowercased() == name.lowercased() }?.value
         }

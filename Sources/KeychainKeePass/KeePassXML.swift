@@ -203,3 +203,18 @@ package enum KeePassXML {
         }
     }
 }
+
+extension KeePassXML {
+    /// The entries of `xml` as ``database(of:source:)`` reads them, each attachment the export
+    /// holds no bytes of named in `notImported`.
+    package static func export(of xml: [UInt8], source: String) throws -> ManagerExport {
+        let database = try database(of: xml, source: source)
+        return ManagerExport(
+            entries: database.entries,
+            notImported: database.attachments.map {
+                "the entry \(quotedValue($0.entry, expected: "an entry name")) has the attachment "
+                    + "\(quotedValue($0.name, expected: "a file name")), which is not imported "
+                    + "(save it with keepassxc-cli attachment-export, then store it with keychain-cli set --from-file)"
+            })
+    }
+}

@@ -79,7 +79,9 @@ struct BitwardenExportTests {
                 .init("country", "FR"), .init("issued", "2020"), .init("number", "X1"), .init("renewable", "false"),
             ],
             "an unknown kind: its members")
-        #expect(entries[5].totp == nil && entries[5].fields.contains(.init("totp", "steam://ABCDEF")))
+        // A TOTP that is no seed otp computes is kept under otp, as the source had it.
+        #expect(entries[5].totp == "steam://ABCDEF" && !entries[5].fields.contains { $0.name == "totp" })
+        #expect(EntryFields.value(of: "otp", in: entries[5].text) == "steam://ABCDEF")
         #expect(entries[6].totp == "otpauth://totp/x?secret=JBSWY3DPEHPK3PXP&digits=8")
     }
 

@@ -84,8 +84,15 @@ extension KeychainCLI {
                 ("--source-passphrase-file", sourcePassphraseFile != nil),
                 ("--source-passphrase-fd", sourcePassphraseFD != nil), ("--source-key-file", sourceKeyFile != nil),
             ]
-            if format != .keepassxc, let (option, _) = given.first(where: \.1) {
-                throw ValidationError("\(option) is for --format keepassxc (a KeePass database's password or key file)")
+            let encrypted: [ImportFormat] = [.keepassxc, .aegis, .andotp]
+            if !encrypted.contains(format ?? .json) || (format != .keepassxc && sourceKeyFile != nil),
+                let (option, _) = given.first(where: \.1)
+            {
+                throw ValidationError(
+                    option == "--source-key-file"
+                        ? "--source-key-file is for --format keepassxc (a KeePass database's key file)"
+                        : "\(option) is for --format keepassxc, aegis or andotp (the password of an encrypted database or backup)"
+                )
             }
             try PassphraseInput.validate(
                 prefix: "source", file: sourcePassphraseFile, descriptor: sourcePassphraseFD,
@@ -115,10 +122,12 @@ extension KeychainCLI {
                     "keychain-cli: two entries are named \(quotedValue(key, expected: "a key")); the later is stored as "
                         + "\(quotedValue(storedAs, expected: "a key"))\n")
             }
-            // One rule with set: an empty secret is usually an unset variable, stored only when asked.
-            if !allowEmpty, let empty = items.first(where: { $0.secret.isEmpty }) {
+            // One rule with set: an empty secret in a file of values is usually an unset variable,
+            // stored only when asked. A password manager's entry without a password (a title, a
+            // note) is a normal entry, stored as it is.
+            if !allowEmpty, [.json, .env, nil].contains(format), let empty = items.first(where: { $0.secret.isEmpty }) {
                 throw CommandFailure.badData(
-                    "\(format == .pass ? source : file.map(quotedPath) ?? source): the secret of \(shownItem(empty.service, empty.key)) is empty; nothing "
+                    "\(file.map(quotedPath) ?? source): the secret of \(shownItem(empty.service, empty.key)) is empty; nothing "
                         + "was stored. Pass --allow-empty if empty secrets are really meant, as set takes it")
             }
 

@@ -17,11 +17,11 @@ struct KeePassDatabase {
     /// The largest XML export read (10,000 entries export to about 12 MiB).
     static let limit = 256 << 20
 
-    /// The database's entries, and the attachments that were not imported.
+    /// The database's XML, as keepassxc-cli exports it (the caller wipes it).
     /// - Throws: ``CommandFailure``: 74 when a file cannot be read, 77 for a wrong password or key
     ///   file, 65 for a file keepassxc-cli cannot read as a database, 69 without keepassxc-cli, 75
     ///   when it does not finish within the time limit; ``FormatError`` for XML that is not KeePass's.
-    func database() throws -> KeePassXML.Database {
+    func export() throws -> [UInt8] {
         for file in [path] + (keyFile.map { [$0] } ?? []) where access(file, R_OK) != 0 {
             throw CommandFailure.io(
                 "cannot read \(quotedPath(file)) (\(String(cString: strerror(errno)))); nothing was stored")
@@ -51,7 +51,8 @@ struct KeePassDatabase {
                     "keepassxc-cli did not export \(quotedPath(path)) in \(Int(max(timeout, 60))) s; nothing was stored"
             )
         }
-        defer { wipe(&run.output) }
+        var handed = false
+        defer { if !handed { wipe(&run.output) } }
         guard !run.tooLarge else {
             throw CommandFailure.badData(
                 "the export of \(quotedPath(path)) is larger than 256 MiB; nothing was stored")
@@ -68,7 +69,8 @@ struct KeePassDatabase {
                 "keepassxc-cli could not read \(quotedPath(path)) as a KeePass database: \(run.reason); nothing was stored"
             )
         }
-        return try KeePassXML.database(of: run.output, source: quotedPath(path))
+        handed = true
+        return run.output
     }
 
     /// The password: from --source-passphrase-fd or --source-passphrase-file, else asked at the

@@ -1,0 +1,127 @@
+import FoundationEssentials
+import Glibc
+import KeychainCore
+
+/// Other password managers' and authenticator apps' exports read whole into memory (a zip's
+/// members by unzip), the reader chosen by the format and, where a manager exports more than
+/// one kind of file, by what the file is.
+extension ImportFormat {
+    /// The items of `file` (standard input when nil), an export of `format`'s manager.
+    static func items(
+        ofManager format: ImportFormat, file: String?, service: ServiceName, timeout: Double, password: PassphraseInput
+    ) throws -> ImportedItems {
+        let source = file.map(quotedPath) ?? "standard input"
+        guard let bytes = try readInput(path: file, limit: 256 << 20) else {
+            throw CommandFailure.badData(
+                "\(source) is larger than 256 MiB; nothing was stored. Split it into several files and import each")
+        }
+        guard let first = ExportKind.firstByte(of: bytes) else {
+            throw FormatError("\(source) is empty; nothing was stored. Did the export that writes it fail?")
+        }
+        var input = ManagerInput(bytes: bytes, source: source) {
+            try password.readOther(
+                "password of \(source)", asking: "Password of the export \(file ?? "on standard input"): ",
+                options: "--source-passphrase-file PATH or --source-passphrase-fd N")
+        }
+        if ExportKind.isZip(bytes) {
+            guard let file else {
+                throw CommandFailure.usage(
+                    "standard input holds a zip, and a zip is read from a file: give its path (import --format \(format.rawValue) FILE)"
+                )
+            }
+            if format == .onePassword { return try items(of1PUX: file, service: service, timeout: timeout) }
+            input.bytes = []
+            input.zipMembers = try zipMembers(of: file, timeout: timeout)
+        }
+        let json = first == UInt8(ascii: "{") || first == UInt8(ascii: "[")
+        let export: ManagerExport
+        switch format {
+        case .bitwarden where json:
+            let (text, _) = try readText(bytes, source: source)
+            export = ManagerExport(entries: try BitwardenExport.entries(of: text, source: source))
+        case .onePassword where json || first == UInt8(ascii: "*"):
+            export = try JSONExport.read(.onePasswordInterchange, input)
+        case .keepass where first == UInt8(ascii: "<"):
+            export = try KeePassXML.export(of: bytes, source: source)
+        case .dashlane where json, .enpass where json, .protonpass where json || input.zipMembers != nil:
+            export = try JSONExport.read(JSONExport.Kind(rawValue: format.rawValue)!, input)
+        case .aegis, .andotp, .freeotp:
+            export = try OTPExport.read(OTPExport.Kind(rawValue: format.rawValue)!, input)
+        default:
+            guard let kind = CSVExport.Kind(rawValue: format.rawValue) else {
+                throw CommandFailure.usage("--format \(format.rawValue) is not read from a file of this kind")
+            }
+            export = try CSVExport.read(kind, input)
+        }
+        return try ImportedItems(export, service: service, source: source)
+    }
+
+    /// Every member of the zip `file` and its bytes, in the zip's order, read by unzip.
+    /// - Throws: ``CommandFailure`` (65) for a zip unzip cannot read or with a member read twice.
+    private static func zipMembers(of file: String, timeout: Double) throws -> [(name: String, bytes: [UInt8])] {
+        guard let run = try unzip(["-Z1"], file, timeout: timeout, limit: 64 << 20), run.succeeded, !run.tooLarge else {
+            throw CommandFailure.badData("\(quotedPath(file)) is not a zip unzip can read; nothing was stored")
+        }
+        let names = String(decoding: run.output, as: UTF8.self).split(separator: "\n").map(String.init)
+        guard Set(names).count == names.count else {
+            throw CommandFailure.badData("\(quotedPath(file)) holds a file twice; nothing was stored. Export it again")
+        }
+        return try names.filter { !$0.hasSuffix("/") }.map { name in
+            guard let bytes = try member(name, of1PUX: file, timeout: timeout) else {
+                throw CommandFailure.badData(
+                    "\(quotedPath(file)) holds \(quotedValue(name, expected: "a file name")), larger than 1 MiB; "
+                        + "nothing was stored")
+            }
+            return (name, bytes)
+        }
+    }
+
+    /// The text of `bytes` (UTF-8, a byte order mark allowed).
+    static func readText(_ bytes: [UInt8], source: String) throws -> (String, String) {
+        guard let text = String(validating: bytes, as: UTF8.self) else {
+            throw CommandFailure.badData("\(source) is not UTF-8 text; nothing was stored")
+        }
+        return (text, source)
+    }
+}
+
+/// What an export's first bytes say it is.
+enum ExportKind {
+    /// Whether `bytes` start as a zip does (a local file header).
+    static func isZip(_ bytes: [UInt8]) -> Bool { bytes.starts(with: [0x50, 0x4B, 0x03, 0x04]) }
+
+    /// The first byte of `bytes` that is not white space, a byte order mark (UTF-8's, UTF-16's)
+    /// or the zero half of a UTF-16 code unit; nil when there is none.
+    static func firstByte(of bytes: [UInt8]) -> UInt8? {
+        var rest = bytes[...]
+        for mark: [UInt8] in [[0xEF, 0xBB, 0xBF], [0xFF, 0xFE], [0xFE, 0xFF]] where rest.starts(with: mark) {
+            rest = rest.dropFirst(mark.count)
+            break
+        }
+        return rest.first { ![0, 0x09, 0x0A, 0x0D, 0x20].contains($0) }
+    }
+}
+
+extension ImportedItems {
+    /// The items of `export`: each entry under its key, each file under `ENTRY/NAME`, stored under
+    /// `service`.
+    /// - Throws: ``CommandFailure`` (65) when a file would take an entry's key.
+    init(_ export: ManagerExport, service: ServiceName, source: String) throws {
+        var entries = export.entries.map { (key: $0.key, secret: Data($0.text.utf8)) }
+        let entryKeys = Set(entries.map { Array($0.key.utf8) })
+        for file in export.files {
+            let key = "\(file.entry)/\(file.name)"
+            guard !entryKeys.contains(Array(key.utf8)) else {
+                throw CommandFailure.badData(
+                    "\(source): the file \(quotedValue(file.name, expected: "a file name")) of "
+                        + "\(quotedValue(file.entry, expected: "an entry name")) would be stored under the key of "
+                        + "another entry; nothing was stored. Rename one of them and export again")
+            }
+            entries.append((key, Data(file.bytes)))
+        }
+        let (items, renamed) = try ImportFile.items(ofEntries: entries, service: service) {
+            "\(source): entry \(quotedValue(entries[$0].key, expected: "an entry name"))"
+        }
+        self.init(items: items, renamed: renamed, notImported: export.notImported)
+    }
+}
