@@ -50,7 +50,7 @@ RELEASE_BIN = .build/release/keychain-cli
 # KeePass databases (keepassxc-cli, its XML read with libxml2), and is cross-checked with
 # pass-import (pip; pykeepass lets it open a .kdbx).
 DOCKER_CLI = .build/docker-cli/usr/bin/docker
-DEB_PACKAGES = libsecret-1-dev libgcrypt20-dev libxml2-dev pkg-config gnome-keyring dbus dbus-bin dbus-daemon libsecret-tools \
+DEB_PACKAGES = libsecret-1-dev libgcrypt20-dev libxml2-dev zlib1g-dev pkg-config gnome-keyring dbus dbus-bin dbus-daemon libsecret-tools \
 	python3-keyring age expect hyperfine time libcurl4-openssl-dev curl openssl git gcc \
 	golang-docker-credential-helpers openssh-client dpkg-dev lintian man-db file valgrind \
 	keepassxc xvfb xauth xclip xsel wl-clipboard sway oathtool fish librust-secret-service-dev cargo rustc strace \

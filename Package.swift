@@ -34,6 +34,8 @@ let package = Package(
             pkgConfig: "libxml-2.0",
             providers: [.apt(["libxml2-dev"])]
         ),
+        // gzip's inflate, for a KDBX 3.1 database's compressed attachments.
+        .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
         // libsecret, GIO, GObject, GLib, libgcrypt and libxml2 loaded on first use, not at every
         // start: a stand-in for each function called (see library_loader.c).
         .target(name: "CLibraryLoader"),
@@ -68,7 +70,9 @@ let package = Package(
         // KeePassXC's XML export as password-manager entries (libxml2), apart from the formats so
         // that a program on the vault alone does not link libxml2.
         .target(
-            name: "KeychainKeePass", dependencies: ["KeychainFormats", "KeychainSystem", "CLibXML2", "CLibraryLoader"]),
+            name: "KeychainKeePass",
+            dependencies: ["KeychainFormats", "KeychainStore", "KeychainSystem", "CLibXML2", "CLibraryLoader", "CZlib"]
+        ),
         .target(
             name: "KeychainAge",
             dependencies: [

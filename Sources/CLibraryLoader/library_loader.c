@@ -1,4 +1,4 @@
-// libsecret, GIO, GObject, GLib, libgcrypt and libxml2 loaded on the first call into them, not at start.
+// libsecret, GIO, GObject, GLib, libgcrypt, libxml2 and zlib loaded on the first call into them, not at start.
 //
 // Linked as usual, these six libraries (and their own dependencies) load, relocate and run their
 // constructors in every process: `--version`, a vault `get` and an OpenBao `get` included, which
@@ -29,8 +29,8 @@ struct keychain_lazy_record {
     const char *name;
 };
 
-static const char *const keychain_lazy_sonames[] = {"libsecret-1.so.0", "libgcrypt.so.20", "libxml2.so.2"};
-static void *keychain_lazy_handles[3];
+static const char *const keychain_lazy_sonames[] = {"libsecret-1.so.0", "libgcrypt.so.20", "libxml2.so.2", "libz.so.1"};
+static void *keychain_lazy_handles[4];
 
 // The handle of `library`, opened on first use; NULL (with the message in `error`) when it
 // cannot be loaded.
@@ -63,6 +63,7 @@ __attribute__((used, visibility("hidden"))) void *keychain_lazy_resolve(struct k
             "Install it (Debian: libsecret-1-0), or choose the vault or openbao backend",
             "Install it (Debian: libgcrypt20), or choose the vault or openbao backend",
             "Install it (Debian: libxml2): import --format keepassxc reads keepassxc-cli's XML with it",
+            "Install it (Debian: zlib1g): import reads a KDBX 3.1 database's attachments with it",
         };
         char message[1024];
         int length = snprintf(message, sizeof message, "keychain-cli: error: %s could not be loaded (%s). %s.\n",

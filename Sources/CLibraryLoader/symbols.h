@@ -1,11 +1,11 @@
 // Every function of libsecret, GIO, GObject, GLib (library 0: libsecret-1.so.0, whose
-// dependencies are the other three), libgcrypt (library 1: libgcrypt.so.20) and libxml2
-// (library 2: libxml2.so.2) that keychain-cli
+// dependencies are the other three), libgcrypt (library 1: libgcrypt.so.20), libxml2
+// (library 2: libxml2.so.2) and zlib (library 3: libz.so.1) that keychain-cli
 // calls, each as KEYCHAIN_LAZY(library, name): library_loader.c makes a stand-in for each that
 // loads the library on its first call. A function missing here is linked from its library as
 // usual, which then loads at every start again: Tests/package/test-package fails on that (the
 // release binary may name none of these libraries as needed). Sorted; regenerate the names with
-//   nm -D --undefined-only .build/release/keychain-cli | grep -E ' (g|secret|gcry|xml)_'
+//   nm -D --undefined-only .build/release/keychain-cli | grep -E ' (g|secret|gcry|xml|inflate)'
 KEYCHAIN_LAZY(0, g_bus_get)
 KEYCHAIN_LAZY(0, g_bus_get_finish)
 KEYCHAIN_LAZY(0, g_cancellable_cancel)
@@ -159,7 +159,11 @@ KEYCHAIN_LAZY(2, xmlGetLastError)
 KEYCHAIN_LAZY(2, xmlReaderForMemory)
 KEYCHAIN_LAZY(2, xmlTextReaderConstLocalName)
 KEYCHAIN_LAZY(2, xmlTextReaderConstValue)
+KEYCHAIN_LAZY(2, xmlTextReaderGetAttribute)
 KEYCHAIN_LAZY(2, xmlTextReaderGetParserLineNumber)
 KEYCHAIN_LAZY(2, xmlTextReaderIsEmptyElement)
 KEYCHAIN_LAZY(2, xmlTextReaderNodeType)
 KEYCHAIN_LAZY(2, xmlTextReaderRead)
+KEYCHAIN_LAZY(3, inflate)
+KEYCHAIN_LAZY(3, inflateEnd)
+KEYCHAIN_LAZY(3, inflateInit2_)

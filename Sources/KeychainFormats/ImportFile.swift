@@ -42,6 +42,14 @@ package enum ImportFile {
         var items: [SecretToStore] = []
         if isJSON {
             if start == "[" {
+                // Only JSON is called JSON: a file that merely starts with [ (an INI section, a
+                // log line) is said to be what it is not.
+                guard (try? JSONDecoder().decode(JSONValue.self, from: Data(text.utf8))) != nil else {
+                    throw FormatError(
+                        "\(source) is not valid JSON (it starts with [ but does not parse), and an export document "
+                            + "is a JSON object; nothing was stored. `python3 -m json.tool FILE` names the line at fault"
+                    )
+                }
                 throw FormatError(
                     "\(source) is a JSON array; an export document is an object: "
                         + "{\"format\": \"keychain-cli-export\", \"version\": 1, \"items\": [...]}")

@@ -1,21 +1,26 @@
 internal import CLibXML2
 import FoundationEssentials
 import KeychainFormats
+import KeychainStore
 import KeychainSystem
 
 /// A KeePass database as `keepassxc-cli export --format xml` writes it (KeePass 2 XML, values in
 /// plain text): `KeePassFile/Root/Group` holding groups and entries, each entry a list of
 /// `<String><Key>…</Key><Value>…</Value></String>`, its `<Tags>`, its attachments' names
-/// (`<Binary><Key>`) and the older versions of it (`<History>`, not imported). Read with
+/// (`<Binary><Key>`, their bytes in `<Meta><Binaries>` when the database is KDBX 3.1) and the
+/// older versions of it (`<History>`: their passwords kept as `previous password`). Read with
 /// libxml2's streaming reader, which fetches no DTD and substitutes no entity: a document type
 /// declaration, which keepassxc-cli never writes, is refused.
 package enum KeePassXML {
-    /// The entries of a database, and the attachments they have, which are not imported (the XML of
-    /// a KDBX 4 database holds none of their bytes).
+    /// The entries of a database, the attachments whose bytes its XML holds (a KDBX 3.1
+    /// database's), and those it does not, which are not imported (the XML of a KDBX 4 database
+    /// holds none of their bytes).
     package struct Database {
         package var entries: [PasswordEntry]
-        /// Each attachment: the key of its entry and the attachment's name.
+        package var files: [ManagerFile] = []
+        /// Each attachment not imported: the key of its entry, the attachment's name, and why.
         package var attachments: [(entry: String, name: String)]
+        package var attachmentReasons: [String] = []
     }
 
     /// Every entry of `xml` outside the recycle bin, its key the path of its groups below the root
@@ -57,7 +62,17 @@ package enum KeePassXML {
         var groups: [(uuid: String, name: String, deleted: Bool)] = []
         var entry: [(key: String, value: String)] = []
         var tags = ""
-        var attachmentNames: [String] = []
+        var attachmentNames: [KeePassEntryParts.Attachment] = []
+        var binary = KeePassEntryParts.Attachment()
+        /// Every entry's attachments, by the key of the entry, resolved when the document ends.
+        var attachments: [(entry: String, attachment: KeePassEntryParts.Attachment)] = []
+        /// The open element's attributes that matter (`ID`, `Compressed`, `Ref`).
+        var attributes: [String: String] = [:]
+        /// Meta's binaries by their ID: base64, and whether it is gzip.
+        var binaries: [String: (text: String, compressed: Bool)] = [:]
+        /// The passwords of the entry's older versions, oldest first, and the one being read.
+        var history: [String] = []
+        var historyString: (key: String?, value: String) = (nil, "")
         var key: String?
         var value = ""
         var sawRoot = false
@@ -70,6 +85,13 @@ package enum KeePassXML {
             case Int32(XML_READER_TYPE_ELEMENT.rawValue):
                 let name = String(cString: xmlTextReaderConstLocalName(reader))
                 try start(name)
+                if name == "Binary" || name == "Value" {
+                    for attribute in ["ID", "Compressed", "Ref"] {
+                        guard let value = xmlTextReaderGetAttribute(reader, attribute) else { continue }
+                        attributes[attribute] = String(cString: value)
+                        free(value)  // xmlFree is free unless a program sets another allocator
+                    }
+                }
                 if xmlTextReaderIsEmptyElement(reader) == 1 { try end() }
             case Int32(XML_READER_TYPE_END_ELEMENT.rawValue):
                 try end()
@@ -99,10 +121,11 @@ package enum KeePassXML {
             }
             elements.append(name)
             text = ""
+            attributes = [:]
             if at("Root", "Group") || at("Group", "Group") {
                 groups.append((uuid: "", name: "", deleted: groups.last?.deleted ?? false))
             } else if at("Group", "Entry") {
-                (entry, tags, attachmentNames) = ([], "", [])
+                (entry, tags, attachmentNames, history) = ([], "", [], [])
             } else if at("Entry", "String") {
                 (key, value) = (nil, "")
             } else if at("KeePassFile", "Root") {
@@ -114,7 +137,28 @@ package enum KeePassXML {
             let closing = text
             text = ""
             defer { elements.removeLast() }
-            if at("Meta", "RecycleBinUUID") {
+            if elements.contains("History") {
+                // An older version of the entry: its password is kept, the rest is not.
+                if elements.suffix(2).elementsEqual(["String", "Key"]) {
+                    historyString.key = closing
+                } else if elements.suffix(2).elementsEqual(["String", "Value"]) {
+                    historyString.value = closing
+                } else if elements.suffix(2).elementsEqual(["Entry", "String"]) {
+                    if historyString.key == "Password" { history.append(historyString.value) }
+                    historyString = (nil, "")
+                }
+                return
+            }
+            if at("Meta", "Binaries", "Binary"), let id = attributes["ID"] {
+                binaries[id] = (closing, attributes["Compressed"] == "True")
+            } else if at("Entry", "Binary", "Value") {
+                // A reference to Meta's binaries, or (older files) the bytes themselves.
+                binary.reference = attributes["Ref"]
+                if binary.reference == nil { binary.inline = (closing, attributes["Compressed"] == "True") }
+            } else if at("Entry", "Binary") {
+                attachmentNames.append(binary)
+                binary = KeePassEntryParts.Attachment()
+            } else if at("Meta", "RecycleBinUUID") {
                 recycleBin = closing
             } else if at("Group", "UUID"), !groups.isEmpty {
                 groups[groups.count - 1].uuid = closing
@@ -132,8 +176,8 @@ package enum KeePassXML {
                 entry.append((key, value))
             } else if at("Entry", "Tags") {
                 tags = closing
-            } else if at("Binary", "Key") {
-                attachmentNames.append(closing)
+            } else if at("Entry", "Binary", "Key") {
+                binary.name = closing
             } else if at("Group", "Entry") {
                 if groups.last?.deleted == false { try finishEntry() }
             } else if at("Root", "Group") || at("Group", "Group") {
@@ -168,37 +212,51 @@ package enum KeePassXML {
             while let index = strings.firstIndex(where: { $0.key.hasPrefix("KP2A_URL") }) {
                 add("url", strings.remove(at: index).value)
             }
-            // The TOTP: KeePassXC's `otp` (an otpauth:// URI, or KeeOTP's `key=…&step=…`), or the
-            // older `TOTP Seed` with its `TOTP Settings` ("30;6" means what a bare seed does);
-            // anything else (a Steam code) stays a field.
-            if let index = strings.firstIndex(where: { $0.key == "otp" }),
-                let uri = strings[index].value.hasPrefix("key=")
-                    ? OTPSeed.keeOTP(strings[index].value, label: title)
-                    : OTPSeed.uri(strings[index].value, label: title)
-            {
-                result.totp = uri
-                strings.remove(at: index)
+            // The TOTP: KeePassXC's `otp` (an otpauth:// URI, or KeeOTP's `key=…&step=…`; one
+            // `otp` does not compute, a Steam code, kept as it is under otp), the older `TOTP Seed`
+            // with its `TOTP Settings` ("30;6": period and digits), or KeePass's own `TimeOtp-*`.
+            if let otp = take("otp") {
+                result.totp =
+                    (otp.hasPrefix("key=") ? OTPSeed.keeOTP(otp, label: title) : OTPSeed.uri(otp, label: title)) ?? otp
             } else if let index = strings.firstIndex(where: { $0.key == "TOTP Seed" }),
-                strings.first(where: { $0.key == "TOTP Settings" }).map({ $0.value == "30;6" }) ?? true,
-                let uri = OTPSeed.uri(strings[index].value, label: title)
+                let uri = OTPSeed.uri(strings[index].value, label: title),
+                let settings = Self.totpSettings(strings.first { $0.key == "TOTP Settings" }?.value ?? "30;6")
             {
-                result.totp = uri
+                result.totp = uri + settings
                 strings.remove(at: index)
                 _ = take("TOTP Settings")
+            } else if let uri = KeePassEntryParts.timeOTP(&strings, label: title) {
+                result.totp = uri
             }
             for (name, value) in strings { add(name, value) }
             for tag in tags.split(whereSeparator: { $0 == "," || $0 == ";" }) {
                 add("tag", String(tag.trimming()))
             }
+            for old in KeePassEntryParts.previousPasswords(history, current: result.password) {
+                add("previous password", old)
+            }
             let imported = result.withReadableFieldNames()
             database.entries.append(imported)
-            for name in attachmentNames { database.attachments.append((imported.key, name)) }
+            attachments += attachmentNames.map { (imported.key, $0) }
+        }
+
+        /// `TOTP Settings` ("PERIOD;DIGITS") as the URI's parameters beyond a bare seed's; nil for
+        /// settings `otp` does not compute (a Steam code's `S`).
+        private static func totpSettings(_ settings: String) -> String? {
+            let parts = settings.split(separator: ";", omittingEmptySubsequences: false)
+            guard parts.count == 2, let period = Int(parts[0]), period > 0, let digits = Int(parts[1]),
+                (6...8).contains(digits)
+            else { return nil }
+            return (period == 30 ? "" : "&period=\(period)") + (digits == 6 ? "" : "&digits=\(digits)")
         }
 
         func finished() throws -> Database {
             guard sawRoot else {
                 throw FormatError("\(source) is not KeePass XML: it has no Root element; nothing was stored")
             }
+            var database = database
+            (database.files, database.attachments, database.attachmentReasons) = KeePassEntryParts.files(
+                of: attachments, binaries: binaries)
             return database
         }
     }
@@ -210,10 +268,10 @@ extension KeePassXML {
     package static func export(of xml: [UInt8], source: String) throws -> ManagerExport {
         let database = try database(of: xml, source: source)
         return ManagerExport(
-            entries: database.entries,
-            notImported: database.attachments.map {
-                "the entry \(quotedValue($0.entry, expected: "an entry name")) has the attachment "
-                    + "\(quotedValue($0.name, expected: "a file name")), which is not imported "
+            entries: database.entries, files: database.files,
+            notImported: zip(database.attachments, database.attachmentReasons).map { attachment, reason in
+                "the entry \(quotedValue(attachment.entry, expected: "an entry name")) has the attachment "
+                    + "\(quotedValue(attachment.name, expected: "a file name")), which is not imported: \(reason) "
                     + "(save it with keepassxc-cli attachment-export, then store it with keychain-cli set --from-file)"
             })
     }

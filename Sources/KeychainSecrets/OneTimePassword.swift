@@ -37,12 +37,19 @@ public struct OneTimePassword: Sendable, Equatable {
         guard let text = String(validating: stored, as: UTF8.self) else {
             throw .notOneTimePassword(key: key.rawValue, reason: "is not text, so not a TOTP seed or otpauth:// URI")
         }
-        do {
+        do throws(ParseError) {
             // An entry of several lines (pass's layout, what import stores): its first
             // otpauth:// line, as pass-otp reads one.
             let trimmed = String(text.trimming())
             let lines = trimmed.split(whereSeparator: \.isNewline)
             let line = lines.count > 1 ? lines.first { $0.hasPrefix("otpauth://") } : nil
+            // An entry whose source held a TOTP that is no seed (a Steam code) keeps it as a field.
+            let entry = text.split(omittingEmptySubsequences: false, whereSeparator: \.isNewline).dropFirst()
+            if line == nil, entry.contains(where: { $0.hasPrefix("otp: ") }) {
+                throw ParseError(
+                    reason: "has an otp field that is no TOTP seed this version computes (a Steam or HOTP code?); "
+                        + "get --field otp prints it as the source had it")
+            }
             self = try Self.parse(line.map { String($0.trimming()) } ?? trimmed)
         } catch {
             throw .notOneTimePassword(key: key.rawValue, reason: error.reason)

@@ -177,6 +177,10 @@ final class HardeningTests {
             let array = try cli(["import"], input: "[]")
             #expect(array.status == 65)
             #expect(array.stderr.contains("is a JSON array"))
+            // A file that merely starts with [ is not called JSON.
+            let section = try cli(["import"], input: "[section]\nkey=value\n")
+            #expect(section.status == 65 && section.stderr.contains("is not valid JSON"), "\(section.stderr)")
+            #expect(!section.stderr.contains("JSON array"))
             let dotenvWithBOM = try cli(["-s", s, "import", "--overwrite"], input: "\u{FEFF}K2=x\r\n")
             #expect(dotenvWithBOM.status == 0, "\(dotenvWithBOM.stderr)")
             #expect(try cli(["-s", s, "get", "K2"]).stdoutText == "x")

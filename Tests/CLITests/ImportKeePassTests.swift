@@ -58,7 +58,7 @@ struct ImportKeePassTests {
                 try cli(["-s", service, "get", "github"]).stdoutText
                     == "p&ss <w> ünï\nusername: alice\nurl: https://github.com/login\nurl (2): https://gist.github.com\n"
                     + "\"api: key\":   spaced  \nrecovery codes: \"aaaa-bbbb\\ncccc-dddd\"\ntag: ci\ntag (2): work\n"
-                    + "otpauth://totp/github:alice?secret=JBSWY3DPEHPK3PXP&period=30&digits=6&issuer=github\n\n"
+                    + "previous password: oldpass\notpauth://totp/github:alice?secret=JBSWY3DPEHPK3PXP&period=30&digits=6&issuer=github\n\n"
                     + "line one\nline two\n")
             #expect(try cli(["-s", service, "get", "github", "--field", "api: key"]).stdoutText == "  spaced  ")
             #expect(

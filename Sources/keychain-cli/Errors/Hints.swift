@@ -16,6 +16,10 @@ func hint(for error: KeychainError) -> String? {
         return "Is the variable you piped unset? Pass --allow-empty if an empty secret is really meant"
     case .secretTooLarge:
         return "Store a path to a file instead, or split it"
+    case .notOneTimePassword(let key, let reason) where reason.contains("get --field otp"):
+        return
+            "Add the service's TOTP seed to the entry as an otpauth://totp/ line, or use the app that computes that code: keychain-cli get "
+            + shellQuoted(escapedForDisplay(key)) + " --field otp"
     case .notOneTimePassword(let key, _):
         return "Store the otpauth://totp/ URI or base32 seed the service gave: keychain-cli set "
             + shellQuoted(escapedForDisplay(key))
