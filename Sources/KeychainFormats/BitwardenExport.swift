@@ -146,7 +146,13 @@ package enum BitwardenExport {
                 entry.fields.append(.init(name, try text(field["value"], "fields.value") ?? ""))
             }
         }
-        for old in try list(item["passwordHistory"], "passwordHistory") {
+        // Bitwarden lists the newest first: they are kept in the order they were used.
+        var history = try list(item["passwordHistory"], "passwordHistory")
+        let dates = history.map { $0.object?["lastUsedDate"]?.string }
+        if dates.allSatisfy({ $0 != nil }) {
+            history = zip(history, dates).sorted { $0.1! < $1.1! }.map(\.0)
+        }
+        for old in history {
             add(
                 "previous password",
                 try text(try object(old, "passwordHistory")?["password"], "passwordHistory.password"))

@@ -134,7 +134,14 @@ package enum OnePasswordExport {
         if let document = details["documentAttributes"]?.object { add("file", try file(document)) }
         for tag in overview["tags"]?.array ?? [] { add("tag", tag.string) }
         if item["state"]?.string == "archived" { add("state", "archived") }
-        for old in details["passwordHistory"]?.array ?? [] { add("previous password", old.object?["value"]?.string) }
+        // Kept in the order they were used, by their times when each has one.
+        var history = details["passwordHistory"]?.array ?? []
+        let times = history.map { value -> Double? in
+            if case .number(let time) = value.object?["time"] { return time }
+            return nil
+        }
+        if times.allSatisfy({ $0 != nil }) { history = zip(history, times).sorted { $0.1! < $1.1! }.map(\.0) }
+        for old in history { add("previous password", old.object?["value"]?.string) }
         return (entry, files)
     }
 }

@@ -25,7 +25,8 @@ struct BitwardenExportTests {
              ],
              "login": {"uris": [{"match": null, "uri": "https://db.example.com"}, {"match": 3, "uri": "ssh://db"}],
                        "username": "admin", "password": "pa:ss\"word", "totp": "JBSW Y3DP EHPK 3PXP"},
-             "passwordHistory": [{"lastUsedDate": "2024-01-01T00:00:00.000Z", "password": "old1"}],
+             "passwordHistory": [{"lastUsedDate": "2024-03-01T00:00:00.000Z", "password": "old2"},
+                                 {"lastUsedDate": "2024-01-01T00:00:00.000Z", "password": "old1"}],
              "revisionDate": "2024-05-01T00:00:00.000Z", "creationDate": "2023-01-01T00:00:00.000Z",
              "deletedDate": null, "collectionIds": null},
             {"id": "i2", "folderId": null, "type": 2, "name": "wifi", "notes": "the code is 1234",
@@ -60,6 +61,7 @@ struct BitwardenExportTests {
                 .init("region", "eu-west-1"), .init("Password (2)", "not the password"), .init("pin", "4321"),
                 .init("mfa", "true"),
                 .init("user again", "(linked to username)"), .init("multi", "a\nb"), .init("previous password", "old1"),
+                .init("previous password (2)", "old2"),
             ])
         #expect(db.totp == "otpauth://totp/db?secret=JBSWY3DPEHPK3PXP")
         #expect(db.notes == "rotated in May\nask ops")

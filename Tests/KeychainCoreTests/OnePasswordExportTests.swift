@@ -24,7 +24,7 @@ struct OnePasswordExportTests {
                    {"title": "backup email", "id": "e", "value": {"email": {"email_address": "a@b.c", "provider": null}}},
                    {"title": "", "id": "addr", "value": {"address": {"street": "1 Rd", "city": "X"}}},
                    {"title": "expires", "id": "m", "value": {"monthYear": 202612}}]}],
-               "passwordHistory": [{"value": "old-pw", "time": 5}]},
+               "passwordHistory": [{"value": "newer-pw", "time": 9}, {"value": "old-pw", "time": 5}]},
              "overview": {"title": "GitHub", "url": "https://github.com/login",
                           "urls": [{"label": "", "url": "https://github.com/login"}, {"label": "", "url": "https://gist.github.com"}],
                           "tags": ["dev", "work"]}},
@@ -45,6 +45,7 @@ struct OnePasswordExportTests {
                 .init("remember", "on"), .init("PIN", "1234"), .init("backup email", "a@b.c"),
                 .init("addr", #"{"city":"X","street":"1 Rd"}"#), .init("expires", "202612"), .init("tag", "dev"),
                 .init("tag (2)", "work"), .init("previous password", "old-pw"),
+                .init("previous password (2)", "newer-pw"),
             ])
         #expect(github.totp == "otpauth://totp/GitHub?secret=JBSWY3DPEHPK3PXP")
         #expect(github.notes == "my notes\nline 2")
