@@ -209,6 +209,7 @@ extension KeePassXML {
     /// The entries of `xml` as ``database(of:source:)`` reads them, each attachment the export
     /// holds no bytes of named in `notImported`.
     package static func export(of xml: [UInt8], source: String) throws -> ManagerExport {
+        let xml = try KeePassXXML.utf8(xml, source: source)
         if KeePassXXML.isKeePassX(xml) { return try KeePassXXML.export(of: xml, source: source) }
         let database = try database(of: xml, source: source)
         return ManagerExport(

@@ -25,6 +25,11 @@ enum EnpassJSON {
             guard let item = value.members.map(JSONNode.object) else {
                 throw FormatError("\(location) is not an object; nothing was stored")
             }
+            guard item["title"]?.string != nil else {
+                throw FormatError(
+                    "\(source) is not \(what): its item \(index + 1) has no title, as Enpass's items have; "
+                        + "nothing was stored. Export again from Enpass as .json")
+            }
             let title = JSONExport.title(item["title"]?.text)
             if item["trashed"]?.isSet == true {
                 export.notImported.append(

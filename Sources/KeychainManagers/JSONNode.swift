@@ -169,7 +169,9 @@ struct JSONReader {
             let name = try string()
             guard names.insert(name).inserted else { throw failure("a field given twice", repeated: name) }
             skipSpace()
-            guard position < bytes.count, bytes[position] == UInt8(ascii: ":") else { throw failure("a colon is expected") }
+            guard position < bytes.count, bytes[position] == UInt8(ascii: ":") else {
+                throw failure("a colon is expected")
+            }
             position += 1
             skipSpace()
             members.append(.init(name: name, value: try value()))
@@ -258,7 +260,9 @@ struct JSONReader {
                 case UInt8(ascii: "u"):
                     var value = try hex4()
                     if (0xD800..<0xDC00).contains(value) {
-                        guard bytes[position...].starts(with: "\\u".utf8) else { throw failure("an unpaired surrogate") }
+                        guard bytes[position...].starts(with: "\\u".utf8) else {
+                            throw failure("an unpaired surrogate")
+                        }
                         position += 2
                         let low = try hex4()
                         guard (0xDC00..<0xE000).contains(low) else { throw failure("an unpaired surrogate") }

@@ -26,7 +26,8 @@ enum OnePasswordInterchange {
         func flush() throws {
             let joined = chunk.joined(separator: "\n")
             if joined.contains(where: { !$0.isWhitespace }) {
-                items.append((try JSONExport.document(joined[...], source: source, what: what, firstLine: chunkLine), chunkLine))
+                items.append(
+                    (try JSONExport.document(joined[...], source: source, what: what, firstLine: chunkLine), chunkLine))
             }
             chunk = []
         }
@@ -94,7 +95,9 @@ enum OnePasswordInterchange {
         var urls: [String] = []
         var others: [PasswordEntry.Field] = []
         func field(_ name: String?, _ value: String?) {
-            if let value, !value.isEmpty { others.append(.init(name.flatMap { $0.isEmpty ? nil : $0 } ?? "field", value)) }
+            if let value, !value.isEmpty {
+                others.append(.init(name.flatMap { $0.isEmpty ? nil : $0 } ?? "field", value))
+            }
         }
         for login in secure["fields"]?.elements ?? [] {
             let value = login["value"]?.text ?? ""

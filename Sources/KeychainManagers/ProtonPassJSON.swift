@@ -44,10 +44,12 @@ enum ProtonPassJSON {
             for (index, item) in (vault.value["items"]?.elements ?? []).enumerated() {
                 let location = "\(source): vault \(quotedValue(name, expected: "a vault name")), item \(index + 1)"
                 guard let data = item["data"], data.members != nil else {
-                    throw FormatError("\(location) has no data object, so it is no Proton Pass item; nothing was stored")
+                    throw FormatError(
+                        "\(location) has no data object, so it is no Proton Pass item; nothing was stored")
                 }
                 let title = JSONExport.title(data["metadata"]?["name"]?.text)
-                let described = "item \(index + 1) \(quotedValue(title, expected: "a title")) of the vault "
+                let described =
+                    "item \(index + 1) \(quotedValue(title, expected: "a title")) of the vault "
                     + quotedValue(name, expected: "a vault name")
                 if item["state"]?.text == "2" {
                     export.notImported.append("\(described) is in Proton Pass's trash: left out")
@@ -103,7 +105,8 @@ enum ProtonPassJSON {
                 if let text = value.text, !text.isEmpty { username.append(.init("username", text)) }
             case "itemEmail": field("email", value.text)
             case "password" where entry.password.isEmpty: entry.password = value.text ?? ""
-            case "urls": urls += (value.elements ?? []).compactMap { $0.text }.filter { !$0.isEmpty }.map { .init("url", $0) }
+            case "urls":
+                urls += (value.elements ?? []).compactMap { $0.text }.filter { !$0.isEmpty }.map { .init("url", $0) }
             case "totpUri" where entry.totp == nil: entry.setTOTP(value.text ?? "", label: title)
             case "passkeys": passkeys = value.elements?.count ?? 0
             case "sections", "extraSections":

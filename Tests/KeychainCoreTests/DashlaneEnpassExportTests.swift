@@ -64,7 +64,7 @@ struct DashlaneEnpassExportTests {
                 .init("expireMonth", "01"), .init("expireYear", "2030"), .init("securityCode", "123"),
             ])
         #expect(read.entries[4].fields == [.init("email", "x@example.com")] && read.entries[5].fields == [])
-        read.entries.forEach { expectReadsBack($0) }
+        for entry in read.entries { expectReadsBack(entry) }
     }
 
     @Test func whatIsNoDashlaneExportIsRefused() throws {
@@ -123,7 +123,8 @@ struct DashlaneEnpassExportTests {
                 .init("E-mail", "a@example.com"), .init("Security answer", "blue\nsky"), .init("phone", "+1 555"),
                 .init("folder", "Work"),
             ])
-        #expect(read.entries[1].fields == [.init("Cardholder", "A B"), .init("Number", "4111"), .init("state", "archived")])
+        #expect(
+            read.entries[1].fields == [.init("Cardholder", "A B"), .init("Number", "4111"), .init("state", "archived")])
         #expect(read.entries[1].password == "")
         #expect(
             read.files == [
@@ -133,12 +134,17 @@ struct DashlaneEnpassExportTests {
         #expect(read.notImported.count == 2)
         #expect(read.notImported[0].contains("'big.png'") && read.notImported[0].contains("does not hold"))
         #expect(read.notImported[1].contains("'Gone'") && read.notImported[1].contains("trash"))
-        read.entries.forEach { expectReadsBack($0) }
+        for entry in read.entries { expectReadsBack(entry) }
     }
 
     @Test func enpassRefusesWhatIsNoEnpassExport() throws {
         let none = try #require(throws: FormatError.self) { try readJSONExport(.enpass, "{}") }
         #expect(none.description.contains("is not an Enpass JSON export (it has no list of items)"))
+        // Bitwarden's JSON has a list of items too.
+        let bitwarden =
+            #"{"encrypted": false, "items": [{"id": "1", "type": 1, "name": "n", "login": {"password": "p"}}]}"#
+        let foreign = try #require(throws: FormatError.self) { try readJSONExport(.enpass, bitwarden) }
+        #expect(foreign.description.contains("is not an Enpass JSON export: its item 1 has no title"))
         let bad = try #require(throws: FormatError.self) {
             try readJSONExport(.enpass, #"{"items": [{"title": "t", "attachments": [{"name": "x", "data": "%%%"}]}]}"#)
         }

@@ -65,13 +65,37 @@ struct KeePassXXMLTests {
             #expect(mail.fields == [.init("username", "alice"), .init("url", "https://mail.example")])
             #expect(read.entries[1].password == "x" && read.entries[1].notes == "")
             #expect(read.entries[1].fields == [.init("expires", "2030-01-01T00:00:00")])
-            #expect(read.files == [ManagerFile(entry: "Internet/Mail/Webmail", name: "hello.txt", bytes: Array("hello".utf8))])
+            #expect(
+                read.files == [
+                    ManagerFile(entry: "Internet/Mail/Webmail", name: "hello.txt", bytes: Array("hello".utf8))
+                ])
             #expect(read.notImported.count == 1 && read.notImported[0].contains("Backup"))
-            read.entries.forEach { expectXReadsBack($0) }
+            for entry in read.entries { expectXReadsBack(entry) }
         }
         // Without the document type, as another tool may write it.
         let bare = Self.keepassx.replacingOccurrences(of: "<!DOCTYPE KEEPASSX_DATABASE>\n", with: "")
         #expect(try Self.export(bare).entries.count == 2)
+    }
+
+    /// UTF-16 with its byte order mark (the declaration saying so) is read as UTF-8 is; Latin-1 is
+    /// refused, saying how to convert it.
+    @Test func utf16IsReadAndLatin1IsRefused() throws {
+        for xml in [Self.keepassx, Self.keepass2] {
+            let text = xml.replacingOccurrences(of: "p&amp;w&lt;d", with: "pässwörd")
+                .replacingOccurrences(of: "D&lt;INNeT?#", with: "pässwörd")
+            let declared = text.replacingOccurrences(of: "encoding=\"utf-8\"", with: "encoding=\"UTF-16\"")
+            let little: [UInt8] =
+                [0xFF, 0xFE] + declared.utf16.flatMap { unit -> [UInt8] in [UInt8(unit & 0xFF), UInt8(unit >> 8)] }
+            let big: [UInt8] =
+                [0xFE, 0xFF] + declared.utf16.flatMap { unit -> [UInt8] in [UInt8(unit >> 8), UInt8(unit & 0xFF)] }
+            for bytes in [little, big, [0xEF, 0xBB, 0xBF] + Array(text.utf8)] {
+                let read = try KeePassXML.export(of: bytes, source: "'db.xml'")
+                #expect(read.entries.first?.password == "pässwörd")
+            }
+            let latin1 = text.unicodeScalars.map { UInt8(truncatingIfNeeded: $0.value) }
+            let error = try #require(throws: FormatError.self) { try KeePassXML.export(of: latin1, source: "'db.xml'") }
+            #expect(error.description.contains("iconv -f latin1"), "\(error)")
+        }
     }
 
     func expectXReadsBack(_ entry: PasswordEntry) {
@@ -82,7 +106,8 @@ struct KeePassXXMLTests {
     /// Only KeePassX's bare document type: an internal subset (entities), an external DTD, another
     /// name, a second declaration, an undeclared entity are all refused.
     @Test func anyOtherDocumentTypeOrEntityIsRefused() throws {
-        let body = "<database><group><title>g</title><entry><title>t</title><password>&x;</password></entry></group></database>"
+        let body =
+            "<database><group><title>g</title><entry><title>t</title><password>&x;</password></entry></group></database>"
         let hostile = [
             "<!DOCTYPE KEEPASSX_DATABASE [<!ENTITY x \"expanded\">]>" + body,
             "<!DOCTYPE KEEPASSX_DATABASE SYSTEM \"http://127.0.0.1:9/x.dtd\">" + body,

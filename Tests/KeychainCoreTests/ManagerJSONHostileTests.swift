@@ -13,7 +13,8 @@ struct ManagerJSONHostileTests {
         switch kind {
         case .dashlane: return #"{"AUTHENTIFIANT": [{"title": "t", "password": "\#(value)", "login": "me"}]}"#
         case .enpass:
-            return #"{"folders": [], "items": [{"title": "t", "fields": [{"type": "password", "value": "\#(value)"}]}]}"#
+            return
+                #"{"folders": [], "items": [{"title": "t", "fields": [{"type": "password", "value": "\#(value)"}]}]}"#
         case .protonpass:
             return #"{"encrypted": false, "vaults": {"s": {"name": "v", "items": [{"state": 1, "data": {"#
                 + #""type": "login", "metadata": {"name": "t", "note": ""}, "content": {"password": "\#(value)"}}}]}}}"#
@@ -40,8 +41,14 @@ struct ManagerJSONHostileTests {
             (String(sample.prefix(sample.count / 2)), "is not valid JSON (line 1"),
             (sample.replacingOccurrences(of: "\"SECRET-pw\"", with: "'SECRET-pw'"), "a value is expected"),
             (sample.replacingOccurrences(of: "\"SECRET-pw\"", with: "\"SECRET-pw\", \"zz\": 1, \"zz\": 2"), "twice"),
-            (sample.replacingOccurrences(of: "\"SECRET-pw\"", with: "\"SECRET-pw\", \"zz\": [1,]"), "a comma before a closing bracket"),
-            (sample.replacingOccurrences(of: "SECRET-pw", with: "SECRET\u{0}pw"), "a control character inside a string"),
+            (
+                sample.replacingOccurrences(of: "\"SECRET-pw\"", with: "\"SECRET-pw\", \"zz\": [1,]"),
+                "a comma before a closing bracket"
+            ),
+            (
+                sample.replacingOccurrences(of: "SECRET-pw", with: "SECRET\u{0}pw"),
+                "a control character inside a string"
+            ),
             (sample.replacingOccurrences(of: "SECRET-pw", with: "SECRET\\ud800pw"), "an unpaired surrogate"),
         ]
         for (text, expected) in cases {
@@ -54,8 +61,10 @@ struct ManagerJSONHostileTests {
     @Test(arguments: JSONExport.Kind.allCases)
     func utf16WithItsMarkIsReadAndLatin1IsRefusedSayingHowToConvert(kind: JSONExport.Kind) throws {
         let sample = Self.sample(kind, value: "pässwörd")
-        let little: [UInt8] = [0xFF, 0xFE] + sample.utf16.flatMap { unit -> [UInt8] in [UInt8(unit & 0xFF), UInt8(unit >> 8)] }
-        let big: [UInt8] = [0xFE, 0xFF] + sample.utf16.flatMap { unit -> [UInt8] in [UInt8(unit >> 8), UInt8(unit & 0xFF)] }
+        let little: [UInt8] =
+            [0xFF, 0xFE] + sample.utf16.flatMap { unit -> [UInt8] in [UInt8(unit & 0xFF), UInt8(unit >> 8)] }
+        let big: [UInt8] =
+            [0xFE, 0xFF] + sample.utf16.flatMap { unit -> [UInt8] in [UInt8(unit >> 8), UInt8(unit & 0xFF)] }
         let marked: [UInt8] = [0xEF, 0xBB, 0xBF] + Array(sample.utf8)
         for bytes in [little, big, marked] {
             #expect(try Self.read(kind, bytes).entries.first?.password == "pässwörd")
@@ -73,7 +82,7 @@ struct ManagerJSONHostileTests {
         #expect(try Self.read(kind, Array(Self.sample(kind, value: huge).utf8)).entries.first?.password == huge)
         let nul = try Self.read(kind, Array(Self.sample(kind, value: "a\\u0000b").utf8))
         #expect(nul.entries.first?.password == "a\u{0}b")
-        nul.entries.forEach { expectReadsBack($0) }
+        for entry in nul.entries { expectReadsBack(entry) }
         let deep = String(repeating: "[", count: 100_000)
         let error = try #require(throws: FormatError.self) { try Self.read(kind, Array(deep.utf8)) }
         #expect(error.description.contains("more than 200 levels"), "\(error)")
@@ -84,7 +93,9 @@ struct ManagerJSONHostileTests {
         #expect(node.members?.map(\.name) == ["b", "a", "c"])
         #expect(node["b"]?.text == "0.10" && node["a"]?.text == "12345678901234567890")
         #expect(node["c"]?.text == "[true,null,-1e5]")
-        for bad in ["01", "1.", "-", "1e", "+1", "\"\\x\"", "\"\\u12G4\"", "\"open", "[1 2]", "{\"a\" 1}", "nul", "1 2"] {
+        for bad in [
+            "01", "1.", "-", "1e", "+1", "\"\\x\"", "\"\\u12G4\"", "\"open", "[1 2]", "{\"a\" 1}", "nul", "1 2",
+        ] {
             #expect(throws: JSONReader.Failure.self, "\(bad)") { try JSONReader.parse(bad[...]) }
         }
         let twice = try #require(throws: JSONReader.Failure.self) { try JSONReader.parse("{\n\"a\": 1,\n\"a\": 2}") }

@@ -42,14 +42,18 @@ struct ProtonPass1PIFExportTests {
         """#
 
     func expectProton(_ read: ManagerExport) {
-        #expect(read.entries.map(\.key) == ["Personal/Mail", "Personal/Alias", "Personal/Visa", "Personal/Me", "Work/Note"])
+        #expect(
+            read.entries.map(\.key) == ["Personal/Mail", "Personal/Alias", "Personal/Visa", "Personal/Me", "Work/Note"])
         guard read.entries.count == 5 else { return }
         let mail = read.entries[0]
-        #expect(mail.password == "pw" && mail.notes == "my note" && mail.totp == "otpauth://totp/Mail?secret=JBSWY3DPEHPK3PXP")
+        #expect(
+            mail.password == "pw" && mail.notes == "my note"
+                && mail.totp == "otpauth://totp/Mail?secret=JBSWY3DPEHPK3PXP")
         #expect(
             mail.fields == [
                 .init("username", "me"), .init("url", "https://mail.example"), .init("url (2)", "https://m.example"),
-                .init("email", "me@proton.me"), .init("PIN", "4321"), .init("2nd code", "otpauth://totp/x?secret=GEZDGNBV"),
+                .init("email", "me@proton.me"), .init("PIN", "4321"),
+                .init("2nd code", "otpauth://totp/x?secret=GEZDGNBV"),
             ])
         #expect(read.entries[1].fields == [.init("username", "alias@passmail.net")])
         #expect(
@@ -64,7 +68,7 @@ struct ProtonPass1PIFExportTests {
         #expect(read.entries[4].notes == "text" && read.entries[4].fields == [])
         #expect(read.notImported.contains { $0.contains("'Mail'") && $0.contains("1 passkey") })
         #expect(read.notImported.contains { $0.contains("'Old'") && $0.contains("trash") })
-        read.entries.forEach { expectReadsBack($0) }
+        for entry in read.entries { expectReadsBack(entry) }
     }
 
     @Test func protonPassDataJSONAloneAndInItsZip() throws {
@@ -123,11 +127,12 @@ struct ProtonPass1PIFExportTests {
                     .init("previous password (2)", "old2"),
                 ])
             #expect(read.entries[1].notes == "just text" && read.entries[2].password == "wifi-pw")
-            #expect(read.entries[3].fields == [.init("cardholder", "A B"), .init("ccnum", "4111"), .init("cvv", "123")])
+            #expect(
+                read.entries[3].fields == [.init("cardholder", "A B"), .init("ccnum", "4111"), .init("cvv", "123")])
             #expect(read.notImported.count == 2)
             #expect(read.notImported[0].contains("'Binned'") && read.notImported[0].contains("trash"))
             #expect(read.notImported[1].contains("'scan.pdf'") && read.notImported[1].contains(".1pux"))
-            read.entries.forEach { expectReadsBack($0) }
+            for entry in read.entries { expectReadsBack(entry) }
         }
     }
 
@@ -136,7 +141,8 @@ struct ProtonPass1PIFExportTests {
             let error = try #require(throws: FormatError.self) { try readJSONExport(.onePasswordInterchange, text) }
             #expect(error.description.contains("not a 1Password export"), "\(error)")
         }
-        let broken = "{\"typeName\": \"a\"}\n\(Self.separator)\n{\"typeName\": \"b\",\n \"title\": }\n\(Self.separator)\n"
+        let broken =
+            "{\"typeName\": \"a\"}\n\(Self.separator)\n{\"typeName\": \"b\",\n \"title\": }\n\(Self.separator)\n"
         let error = try #require(throws: FormatError.self) { try readJSONExport(.onePasswordInterchange, broken) }
         #expect(error.description.contains("is not valid JSON (line 4: a value is expected)"), "\(error)")
     }
