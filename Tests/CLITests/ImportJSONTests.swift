@@ -111,6 +111,19 @@ struct ImportJSONTests {
         </group></database>
         """
 
+    /// KeePass 2's own XML export (File > Export > KeePass XML (2.x)): values in plain text,
+    /// marked ProtectInMemory.
+    static let keepass2 = """
+        <?xml version="1.0" encoding="utf-8" standalone="yes"?>
+        <KeePassFile><Meta><Generator>KeePass</Generator><Binaries /></Meta><Root><Group><UUID>AA==</UUID>
+        <Name>keepass</Name><Group><UUID>AQ==</UUID><Name>Social</Name><Entry><UUID>Ag==</UUID>
+        <String><Key>Notes</Key><Value>first&#xA;second</Value></String>
+        <String><Key>Password</Key><Value ProtectInMemory="True">D&lt;INNeT?#</Value></String>
+        <String><Key>Title</Key><Value>mastodon</Value></String>
+        <String><Key>URL</Key><Value>https://mastodon.example/</Value></String>
+        <String><Key>UserName</Key><Value>ostqxi</Value></String><History /></Entry></Group></Group></Root></KeePassFile>
+        """
+
     /// A .1pif under --format 1password and KeePassX's XML under --format keepass, on the vault;
     /// a document type with entities is refused with nothing stored.
     @Test func aOnePIFAndAKeePassXExportImport() throws {
@@ -151,13 +164,15 @@ struct ImportJSONTests {
     /// KeePassX comment with line breaks, pass-import keeps the first line).
     @Test(arguments: [
         ("dashlane", "DashlaneJSON", "json"), ("enpass", "Enpass6", "json"), ("onepassword", "OnePassword4PIF", "1pif"),
-        ("keepassx", "KeepassxXML", "xml"),
+        ("keepassx", "KeepassxXML", "xml"), ("keepass", "KeepassXML", "xml"),
     ])
     func passImportReadsTheSame(module: String, importer: String, ext: String) throws {
         let scratch = try ScratchDirectory("pass-import-\(module)")
         defer { scratch.remove() }
         let text =
-            ["dashlane": Self.dashlane, "enpass": Self.enpass, "onepassword": Self.onePIF][module] ?? Self.keepassx
+            ["dashlane": Self.dashlane, "enpass": Self.enpass, "onepassword": Self.onePIF, "keepass": Self.keepass2][
+                module]
+            ?? Self.keepassx
         let file = scratch.path("export.\(ext)")
         try Data(text.utf8).write(to: URL(fileURLWithPath: file))
         let script = """
