@@ -138,7 +138,8 @@ package enum KeePassXXML {
             guard let name = elements.popLast(), name != "br" else { return }
             let parent = elements.last
             switch (parent, name) {
-            case ("group", "title"):
+            // Only a group start(_:) pushed (one under the database or a group) has its title set.
+            case ("group", "title") where ["database", "group"].contains(elements.dropLast().last) && !groups.isEmpty:
                 groups[groups.count - 1].title = text
                 if groups.count == 1 && text == "Backup" { groups[0].backup = true }
             case ("entry", _):

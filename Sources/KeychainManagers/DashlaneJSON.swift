@@ -62,7 +62,9 @@ enum DashlaneJSON {
     /// A credential: its title, password, login as `username`, domain as `url`, note as the notes,
     /// a TOTP seed (`otpSecret`, `otpUrl`) as the TOTP, every other member a field.
     static func credential(_ members: [JSONNode.Member]) -> PasswordEntry {
-        func value(_ name: String) -> String? { members.first { $0.name == name }?.value.text }
+        func value(_ name: String) -> String? {
+            members.first { $0.name == name }?.value.text.flatMap { $0.isEmpty ? nil : $0 }
+        }
         let title = JSONExport.title(value("title") ?? value("domain"))
         var entry = PasswordEntry(path: [title], password: value("password") ?? "", notes: value("note") ?? "")
         entry.addNonEmpty("username", value("login"))

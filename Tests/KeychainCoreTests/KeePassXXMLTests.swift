@@ -120,6 +120,11 @@ struct KeePassXXMLTests {
             let error = try #require(throws: FormatError.self) { try Self.export(xml) }
             #expect(!error.description.contains("expanded") && !error.description.contains("root:"), "\(error)")
         }
+        // Groups and titles where KeePassX writes none: no crash, the entry under its own group.
+        let odd = try Self.export(
+            "<database><title>d</title><entry><group><title>x</title></group></entry><group><entry><group><title>y</title>"
+                + "</group><title>t</title></entry></group></database>")
+        #expect(odd.entries.map(\.key) == ["t"])
         let twice = "<!DOCTYPE KEEPASSX_DATABASE><!DOCTYPE KEEPASSX_DATABASE><database/>"
         #expect(throws: FormatError.self) { try Self.export(twice) }
         let other = try #require(throws: FormatError.self) {
