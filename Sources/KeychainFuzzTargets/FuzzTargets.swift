@@ -4,6 +4,7 @@ import KeychainAge
 import KeychainCredentials
 import KeychainFormats
 import KeychainKeePass
+import KeychainManagers
 import KeychainSSH
 import KeychainStore
 import KeychainVault
@@ -63,6 +64,11 @@ package enum FuzzTargets {
             var entries = (try? BitwardenExport.entries(of: text, source: "fuzz")) ?? []
             entries += (try? OnePasswordExport.entries(ofData: text, source: "fuzz")) ?? []
             entries += (try? KeePassXML.database(of: bytes, source: "fuzz").entries) ?? []
+            // Dashlane's, Enpass's, Proton Pass's JSON, the .1pif, KeePassX's XML (#64).
+            for kind in JSONExport.Kind.allCases {
+                entries += (try? JSONExport.read(kind, ManagerInput(bytes: bytes, source: "fuzz")).entries) ?? []
+            }
+            entries += (try? KeePassXXML.export(of: bytes, source: "fuzz").entries) ?? []
             for entry in entries {
                 for field in entry.fields {
                     precondition(

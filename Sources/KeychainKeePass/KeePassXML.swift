@@ -84,6 +84,7 @@ package enum KeePassXML {
             switch xmlTextReaderNodeType(reader) {
             case Int32(XML_READER_TYPE_ELEMENT.rawValue):
                 let name = String(cString: xmlTextReaderConstLocalName(reader))
+                if name == "Value" { try KeePassXML.refuseProtected(reader, source: source) }
                 try start(name)
                 if name == "Binary" || name == "Value" {
                     for attribute in ["ID", "Compressed", "Ref"] {
@@ -266,6 +267,8 @@ extension KeePassXML {
     /// The entries of `xml` as ``database(of:source:)`` reads them, each attachment the export
     /// holds no bytes of named in `notImported`.
     package static func export(of xml: [UInt8], source: String) throws -> ManagerExport {
+        let xml = try KeePassXXML.utf8(xml, source: source)
+        if KeePassXXML.isKeePassX(xml) { return try KeePassXXML.export(of: xml, source: source) }
         let database = try database(of: xml, source: source)
         return ManagerExport(
             entries: database.entries, files: database.files,

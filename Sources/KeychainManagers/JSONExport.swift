@@ -1,4 +1,6 @@
+import FoundationEssentials
 import KeychainFormats
+import KeychainSystem
 
 /// Password managers' JSON exports as ``PasswordEntry``s.
 package enum JSONExport {
@@ -15,6 +17,85 @@ package enum JSONExport {
     /// Every entry of `input`, a JSON export of `kind`.
     /// - Throws: ``FormatError`` naming the item and what is wrong, never a value.
     package static func read(_ kind: Kind, _ input: ManagerInput) throws -> ManagerExport {
-        throw FormatError("\(input.source): \(kind.rawValue) JSON is not read yet; nothing was stored")
+        switch kind {
+        case .dashlane: return try DashlaneJSON.read(input)
+        case .enpass: return try EnpassJSON.read(input)
+        case .protonpass: return try ProtonPassJSON.read(input)
+        case .onePasswordInterchange: return try OnePasswordInterchange.read(input)
+        }
+    }
+
+    /// The text of an export's `bytes`: UTF-8 (a byte order mark dropped), or UTF-16 with its
+    /// byte order mark.
+    /// - Throws: ``FormatError`` for other bytes, saying how to convert them; `what` names the
+    ///   export expected (`a Dashlane JSON export`).
+    static func text(of bytes: [UInt8], source: String, what: String) throws -> String {
+        var text: String?
+        if bytes.starts(with: [0xFF, 0xFE]) || bytes.starts(with: [0xFE, 0xFF]), bytes.count % 2 == 0 {
+            let little = bytes[0] == 0xFF
+            let units = stride(from: 2, to: bytes.count, by: 2).map {
+                little ? UInt16(bytes[$0]) | UInt16(bytes[$0 + 1]) << 8 : UInt16(bytes[$0]) << 8 | UInt16(bytes[$0 + 1])
+            }
+            text = String(validating: units, as: UTF16.self)
+        } else {
+            let body = bytes.starts(with: [0xEF, 0xBB, 0xBF]) ? bytes.dropFirst(3) : bytes[...]
+            text = String(validating: body, as: UTF8.self)
+        }
+        guard let text else {
+            throw FormatError(
+                "\(source) is not UTF-8 text, so not \(what); nothing was stored. If it is Latin-1, convert it "
+                    + "(iconv -f latin1 -t utf-8 FILE > FILE.utf8) and import that")
+        }
+        guard text.contains(where: { !$0.isWhitespace }) else {
+            throw FormatError("\(source) is empty; nothing was stored. Did the export that writes it fail?")
+        }
+        return text
+    }
+
+    /// The JSON value `text` holds (the first of its lines numbered `firstLine`).
+    /// - Throws: ``FormatError`` saying it is not valid JSON, and on which line.
+    static func document(_ text: Substring, source: String, what: String, firstLine: Int = 1) throws -> JSONNode {
+        do {
+            return try JSONReader.parse(text, firstLine: firstLine)
+        } catch let failure {
+            if let name = failure.repeated {
+                throw FormatError(
+                    "\(source), line \(failure.line): an object has the field "
+                        + "\(quotedValue(name, expected: "a field name")) twice, and tools differ on which one counts; "
+                        + "nothing was stored. Keep one")
+            }
+            throw FormatError(
+                "\(source) is not valid JSON (line \(failure.line): \(failure.reason)), so not \(what); nothing was "
+                    + "stored. `python3 -m json.tool FILE` shows the place")
+        }
+    }
+
+    /// A value's text for an entry: a string, a number as written, `true`/`false`; a list's or an
+    /// object's JSON; nil for null or nothing.
+    static func text(_ value: JSONNode?) -> String? { value?.text }
+
+    /// `name`, or with ` (2)`, ` (3)`… after it when `taken` has it (then `taken` has the result).
+    static func unique(_ name: String, in taken: inout Set<String>) -> String {
+        var candidate = name
+        var number = 2
+        while taken.contains(candidate) {
+            candidate = "\(name) (\(number))"
+            number += 1
+        }
+        taken.insert(candidate)
+        return candidate
+    }
+
+    /// A title for a path: the title itself, `(no title)` when it is empty.
+    static func title(_ text: String?) -> String {
+        guard let text, !text.isEmpty else { return "(no title)" }
+        return text
+    }
+}
+
+extension PasswordEntry {
+    /// Appends the field `name` with `value` when the value is not empty (a JSON export's).
+    mutating func addNonEmpty(_ name: String, _ value: String?) {
+        if let value, !value.isEmpty { fields.append(.init(name, value)) }
     }
 }
