@@ -7,22 +7,27 @@ extension KeychainCLI {
     struct Import: KeychainCommand {
         static let configuration = CommandConfiguration(
             abstract:
-                "Store the secrets of an export file (JSON or dotenv), a pass store, a KeePass database, or a Bitwarden or 1Password export.",
+                "Store the secrets of an export file (JSON or dotenv), or the entries of another password manager or authenticator app.",
             discussion: """
                 Reads FILE (or standard input). The whole file is checked before the first write: \
                 one bad item (the message gives its line or number and the reason) stores nothing. \
                 Items already there are skipped and reported unless --overwrite. An empty secret \
                 (NAME= in env) is refused, as set refuses it, unless --allow-empty. JSON items carry \
                 their own service; env lines (NAME=value) go to --service under the key NAME. \
-                The format is taken from --format, else from the content ({ means JSON).
+                The format is taken from --format, else from the content ({ means JSON). \
+                A password manager's entry without a password is stored as it is.
 
                 --format pass reads a pass store (FILE: its directory; by default \
                 $PASSWORD_STORE_DIR, else ~/.password-store), decrypting each entry with gpg as pass \
                 does, and stores it as pass show prints it. --format keepassxc reads a KeePass \
                 database (FILE.kdbx) through keepassxc-cli, its password from \
                 --source-passphrase-file or --source-passphrase-fd, else asked at the terminal. \
-                --format bitwarden reads Bitwarden's unencrypted JSON export, --format 1password a \
-                1Password .1pux file. Each entry goes to --service under its path (groups or \
+                --format bitwarden reads Bitwarden's unencrypted JSON or CSV export, --format \
+                1password a 1Password .1pux, .1pif or CSV file, --format keepass KeePass 2's or \
+                KeePassX's XML or a KeePass CSV; chrome (Edge, Brave, Opera, Vivaldi), firefox, \
+                safari, lastpass, dashlane, keeper, enpass, nordpass and protonpass read those \
+                managers' exports, aegis, andotp and freeotp the authenticator apps' backups (an \
+                encrypted one's password as for keepassxc). Each entry goes to --service under its path (groups or \
                 folders, and title) as one secret in pass's layout: the password on the first line, then \
                 'NAME: value' lines (username, url, custom fields), an otpauth:// line for its TOTP, \
                 and the notes after an empty line. get KEY --field NAME prints one field; otp KEY \
@@ -35,6 +40,8 @@ extension KeychainCLI {
                   keychain-cli -s web import --format bitwarden bitwarden_export.json
                   keychain-cli -s web import --format 1password export.1pux
                   keychain-cli import --format keepassxc db.kdbx --source-passphrase-fd 3
+                  keychain-cli -s web import --format chrome 'Chrome Passwords.csv'
+                  keychain-cli -s 2fa import --format aegis aegis-backup.json
                 """)
 
         @OptionGroup(title: "Global options") var globals: GlobalOptions
@@ -46,12 +53,16 @@ extension KeychainCLI {
         var file: String?
 
         @Option(
-            help: "json, env, pass, keepassxc, bitwarden or 1password; by default json or env, taken from the content.")
+            help: ArgumentHelp(
+                "json or env (by default, taken from the content), or another manager's: pass, keepassxc, keepass, "
+                    + "bitwarden, 1password, chrome, firefox, safari, lastpass, dashlane, keeper, enpass, nordpass, "
+                    + "protonpass, aegis, andotp, freeotp.",
+                valueName: "format"))
         var format: ImportFormat?
 
         @Option(
             help: ArgumentHelp(
-                "--format keepassxc: read the database's password from this file (one trailing newline is ignored).",
+                "--format keepassxc, aegis, andotp: read the database's or backup's password from this file (one trailing newline is ignored).",
                 valueName: "path"),
             completion: .file())
         var sourcePassphraseFile: String?
@@ -59,7 +70,7 @@ extension KeychainCLI {
         @Option(
             name: .customLong("source-passphrase-fd"), parsing: .unconditional,
             help: ArgumentHelp(
-                "--format keepassxc: read the database's password from this open file descriptor, to its end.",
+                "--format keepassxc, aegis, andotp: read the password from this open file descriptor, to its end.",
                 valueName: "n"))
         var sourcePassphraseFD: Int32?
 
