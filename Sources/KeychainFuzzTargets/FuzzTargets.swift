@@ -4,6 +4,7 @@ import KeychainAge
 import KeychainCredentials
 import KeychainFormats
 import KeychainKeePass
+import KeychainManagers
 import KeychainSSH
 import KeychainStore
 import KeychainVault
@@ -58,11 +59,16 @@ package enum FuzzTargets {
             _ = try? JSONDecoder().decode(RegistryCredential.self, from: Data(bytes))
         case "password-managers":
             // The same bytes as each password manager's export: Bitwarden's JSON, 1Password's
-            // export.data, KeePass XML (libxml2's reader); every entry's text must read back.
+            // export.data, KeePass XML (libxml2's reader), every manager's CSV; every entry's text
+            // must read back.
             let text = String(decoding: bytes, as: UTF8.self)
             var entries = (try? BitwardenExport.entries(of: text, source: "fuzz")) ?? []
             entries += (try? OnePasswordExport.entries(ofData: text, source: "fuzz")) ?? []
             entries += (try? KeePassXML.database(of: bytes, source: "fuzz").entries) ?? []
+            // Every manager's CSV (the reader, the header's columns, Keeper's and Enpass's lines).
+            for kind in CSVExport.Kind.allCases {
+                entries += (try? CSVExport.read(kind, ManagerInput(bytes: bytes, source: "fuzz")).entries) ?? []
+            }
             for entry in entries {
                 for field in entry.fields {
                     precondition(
