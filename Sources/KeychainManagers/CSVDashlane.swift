@@ -35,22 +35,22 @@ enum DashlaneCSV {
         var read = false
         for (name, bytes) in members {
             let base = String(name.split(separator: "/").last ?? "").lowercased()
-            let where_ = "\(input.source), \(quotedValue(name, expected: "a file name"))"
+            let location = "\(input.source), \(quotedValue(name, expected: "a file name"))"
             if base == "credentials.csv" || base == "securenotes.csv" {
-                export.entries += try entries(of: bytes, source: where_, member: base)
+                export.entries += try entries(of: bytes, source: location, member: base)
                 read = true
             } else if base.hasSuffix(".csv") {
-                var rows = try CSVRows(bytes, source: where_)
+                var rows = try CSVRows(bytes, source: location)
                 var count = -1
                 while try rows.next() != nil { count += 1 }
                 if count > 0 {
                     export.notImported.append(
-                        "\(where_): \(count) \(count == 1 ? "row" : "rows") of "
+                        "\(location): \(count) \(count == 1 ? "row" : "rows") of "
                             + "\(others[base] ?? "another kind of item"), not imported (only logins and secure notes are)"
                     )
                 }
             } else if !name.hasSuffix("/") {
-                export.notImported.append("\(where_): not imported (a file that is no CSV)")
+                export.notImported.append("\(location): not imported (a file that is no CSV)")
             }
         }
         guard read else {

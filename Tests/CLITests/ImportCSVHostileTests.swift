@@ -36,17 +36,21 @@ struct ImportCSVHostileTests {
             #expect(!open.stderr.contains("secret"))
             #expect(try cli(["get", "ok"]).status == 1)
 
-            let short = try write(Array((header + "ok,https://ok.example,u,fine-secret,\nx,y\n").utf8), "s.csv", in: scratch)
+            let short = try write(
+                Array((header + "ok,https://ok.example,u,fine-secret,\nx,y\n").utf8), "s.csv", in: scratch)
             let cut = try cli(["import", "--format", "chrome", short])
             #expect(cut.status == 65 && cut.stderr.contains("line 3 has 2 cells where the first line has 5 columns"))
             #expect(try cli(["get", "ok"]).status == 1)
 
             let other = try write(
-                Array("folder,favorite,type,name,notes,fields,reprompt,login_uri,login_username,login_password,login_totp\n".utf8),
+                Array(
+                    "folder,favorite,type,name,notes,fields,reprompt,login_uri,login_username,login_password,login_totp\n"
+                        .utf8),
                 "bw.csv", in: scratch)
             let wrong = try cli(["import", "--format", "lastpass", other])
             #expect(wrong.status == 65, "\(wrong.stderr)")
-            #expect(wrong.stderr.contains("is not a LastPass CSV export") && wrong.stderr.contains("--format bitwarden"))
+            #expect(
+                wrong.stderr.contains("is not a LastPass CSV export") && wrong.stderr.contains("--format bitwarden"))
 
             let nul = try write(Array((header + "a,b,c,d\0e,\n").utf8), "nul.csv", in: scratch)
             #expect(try cli(["import", "--format", "chrome", nul]).stderr.contains("line 2 holds a NUL byte"))
@@ -57,12 +61,14 @@ struct ImportCSVHostileTests {
         let scratch = try ScratchDirectory("csv-unusual")
         defer { scratch.remove() }
         try CLIBackend.withVault { _ in
-            let text = "name,url,username,password,note\r\nformula,https://f.example,=cmd|' /C calc'!A0,@SUM(A1),\"-2+3\r\nline\"\r\n"
+            let text =
+                "name,url,username,password,note\r\nformula,https://f.example,=cmd|' /C calc'!A0,@SUM(A1),\"-2+3\r\nline\"\r\n"
                 + "日本,https://jp.example,ユーザー,秘密,\r\n"
             let utf16: [UInt8] = [0xFF, 0xFE] + text.utf16.flatMap { [UInt8($0 & 0xFF), UInt8($0 >> 8)] }
             let file = try write(utf16, "utf16.csv", in: scratch)
             let imported = try cli(["import", "--format", "chrome", file])
-            #expect(imported.status == 0 && imported.stdoutText == "added 2, replaced 0, skipped 0\n", "\(imported.stderr)")
+            #expect(
+                imported.status == 0 && imported.stdoutText == "added 2, replaced 0, skipped 0\n", "\(imported.stderr)")
             #expect(try cli(["get", "formula", "--field", "username"]).stdoutText == "=cmd|' /C calc'!A0")
             #expect(try cli(["get", "formula", "--field", "password"]).stdoutText == "@SUM(A1)")
             #expect(try cli(["get", "formula", "--field", "notes"]).stdoutText == "-2+3\r\nline")
@@ -77,23 +83,32 @@ struct ImportCSVHostileTests {
         let scratch = try ScratchDirectory("csv-dashlane")
         defer { scratch.remove() }
         for (name, text) in [
-            ("credentials.csv", "username,username2,username3,title,password,note,url,category,otpSecret\n"
-                + "ivan,,,mail,pw-dash,,https://mail.example,Email,JBSWY3DPEHPK3PXP\n"),
+            (
+                "credentials.csv",
+                "username,username2,username3,title,password,note,url,category,otpSecret\n"
+                    + "ivan,,,mail,pw-dash,,https://mail.example,Email,JBSWY3DPEHPK3PXP\n"
+            ),
             ("securenotes.csv", "title,note\ndoor,code 1234\n"),
-            ("payments.csv", "type,account_name,account_holder,cc_number,code\ncredit_card,Visa,I,4111111111111111,123\n"),
+            (
+                "payments.csv",
+                "type,account_name,account_holder,cc_number,code\ncredit_card,Visa,I,4111111111111111,123\n"
+            ),
             ("ids.csv", "type,number,name\npassport,X1,I\nlicense,L2,I\n"),
         ] {
             _ = try write(Array(text.utf8), name, in: scratch)
         }
         let zip = scratch.url.appendingPathComponent("dashlane.zip").path
         let zipped = try runProcess(
-            "/usr/bin/zip", ["-q", "-j", zip] + ["credentials.csv", "securenotes.csv", "payments.csv", "ids.csv"].map {
-                scratch.url.appendingPathComponent($0).path
-            }, environment: ProcessInfo.processInfo.environment, timeout: 60)
+            "/usr/bin/zip",
+            ["-q", "-j", zip]
+                + ["credentials.csv", "securenotes.csv", "payments.csv", "ids.csv"].map {
+                    scratch.url.appendingPathComponent($0).path
+                }, environment: ProcessInfo.processInfo.environment, timeout: 60)
         #expect(zipped.status == 0, "\(zipped.stderr)")
         try CLIBackend.withVault { _ in
             let imported = try cli(["import", "--format", "dashlane", zip])
-            #expect(imported.status == 0 && imported.stdoutText == "added 2, replaced 0, skipped 0\n", "\(imported.stderr)")
+            #expect(
+                imported.status == 0 && imported.stdoutText == "added 2, replaced 0, skipped 0\n", "\(imported.stderr)")
             #expect(imported.stderr.contains("'payments.csv': 1 row of payment cards and bank accounts, not imported"))
             #expect(imported.stderr.contains("'ids.csv': 2 rows of IDs"), "\(imported.stderr)")
             #expect(!imported.stderr.contains("4111111111111111") && !imported.stderr.contains("X1"))

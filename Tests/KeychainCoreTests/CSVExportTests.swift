@@ -42,7 +42,8 @@ enum CSVSample {
         #expect(entry.notes == notes, sourceLocation: sourceLocation)
         if let totp {
             #expect(entry.totp?.hasPrefix("otpauth://totp/") == true, sourceLocation: sourceLocation)
-            #expect(entry.totp?.contains("secret=\(totp)") == true, "\(entry.totp ?? "")", sourceLocation: sourceLocation)
+            #expect(
+                entry.totp?.contains("secret=\(totp)") == true, "\(entry.totp ?? "")", sourceLocation: sourceLocation)
         } else {
             #expect(entry.totp == nil, sourceLocation: sourceLocation)
         }
@@ -82,7 +83,8 @@ struct CSVBrowserExportTests {
             fields: [("username", "=cmd|' /C calc'!A0"), ("url", "https://f.example")], notes: "-2+3")
         // Before Chrome 118: no note column.
         let old = try CSVSample.read(.chrome, "name,url,username,password\r\nx,https://x.example,u,p\r\n")
-        CSVSample.check(old.entries[0], key: "x", password: "p", fields: [("username", "u"), ("url", "https://x.example")])
+        CSVSample.check(
+            old.entries[0], key: "x", password: "p", fields: [("username", "u"), ("url", "https://x.example")])
     }
 
     @Test func firefox() throws {
@@ -97,13 +99,15 @@ struct CSVBrowserExportTests {
             export.entries[0], key: "accounts.example.org", password: "s3cret",
             fields: [
                 ("username", "carol"), ("url", "https://accounts.example.org"),
-                ("formActionOrigin", "https://accounts.example.org"), ("guid", "{0a1b}"), ("timeCreated", "1700000000000"),
+                ("formActionOrigin", "https://accounts.example.org"), ("guid", "{0a1b}"),
+                ("timeCreated", "1700000000000"),
                 ("timeLastUsed", "1700000001000"), ("timePasswordChanged", "1700000002000"),
             ])
         CSVSample.check(
             export.entries[1], key: "files.example.net", password: "ftp-pass",
             fields: [
-                ("url", "ftp://files.example.net:21"), ("httpRealm", "FTP realm"), ("guid", "{0a1c}"), ("timeCreated", "1"),
+                ("url", "ftp://files.example.net:21"), ("httpRealm", "FTP realm"), ("guid", "{0a1c}"),
+                ("timeCreated", "1"),
                 ("timeLastUsed", "2"), ("timePasswordChanged", "3"),
             ])
     }
@@ -133,7 +137,10 @@ struct CSVBrowserExportTests {
             """)
         CSVSample.check(
             eight.entries[0], key: "bank", password: "pw",
-            fields: [("username", "hank"), ("url", "https://bank.example"), ("Favorite", "true"), ("Tags", "finance,important")],
+            fields: [
+                ("username", "hank"), ("url", "https://bank.example"), ("Favorite", "true"),
+                ("Tags", "finance,important"),
+            ],
             totp: "JBSWY3DPEHPK3PXP", notes: "sort code 12-34-56")
         CSVSample.check(eight.entries[1], key: "old", password: "pw2", fields: [("Archived", "true")])
         let seven = try CSVSample.read(
@@ -145,7 +152,8 @@ struct CSVBrowserExportTests {
         CSVSample.check(
             seven.entries[0], key: "router", password: "pw7",
             fields: [("username", "admin"), ("url", "http://192.168.1.1"), ("Type", "Login"), ("uuid", "u7")])
-        let four = try CSVSample.read(.onePassword, "title,notes,username,password,url\nmail,n,ian,pw4,https://m.example\n")
+        let four = try CSVSample.read(
+            .onePassword, "title,notes,username,password,url\nmail,n,ian,pw4,https://m.example\n")
         CSVSample.check(
             four.entries[0], key: "mail", password: "pw4", fields: [("username", "ian"), ("url", "https://m.example")],
             notes: "n")
@@ -179,7 +187,8 @@ struct CSVBrowserExportTests {
     }
 
     @Test func aFileOfAnotherManagerIsSaidToBeOne() {
-        let bitwarden = "folder,favorite,type,name,notes,fields,reprompt,login_uri,login_username,login_password,login_totp\n"
+        let bitwarden =
+            "folder,favorite,type,name,notes,fields,reprompt,login_uri,login_username,login_password,login_totp\n"
         let message = CSVSample.failure(.chrome, bitwarden)
         #expect(
             message

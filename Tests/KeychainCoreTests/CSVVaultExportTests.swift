@@ -30,7 +30,8 @@ struct CSVVaultExportTests {
             export.entries[0], key: "Work/Email/mail", password: "p@ss\"1",
             fields: [("username", "erin"), ("url", "https://mail.example.com"), ("fav", "1")], totp: "JBSWY3DPEHPK3PXP",
             notes: "recovery codes\nin the safe")
-        CSVSample.check(export.entries[1], key: "Personal/plain note", password: "", fields: [], notes: "just a plain note")
+        CSVSample.check(
+            export.entries[1], key: "Personal/plain note", password: "", fields: [], notes: "just a plain note")
         CSVSample.check(
             export.entries[2], key: "Work/db server", password: "toor",
             fields: [("NoteType", "Server"), ("Language", "en-US"), ("Hostname", "db.internal"), ("Username", "root")],
@@ -143,8 +144,10 @@ struct CSVVaultExportTests {
         let payments = "type,account_name,account_holder,cc_number,code\ncredit_card,Visa,I,4111,123\nbank,B,I,,\n"
         let export = try CSVSample.read(
             .dashlane, "",
-            zip: [("credentials.csv", credentials), ("securenotes.csv", notes), ("payments.csv", payments),
-                  ("ids.csv", "type,number\n"), ("readme.txt", "x")])
+            zip: [
+                ("credentials.csv", credentials), ("securenotes.csv", notes), ("payments.csv", payments),
+                ("ids.csv", "type,number\n"), ("readme.txt", "x"),
+            ])
         CSVSample.check(
             export.entries[0], key: "Email/mail", password: "pw",
             fields: [("username", "ivan"), ("url", "https://mail.example"), ("username2", "ivan@alt.example")],
