@@ -82,7 +82,7 @@ struct CSVLayout {
     /// "a Chrome", "a 1Password"… for `kind`.
     static func article(_ kind: CSVExport.Kind) -> String {
         let name = managerName(kind)
-        return (name.first.map { "AEIOU1".contains($0) } ?? false ? "an " : "a ") + name
+        return (name.first.map { "AEIOU".contains($0) } ?? false ? "an " : "a ") + name
     }
 
     static func managerName(_ kind: CSVExport.Kind) -> String {
@@ -106,6 +106,13 @@ struct CSVLayout {
     /// - Throws: ``FormatError`` when `header` lacks the manager's columns.
     static func of(_ kind: CSVExport.Kind, header: CSVHeader, source: String) throws -> CSVLayout {
         let layout = layout(kind, header: header)
+        // Another manager's columns (a LastPass file has Chrome's four, and more) say whose it is.
+        if let other = otherKind(ofHeader: header, than: kind) {
+            throw FormatError(
+                "\(source) is not \(article(kind)) CSV export: its first line has the columns of "
+                    + "\(article(other)) CSV export (\(markers[other]!.first { header.has($0) }!.joined(separator: ",")))"
+                    + "; nothing was stored. Import it with --format \(other.rawValue)")
+        }
         guard header.has(layout.required) else {
             let other = self.kind(ofHeader: header.names).map {
                 " It looks like \(article($0)) CSV export: import it with --format \($0.rawValue)"
@@ -116,6 +123,21 @@ struct CSVLayout {
                     + (other ?? " Export it again from \(layout.exportHint)"))
         }
         return layout
+    }
+
+    /// Columns only one manager's CSV has (any one set of them): Chrome's, Safari's and older
+    /// 1Password's have none another lacks.
+    static let markers: [CSVExport.Kind: [[String]]] = [
+        .bitwarden: [["login_password"]], .lastpass: [["grouping", "extra"]], .protonpass: [["vault", "createtime"]],
+        .nordpass: [["cardholdername"]], .dashlane: [["username2"]], .firefox: [["formactionorigin"]],
+        .keepass: [["account", "login name"], ["group", "title", "icon"]], .onePassword: [["archived", "favorite"]],
+    ]
+
+    /// The manager other than `kind` whose columns only it has are in `header`.
+    static func otherKind(ofHeader header: CSVHeader, than kind: CSVExport.Kind) -> CSVExport.Kind? {
+        CSVExport.Kind.allCases.first { other in
+            other != kind && (markers[other] ?? []).contains { header.has($0) }
+        }
     }
 
     /// The layout of `kind`'s CSV whose first line is `header`, whether it has its columns or not.

@@ -106,10 +106,8 @@ extension CSVLayout {
     /// The manager whose CSV has the column names `cells`, nil when none has.
     static func kind(ofHeader cells: [String]) -> CSVExport.Kind? {
         let header = CSVHeader(cells)
-        let kinds: [CSVExport.Kind] = [
-            .bitwarden, .lastpass, .protonpass, .nordpass, .dashlane, .safari, .chrome, .onePassword, .keepass,
-            .firefox,
-        ]
+        if let kind = otherKind(ofHeader: header, than: .keeper) { return kind }
+        let kinds: [CSVExport.Kind] = [.safari, .chrome, .onePassword, .firefox]
         return kinds.first { header.has(layout($0, header: header).required) }
     }
 }

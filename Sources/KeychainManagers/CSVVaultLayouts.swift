@@ -69,16 +69,31 @@ extension CSVLayout {
     }
 
     /// Proton Pass: `type,name,url,email,username,password,note,totp,createTime,modifyTime,vault`
-    /// (`username` since 2024; a card's or an identity's fields are in its note), the vault the
-    /// folder; several URLs joined by commas.
+    /// (`username` since 2024; newer ones `autofillUrls` after `url`: every URL with its autofill
+    /// mode as JSON, `url` those of the default mode joined by `, `); a card's or an identity's
+    /// fields are JSON in its note, kept as it is; the vault is the folder.
     static var protonPass: CSVLayout {
         CSVLayout(
             manager: "Proton Pass", exportHint: "Proton Pass (Settings > Export, CSV)",
             required: ["type", "name", "url", "password", "note", "vault"], title: ["name"], password: "password",
             username: "username", url: "url", notes: "note", totp: "totp", folder: "vault",
             urls: { $0.split(separator: ",").map { $0.trimmingBOMAndSpaces() }.filter { !$0.isEmpty } },
-            special: { _, column, value, _ in
-                column == "type" && ["login", "note"].contains(value)
+            special: { entry, column, value, _ in
+                switch column {
+                case "type": return ["login", "note"].contains(value)
+                case "autofillurls":
+                    // The URLs not in `url` (another mode than the default), the modes left out.
+                    struct Rule: Decodable { var url: String }
+                    guard let rules = try? JSONDecoder().decode([Rule].self, from: Data(value.utf8)) else {
+                        return false
+                    }
+                    let known = Set(entry.fields.filter { $0.name == "url" }.map(\.value))
+                    entry.fields += rules.map(\.url).filter { !$0.isEmpty && !known.contains($0) }.map {
+                        .init("url", $0)
+                    }
+                    return true
+                default: return false
+                }
             })
     }
 }

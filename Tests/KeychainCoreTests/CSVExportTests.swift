@@ -192,8 +192,22 @@ struct CSVBrowserExportTests {
         let message = CSVSample.failure(.chrome, bitwarden)
         #expect(
             message
-                == "'export.csv' is not a Chrome CSV export: its first line has no name,url,username,password columns; "
-                + "nothing was stored. It looks like a Bitwarden CSV export: import it with --format bitwarden")
+                == "'export.csv' is not a Chrome CSV export: its first line has the columns of a Bitwarden CSV export "
+                + "(login_password); nothing was stored. Import it with --format bitwarden")
+        // LastPass's columns include Chrome's four: its own say whose it is, either way.
+        let lastPass = "url,username,password,totp,extra,name,grouping,fav\nhttps://a.example,u,p,,,a,,0\n"
+        #expect(CSVSample.failure(.chrome, lastPass).contains("the columns of a LastPass CSV export (grouping,extra)"))
+        #expect(CSVSample.failure(.firefox, lastPass).contains("Import it with --format lastpass"))
+        #expect(CSVSample.failure(.lastpass, bitwarden).contains("Import it with --format bitwarden"))
+        let keePass = "\"Account\",\"Login Name\",\"Password\",\"Web Site\",\"Comments\"\n"
+        let wrongKeePass = CSVSample.failure(.onePassword, keePass)
+        #expect(wrongKeePass.contains("a KeePass CSV export (account,login name)"), "\(wrongKeePass)")
+        let nameless = CSVSample.failure(.bitwarden, "title,password\n")
+        #expect(
+            nameless
+                == "'export.csv' is not a Bitwarden CSV export: its first line has no type,name,login_uri,"
+                + "login_username,login_password columns; nothing was stored. It looks like a 1Password CSV export: "
+                + "import it with --format 1password")
         let none = CSVSample.failure(.safari, "a,b\n1,2\n")
         #expect(none.contains("is not a Safari CSV export: its first line has no title,url,username,password columns"))
         #expect(none.contains("Export it again from Safari"))

@@ -206,5 +206,18 @@ struct CSVVaultExportTests {
         CSVSample.check(
             export.entries[2], key: "Work/Amex", password: "",
             fields: [("type", "creditCard"), ("createTime", "1"), ("modifyTime", "2")], notes: #"{"number":"3782"}"#)
+        // Newer: every URL and its autofill mode as JSON besides the default mode's.
+        let newer = try CSVSample.read(
+            .protonpass,
+            #"""
+            type,name,url,autofillUrls,email,username,password,note,totp,createTime,modifyTime,vault
+            login,Git,https://git.example,"[{""url"":""https://git.example"",""mode"":0},{""url"":""https://sso.example"",""mode"":6}]",,u,p,,,1,2,Work
+            """#)
+        CSVSample.check(
+            newer.entries[0], key: "Work/Git", password: "p",
+            fields: [
+                ("username", "u"), ("url", "https://git.example"), ("url (2)", "https://sso.example"),
+                ("createTime", "1"), ("modifyTime", "2"),
+            ])
     }
 }
