@@ -161,6 +161,8 @@ struct CSVLayout {
     func entries(_ rows: inout CSVRows, header: CSVHeader, source: String) throws -> [PasswordEntry] {
         var entries: [PasswordEntry] = []
         while let row = try rows.next() {
+            // A line of empty cells (a spreadsheet's, after the last row) holds nothing.
+            if row.cells.allSatisfy(\.isEmpty) { continue }
             guard row.cells.count == header.names.count else {
                 throw FormatError(
                     "\(source): line \(row.line) has \(row.cells.count) cells where the first line has "

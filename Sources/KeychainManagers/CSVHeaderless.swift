@@ -10,6 +10,7 @@ enum KeeperCSV {
         var entries: [PasswordEntry] = []
         var first = true
         while let row = try rows.next() {
+            if row.cells.allSatisfy(\.isEmpty) { continue }
             if first, let other = CSVLayout.kind(ofHeader: row.cells) {
                 throw FormatError(
                     "\(source) is not a Keeper CSV export: Keeper's has no line of column names, and its first line "
@@ -58,6 +59,7 @@ enum EnpassCSV {
         var entries: [PasswordEntry] = []
         var first = true
         while let row = try rows.next() {
+            if row.cells.allSatisfy(\.isEmpty) { continue }
             defer { first = false }
             let cells = row.cells
             if first, cells.first?.lowercased() == "title", cells.count > 1, cells[1].lowercased() == "field" {

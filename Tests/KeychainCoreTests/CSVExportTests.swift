@@ -81,8 +81,9 @@ struct CSVBrowserExportTests {
         CSVSample.check(
             export.entries[2], key: "formula", password: "@SUM(A1)",
             fields: [("username", "=cmd|' /C calc'!A0"), ("url", "https://f.example")], notes: "-2+3")
-        // Before Chrome 118: no note column.
-        let old = try CSVSample.read(.chrome, "name,url,username,password\r\nx,https://x.example,u,p\r\n")
+        // Before Chrome 118: no note column. Lines of empty cells (a spreadsheet's) hold nothing.
+        let old = try CSVSample.read(.chrome, "name,url,username,password\r\nx,https://x.example,u,p\r\n,,,\r\n,\r\n")
+        #expect(old.entries.count == 1)
         CSVSample.check(
             old.entries[0], key: "x", password: "p", fields: [("username", "u"), ("url", "https://x.example")])
     }

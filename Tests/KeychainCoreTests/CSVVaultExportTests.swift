@@ -63,6 +63,7 @@ struct CSVVaultExportTests {
             export.entries[4], key: "Work/in both", password: "p3",
             fields: [("username", "v"), ("shared folder", "Team"), ("custom field", "=1+1")])
         #expect(CSVSample.failure(.keeper, "a,b,c,d,e\n").contains("line 1 has 5 cells, so it is no line of a Keeper"))
+        #expect(try CSVSample.read(.keeper, ",,,,,,\n,\n").entries.isEmpty, "lines of empty cells hold nothing")
         #expect(CSVSample.failure(.keeper, "a,b,c,d,e,f,g\na,b,c,d,e,f,g,h\n").contains("line 2 has 8 cells"))
         #expect(
             CSVSample.failure(.keeper, "name,url,username,password,note\n")
