@@ -159,6 +159,7 @@ struct CSVLayout {
     /// Every row of `rows` after `header` as an entry.
     /// - Throws: ``FormatError`` for a row whose cells are not as many as the header's columns.
     func entries(_ rows: inout CSVRows, header: CSVHeader, source: String) throws -> [PasswordEntry] {
+        let columns = Columns(self, header)
         var entries: [PasswordEntry] = []
         while let row = try rows.next() {
             // A line of empty cells (a spreadsheet's, after the last row) holds nothing.
@@ -168,35 +169,46 @@ struct CSVLayout {
                     "\(source): line \(row.line) has \(row.cells.count) cells where the first line has "
                         + "\(header.names.count) columns; nothing was stored. Is a quote or a comma missing?")
             }
-            if let entry = try entry(row, header: header, source: source) { entries.append(entry) }
+            if let entry = try entry(row, columns) { entries.append(entry) }
         }
         return entries
     }
 
+    /// Where the layout's columns are in a header, found once for all its rows.
+    struct Columns {
+        var names: [String], lowered: [String]
+        var title: [Int], password: Int?, username: Int?, url: Int?, notes: Int?, totp: Int?, folder: Int?
+        /// The other columns, in the file's order: each kept as a field (or read its own way).
+        var others: [Int]
+
+        init(_ layout: CSVLayout, _ header: CSVHeader) {
+            func find(_ name: String?) -> Int? { name.flatMap { header.index($0) } }
+            names = header.names
+            lowered = header.names.map { $0.lowercased() }
+            title = layout.title.compactMap(find)
+            (password, username, url) = (find(layout.password), find(layout.username), find(layout.url))
+            (notes, totp, folder) = (find(layout.notes), find(layout.totp), find(layout.folder))
+            let mapped = Set(title + [password, username, url, notes, totp, folder].compactMap { $0 })
+            let lowered = lowered
+            others = header.names.indices.filter { !mapped.contains($0) && !layout.ignored.contains(lowered[$0]) }
+        }
+    }
+
     /// The entry of `row`, nil when it is none.
-    func entry(_ row: CSVRows.Row, header: CSVHeader, source: String) throws -> PasswordEntry? {
-        func value(_ column: String?) -> String {
-            column.flatMap { header.index($0) }.map { row.cells[$0] } ?? ""
-        }
+    func entry(_ row: CSVRows.Row, _ columns: Columns) throws -> PasswordEntry? {
+        let cells = row.cells
+        func value(_ index: Int?) -> String { index.map { cells[$0] } ?? "" }
         var byName: [String: String] = [:]
-        for (name, cell) in zip(header.names, row.cells) where byName[name.lowercased()] == nil {
-            byName[name.lowercased()] = cell
-        }
+        for (name, cell) in zip(columns.lowered, cells) where byName[name] == nil { byName[name] = cell }
         if skips(byName) { return nil }
-        let urls = urls(value(url))
+        let urls = urls(value(columns.url))
         let title =
-            title.lazy.map(value).first { !$0.isEmpty } ?? urls.first.map(Self.host) ?? "line \(row.line)"
-        var entry = PasswordEntry(path: folderPath(value(folder)) + [title], password: value(password))
-        if !value(username).isEmpty { entry.fields.append(.init("username", value(username))) }
+            columns.title.lazy.map(value).first { !$0.isEmpty } ?? urls.first.map(Self.host) ?? "line \(row.line)"
+        var entry = PasswordEntry(path: folderPath(value(columns.folder)) + [title], password: value(columns.password))
+        if !value(columns.username).isEmpty { entry.fields.append(.init("username", value(columns.username))) }
         entry.fields += urls.map { .init("url", $0) }
-        let mapped = Set(
-            ([password, username, url, notes, totp, folder].compactMap { $0 } + self.title).map { $0.lowercased() })
-        for (index, name) in header.names.enumerated() {
-            let lowered = name.lowercased()
-            let cell = row.cells[index]
-            guard header.index(name) == index ? !mapped.contains(lowered) : true, !ignored.contains(lowered) else {
-                continue
-            }
+        for index in columns.others {
+            let (name, lowered, cell) = (columns.names[index], columns.lowered[index], cells[index])
             if try special(&entry, lowered, cell, byName) { continue }
             if flags.contains(lowered) {
                 if ["1", "true", "yes"].contains(cell.lowercased()) { entry.fields.append(.init(name, cell)) }
@@ -204,8 +216,8 @@ struct CSVLayout {
                 entry.fields.append(.init(name.isEmpty ? "column \(index + 1)" : name, cell))
             }
         }
-        entry.setTOTP(value(totp), label: title)
-        if notes != nil { entry.notes = value(notes) }
+        entry.setTOTP(value(columns.totp), label: title)
+        if columns.notes != nil { entry.notes = value(columns.notes) }
         return entry.withReadableFieldNames()
     }
 

@@ -98,14 +98,14 @@ package struct CSVRows {
                 value.append(byte)
                 position += 1
             }
-            if position < bytes.count, ![UInt8(ascii: ","), 0x0A, 0x0D].contains(bytes[position]) {
+            if position < bytes.count, !Self.endsCell(bytes[position]) {
                 throw FormatError(
                     "\(source): line \(line) has text after the closing quote of a cell; nothing was stored. "
                         + "A quote inside a quoted cell is written twice (\"\")")
             }
         } else {
             let start = position
-            while position < bytes.count, ![UInt8(ascii: ","), 0x0A, 0x0D].contains(bytes[position]) {
+            while position < bytes.count, !Self.endsCell(bytes[position]) {
                 position += 1
             }
             value = Array(bytes[start..<position])
@@ -122,6 +122,9 @@ package struct CSVRows {
         }
         return text
     }
+
+    /// Whether `byte` ends a cell: a comma, LF or CR.
+    private static func endsCell(_ byte: UInt8) -> Bool { byte == 0x2C || byte == 0x0A || byte == 0x0D }
 
     /// UTF-8 of UTF-16 `bytes` that start with their byte order mark.
     private static func utf8(ofUTF16 bytes: [UInt8], bigEndian: Bool, source: String) throws -> [UInt8] {
@@ -174,7 +177,12 @@ package struct CSVHeader: Sendable {
 extension StringProtocol {
     /// The text without byte order marks, spaces and tabs at either end.
     func trimmingBOMAndSpaces() -> String {
-        let trimmed = unicodeScalars.drop { $0 == "\u{FEFF}" || $0 == " " || $0 == "\t" }
+        let text = String(self)
+        // Most names and URLs have none: their first and last bytes say so (a mark ends in BF).
+        guard let first = text.utf8.first, let last = text.utf8.last,
+            [0x20, 0x09, 0xEF].contains(first) || [0x20, 0x09, 0xBF].contains(last)
+        else { return text }
+        let trimmed = text.unicodeScalars.drop { $0 == "\u{FEFF}" || $0 == " " || $0 == "\t" }
         let kept = trimmed.reversed().drop { $0 == "\u{FEFF}" || $0 == " " || $0 == "\t" }
         return String(String.UnicodeScalarView(kept.reversed()))
     }

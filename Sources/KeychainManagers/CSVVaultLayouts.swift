@@ -26,9 +26,18 @@ extension CSVLayout {
                 case "fields":
                     // A field without a value (`name:`, or a name alone) holds nothing to keep.
                     for line in value.split(omittingEmptySubsequences: true, whereSeparator: \.isNewline) {
-                        if let separator = line.firstRange(of: ": "), separator.upperBound < line.endIndex {
+                        // By bytes, as EntryFields splits a line.
+                        let bytes = line.utf8
+                        guard
+                            let colon = bytes.indices.first(where: {
+                                bytes[$0] == 0x3A && bytes.index(after: $0) < bytes.endIndex
+                                    && bytes[bytes.index(after: $0)] == 0x20
+                            })
+                        else { continue }
+                        let start = bytes.index(colon, offsetBy: 2)
+                        if start < bytes.endIndex {
                             entry.fields.append(
-                                .init(String(line[..<separator.lowerBound]), String(line[separator.upperBound...])))
+                                .init(String(Substring(bytes[..<colon])), String(Substring(bytes[start...]))))
                         }
                     }
                     return true
