@@ -185,7 +185,8 @@ package enum ImportFile {
         return (items, renamed)
     }
 
-    private static func item(_ service: String, _ key: String, _ secret: Data, at location: String) throws
+    private static func item(_ service: String, _ key: String, _ secret: Data, at location: @autoclosure () -> String)
+        throws
         -> SecretToStore
     {
         do {
@@ -194,7 +195,7 @@ package enum ImportFile {
             }
             return SecretToStore(service: try ServiceName(service), key: try KeychainKey(key), secret: secret)
         } catch let error as KeychainError {
-            throw FormatError("\(location): \(error.description)")
+            throw FormatError("\(location()): \(error.description)")
         }
     }
 }

@@ -59,7 +59,8 @@ package enum FuzzTargets {
             _ = try? JSONDecoder().decode(RegistryCredential.self, from: Data(bytes))
         case "password-managers":
             // The same bytes as each password manager's export: Bitwarden's JSON, 1Password's
-            // export.data, KeePass XML (libxml2's reader); every entry's text must read back.
+            // export.data, KeePass XML (libxml2's reader), every manager's CSV; every entry's text
+            // must read back.
             let text = String(decoding: bytes, as: UTF8.self)
             var entries = (try? BitwardenExport.entries(of: text, source: "fuzz")) ?? []
             entries += (try? OnePasswordExport.entries(ofData: text, source: "fuzz")) ?? []
@@ -69,6 +70,10 @@ package enum FuzzTargets {
                 entries += (try? JSONExport.read(kind, ManagerInput(bytes: bytes, source: "fuzz")).entries) ?? []
             }
             entries += (try? KeePassXXML.export(of: bytes, source: "fuzz").entries) ?? []
+            // Every manager's CSV (the reader, the header's columns, Keeper's and Enpass's lines).
+            for kind in CSVExport.Kind.allCases {
+                entries += (try? CSVExport.read(kind, ManagerInput(bytes: bytes, source: "fuzz")).entries) ?? []
+            }
             for entry in entries {
                 for field in entry.fields {
                     precondition(
