@@ -4,6 +4,7 @@ import KeychainAge
 import KeychainCredentials
 import KeychainFormats
 import KeychainKeePass
+import KeychainManagers
 import KeychainSSH
 import KeychainStore
 import KeychainVault
@@ -58,11 +59,17 @@ package enum FuzzTargets {
             _ = try? JSONDecoder().decode(RegistryCredential.self, from: Data(bytes))
         case "password-managers":
             // The same bytes as each password manager's export: Bitwarden's JSON, 1Password's
-            // export.data, KeePass XML (libxml2's reader); every entry's text must read back.
+            // export.data, KeePass XML (libxml2's reader), Aegis's, andOTP's and FreeOTP+'s
+            // backups; every entry's text must read back.
             let text = String(decoding: bytes, as: UTF8.self)
             var entries = (try? BitwardenExport.entries(of: text, source: "fuzz")) ?? []
             entries += (try? OnePasswordExport.entries(ofData: text, source: "fuzz")) ?? []
             entries += (try? KeePassXML.database(of: bytes, source: "fuzz").entries) ?? []
+            // Authenticator apps' backups: an encrypted one stops at its password, never derived.
+            for kind in OTPExport.Kind.allCases {
+                let input = ManagerInput(bytes: bytes, source: "fuzz") { throw FormatError("no password") }
+                entries += (try? OTPExport.read(kind, input).entries) ?? []
+            }
             for entry in entries {
                 for field in entry.fields {
                     precondition(
