@@ -90,12 +90,15 @@ enum AegisBackup {
             masterKey = OTPCrypto.open(slot.key, tag: slot.tag, nonce: slot.nonce, key: key)
             if masterKey != nil { break }
         }
-        guard var master = masterKey, master.count == 32 else {
+        guard var master = masterKey else {
             throw FormatError(
                 "\(source): the password is wrong: it opens none of the vault's password slots; nothing was stored. "
                     + "Give the password the vault was exported with", kind: .wrongPassword)
         }
+        // The one array holding it, so that the wipe reaches its bytes rather than a copy's.
+        masterKey = nil
         defer { wipe(&master) }
+        // 32 bytes: the slot's key is 32 bytes, and GCM keeps the length.
         guard let plaintext = OTPCrypto.open(ciphertext, tag: tag, nonce: nonce, key: SymmetricKey(data: master)) else {
             throw FormatError(
                 "\(source): the password is right, but the vault's content does not match its tag: the file is "

@@ -146,6 +146,15 @@ struct ImportOTPEncryptedTests {
             let truncated = try run("andotp", truncatedAndOTP)
             #expect(
                 truncated.status == 77 && truncated.stderr.contains("or the file is damaged"), "\(truncated.stderr)")
+            // A note of 1 MiB makes an entry larger than a secret may be: refused whole.
+            let large = scratch.path("large.json")
+            try Data(
+                ImportOTPTests.aegisPlain.replacingOccurrences(
+                    of: #""note 2""#, with: "\"" + String(repeating: "n", count: 1 << 20) + "\""
+                ).utf8
+            ).write(to: URL(fileURLWithPath: large))
+            let tooLarge = try cli(["-s", "bad", "import", "--format", "aegis", large])
+            #expect(tooLarge.status == 65 && tooLarge.stderr.contains("'Bank (me)'"), "\(tooLarge.stderr)")
             #expect(try cli(["-s", "bad", "list"]).stdoutText == "")
         }
     }
