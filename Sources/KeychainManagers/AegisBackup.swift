@@ -61,7 +61,8 @@ enum AegisBackup {
         }
         let members = try JSONMembers(header, location: "\(source): the header", app: app, what: "an Aegis header")
         guard let params = members["params"] else { throw members.missing("params") }
-        let content = try JSONMembers(params, location: "\(source): the header's params", app: app, what: "parameters")
+        let content = try JSONMembers(
+            params, location: "\(source): the header's params", app: app, what: "Aegis's encryption parameters")
         let (nonce, tag) = (try hex(content, "nonce", count: 12), try hex(content, "tag", count: 16))
         guard let ciphertext = Data(base64Encoded: base64) else {
             throw FormatError(
@@ -109,10 +110,11 @@ enum AegisBackup {
 
     /// The slot `value` when it is a password slot (`type` 1), its scrypt parameters checked.
     private static func passwordSlot(_ value: JSONValue, location: String) throws -> PasswordSlot? {
-        let slot = try JSONMembers(value, location: location, app: app, what: "a key slot")
+        let slot = try JSONMembers(value, location: location, app: app, what: "an Aegis key slot")
         guard try slot.requiredInteger("type", in: 0...255) == 1 else { return nil }
         guard let params = slot["key_params"] else { throw slot.missing("key_params") }
-        let keyParams = try JSONMembers(params, location: "\(location)'s key_params", app: app, what: "parameters")
+        let keyParams = try JSONMembers(
+            params, location: "\(location)'s key_params", app: app, what: "Aegis's encryption parameters")
         let limit = Int64(OTPCrypto.maximumScryptWork)
         let (n, r, p) = (
             try slot.requiredInteger("n", in: 0...Int64(UInt32.max)), try slot.requiredInteger("r", in: 0...limit),

@@ -15,7 +15,8 @@ extension AegisBackup {
         }
         var groups: [(uuid: String, name: String)] = []
         for (index, value) in (try content.array("groups") ?? []).enumerated() {
-            let group = try JSONMembers(value, location: "\(source): group \(index + 1)", app: app, what: "a group")
+            let group = try JSONMembers(
+                value, location: "\(source): group \(index + 1)", app: app, what: "an Aegis group")
             groups.append((try group.requiredString("uuid").lowercased(), try group.requiredString("name")))
         }
         guard let entries = try content.array("entries") else { throw content.missing("entries") }
@@ -35,7 +36,7 @@ extension AegisBackup {
     {
         let type = try entry.requiredString("type").lowercased()
         guard let infoValue = entry["info"] else { throw entry.missing("info") }
-        let info = try JSONMembers(infoValue, location: "\(location)'s info", app: app, what: "a token's info")
+        let info = try JSONMembers(infoValue, location: "\(location)'s info", app: app, what: "an Aegis token's info")
         guard let secret = Base32Text.decode(try info.requiredString("secret")) else {
             throw FormatError(
                 "\(location): its secret is not base32 (letters A-Z and digits 2-7), as Aegis writes it; "

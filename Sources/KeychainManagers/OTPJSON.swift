@@ -62,7 +62,7 @@ enum OTPJSON {
 }
 
 /// The members of one object of an app's JSON, read with messages naming `location` (`FILE:
-/// token 3`) and `app` (what writes the file).
+/// token 3`) and `app` (what writes the file); `what` says what the object should be.
 struct JSONMembers {
     let members: [String: JSONValue]
     let location: String
@@ -70,7 +70,7 @@ struct JSONMembers {
 
     init(_ value: JSONValue, location: String, app: String, what: String) throws {
         guard case .object(let members) = value else {
-            throw FormatError("\(location) is not an object, so not \(what) of \(app); nothing was stored")
+            throw FormatError("\(location) is not a JSON object, so not \(what); nothing was stored")
         }
         (self.members, self.location, self.app) = (members, location, app)
     }

@@ -82,7 +82,8 @@ struct OTPHostileBackupTests {
             Self.refusal(.andotp, #"[{"secret": "JBSWY3DPEHPK3PXP", "label": "a", "type": "SMS"}]"#).contains(
                 "token 1 is a token of the type 'SMS', which andOTP does not write"))
         #expect(Self.refusal(.andotp, #"{"tokens": []}"#).contains("not andOTP's JSON: it is not a list of tokens"))
-        #expect(Self.refusal(.freeotp, "[]").contains("is not an object, so not a FreeOTP+ export"))
+        #expect(
+            Self.refusal(.freeotp, "[]").contains("is not a JSON object, so not a FreeOTP+ export; nothing was stored"))
         #expect(
             Self.refusal(.freeotp, #"{"tokens": [{"type": "TOTP", "digits": 6, "period": 30, "secret": [1, 300]}]}"#)
                 .contains("token 1: 'secret' should be a list of bytes"))
