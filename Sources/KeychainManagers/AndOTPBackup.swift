@@ -30,7 +30,10 @@ enum AndOTPBackup {
     private static func isText(_ bytes: [UInt8]) -> Bool {
         let white: Set<UInt8> = [0x09, 0x0A, 0x0D, 0x20]
         let body = bytes.starts(with: [0xEF, 0xBB, 0xBF]) ? bytes.dropFirst(3) : bytes[...]
-        if bytes.starts(with: [0xFF, 0xFE]) || bytes.starts(with: [0xFE, 0xFF]) { return true }
+        // An old-format backup starts with a random nonce, which may look like a byte order mark.
+        if bytes.starts(with: [0xFF, 0xFE]) || bytes.starts(with: [0xFE, 0xFF]) {
+            return (try? OTPJSON.text(bytes, source: "")) != nil
+        }
         if let first = body.first(where: { !white.contains($0) }), let last = body.last(where: { !white.contains($0) }),
             [UInt8(ascii: "["), UInt8(ascii: "{")].contains(first),
             [UInt8(ascii: "]"), UInt8(ascii: "}")].contains(last)
