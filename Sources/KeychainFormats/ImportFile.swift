@@ -170,11 +170,14 @@ package enum ImportFile {
         var seen: Set<[UInt8]> = []
         var items: [SecretToStore] = []
         var renamed: [(key: String, storedAs: String)] = []
+        // The number each key's next copy tries first: 100,000 entries of one title count up once.
+        var next: [[UInt8]: Int] = [:]
         for (index, entry) in entries.enumerated() {
             var key = entry.key.isEmpty ? "untitled" : entry.key
             if !seen.insert(Array(key.utf8)).inserted {
-                var number = 2
+                var number = next[Array(key.utf8), default: 2]
                 while taken.contains(Array("\(key) (\(number))".utf8)) { number += 1 }
+                next[Array(key.utf8)] = number + 1
                 renamed.append((key, "\(key) (\(number))"))
                 key = "\(key) (\(number))"
                 taken.insert(Array(key.utf8))
