@@ -208,25 +208,6 @@ package enum OTPSeed {
 }
 
 extension OTPSeed {
-    /// `bytes` in RFC 4648 base32 without padding, as seeds are written in `otpauth://` URIs.
-    package static func base32(_ bytes: [UInt8]) -> String {
-        let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZ234567")
-        var text = ""
-        var bits: UInt32 = 0
-        var count = 0
-        for byte in bytes {
-            bits = bits << 8 | UInt32(byte)
-            count += 8
-            while count >= 5 {
-                count -= 5
-                text.append(alphabet[Int(bits >> UInt32(count) & 31)])
-            }
-            bits &= (1 << UInt32(count)) - 1
-        }
-        if count > 0 { text.append(alphabet[Int(bits << UInt32(5 - count) & 31)]) }
-        return text
-    }
-
     /// KeeOTP's settings, as KeePassXC reads them from an `otp` attribute
     /// (`key=SEED&step=30&size=6&otpHashMode=SHA256`), as an `otpauth://` URI; nil when `text`
     /// is not such settings or holds one `otp` cannot compute.

@@ -17,11 +17,11 @@ enum KeePassEntryParts {
         if let text = value("Secret-Base32") {
             seed = text
         } else if let text = value("Secret-Hex"), let bytes = hexBytes(text.filter { !$0.isWhitespace }) {
-            seed = OTPSeed.base32(bytes)
+            seed = Base32.encode(bytes)
         } else if let text = value("Secret-Base64"), let data = Data(base64Encoded: text.filter { !$0.isWhitespace }) {
-            seed = OTPSeed.base32(Array(data))
+            seed = Base32.encode(Array(data))
         } else if let text = value("Secret-UTF8") {
-            seed = OTPSeed.base32(Array(text.utf8))
+            seed = Base32.encode(Array(text.utf8))
         } else {
             return nil
         }

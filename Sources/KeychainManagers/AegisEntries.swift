@@ -37,7 +37,7 @@ extension AegisBackup {
         let type = try entry.requiredString("type").lowercased()
         guard let infoValue = entry["info"] else { throw entry.missing("info") }
         let info = try JSONMembers(infoValue, location: "\(location)'s info", app: app, what: "an Aegis token's info")
-        guard let secret = Base32Text.decode(try info.requiredString("secret")) else {
+        guard let secret = Base32.decode(try info.requiredString("secret")) else {
             throw FormatError(
                 "\(location): its secret is not base32 (letters A-Z and digits 2-7), as Aegis writes it; "
                     + "nothing was stored")
@@ -82,7 +82,7 @@ extension AegisBackup {
         case "yandex":
             // As Aegis writes it as a URI (GoogleAuthInfo.getUri): yaotp, the PIN in base32.
             let pin = try info.requiredString("pin")
-            let parameters = [("period", String(try period())), ("pin", Base32Text.encode(Array(pin.utf8)))]
+            let parameters = [("period", String(try period())), ("pin", Base32.encode(Array(pin.utf8)))]
             token.code = .other(kind: "Yandex", text: uri("yaotp", parameters))
             token.fields.append(.init("pin", pin))
         case "motp":

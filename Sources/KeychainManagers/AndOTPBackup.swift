@@ -103,7 +103,7 @@ enum AndOTPBackup {
     }
 
     private static func token(_ item: JSONMembers, location: String) throws -> OTPToken {
-        guard let secret = Base32Text.decode(try item.requiredString("secret")) else {
+        guard let secret = Base32.decode(try item.requiredString("secret")) else {
             throw FormatError(
                 "\(location): its secret is not base32 (letters A-Z and digits 2-7), as andOTP writes it; "
                     + "nothing was stored")
@@ -133,7 +133,7 @@ enum AndOTPBackup {
             token.code = .other(kind: "Steam", text: uri("steam", [("period", String(period))]))
         case "MOTP":
             // As andOTP writes it as a URI (Entry.toUri): the secret is the mOTP secret's own text.
-            let text = String(validating: secret, as: UTF8.self) ?? Base32Text.encode(secret)
+            let text = String(validating: secret, as: UTF8.self) ?? Base32.encode(secret)
             token.code = .other(
                 kind: "mOTP",
                 text: "otpauth://motp/\(OTPToken.label(issuer: issuer, account: account))?secret="

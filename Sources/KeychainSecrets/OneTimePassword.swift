@@ -166,36 +166,3 @@ public struct OneTimePassword: Sendable, Equatable {
         return String(validating: bytes, as: UTF8.self)
     }
 }
-
-/// RFC 4648 base32, as TOTP seeds are written: any case, spaces and hyphens between groups
-/// ignored, `=` padding optional (at the end only).
-enum Base32 {
-    static func decode(_ text: some StringProtocol) -> [UInt8]? {
-        var bits: UInt32 = 0
-        var count = 0
-        var output: [UInt8] = []
-        var padding = false
-        for byte in text.utf8 {
-            let value: UInt8
-            switch byte {
-            case UInt8(ascii: "A")...UInt8(ascii: "Z"): value = byte - UInt8(ascii: "A")
-            case UInt8(ascii: "a")...UInt8(ascii: "z"): value = byte - UInt8(ascii: "a")
-            case UInt8(ascii: "2")...UInt8(ascii: "7"): value = byte - UInt8(ascii: "2") + 26
-            case UInt8(ascii: " "), UInt8(ascii: "-"): continue
-            case UInt8(ascii: "="):
-                padding = true
-                continue
-            default: return nil
-            }
-            guard !padding else { return nil }
-            bits = bits << 5 | UInt32(value)
-            count += 5
-            if count >= 8 {
-                count -= 8
-                output.append(UInt8(truncatingIfNeeded: bits >> UInt32(count)))
-                bits &= (1 << UInt32(count)) - 1
-            }
-        }
-        return output
-    }
-}

@@ -1,4 +1,5 @@
 import FoundationEssentials
+import KeychainSystem
 import Testing
 
 @testable import KeychainCore
