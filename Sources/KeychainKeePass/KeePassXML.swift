@@ -28,6 +28,15 @@ package enum KeePassXML {
     /// - Throws: ``FormatError`` saying what is wrong and where, never quoting a value.
     package static func database(of xml: [UInt8], source: String) throws -> Database {
         var parser = Parser(source: source)
+        try read(xml, source: source, kind: "KeePass XML") { try parser.read($0) }
+        return try parser.finished()
+    }
+
+    /// Reads `xml` node by node with libxml2's streaming reader (no network, no DTD fetched, no
+    /// entity substituted), handing each node to `visit`.
+    /// - Throws: ``FormatError`` for XML that is not well-formed, naming the line only (libxml2's
+    ///   message may quote the document), as not `kind`.
+    static func read(_ xml: [UInt8], source: String, kind: String, _ visit: (xmlTextReaderPtr) throws -> Void) throws {
         let options = Int32(XML_PARSE_NONET.rawValue | XML_PARSE_NOERROR.rawValue | XML_PARSE_NOWARNING.rawValue)
         try xml.withUnsafeBufferPointer { bytes in
             try bytes.withMemoryRebound(to: CChar.self) { text in
@@ -40,17 +49,14 @@ package enum KeePassXML {
                     let status = xmlTextReaderRead(reader)
                     if status == 0 { break }
                     guard status == 1 else {
-                        // libxml2's message may quote the document: only the line is shown.
                         let line = xmlGetLastError()?.pointee.line ?? xmlTextReaderGetParserLineNumber(reader)
                         throw FormatError(
-                            "\(source) is not KeePass XML: it is not well-formed XML (line \(line)); nothing was stored"
-                        )
+                            "\(source) is not \(kind): it is not well-formed XML (line \(line)); nothing was stored")
                     }
-                    try parser.read(reader)
+                    try visit(reader)
                 }
             }
         }
-        return try parser.finished()
     }
 
     /// The reader's state: the open elements, the groups around the node, the entry being read.

@@ -41,28 +41,7 @@ package enum KeePassXXML {
     /// - Throws: ``FormatError`` saying what is wrong and where, never quoting a value.
     package static func export(of xml: [UInt8], source: String) throws -> ManagerExport {
         var parser = Parser(source: source, doctypeAllowed: hasOnlyKeePassXDoctype(xml))
-        let options = Int32(XML_PARSE_NONET.rawValue | XML_PARSE_NOERROR.rawValue | XML_PARSE_NOWARNING.rawValue)
-        try xml.withUnsafeBufferPointer { bytes in
-            try bytes.withMemoryRebound(to: CChar.self) { text in
-                guard let reader = xmlReaderForMemory(text.baseAddress, Int32(text.count), nil, "UTF-8", options)
-                else {
-                    throw FormatError("\(source) could not be read as XML (out of memory?); nothing was stored")
-                }
-                defer { xmlFreeTextReader(reader) }
-                while true {
-                    let status = xmlTextReaderRead(reader)
-                    if status == 0 { break }
-                    guard status == 1 else {
-                        // libxml2's message may quote the document: only the line is shown.
-                        let line = xmlGetLastError()?.pointee.line ?? xmlTextReaderGetParserLineNumber(reader)
-                        throw FormatError(
-                            "\(source) is not KeePassX XML: it is not well-formed XML (line \(line)); nothing was stored"
-                        )
-                    }
-                    try parser.read(reader)
-                }
-            }
-        }
+        try KeePassXML.read(xml, source: source, kind: "KeePassX XML") { try parser.read($0) }
         guard parser.sawRoot else {
             throw FormatError("\(source) is not KeePassX XML: it has no database element; nothing was stored")
         }
