@@ -224,8 +224,20 @@ func exactText(_ value: JSONValue?, objects: Bool, refuse: () -> FormatError) th
     case .number(let number) where number == number.rounded() && abs(number) <= 9_007_199_254_740_992:
         return String(Int64(number))
     case .array where objects, .object where objects:
+        // Its JSON is written again from doubles: a number one would round is refused, as alone.
+        guard holdsExactNumbers(value!) else { throw refuse() }
         return value!.jsonText
     default: throw refuse()
+    }
+}
+
+/// Whether every number in `value` is a whole number a double holds exactly (up to 2^53).
+private func holdsExactNumbers(_ value: JSONValue) -> Bool {
+    switch value {
+    case .number(let number): return number == number.rounded() && abs(number) <= 9_007_199_254_740_992
+    case .array(let elements): return elements.allSatisfy(holdsExactNumbers)
+    case .object(let members): return members.values.allSatisfy(holdsExactNumbers)
+    default: return true
     }
 }
 

@@ -59,7 +59,8 @@ extension AegisBackup {
         let names = groups.filter { uuids.contains($0.uuid) }.map(\.name)
         if let first = names.first {
             token.folders = [first]
-            if names.count > 1 { token.fields.append(.init("groups", names.joined(separator: ", "))) }
+            // Its other groups a field each, as other formats keep a tag a field each.
+            token.fields += names.dropFirst().map { .init("group", $0) }
         } else if let old = try entry.string("group"), !old.isEmpty {
             token.folders = [old]
         }

@@ -116,7 +116,7 @@ enum AndOTPBackup {
             issuer: try item.string("issuer") ?? "", account: try item.requiredString("label"),
             code: .other(kind: "", text: ""))
         let tags = try item.strings("tags")
-        if !tags.isEmpty { token.fields.append(.init("tags", tags.joined(separator: ", "))) }
+        token.fields += tags.map { .init("tag", $0) }
         let (issuer, account) = (token.issuer, token.account)
         func uri(_ type: String, _ parameters: [(String, String)]) -> String {
             OTPToken.uri(

@@ -69,7 +69,7 @@ struct OTPExportTests {
         )
         #expect(
             entries[1].fields == [
-                .init("username", "alice"), .init("issuer", "AT&T"), .init("groups", "Personal, Work"),
+                .init("username", "alice"), .init("issuer", "AT&T"), .init("group", "Work"),
             ])
         #expect(
             entries[1].totp
@@ -137,7 +137,7 @@ struct OTPExportTests {
             ])
         #expect(
             entries[0].text
-                == "\nusername: octocat\nissuer: GitHub\ntags: work, code\notpauth://totp/GitHub:octocat?secret="
+                == "\nusername: octocat\nissuer: GitHub\ntag: work\ntag (2): code\notpauth://totp/GitHub:octocat?secret="
                 + "JBSWY3DPEHPK3PXP&issuer=GitHub&algorithm=SHA1&digits=6&period=30")
         #expect(
             entries[1].text
@@ -150,7 +150,7 @@ struct OTPExportTests {
             entries[3].totp
                 == "otpauth://steam/Steam:gaben?secret=JBSWY3DPEHPK3PXP&issuer=Steam&period=30&algorithm=SHA1&digits=5")
         #expect(entries[4].totp == "otpauth://motp/Corp:vpn?secret=123456789abcdef&issuer=Corp")
-        #expect(entries[4].fields == [.init("username", "vpn"), .init("issuer", "Corp"), .init("tags", "a,b")])
+        #expect(entries[4].fields == [.init("username", "vpn"), .init("issuer", "Corp"), .init("tag", "a,b")])
         #expect(
             entries[5].text
                 == "\nusername: old\notpauth://totp/old?secret=JBSWY3DPEHPK3PXP&algorithm=SHA1&digits=6&period=30",

@@ -66,6 +66,12 @@ struct OnePasswordExportTests {
             #"{"accounts": [{"vaults": [{"items": [{"details": {"loginFields": [{"value": 1.5}]}}]}]}]}"#,
             "cannot be read exactly"
         ),
+        // An object's JSON is written again: a number in it that a double rounds is refused too.
+        (
+            #"{"accounts": [{"vaults": [{"items": [{"details": {"sections": [{"fields": [{"title": "a", "value": "#
+                + #"{"address": {"zip": 12345678901234567890}}}]}]}}]}]}]}"#,
+            "cannot be read exactly"
+        ),
     ])
     func aFileThatIsNoExportIsRefused(text: String, message: String) {
         #expect {
