@@ -169,18 +169,7 @@ extension KeePassXXML {
     /// transcoded, UTF-8 as it is.
     /// - Throws: ``FormatError`` for other bytes (Latin-1…), saying how to convert them.
     package static func utf8(_ xml: [UInt8], source: String) throws -> [UInt8] {
-        if xml.starts(with: [0xFF, 0xFE]) || xml.starts(with: [0xFE, 0xFF]), xml.count % 2 == 0 {
-            let little = xml[0] == 0xFF
-            let units = stride(from: 2, to: xml.count, by: 2).map {
-                little ? UInt16(xml[$0]) | UInt16(xml[$0 + 1]) << 8 : UInt16(xml[$0]) << 8 | UInt16(xml[$0 + 1])
-            }
-            if let text = String(validating: units, as: UTF16.self) { return Array(text.utf8) }
-        } else if String(validating: xml, as: UTF8.self) != nil {
-            return xml
-        }
-        throw FormatError(
-            "\(source) is not UTF-8 text (nor UTF-16 with a byte order mark); nothing was stored. If it is Latin-1, "
-                + "convert it (iconv -f latin1 -t utf-8 FILE > FILE.utf8) and import that")
+        Array(try ExportText.text(xml, source: source).utf8)
     }
 }
 

@@ -20,16 +20,8 @@ package struct CSVRows {
     /// - Throws: ``FormatError`` for UTF-16 with an odd length or unpaired surrogates.
     package init(_ bytes: [UInt8], source: String) throws {
         self.source = source
-        if bytes.starts(with: [0xEF, 0xBB, 0xBF]) {
-            self.bytes = bytes
-            position = 3
-        } else if bytes.starts(with: [0xFF, 0xFE]) || bytes.starts(with: [0xFE, 0xFF]) {
-            self.bytes = try Self.utf8(ofUTF16: bytes, bigEndian: bytes[0] == 0xFE, source: source)
-            position = 0
-        } else {
-            self.bytes = bytes
-            position = 0
-        }
+        self.bytes = try ExportText.utf8(bytes, source: source)
+        position = 0
     }
 
     /// The next row, nil after the last.
@@ -125,35 +117,6 @@ package struct CSVRows {
 
     /// Whether `byte` ends a cell: a comma, LF or CR.
     private static func endsCell(_ byte: UInt8) -> Bool { byte == 0x2C || byte == 0x0A || byte == 0x0D }
-
-    /// UTF-8 of UTF-16 `bytes` that start with their byte order mark.
-    private static func utf8(ofUTF16 bytes: [UInt8], bigEndian: Bool, source: String) throws -> [UInt8] {
-        guard bytes.count % 2 == 0 else {
-            throw FormatError(
-                "\(source) is UTF-16 with an odd number of bytes, so it is cut short; nothing was stored. Export it again"
-            )
-        }
-        var units: [UInt16] = []
-        units.reserveCapacity(bytes.count / 2 - 1)
-        var index = 2
-        while index < bytes.count {
-            let high = UInt16(bytes[index])
-            let low = UInt16(bytes[index + 1])
-            units.append(bigEndian ? high << 8 | low : low << 8 | high)
-            index += 2
-        }
-        var output: [UInt8] = []
-        output.reserveCapacity(units.count)
-        let failed = transcode(units.makeIterator(), from: UTF16.self, to: UTF8.self, stoppingOnError: true) {
-            output.append($0)
-        }
-        if failed {
-            throw FormatError(
-                "\(source) is UTF-16 holding a broken character (an unpaired surrogate); nothing was stored. "
-                    + "Export it again, or convert it to UTF-8 with iconv -f utf-16 -t utf-8")
-        }
-        return output
-    }
 }
 
 /// A CSV file's first line: its column names as the file has them (a byte order mark and the

@@ -30,22 +30,7 @@ package enum JSONExport {
     /// - Throws: ``FormatError`` for other bytes, saying how to convert them; `what` names the
     ///   export expected (`a Dashlane JSON export`).
     static func text(of bytes: [UInt8], source: String, what: String) throws -> String {
-        var text: String?
-        if bytes.starts(with: [0xFF, 0xFE]) || bytes.starts(with: [0xFE, 0xFF]), bytes.count % 2 == 0 {
-            let little = bytes[0] == 0xFF
-            let units = stride(from: 2, to: bytes.count, by: 2).map {
-                little ? UInt16(bytes[$0]) | UInt16(bytes[$0 + 1]) << 8 : UInt16(bytes[$0]) << 8 | UInt16(bytes[$0 + 1])
-            }
-            text = String(validating: units, as: UTF16.self)
-        } else {
-            let body = bytes.starts(with: [0xEF, 0xBB, 0xBF]) ? bytes.dropFirst(3) : bytes[...]
-            text = String(validating: body, as: UTF8.self)
-        }
-        guard let text else {
-            throw FormatError(
-                "\(source) is not UTF-8 text, so not \(what); nothing was stored. If it is Latin-1, convert it "
-                    + "(iconv -f latin1 -t utf-8 FILE > FILE.utf8) and import that")
-        }
+        let text = try ExportText.text(bytes, source: source, what: what)
         guard text.contains(where: { !$0.isWhitespace }) else {
             throw FormatError("\(source) is empty; nothing was stored. Did the export that writes it fail?")
         }

@@ -8,27 +8,7 @@ enum OTPJSON {
     /// The text of `bytes`: UTF-8 (with or without a byte order mark) or UTF-16 with one.
     /// - Throws: ``FormatError`` for another encoding, saying how to convert it.
     static func text(_ bytes: [UInt8], source: String) throws -> String {
-        if bytes.starts(with: [0xEF, 0xBB, 0xBF]) {
-            if let text = String(validating: bytes.dropFirst(3), as: UTF8.self) { return text }
-        } else if bytes.starts(with: [0xFF, 0xFE]) || bytes.starts(with: [0xFE, 0xFF]) {
-            let little = bytes[0] == 0xFF
-            let body = bytes.dropFirst(2)
-            if body.count % 2 == 0 {
-                let units = stride(from: body.startIndex, to: body.endIndex, by: 2).map { index in
-                    little
-                        ? UInt16(body[index]) | UInt16(body[index + 1]) << 8
-                        : UInt16(body[index]) << 8 | UInt16(body[index + 1])
-                }
-                if let text = String(validating: units, as: UTF16.self) { return text }
-            }
-            throw FormatError(
-                "\(source) starts as UTF-16 text but is not valid UTF-16; nothing was stored. Export it again")
-        } else if let text = String(validating: bytes, as: UTF8.self) {
-            return text
-        }
-        throw FormatError(
-            "\(source) is not UTF-8 text; nothing was stored. Convert it first (for Latin-1: "
-                + "iconv -f latin1 -t utf-8 FILE > FILE.utf8) and import that")
+        try ExportText.text(bytes, source: source)
     }
 
     /// The JSON value of `text`, an export of `app`.

@@ -1,0 +1,46 @@
+/// The encodings another program's export may come in, read the same way for every format:
+/// UTF-8 (a byte order mark dropped) or UTF-16 with its byte order mark (as Windows' tools save
+/// it); anything else is refused with the line that converts it.
+package enum ExportText {
+    /// The UTF-8 bytes of `bytes`: as they are after a UTF-8 byte order mark, or UTF-16 (little- or
+    /// big-endian, after its byte order mark) transcoded. Not checked to be UTF-8: a reader that
+    /// goes line by line says where it is not.
+    /// - Throws: ``FormatError`` for UTF-16 cut short or holding an unpaired surrogate.
+    package static func utf8(_ bytes: [UInt8], source: String) throws -> [UInt8] {
+        if bytes.starts(with: [0xEF, 0xBB, 0xBF]) { return Array(bytes.dropFirst(3)) }
+        guard bytes.starts(with: [0xFF, 0xFE]) || bytes.starts(with: [0xFE, 0xFF]) else { return bytes }
+        guard bytes.count % 2 == 0 else {
+            throw FormatError(
+                "\(source) is UTF-16 with an odd number of bytes, so it is cut short; nothing was stored. Export it again"
+            )
+        }
+        let bigEndian = bytes[0] == 0xFE
+        let units = stride(from: 2, to: bytes.count, by: 2).lazy.map { index -> UInt16 in
+            let (first, second) = (UInt16(bytes[index]), UInt16(bytes[index + 1]))
+            return bigEndian ? first << 8 | second : second << 8 | first
+        }
+        var output: [UInt8] = []
+        output.reserveCapacity(bytes.count / 2)
+        let failed = transcode(units.makeIterator(), from: UTF16.self, to: UTF8.self, stoppingOnError: true) {
+            output.append($0)
+        }
+        if failed {
+            throw FormatError(
+                "\(source) is UTF-16 holding a broken character (an unpaired surrogate); nothing was stored. "
+                    + "Export it again, or convert it to UTF-8 with iconv -f utf-16 -t utf-8")
+        }
+        return output
+    }
+
+    /// The text of `bytes` as ``utf8(_:source:)`` reads it, which must be UTF-8.
+    /// - Throws: ``FormatError`` as ``utf8(_:source:)``, and for bytes that are no UTF-8 (Latin-1),
+    ///   saying how to convert them; `what` names the export expected (`a Dashlane JSON export`).
+    package static func text(_ bytes: [UInt8], source: String, what: String? = nil) throws -> String {
+        guard let text = String(validating: try utf8(bytes, source: source), as: UTF8.self) else {
+            throw FormatError(
+                "\(source) is not UTF-8 text\(what.map { ", so not \($0)" } ?? ""); nothing was stored. If it is "
+                    + "Latin-1, convert it (iconv -f latin1 -t utf-8 FILE > FILE.utf8) and import that")
+        }
+        return text
+    }
+}
