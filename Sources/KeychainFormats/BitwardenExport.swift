@@ -191,7 +191,12 @@ package enum OTPSeed {
         let trimmed = String(seed.drop { $0.isWhitespace }.reversed().drop { $0.isWhitespace }.reversed())
         // A Steam code (KeePassXC's `encoder=steam`) is not the TOTP `otp` computes.
         if trimmed.lowercased().hasPrefix("otpauth://") {
-            return trimmed.lowercased().contains("encoder=steam") ? nil : trimmed
+            guard !trimmed.lowercased().contains("encoder=steam") else { return nil }
+            // The scheme and the type in lower case (a QR code's OTPAUTH://TOTP/), as otp and
+            // pass-otp find the line; the rest as it is.
+            let rest = trimmed.dropFirst("otpauth://".count)
+            let type = rest.prefix { $0 != "/" }
+            return "otpauth://" + type.lowercased() + rest.dropFirst(type.count)
         }
         let base32 = trimmed.uppercased().filter { !" -=".contains($0) }
         guard !base32.isEmpty, base32.allSatisfy({ ("A"..."Z").contains($0) || ("2"..."7").contains($0) }) else {

@@ -133,7 +133,8 @@ package enum OnePasswordExport {
         }
         if let document = details["documentAttributes"]?.object { add("file", try file(document)) }
         for tag in overview["tags"]?.array ?? [] { add("tag", tag.string) }
-        if item["state"]?.string == "archived" { add("state", "archived") }
+        // Archived (or any state but active, trashed included) is kept: it is not an active login.
+        if let state = item["state"]?.string, state != "active" { add("state", state) }
         // Kept in the order they were used, by their times when each has one.
         var history = details["passwordHistory"]?.array ?? []
         let times = history.map { value -> Double? in

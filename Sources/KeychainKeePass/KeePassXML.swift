@@ -21,6 +21,8 @@ package enum KeePassXML {
         /// Each attachment not imported: the key of its entry, the attachment's name, and why.
         package var attachments: [(entry: String, name: String)]
         package var attachmentReasons: [String] = []
+        /// The entries of the recycle bin, which are not imported.
+        package var deletedEntries = 0
     }
 
     /// Every entry of `xml` outside the recycle bin, its key the path of its groups below the root
@@ -186,7 +188,7 @@ package enum KeePassXML {
             } else if at("Entry", "Binary", "Key") {
                 binary.name = closing
             } else if at("Group", "Entry") {
-                if groups.last?.deleted == false { try finishEntry() }
+                if groups.last?.deleted == false { try finishEntry() } else { database.deletedEntries += 1 }
             } else if at("Root", "Group") || at("Group", "Group") {
                 // Exactly the groups start(_:) pushed: a Group under another element (a damaged
                 // file's <Grgup><Group>) was never pushed, and is not popped.
@@ -276,12 +278,16 @@ extension KeePassXML {
         let xml = try KeePassXXML.utf8(xml, source: source)
         if KeePassXXML.isKeePassX(xml) { return try KeePassXXML.export(of: xml, source: source) }
         let database = try database(of: xml, source: source)
+        let deleted =
+            database.deletedEntries == 0
+            ? [] : ["the recycle bin's \(database.deletedEntries) entries are left out (deleted)"]
         return ManagerExport(
             entries: database.entries, files: database.files,
-            notImported: zip(database.attachments, database.attachmentReasons).map { attachment, reason in
-                "the entry \(quotedValue(attachment.entry, expected: "an entry name")) has the attachment "
-                    + "\(quotedValue(attachment.name, expected: "a file name")), which is not imported: \(reason) "
-                    + "(save it with keepassxc-cli attachment-export, then store it with keychain-cli set --from-file)"
-            })
+            notImported: deleted
+                + zip(database.attachments, database.attachmentReasons).map { attachment, reason in
+                    "the entry \(quotedValue(attachment.entry, expected: "an entry name")) has the attachment "
+                        + "\(quotedValue(attachment.name, expected: "a file name")), which is not imported: \(reason) "
+                        + "(save it with keepassxc-cli attachment-export, then store it with keychain-cli set --from-file)"
+                })
     }
 }

@@ -226,7 +226,12 @@ struct CSVLayout {
         guard let scheme = url.firstRange(of: "://") else { return url }
         let rest = url[scheme.upperBound...]
         let authority = rest.prefix { $0 != "/" && $0 != "?" && $0 != "#" }
-        let host = authority.split(separator: "@").last.map { $0.prefix { $0 != ":" } } ?? ""
+        let hostAndPort = authority.split(separator: "@").last ?? ""
+        // An IPv6 address is in brackets, its colons not a port's.
+        let host =
+            hostAndPort.first == "["
+            ? hostAndPort.prefix { $0 != "]" } + (hostAndPort.contains("]") ? "]" : "")
+            : hostAndPort.prefix { $0 != ":" }
         return host.isEmpty ? url : String(host)
     }
 

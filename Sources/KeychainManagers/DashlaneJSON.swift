@@ -82,13 +82,15 @@ enum DashlaneJSON {
     }
 
     /// An item of another kind, in the kind's folder: titled by its first title member that is
-    /// not empty (else `KIND N`), its `note` or `content` the notes, every other member a field.
+    /// not empty (else `KIND N`), its `note` or `content` the notes, every member else a field
+    /// (the title's too).
     static func other(_ members: [JSONNode.Member], kind: String, number: Int) -> PasswordEntry {
         let known = kinds[kind] ?? (folder: kind, titles: ["title", "name"])
         let titleMember = known.titles.first { name in members.contains { $0.name == name && $0.value.text != "" } }
         let title = titleMember.flatMap { name in members.first { $0.name == name }?.value.text } ?? "\(kind) \(number)"
         var entry = PasswordEntry(path: [known.folder, title], password: "")
-        for member in members where member.name != titleMember {
+        // The member that titles it is a field too: a title made a key loses what a `/` in it held.
+        for member in members {
             if member.name == "note" || member.name == "content", entry.notes.isEmpty {
                 entry.notes = member.value.text ?? ""
             } else if member.name == "password", entry.password.isEmpty {

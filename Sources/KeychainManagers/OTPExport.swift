@@ -27,7 +27,15 @@ package enum OTPExport {
         switch kind {
         case .aegis: return try AegisBackup.read(input)
         case .andotp: return try AndOTPBackup.read(input)
-        case .freeotp: return try FreeOTPBackup.read(input)
+        case .freeotp:
+            // FreeOTP's own backup (not FreeOTP+'s) is a Java serialization, which starts so.
+            if input.bytes.starts(with: [0xAC, 0xED]) {
+                throw FormatError(
+                    "\(input.source) is FreeOTP's own backup (a Java serialization), not FreeOTP+'s JSON export, "
+                        + "and this version does not read it; nothing was stored. Export the tokens from FreeOTP+ "
+                        + "(Export JSON), or store each token's otpauth:// URI with keychain-cli set")
+            }
+            return try FreeOTPBackup.read(input)
         }
     }
 

@@ -57,13 +57,17 @@ struct DashlaneEnpassExportTests {
                 .init("strength", "80"),
             ])
         #expect(read.entries[1].password == "" && read.entries[1].fields == [] && read.entries[1].notes == "")
-        #expect(read.entries[2].notes == "the code is 1234" && read.entries[2].fields == [.init("category", "Home")])
+        #expect(
+            read.entries[2].notes == "the code is 1234"
+                && read.entries[2].fields == [.init("title", "Wifi"), .init("category", "Home")])
         #expect(
             read.entries[3].fields == [
-                .init("bank", "Bank"), .init("cardNumber", "4111111111111111"), .init("owner", "A B"),
+                .init("bank", "Bank"), .init("cardNumber", "4111111111111111"), .init("name", "Visa"),
+                .init("owner", "A B"),
                 .init("expireMonth", "01"), .init("expireYear", "2030"), .init("securityCode", "123"),
             ])
-        #expect(read.entries[4].fields == [.init("email", "x@example.com")] && read.entries[5].fields == [])
+        #expect(read.entries[4].fields == [.init("email", "x@example.com"), .init("emailName", "work")])
+        #expect(read.entries[5].fields == [])
         for entry in read.entries { expectReadsBack(entry) }
     }
 
