@@ -120,7 +120,8 @@ extension ImportedItems {
             entries.append((key, Data(file.bytes)))
         }
         let (items, renamed) = try ImportFile.items(ofEntries: entries, service: service) {
-            "\(source): entry \(quotedValue(entries[$0].key, expected: "an entry name"))"
+            // By its number too: a name that is not shown (control characters) still says which.
+            "\(source): entry \($0 + 1), \(quotedValue(entries[$0].key, expected: "an entry name"))"
         }
         self.init(items: items, renamed: renamed, notImported: export.notImported)
     }
