@@ -44,20 +44,6 @@ enum KeePassEntryParts {
         return uri
     }
 
-    /// The bytes of hex digits `text` (an even number of them), nil for anything else.
-    private static func hexBytes(_ text: String) -> [UInt8]? {
-        let digits = Array(text.utf8)
-        guard digits.count % 2 == 0 else { return nil }
-        var bytes: [UInt8] = []
-        for index in stride(from: 0, to: digits.count, by: 2) {
-            guard let high = hexDigitValue(digits[index]), let low = hexDigitValue(digits[index + 1]) else {
-                return nil
-            }
-            bytes.append(high << 4 | low)
-        }
-        return bytes
-    }
-
     /// The older passwords of an entry from its history (`older`, oldest first, as KeePass keeps
     /// it), in the order they were used: each one once per run of versions that kept it, and not
     /// the current `password` when the newest versions already had it.

@@ -143,7 +143,7 @@ enum AegisBackup {
 
     /// The bytes of the hexadecimal member `name`, `count` of them when it is given.
     private static func hex(_ members: JSONMembers, _ name: String, count: Int?) throws -> [UInt8] {
-        guard let bytes = OTPCrypto.hex(try members.requiredString(name)), count.map({ bytes.count == $0 }) ?? true
+        guard let bytes = hexBytes(try members.requiredString(name)), count.map({ bytes.count == $0 }) ?? true
         else { throw members.wrong(name, count.map { "\($0) bytes in hexadecimal" } ?? "hexadecimal") }
         return bytes
     }

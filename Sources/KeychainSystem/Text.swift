@@ -119,6 +119,20 @@ package func hexDigitValue(_ byte: UInt8) -> UInt8? {
     }
 }
 
+/// The bytes that the hexadecimal digits `text` (either case, an even number of them) spell; nil
+/// for anything else.
+package func hexBytes(_ text: some StringProtocol) -> [UInt8]? {
+    let digits = Array(text.utf8)
+    guard digits.count % 2 == 0 else { return nil }
+    var bytes: [UInt8] = []
+    bytes.reserveCapacity(digits.count / 2)
+    for index in stride(from: 0, to: digits.count, by: 2) {
+        guard let high = hexDigitValue(digits[index]), let low = hexDigitValue(digits[index + 1]) else { return nil }
+        bytes.append(high << 4 | low)
+    }
+    return bytes
+}
+
 /// The well-formed UTF-8 scalar that begins at `index` of `bytes`, and its length in bytes; nil
 /// where none does (a continuation byte, an overlong or cut sequence, a surrogate).
 package func utf8Scalar(in bytes: [UInt8], at index: Int) -> (scalar: Unicode.Scalar, length: Int)? {
