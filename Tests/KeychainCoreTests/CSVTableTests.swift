@@ -100,11 +100,9 @@ struct CSVTableTests {
     @Test func aHundredThousandRowsAndAMebibyteCell() throws {
         var text = "name,url,username,password,note\n"
         for index in 0..<100_000 { text += "site \(index),https://\(index).example,user\(index),pw\(index),\n" }
-        let start = Date()
         let export = try CSVExport.read(.chrome, ManagerInput(bytes: Array(text.utf8), source: "'big.csv'"))
         #expect(export.entries.count == 100_000)
         #expect(export.entries[99_999].key == "site 99999" && export.entries[99_999].password == "pw99999")
-        #expect(Date().timeIntervalSince(start) < 60, "read in \(Date().timeIntervalSince(start)) s")
 
         let big = String(repeating: "a,\"b\"\n", count: (1 << 20) / 6) + "end"
         let quoted = "\"" + big.replacingOccurrences(of: "\"", with: "\"\"") + "\""
