@@ -33,14 +33,24 @@ package enum ExportText {
     }
 
     /// The text of `bytes` as ``utf8(_:source:)`` reads it, which must be UTF-8.
+    /// - Throws: ``FormatError`` as ``validUTF8(_:source:what:)``.
+    package static func text(_ bytes: [UInt8], source: String, what: String? = nil) throws -> String {
+        String(decoding: try validUTF8(bytes, source: source, what: what), as: UTF8.self)
+    }
+
+    /// The UTF-8 bytes of `bytes` as ``utf8(_:source:)`` gives them, checked to be UTF-8 without
+    /// making a `String` of them: `bytes` itself (no copy) when it is UTF-8 without a byte order
+    /// mark, so that a decrypted export is held once and wiped by its caller.
     /// - Throws: ``FormatError`` as ``utf8(_:source:)``, and for bytes that are no UTF-8 (Latin-1),
     ///   saying how to convert them; `what` names the export expected (`a Dashlane JSON export`).
-    package static func text(_ bytes: [UInt8], source: String, what: String? = nil) throws -> String {
-        guard let text = String(validating: try utf8(bytes, source: source), as: UTF8.self) else {
+    package static func validUTF8(_ bytes: [UInt8], source: String, what: String? = nil) throws -> [UInt8] {
+        let converted = try utf8(bytes, source: source)
+        let broken = transcode(converted.makeIterator(), from: UTF8.self, to: UTF8.self, stoppingOnError: true) { _ in }
+        guard !broken else {
             throw FormatError(
                 "\(source) is not UTF-8 text\(what.map { ", so not \($0)" } ?? ""); nothing was stored. If it is "
                     + "Latin-1, convert it (iconv -f latin1 -t utf-8 FILE > FILE.utf8) and import that")
         }
-        return text
+        return converted
     }
 }

@@ -275,9 +275,12 @@ extension KeePassXML {
     /// The entries of `xml` as ``database(of:source:)`` reads them, each attachment the export
     /// holds no bytes of named in `notImported`.
     package static func export(of xml: [UInt8], source: String) throws -> ManagerExport {
-        let xml = try KeePassXXML.utf8(xml, source: source)
-        if KeePassXXML.isKeePassX(xml) { return try KeePassXXML.export(of: xml, source: source) }
-        let database = try database(of: xml, source: source)
+        // keepassxc-cli's decrypted XML: a converted copy (UTF-16, a byte order mark) is wiped
+        // here, the caller wipes its own.
+        var converted = try KeePassXXML.utf8(xml, source: source)
+        defer { if !converted.sharesStorage(with: xml) { wipe(&converted) } }
+        if KeePassXXML.isKeePassX(converted) { return try KeePassXXML.export(of: converted, source: source) }
+        let database = try database(of: converted, source: source)
         let deleted =
             database.deletedEntries == 0
             ? [] : ["the recycle bin's \(database.deletedEntries) entries are left out (deleted)"]

@@ -166,10 +166,10 @@ package enum KeePassXXML {
 
 extension KeePassXXML {
     /// `xml` as UTF-8, the encoding the reader is given: UTF-16 with its byte order mark
-    /// transcoded, UTF-8 as it is.
+    /// transcoded, UTF-8 as it is (`xml` itself, not a copy, when it has no byte order mark).
     /// - Throws: ``FormatError`` for other bytes (Latin-1…), saying how to convert them.
     package static func utf8(_ xml: [UInt8], source: String) throws -> [UInt8] {
-        Array(try ExportText.text(xml, source: source).utf8)
+        try ExportText.validUTF8(xml, source: source)
     }
 }
 

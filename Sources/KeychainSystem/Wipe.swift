@@ -30,3 +30,12 @@ package func wipeShared(_ bytes: [UInt8]) {
         explicit_bzero(UnsafeMutableRawPointer(mutating: base), buffer.count)
     }
 }
+
+extension [UInt8] {
+    /// Whether this array and `other` are one storage (one was copied from the other and neither
+    /// changed since): a buffer converted from another, or the same one given back, is told apart
+    /// before the converted one is wiped.
+    package func sharesStorage(with other: [UInt8]) -> Bool {
+        withUnsafeBufferPointer { mine in other.withUnsafeBufferPointer { $0.baseAddress == mine.baseAddress } }
+    }
+}

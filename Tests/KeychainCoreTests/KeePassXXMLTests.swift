@@ -1,4 +1,5 @@
 import Foundation
+import KeychainSystem
 import Testing
 
 @testable import KeychainFormats
@@ -96,6 +97,18 @@ struct KeePassXXMLTests {
             let error = try #require(throws: FormatError.self) { try KeePassXML.export(of: latin1, source: "'db.xml'") }
             #expect(error.description.contains("iconv -f latin1"), "\(error)")
         }
+    }
+
+    /// keepassxc-cli's decrypted XML is held once: UTF-8 is checked in place, not copied into a
+    /// `String` and back (a copy nobody wipes); only a converted one (a byte order mark, UTF-16) is
+    /// a buffer of its own, which `export` wipes.
+    @Test func utf8IsCheckedWithoutACopy() throws {
+        let plain = Array(Self.keepass2.utf8)
+        #expect(try KeePassXXML.utf8(plain, source: "'db.xml'").sharesStorage(with: plain))
+        let marked = [0xEF, 0xBB, 0xBF] + plain
+        let converted = try KeePassXXML.utf8(marked, source: "'db.xml'")
+        #expect(converted == plain && !converted.sharesStorage(with: marked))
+        #expect(throws: FormatError.self) { try KeePassXXML.utf8(plain + [0xE9, 0x20], source: "'db.xml'") }
     }
 
     func expectXReadsBack(_ entry: PasswordEntry) {
