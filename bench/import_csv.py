@@ -14,7 +14,10 @@ pass-import is measured twice, as there is no one command of it that does the sa
   BENCH_CSV_SMALL rows only, as zxcvbn takes it some 7 ms a password (12 minutes for 100,000);
 - its Bitwarden CSV reader alone (`BitwardenCSV(FILE).parse()` in one python3), the fair
   counterpart of reading the file into entries, without writing anything.
-Every side must find every entry. Writes OUT.json: {"entries", "small", "runs", "results":
+keychain-cli's peak memory is also measured importing into a passphrase tree vault (one file per
+secret, stored a batch at a time: what shows that import holds a batch of entries, not all of them;
+the vault file must hold every secret in its one document). Every side must find every entry.
+Writes OUT.json: {"entries", "small", "runs", "results":
 {name: [seconds]}, "small results": {name: [seconds]}, "rss": {name: {rows: KiB}}}.
 
     bench/import_csv.py OUT.json
@@ -34,6 +37,9 @@ with BitwardenCSV(sys.argv[1]) as importer:
     importer.parse()
     print(len(importer.data))
 """
+
+
+TREE = "keychain-cli, tree vault"
 
 
 def make_csv(path, entries):
@@ -106,12 +112,18 @@ def main(out):
         results = measure(ENTRIES, ["keychain-cli", "pass-import reader"])
         small_results = measure(SMALL, ["keychain-cli", "pimport", "pass-import reader"])
         rss = {name: {} for name in small_results}
+        tree = os.path.join(work, "tree")
+        rss[TREE] = {}
         for rows, path in files.items():
             for name, (argv, env) in commands(path).items():
                 if name == "pimport" and rows != SMALL:
                     continue
                 clean()
                 rss[name][rows] = peak_rss(argv, env)
+            # A tree vault stores item by item, so import holds a batch of them, not all.
+            shutil.rmtree(tree, ignore_errors=True)
+            subprocess.run([KC, "vault", "init", tree], env=environment(tree), capture_output=True, check=True)
+            rss[TREE][rows] = peak_rss(commands(path)["keychain-cli"][0], environment(tree))
         clean()
     finally:
         shutil.rmtree(work, ignore_errors=True)
@@ -138,15 +150,18 @@ def table(results):
         return f"{seconds[name]:.2f} s" + ("" if name == "keychain-cli" else f" (**{ratio:.2f}×**)")
 
     lines = [
-        f"| import of a Bitwarden CSV (median of {results['runs']}) | keychain-cli | pimport (whole tool) | "
-        "pass-import's reader alone |",
-        "|---|---|---|---|",
-        f"| time, {results['small']:,} rows | " + " | ".join(cell(small, name) for name in names) + " |",
-        f"| time, {results['entries']:,} rows | " + " | ".join(cell(large, name) for name in names) + " |",
+        f"| import of a Bitwarden CSV (median of {results['runs']}) | keychain-cli (vault file) | "
+        "keychain-cli (tree vault) | pimport (whole tool) | pass-import's reader alone |",
+        "|---|---|---|---|---|",
+        f"| time, {results['small']:,} rows | " + " | ".join(cell(small, name) for name in (names[0], TREE, *names[1:]))
+        + " |",
+        f"| time, {results['entries']:,} rows | " + " | ".join(cell(large, name) for name in (names[0], TREE, *names[1:]))
+        + " |",
     ]
     for rows in (results["small"], results["entries"]):
         lines.append(f"| peak RSS, {rows:,} rows | " + " | ".join(
-            f"{rss[name][rows] / 1024:.0f} MiB" if rows in rss[name] else "–" for name in names) + " |")
+            f"{rss[name][rows] / 1024:.0f} MiB" if rows in rss.get(name, {}) else "–"
+            for name in (names[0], TREE, *names[1:])) + " |")
     return "\n".join(lines)
 
 

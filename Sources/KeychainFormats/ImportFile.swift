@@ -165,27 +165,47 @@ package enum ImportFile {
     package static func items(
         ofEntries entries: [(key: String, secret: Data)], service: ServiceName, location: (Int) -> String
     ) throws -> (items: [SecretToStore], renamed: [(key: String, storedAs: String)]) {
-        // By bytes: "é" and "e\u{301}" are two names, which Swift's String calls equal.
-        var taken = Set(entries.map { Array($0.key.utf8) })
-        var seen: Set<[UInt8]> = []
+        let (keys, renamed) = try keys(of: entries.map(\.key), location: location)
         var items: [SecretToStore] = []
-        var renamed: [(key: String, storedAs: String)] = []
-        // The number each key's next copy tries first: 100,000 entries of one title count up once.
-        var next: [[UInt8]: Int] = [:]
         for (index, entry) in entries.enumerated() {
-            var key = entry.key.isEmpty ? "untitled" : entry.key
-            if !seen.insert(Array(key.utf8)).inserted {
-                var number = next[Array(key.utf8), default: 2]
-                while taken.contains(Array("\(key) (\(number))".utf8)) { number += 1 }
-                next[Array(key.utf8)] = number + 1
-                renamed.append((key, "\(key) (\(number))"))
-                key = "\(key) (\(number))"
-                taken.insert(Array(key.utf8))
-                seen.insert(Array(key.utf8))
-            }
-            items.append(try item(service.rawValue, key, entry.secret, at: location(index)))
+            items.append(try item(service.rawValue, keys[index].rawValue, entry.secret, at: location(index)))
         }
         return (items, renamed)
+    }
+
+    /// The keys entries of the keys `entries` are stored under, as ``items(ofEntries:service:location:)``
+    /// numbers them: what an export read twice (a row at a time) decides before its first write.
+    /// - Throws: ``FormatError`` for a key that cannot be stored (naming it by `location`).
+    package static func keys(of entries: [String], location: (Int) -> String) throws
+        -> (keys: [KeychainKey], renamed: [(key: String, storedAs: String)])
+    {
+        // Whether each key is taken, and whether by an entry already numbered (true) or only by
+        // a later one (false). By bytes: "é" and "e\u{301}" are two names, which Swift's String
+        // calls equal. The keys share the entries' storage.
+        var taken = [KeyBytes: Bool](minimumCapacity: entries.count)
+        for entry in entries { taken[KeyBytes(entry.isEmpty ? "untitled" : entry)] = false }
+        var keys: [KeychainKey] = []
+        keys.reserveCapacity(entries.count)
+        var renamed: [(key: String, storedAs: String)] = []
+        // The number each key's next copy tries first: 100,000 entries of one title count up once.
+        var next: [KeyBytes: Int] = [:]
+        for (index, entry) in entries.enumerated() {
+            var key = entry.isEmpty ? "untitled" : entry
+            if taken.updateValue(true, forKey: KeyBytes(key)) == true {
+                var number = next[KeyBytes(key), default: 2]
+                while taken[KeyBytes("\(key) (\(number))")] != nil { number += 1 }
+                next[KeyBytes(key)] = number + 1
+                renamed.append((key, "\(key) (\(number))"))
+                key = "\(key) (\(number))"
+                taken[KeyBytes(key)] = true
+            }
+            do throws(KeychainError) {
+                keys.append(try KeychainKey(key))
+            } catch {
+                throw FormatError("\(location(index)): \(error.description)")
+            }
+        }
+        return (keys, renamed)
     }
 
     private static func item(_ service: String, _ key: String, _ secret: Data, at location: @autoclosure () -> String)
@@ -200,5 +220,19 @@ package enum ImportFile {
         } catch let error as KeychainError {
             throw FormatError("\(location()): \(error.description)")
         }
+    }
+}
+
+/// A key compared and hashed by its UTF-8 bytes, not as Swift compares strings.
+private struct KeyBytes: Hashable {
+    let text: String
+
+    init(_ text: String) { self.text = text }
+
+    static func == (left: KeyBytes, right: KeyBytes) -> Bool { left.text.utf8.elementsEqual(right.text.utf8) }
+
+    func hash(into hasher: inout Hasher) {
+        var text = text
+        text.withUTF8 { hasher.combine(bytes: UnsafeRawBufferPointer($0)) }
     }
 }

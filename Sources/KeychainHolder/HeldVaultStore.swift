@@ -131,6 +131,9 @@ package final class HeldVaultStore: SecretStore {
         try setSecrets([SecretToStore(service: service, key: key, secret: secret)]) { _ in }
     }
 
+    /// As the vault the holder holds writes (its file whole, or a tree vault's files one by one).
+    package var writesManyAtOnce: Bool { direct.writesManyAtOnce }
+
     package func setSecrets(_ secrets: [SecretToStore], progress: (Int) -> Void) throws(KeychainError) {
         guard let reply = try ask(.store(items(secrets))) else {
             return try direct.setSecrets(secrets, progress: progress)

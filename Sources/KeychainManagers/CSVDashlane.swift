@@ -82,6 +82,8 @@ enum DashlaneCSV {
                     + "(credentials.csv) nor title,note (securenotes.csv); nothing was stored."
                     + (other ?? " Export it again from Dashlane (Settings > Export data, CSV)"))
         }
-        return try layout.entries(&rows, header: header, source: source)
+        var entries: [PasswordEntry] = []
+        try layout.forEachEntry(&rows, header: header, source: source) { entries.append($0) }
+        return entries
     }
 }

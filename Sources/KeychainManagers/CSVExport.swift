@@ -32,18 +32,34 @@ package enum CSVExport {
                 "\(input.source) is a zip, not \(CSVLayout.article(kind)) CSV export; nothing was stored. "
                     + "Give the CSV file itself")
         }
+        var rows = try CSVRows(input.bytes, source: input.source)
+        var entries: [PasswordEntry] = []
+        try forEachEntry(kind, &rows, source: input.source) { entries.append($0) }
+        return ManagerExport(entries: entries)
+    }
+
+    /// Whether `kind`'s export is one CSV file, which ``forEachEntry(_:_:source:_:)`` reads a
+    /// row at a time (Dashlane's is a zip of them).
+    package static func isOneFile(_ kind: Kind) -> Bool { kind != .dashlane }
+
+    /// Each entry of `rows`, a CSV export of `kind` (one of ``isOneFile(_:)``) that messages call
+    /// `source`, given to `body` as its row is read: an export of any length is read holding one
+    /// row and one entry.
+    /// - Throws: ``FormatError`` naming the line and what is wrong, never a value; what `body` throws.
+    package static func forEachEntry(
+        _ kind: Kind, _ rows: inout CSVRows, source: String, _ body: (PasswordEntry) throws -> Void
+    ) throws {
         switch kind {
-        case .keeper: return try KeeperCSV.read(input)
-        case .enpass: return try EnpassCSV.read(input)
+        case .keeper: try KeeperCSV.forEachEntry(&rows, source: source, body)
+        case .enpass: try EnpassCSV.forEachEntry(&rows, source: source, body)
         default:
-            var rows = try CSVRows(input.bytes, source: input.source)
             guard let first = try rows.next() else {
                 throw FormatError(
-                    "\(input.source) has no line of CSV; nothing was stored. Did the export that writes it fail?")
+                    "\(source) has no line of CSV; nothing was stored. Did the export that writes it fail?")
             }
             let header = CSVHeader(first.cells)
-            let layout = try CSVLayout.of(kind, header: header, source: input.source)
-            return ManagerExport(entries: try layout.entries(&rows, header: header, source: input.source))
+            let layout = try CSVLayout.of(kind, header: header, source: source)
+            try layout.forEachEntry(&rows, header: header, source: source, body)
         }
     }
 }
@@ -156,11 +172,12 @@ struct CSVLayout {
         }
     }
 
-    /// Every row of `rows` after `header` as an entry.
+    /// Every row of `rows` after `header` as an entry, given to `body`.
     /// - Throws: ``FormatError`` for a row whose cells are not as many as the header's columns.
-    func entries(_ rows: inout CSVRows, header: CSVHeader, source: String) throws -> [PasswordEntry] {
+    func forEachEntry(
+        _ rows: inout CSVRows, header: CSVHeader, source: String, _ body: (PasswordEntry) throws -> Void
+    ) throws {
         let columns = Columns(self, header)
-        var entries: [PasswordEntry] = []
         while let row = try rows.next() {
             // A line of empty cells (a spreadsheet's, after the last row) holds nothing.
             if row.cells.allSatisfy(\.isEmpty) { continue }
@@ -169,9 +186,8 @@ struct CSVLayout {
                     "\(source): line \(row.line) has \(row.cells.count) cells where the first line has "
                         + "\(header.names.count) columns; nothing was stored. Is a quote or a comma missing?")
             }
-            if let entry = try entry(row, columns) { entries.append(entry) }
+            if let entry = try entry(row, columns) { try body(entry) }
         }
-        return entries
     }
 
     /// Where the layout's columns are in a header, found once for all its rows.

@@ -4,10 +4,10 @@ import KeychainFormats
 /// folder, then a name and a value for each custom field (`TFC:Keeper` is the TOTP); folders
 /// nest with `\` (Keeper's import and export, and Bitwarden's Keeper importer, read it so).
 enum KeeperCSV {
-    static func read(_ input: ManagerInput) throws -> ManagerExport {
-        let source = input.source
-        var rows = try CSVRows(input.bytes, source: source)
-        var entries: [PasswordEntry] = []
+    /// Each entry of `rows`, a Keeper CSV export that messages call `source`, given to `body`.
+    static func forEachEntry(
+        _ rows: inout CSVRows, source: String, _ body: (PasswordEntry) throws -> Void
+    ) throws {
         var first = true
         while let row = try rows.next() {
             if row.cells.allSatisfy(\.isEmpty) { continue }
@@ -43,9 +43,8 @@ enum KeeperCSV {
                     entry.fields.append(.init(name.isEmpty ? "custom field" : name, value))
                 }
             }
-            entries.append(entry.withReadableFieldNames())
+            try body(entry.withReadableFieldNames())
         }
-        return ManagerExport(entries: entries)
     }
 }
 
@@ -53,10 +52,10 @@ enum KeeperCSV {
 /// (a line of even length has it); a first line `"Title","Field","Value",…,"Note"` is skipped.
 /// A label of a hidden field starts with `*`, which is left out.
 enum EnpassCSV {
-    static func read(_ input: ManagerInput) throws -> ManagerExport {
-        let source = input.source
-        var rows = try CSVRows(input.bytes, source: source)
-        var entries: [PasswordEntry] = []
+    /// Each entry of `rows`, an Enpass CSV export that messages call `source`, given to `body`.
+    static func forEachEntry(
+        _ rows: inout CSVRows, source: String, _ body: (PasswordEntry) throws -> Void
+    ) throws {
         var first = true
         while let row = try rows.next() {
             if row.cells.allSatisfy(\.isEmpty) { continue }
@@ -98,9 +97,8 @@ enum EnpassCSV {
             if let username { entry.fields.append(.init("username", username)) }
             entry.fields += urls.map { .init("url", $0) } + others
             if let totp { entry.setTOTP(totp, label: title) }
-            entries.append(entry.withReadableFieldNames())
+            try body(entry.withReadableFieldNames())
         }
-        return ManagerExport(entries: entries)
     }
 }
 

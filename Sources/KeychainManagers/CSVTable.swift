@@ -11,10 +11,14 @@ package struct CSVRows {
         package var line: Int
     }
 
-    private let bytes: [UInt8]
+    /// The file's bytes read so far and not yet dropped (from the row being read on), and where
+    /// in them the reader is.
+    private var bytes: [UInt8]
     private var position: Int
     private var line = 1
     private let source: String
+    /// The rest of a file read a piece at a time: its next piece, nil at its end.
+    private var more: (() throws -> [UInt8]?)?
 
     /// The rows of `bytes`, a file that messages call `source`.
     /// - Throws: ``FormatError`` for UTF-16 with an odd length or unpaired surrogates.
@@ -24,32 +28,66 @@ package struct CSVRows {
         position = 0
     }
 
+    /// The rows of a file read a piece at a time from `pieces` (nil at its end), so that only
+    /// the row being read is held, however long the file: the same rows as ``init(_:source:)``
+    /// of its bytes. A UTF-16 file is read whole to be transcoded.
+    /// - Throws: what `pieces` throws, and ``FormatError`` as ``init(_:source:)``.
+    package init(pieces: @escaping () throws -> [UInt8]?, source: String) throws {
+        var start: [UInt8] = []
+        var ended = false
+        // Enough of the start to see a byte order mark.
+        while start.count < 3, let piece = try pieces() { start += piece }
+        if start.starts(with: [0xFF, 0xFE]) || start.starts(with: [0xFE, 0xFF]) {
+            while let piece = try pieces() { start += piece }
+            ended = true
+        }
+        try self.init(start, source: source)
+        if !ended { more = pieces }
+    }
+
+    /// Whether the byte `ahead` after `position` is there, reading more of the file as needed.
+    private mutating func has(_ ahead: Int = 0) throws -> Bool {
+        while position + ahead >= bytes.count {
+            guard let piece = try more?() else {
+                more = nil
+                return false
+            }
+            bytes += piece
+        }
+        return true
+    }
+
     /// The next row, nil after the last.
     /// - Throws: ``FormatError`` for a quote never closed, text after a closing quote, a NUL
     ///   byte or bytes that are no UTF-8, naming the line.
     package mutating func next() throws -> Row? {
-        // Empty lines are skipped.
-        while position < bytes.count, bytes[position] == 0x0A || bytes[position] == 0x0D {
-            endLine()
+        // What earlier rows took is dropped (now and then: each drop moves the rest).
+        if more != nil, position >= 1 << 16 {
+            bytes.removeFirst(position)
+            position = 0
         }
-        guard position < bytes.count else { return nil }
+        // Empty lines are skipped.
+        while try has(), bytes[position] == 0x0A || bytes[position] == 0x0D {
+            try endLine()
+        }
+        guard try has() else { return nil }
         let first = line
         var cells: [String] = []
         while true {
             cells.append(try cell(row: first))
-            guard position < bytes.count else { return Row(cells: cells, line: first) }
+            guard try has() else { return Row(cells: cells, line: first) }
             if bytes[position] == UInt8(ascii: ",") {
                 position += 1
                 continue
             }
-            endLine()
+            try endLine()
             return Row(cells: cells, line: first)
         }
     }
 
     /// Steps over the line end at `position` (CRLF, LF or CR).
-    private mutating func endLine() {
-        if bytes[position] == 0x0D, position + 1 < bytes.count, bytes[position + 1] == 0x0A { position += 1 }
+    private mutating func endLine() throws {
+        if bytes[position] == 0x0D, try has(1), bytes[position + 1] == 0x0A { position += 1 }
         position += 1
         line += 1
     }
@@ -58,17 +96,17 @@ package struct CSVRows {
     private mutating func cell(row: Int) throws -> String {
         let cellLine = line
         var value: [UInt8] = []
-        if position < bytes.count, bytes[position] == UInt8(ascii: "\"") {
+        if try has(), bytes[position] == UInt8(ascii: "\"") {
             position += 1
             while true {
-                guard position < bytes.count else {
+                guard try has() else {
                     throw FormatError(
                         "\(source): line \(cellLine) opens a quoted cell that is never closed; nothing was stored. "
                             + "Is the file cut short, or a quote missing?")
                 }
                 let byte = bytes[position]
                 if byte == UInt8(ascii: "\"") {
-                    if position + 1 < bytes.count, bytes[position + 1] == UInt8(ascii: "\"") {
+                    if try has(1), bytes[position + 1] == UInt8(ascii: "\"") {
                         value.append(byte)
                         position += 2
                         continue
@@ -79,7 +117,7 @@ package struct CSVRows {
                 if byte == 0x0D || byte == 0x0A {
                     // A line break inside the cell, kept as the file has it.
                     value.append(byte)
-                    if byte == 0x0D, position + 1 < bytes.count, bytes[position + 1] == 0x0A {
+                    if byte == 0x0D, try has(1), bytes[position + 1] == 0x0A {
                         value.append(0x0A)
                         position += 1
                     }
@@ -90,14 +128,14 @@ package struct CSVRows {
                 value.append(byte)
                 position += 1
             }
-            if position < bytes.count, !Self.endsCell(bytes[position]) {
+            if try has(), !Self.endsCell(bytes[position]) {
                 throw FormatError(
                     "\(source): line \(line) has text after the closing quote of a cell; nothing was stored. "
                         + "A quote inside a quoted cell is written twice (\"\")")
             }
         } else {
             let start = position
-            while position < bytes.count, !Self.endsCell(bytes[position]) {
+            while try has(), !Self.endsCell(bytes[position]) {
                 position += 1
             }
             value = Array(bytes[start..<position])

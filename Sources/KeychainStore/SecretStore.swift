@@ -78,6 +78,12 @@ public protocol SecretStore: Sendable {
     /// - Throws: ``KeychainError`` when the backend cannot answer; those before may be added.
     func addSecrets(_ secrets: [SecretToStore], progress: (Int) -> Void) throws(KeychainError) -> [Bool]
 
+    /// Whether ``setSecrets(_:progress:)`` and ``addSecrets(_:progress:)`` write all they are
+    /// given in one step that holds every item of the store (the vault's file): a caller with a
+    /// great many then gives them at once; to any other store it may give them a batch at a time,
+    /// holding only one batch. The default is false.
+    var writesManyAtOnce: Bool { get }
+
     /// Starts reporting the changes to the items of `service` (of every service when nil), made by
     /// any program, this one included, until the returned watch is cancelled or a failure is
     /// reported (the last report). Each backend watches as well as it can: the Secret Service's
@@ -157,6 +163,8 @@ public struct ItemListing: Sendable {
 }
 
 extension SecretStore {
+    public var writesManyAtOnce: Bool { false }
+
     public func secrets(of addresses: [SecretAddress]) throws(KeychainError) -> [Data?] {
         try addresses.map { (address) throws(KeychainError) in try secret(service: address.service, key: address.key) }
     }

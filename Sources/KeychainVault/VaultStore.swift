@@ -128,6 +128,9 @@ public final class VaultStore: SecretStore {
         try setSecrets([SecretToStore(service: service, key: key, secret: secret)]) { _ in }
     }
 
+    /// Every write is of the whole file.
+    public var writesManyAtOnce: Bool { true }
+
     /// Stores every secret with one write of the vault: all of them or, on failure, none.
     public func setSecrets(_ secrets: [SecretToStore], progress: (Int) -> Void) throws(KeychainError) {
         let now = Self.now()

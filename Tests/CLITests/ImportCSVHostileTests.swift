@@ -77,6 +77,45 @@ struct ImportCSVHostileTests {
         }
     }
 
+    /// A CSV file is read a row at a time, twice, and stored a thousand entries at a time where
+    /// the store writes item by item (a tree vault), all at once into a vault file: the same keys
+    /// (numbered across batches, a title an entry holds passed over), and a bad last row stores
+    /// nothing on either.
+    @Test(arguments: [CLIBackend.vault, .treeVault])
+    func aLongCSVIsStoredABatchAtATime(on backend: CLIBackend) throws {
+        let scratch = try ScratchDirectory("csv-long")
+        defer { scratch.remove() }
+        try backend.run {
+            var text = "name,url,username,password,note\n"
+            for index in 0..<2_500 {
+                let title =
+                    [999, 1_000, 2_001].contains(index) ? "same" : index == 1_500 ? "same (2)" : "site \(index)"
+                text += "\(title),https://\(index).example,user\(index),pw-\(index),\n"
+            }
+            let bad = try write(Array((text + "last,https://x.example,u\n").utf8), "bad.csv", in: scratch)
+            let refused = try cli(["-s", "long", "import", "--format", "chrome", bad])
+            #expect(refused.status == 65 && refused.stderr.contains("line 2502"), "\(refused.stderr)")
+            #expect(try cli(["-s", "long", "list"]).stdoutText.isEmpty, "a bad last row stores nothing")
+
+            let file = try write(Array(text.utf8), "long.csv", in: scratch)
+            let imported = try cli(["-s", "long", "import", "--format", "chrome", file])
+            #expect(imported.stdoutText == "added 2500, replaced 0, skipped 0\n", "\(imported.stderr)")
+            #expect(imported.stderr.contains("'same'; the later is stored as 'same (3)'"), "\(imported.stderr)")
+            let keys = try cli(["-s", "long", "list"]).stdoutText.split(separator: "\n")
+            #expect(keys.count == 2_500 && Set(keys).count == 2_500)
+            for (key, password) in [
+                ("same", "pw-999"), ("same (3)", "pw-1000"), ("same (2)", "pw-1500"),
+                ("same (4)", "pw-2001"), ("site 2499", "pw-2499"), ("site 0", "pw-0"),
+            ] {
+                #expect(try cli(["-s", "long", "get", key, "--field", "password"]).stdoutText == password, "\(key)")
+            }
+            let again = try cli(["-s", "long", "import", "--format", "chrome", file, "--dry-run"])
+            #expect(
+                again.stdoutText.hasSuffix(
+                    "would add 0, replace 0, skip 2500 (already there; --overwrite replaces them)\n"))
+        }
+    }
+
     /// Dashlane's CSV export is a zip: its credentials and secure notes stored, its cards and IDs
     /// said on standard error.
     @Test func aDashlaneZipSaysWhatItDoesNotKeep() throws {

@@ -25,6 +25,15 @@ struct CSVTableTests {
 
     static func rows(_ text: String) throws -> [CSVRows.Row] { try rows(Array(text.utf8)) }
 
+    /// The rows `read` gives, or its error, as text to compare.
+    static func outcome(_ read: () throws -> [CSVRows.Row]) -> String {
+        do {
+            return "\(try read())"
+        } catch {
+            return "error: \(error)"
+        }
+    }
+
     static func failure(_ bytes: [UInt8]) -> String {
         do {
             _ = try rows(bytes)
@@ -109,6 +118,39 @@ struct CSVTableTests {
         let rows = try Self.rows("name,note\r\nhuge," + quoted + "\r\nnext,1\r\n")
         #expect(rows.count == 3 && rows[1].cells[1] == big && rows[1].cells[1].utf8.count > 1 << 19)
         #expect(rows[2].cells == ["next", "1"] && rows[2].line == 2 + (1 << 20) / 6 + 1)
+    }
+
+    /// `import` reads a CSV file a piece at a time (only the row being read held): every split of
+    /// the same bytes gives the same rows, and the same refusals, as the bytes read whole.
+    @Test func readAPieceAtATimeItIsTheSameFile() throws {
+        let texts = [
+            "a,\"b,c\",\"say \"\"hi\"\"\"\n\"two\nlines\",\"\",x\r\n\"crlf\r\ninside\",,\n", "a\r\n\r\nb\r", "a\rb\r\n",
+            "\u{FEFF}name,note\nCafé,日本 🔑\n", "", ",\n", "a,\"open\nnever closed", "a,\"x\"y,z\n", "a\u{0}b\n",
+            String(repeating: "row,\"cell\"\"\"\r\n", count: 9_000),
+        ]
+        var inputs = texts.map { Array($0.utf8) }
+        inputs += [
+            [0xFF, 0xFE] + Self.utf16("name,note\r\nCafé,1\r\n", bigEndian: false), [0xFE, 0xFF, 0x00],
+            Array("a,caf".utf8) + [0xE9] + Array("\n".utf8), [0xEF, 0xBB],
+        ]
+        for bytes in inputs {
+            let whole = Self.outcome { try Self.rows(bytes) }
+            for size in [1, 2, 3, 7, 1 << 16] {
+                var offset = 0
+                let pieces: () throws -> [UInt8]? = {
+                    guard offset < bytes.count else { return nil }
+                    defer { offset += size }
+                    return Array(bytes[offset..<min(offset + size, bytes.count)])
+                }
+                let read = Self.outcome {
+                    var reader = try CSVRows(pieces: pieces, source: "'x.csv'")
+                    var rows: [CSVRows.Row] = []
+                    while let row = try reader.next() { rows.append(row) }
+                    return rows
+                }
+                #expect(read == whole, "\(bytes.prefix(24)) in pieces of \(size)")
+            }
+        }
     }
 
     @Test func formulaLookingCellsAreData() throws {

@@ -142,32 +142,42 @@ extension KeychainCLI {
                         + "was stored. Pass --allow-empty if empty secrets are really meant, as set takes it")
             }
 
-            let secrets = items.map { SecretToStore(service: $0.service, key: $0.key, secret: $0.secret) }
-            let progress = isTerminal(STDERR_FILENO) && secrets.count > 20 && !dryRun
-            let report: (Int) -> Void = { done in
-                if progress { writeError("\rimporting \(done)/\(secrets.count)") }
+            let total = imported.count
+            let progress = isTerminal(STDERR_FILENO) && total > 20 && !dryRun
+            var done = 0
+            let report: (Int) -> Void = { stored in
+                if progress { writeError("\rimporting \(done + stored)/\(total)") }
             }
-            let actions: [ImportAction]
-            if overwrite || dryRun {
-                let present = try existingItems(of: items.map(\.service), keychain)
-                actions = items.map {
-                    present[$0.service]?.contains($0.key) == true ? (overwrite ? .replace : .skip) : .add
-                }
-                if dryRun {
-                    let lines = zip(actions, items).map { "\($0.rawValue) \($1.service)/\($1.key)\n" }.joined()
-                    try writeOutput(Array(lines.utf8))
+            let present =
+                overwrite || dryRun
+                ? try existingItems(of: imported.streamed.map { [$0.service] } ?? items.map(\.service), keychain) : [:]
+            var tally: [ImportAction: Int] = [:]
+            // An export read a row at a time is stored a batch at a time, so that only one batch is
+            // held, but for a store that writes everything it holds at each write (the vault's file).
+            let batch = keychain.store.writesManyAtOnce ? Int.max : 1_000
+            try imported.forEachBatch(of: batch) { secrets in
+                let actions: [ImportAction]
+                if overwrite || dryRun {
+                    actions = secrets.map {
+                        present[$0.service]?.contains($0.key) == true ? (overwrite ? .replace : .skip) : .add
+                    }
+                    if dryRun {
+                        let lines = zip(actions, secrets).map { "\($0.rawValue) \($1.service)/\($1.key)\n" }.joined()
+                        try writeOutput(Array(lines.utf8))
+                    } else {
+                        try keychain.storeAll(secrets, progress: report)
+                    }
                 } else {
-                    try keychain.storeAll(secrets, progress: report)
+                    // Whether a key is free is decided by the backend as it writes (under the vault's
+                    // lock, by OpenBao's check-and-set), not by a listing made before: a key another
+                    // program sets meanwhile is skipped, never overwritten.
+                    actions = try keychain.addAll(secrets, progress: report).map { $0 ? .add : .skip }
                 }
-            } else {
-                // Whether a key is free is decided by the backend as it writes (under the vault's
-                // lock, by OpenBao's check-and-set), not by a listing made before: a key another
-                // program sets meanwhile is skipped, never overwritten.
-                actions = try keychain.addAll(secrets, progress: report).map { $0 ? .add : .skip }
+                for action in actions { tally[action, default: 0] += 1 }
+                done += secrets.count
             }
             if progress { writeError("\n") }
-            let count = { (action: ImportAction) in actions.count(where: { $0 == action }) }
-            let (added, replaced, skipped) = (count(.add), count(.replace), count(.skip))
+            let (added, replaced, skipped) = (tally[.add] ?? 0, tally[.replace] ?? 0, tally[.skip] ?? 0)
             var summary =
                 dryRun
                 ? "would add \(added), replace \(replaced), skip \(skipped)"

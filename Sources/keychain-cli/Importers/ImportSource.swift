@@ -43,10 +43,21 @@ enum ImportFormat: String, ExpressibleByArgument, CaseIterable {
 /// What `import` is to store, and the entries whose key an earlier one took (stored under a
 /// numbered key instead).
 struct ImportedItems {
+    /// The items, when they are held (not ``streamed``).
     var items: [SecretToStore]
     var renamed: [(key: String, storedAs: String)] = []
     /// What the source holds that is not imported, a line each (a KeePass entry's attachments).
     var notImported: [String] = []
+    /// The items of an export read again as they are stored, instead of ``items``.
+    var streamed: StreamedItems?
+
+    var count: Int { streamed?.count ?? items.count }
+
+    /// Gives `body` the items `size` at a time (held ones: all at once).
+    func forEachBatch(of size: Int, _ body: ([SecretToStore]) throws -> Void) throws {
+        guard let streamed else { return try body(items) }
+        try streamed.forEachBatch(of: size, body)
+    }
 }
 
 extension ImportFormat {

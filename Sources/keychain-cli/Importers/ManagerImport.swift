@@ -10,13 +10,21 @@ extension ImportFormat {
     static func items(
         ofManager format: ImportFormat, file: String?, service: ServiceName, timeout: Double, password: PassphraseInput
     ) throws -> ImportedItems {
-        let source = file.map(quotedPath) ?? "standard input"
-        guard let bytes = try readInput(path: file, limit: 256 << 20) else {
+        let stream = try ExportStream(path: file)
+        let source = stream.source
+        guard let first = try stream.kindByte() else {
+            throw FormatError("\(source) is empty; nothing was stored. Did the export that writes it fail?")
+        }
+        let json = first == UInt8(ascii: "{") || first == UInt8(ascii: "[")
+        if let kind = CSVExport.Kind(rawValue: format.rawValue), CSVExport.isOneFile(kind), !json,
+            !ExportKind.isZip(stream.head), !(format == .keepass && first == UInt8(ascii: "<")),
+            !(format == .onePassword && first == UInt8(ascii: "*"))
+        {
+            return try streamedItems(kind, stream, service: service)
+        }
+        guard let bytes = try stream.bytes(limit: 256 << 20) else {
             throw CommandFailure.badData(
                 "\(source) is larger than 256 MiB; nothing was stored. Split it into several files and import each")
-        }
-        guard let first = ExportKind.firstByte(of: bytes) else {
-            throw FormatError("\(source) is empty; nothing was stored. Did the export that writes it fail?")
         }
         var input = ManagerInput(bytes: bytes, source: source) {
             try password.readOther(
@@ -33,7 +41,6 @@ extension ImportFormat {
             input.bytes = []
             input.zipMembers = try zipMembers(of: file, timeout: timeout)
         }
-        let json = first == UInt8(ascii: "{") || first == UInt8(ascii: "[")
         let export: ManagerExport
         switch format {
         case .bitwarden where json:
@@ -54,6 +61,25 @@ extension ImportFormat {
             export = try CSVExport.read(kind, input)
         }
         return try ImportedItems(export, service: service, source: source)
+    }
+
+    /// The items of `stream`, a CSV export of `kind`, read a row at a time (see ``StreamedItems``):
+    /// a file from where it is, twice; standard input that is no file held to be read twice.
+    private static func streamedItems(_ kind: CSVExport.Kind, _ stream: ExportStream, service: ServiceName) throws
+        -> ImportedItems
+    {
+        let rows: () throws -> CSVRows
+        if stream.isRegular {
+            rows = { try CSVRows(pieces: stream.pieces(), source: stream.source) }
+        } else {
+            guard let bytes = try stream.bytes(limit: 256 << 20) else {
+                throw CommandFailure.badData(
+                    "\(stream.source) is larger than 256 MiB; nothing was stored. Save it to a file and import that")
+            }
+            rows = { try CSVRows(bytes, source: stream.source) }
+        }
+        let (items, renamed) = try StreamedItems.checked(kind, rows: rows, source: stream.source, service: service)
+        return ImportedItems(items: [], renamed: renamed, streamed: items)
     }
 
     /// Every member of the zip `file` and its bytes, in the zip's order, read by unzip.
