@@ -8,33 +8,21 @@ extension ImportFormat {
     /// The items of the `.1pux` zip `file`.
     static func items(of1PUX file: String, service: ServiceName, timeout: Double) throws -> ImportedItems {
         let (data, source) = try exportData(of1PUX: file, timeout: timeout)
-        let export = try OnePasswordExport.export(ofData: data, source: source)
+        let (entries, documents) = try OnePasswordExport.export(ofData: data, source: source)
         // Each file (a Document's, a file field's) is a secret of its own beside its entry.
-        var entries = export.entries.map { (key: $0.key, secret: Data($0.text.utf8)) }
-        var notImported: [String] = []
-        let entryKeys = Set(entries.map(\.key))
-        if !export.files.isEmpty { try checkMembers(export.files.map(\.member), of1PUX: file, timeout: timeout) }
-        for document in export.files {
-            // The entry names its file by this key: another entry may not have it.
-            guard !entryKeys.contains("\(document.entry)/\(document.name)") else {
-                throw CommandFailure.badData(
-                    "\(source): the file \(quotedValue(document.name, expected: "a file name")) of "
-                        + "\(quotedValue(document.entry, expected: "an entry name")) would be stored under the key of "
-                        + "another entry; nothing was stored. Rename one of them in 1Password and export again")
-            }
+        var export = ManagerExport(entries: entries)
+        if !documents.isEmpty { try checkMembers(documents.map(\.member), of1PUX: file, timeout: timeout) }
+        for document in documents {
             if let bytes = try member(document.member, of1PUX: file, timeout: timeout) {
-                entries.append(("\(document.entry)/\(document.name)", Data(bytes)))
+                export.files.append(ManagerFile(entry: document.entry, name: document.name, bytes: bytes))
             } else {
-                notImported.append(
+                export.notImported.append(
                     "the entry \(quotedValue(document.entry, expected: "an entry name")) has the file "
                         + "\(quotedValue(document.name, expected: "a file name")), which is not imported: it is larger "
                         + "than 1 MiB, the largest secret")
             }
         }
-        let (items, renamed) = try ImportFile.items(
-            ofEntries: entries, service: service
-        ) { "\(source): entry \(quotedValue(entries[$0].key, expected: "an entry name"))" }
-        return ImportedItems(items: items, renamed: renamed, notImported: notImported)
+        return try ImportedItems(export, service: service, source: source)
     }
 
     /// unzip with `options` on the `.1pux` zip `file` (for `member`, when given): its output in
