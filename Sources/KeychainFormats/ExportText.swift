@@ -7,8 +7,8 @@ package enum ExportText {
     /// goes line by line says where it is not.
     /// - Throws: ``FormatError`` for UTF-16 cut short or holding an unpaired surrogate.
     package static func utf8(_ bytes: [UInt8], source: String) throws -> [UInt8] {
-        if bytes.starts(with: [0xEF, 0xBB, 0xBF]) { return Array(bytes.dropFirst(3)) }
-        guard bytes.starts(with: [0xFF, 0xFE]) || bytes.starts(with: [0xFE, 0xFF]) else { return bytes }
+        if bytes.starts(with: utf8Mark) { return Array(bytes.dropFirst(utf8Mark.count)) }
+        guard utf16Marks.contains(where: bytes.starts(with:)) else { return bytes }
         guard bytes.count % 2 == 0 else {
             throw FormatError(
                 "\(source) is UTF-16 with an odd number of bytes, so it is cut short; nothing was stored. Export it again"
@@ -52,5 +52,20 @@ package enum ExportText {
                     + "Latin-1, convert it (iconv -f latin1 -t utf-8 FILE > FILE.utf8) and import that")
         }
         return converted
+    }
+
+    /// The byte order marks: UTF-8's, and UTF-16's little- and big-endian.
+    static let utf8Mark: [UInt8] = [0xEF, 0xBB, 0xBF]
+    static let utf16Marks: [[UInt8]] = [[0xFF, 0xFE], [0xFE, 0xFF]]
+
+    /// Whether `bytes` start as a zip does (a local file header).
+    package static func isZip(_ bytes: [UInt8]) -> Bool { bytes.starts(with: [0x50, 0x4B, 0x03, 0x04]) }
+
+    /// The first byte of `bytes` that says what the export is: not white space, a byte order
+    /// mark or the zero half of a UTF-16 code unit; nil when there is none.
+    package static func firstByte(of bytes: [UInt8]) -> UInt8? {
+        var rest = bytes[...]
+        if let mark = ([utf8Mark] + utf16Marks).first(where: bytes.starts(with:)) { rest = rest.dropFirst(mark.count) }
+        return rest.first { ![0, 0x09, 0x0A, 0x0D, 0x20].contains($0) }
     }
 }

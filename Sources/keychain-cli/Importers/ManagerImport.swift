@@ -17,7 +17,7 @@ extension ImportFormat {
         }
         let json = first == UInt8(ascii: "{") || first == UInt8(ascii: "[")
         if let kind = CSVExport.Kind(rawValue: format.rawValue), CSVExport.isOneFile(kind), !json,
-            !ExportKind.isZip(stream.head), !(format == .keepass && first == UInt8(ascii: "<")),
+            !ExportText.isZip(stream.head), !(format == .keepass && first == UInt8(ascii: "<")),
             !(format == .onePassword && first == UInt8(ascii: "*"))
         {
             return try streamedItems(kind, stream, service: service)
@@ -31,7 +31,7 @@ extension ImportFormat {
                 "password of \(source)", asking: "Password of the export \(file ?? "on standard input"): ",
                 options: "--source-passphrase-file PATH or --source-passphrase-fd N")
         }
-        if ExportKind.isZip(bytes) {
+        if ExportText.isZip(bytes) {
             guard let file else {
                 throw CommandFailure.usage(
                     "standard input holds a zip, and a zip is read from a file: give its path (import --format \(format.rawValue) FILE)"
@@ -108,23 +108,6 @@ extension ImportFormat {
             throw CommandFailure.badData("\(source) is not UTF-8 text; nothing was stored")
         }
         return (text, source)
-    }
-}
-
-/// What an export's first bytes say it is.
-enum ExportKind {
-    /// Whether `bytes` start as a zip does (a local file header).
-    static func isZip(_ bytes: [UInt8]) -> Bool { bytes.starts(with: [0x50, 0x4B, 0x03, 0x04]) }
-
-    /// The first byte of `bytes` that is not white space, a byte order mark (UTF-8's, UTF-16's)
-    /// or the zero half of a UTF-16 code unit; nil when there is none.
-    static func firstByte(of bytes: [UInt8]) -> UInt8? {
-        var rest = bytes[...]
-        for mark: [UInt8] in [[0xEF, 0xBB, 0xBF], [0xFF, 0xFE], [0xFE, 0xFF]] where rest.starts(with: mark) {
-            rest = rest.dropFirst(mark.count)
-            break
-        }
-        return rest.first { ![0, 0x09, 0x0A, 0x0D, 0x20].contains($0) }
     }
 }
 

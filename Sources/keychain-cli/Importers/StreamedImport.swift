@@ -128,17 +128,17 @@ final class ExportStream {
 
     deinit { if closes { close(descriptor) } }
 
-    /// Reads until the first byte that says what the file is (see ``ExportKind/firstByte(of:)``)
+    /// Reads until the first byte that says what the file is (see ``ExportText/firstByte(of:)``)
     /// and the four a zip starts with, or the file's end; that byte, nil when there is none.
     func kindByte() throws -> UInt8? {
-        while !ended, head.count < 4 || ExportKind.firstByte(of: head) == nil {
+        while !ended, head.count < 4 || ExportText.firstByte(of: head) == nil {
             guard let piece = try piece(at: head.count) else {
                 ended = true
                 break
             }
             head += piece
         }
-        return ExportKind.firstByte(of: head)
+        return ExportText.firstByte(of: head)
     }
 
     /// The whole file: nil when it is larger than `limit`.
