@@ -116,6 +116,26 @@ struct ImportCSVHostileTests {
         }
     }
 
+    /// A file read a piece at a time is still bounded: zeros (a device, a sparse file) are no
+    /// export after their first MiB, and a file over 256 MiB is refused before its first row.
+    @Test func zerosAndHugeFilesAreRefusedAtOnce() throws {
+        let scratch = try ScratchDirectory("csv-huge")
+        defer { scratch.remove() }
+        try CLIBackend.withVault { _ in
+            let zeros = try write([UInt8](repeating: 0, count: 2 << 20), "zeros.csv", in: scratch)
+            let huge = try write(Array("name,url,username,password\n".utf8), "huge.csv", in: scratch)
+            #expect(truncate(huge, 300 << 20) == 0)
+            for (file, message) in [
+                (zeros, "only white space or zero bytes"), ("/dev/zero", "zero bytes"),
+                (huge, "larger than 256 MiB"),
+            ] {
+                let refused = try cli(["import", "--format", "chrome", file])
+                #expect(refused.status == 65 && refused.stderr.contains(message), "\(file): \(refused.stderr)")
+            }
+            #expect(try cli(["list"]).stdoutText.isEmpty)
+        }
+    }
+
     /// Dashlane's CSV export is a zip: its credentials and secure notes stored, its cards and IDs
     /// said on standard error.
     @Test func aDashlaneZipSaysWhatItDoesNotKeep() throws {

@@ -22,10 +22,7 @@ extension ImportFormat {
         {
             return try streamedItems(kind, stream, service: service)
         }
-        guard let bytes = try stream.bytes(limit: 256 << 20) else {
-            throw CommandFailure.badData(
-                "\(source) is larger than 256 MiB; nothing was stored. Split it into several files and import each")
-        }
+        guard let bytes = try stream.bytes(limit: 256 << 20) else { throw stream.tooLarge(256 << 20) }
         var input = ManagerInput(bytes: bytes, source: source) {
             try password.readOther(
                 "password of \(source)", asking: "Password of the export \(file ?? "on standard input"): ",
@@ -70,12 +67,9 @@ extension ImportFormat {
     {
         let rows: () throws -> CSVRows
         if stream.isRegular {
-            rows = { try CSVRows(pieces: stream.pieces(), source: stream.source) }
+            rows = { try CSVRows(pieces: stream.pieces(limit: 256 << 20), source: stream.source) }
         } else {
-            guard let bytes = try stream.bytes(limit: 256 << 20) else {
-                throw CommandFailure.badData(
-                    "\(stream.source) is larger than 256 MiB; nothing was stored. Save it to a file and import that")
-            }
+            guard let bytes = try stream.bytes(limit: 256 << 20) else { throw stream.tooLarge(256 << 20) }
             rows = { try CSVRows(bytes, source: stream.source) }
         }
         let (items, renamed) = try StreamedItems.checked(kind, rows: rows, source: stream.source, service: service)

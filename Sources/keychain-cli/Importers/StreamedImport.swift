@@ -130,8 +130,14 @@ final class ExportStream {
 
     /// Reads until the first byte that says what the file is (see ``ExportText/firstByte(of:)``)
     /// and the four a zip starts with, or the file's end; that byte, nil when there is none.
+    /// - Throws: ``FormatError`` when the first MiB holds no such byte (a file of zeros).
     func kindByte() throws -> UInt8? {
         while !ended, head.count < 4 || ExportText.firstByte(of: head) == nil {
+            guard head.count < 1 << 20 else {
+                throw FormatError(
+                    "\(source) holds only white space or zero bytes in its first MiB, so it is no export; nothing "
+                        + "was stored. Give the file the export wrote")
+            }
             guard let piece = try piece(at: head.count) else {
                 ended = true
                 break
@@ -153,13 +159,23 @@ final class ExportStream {
     }
 
     /// The file's pieces from its start, for a reader of its own.
-    func pieces() -> () throws -> [UInt8]? {
+    /// - Throws: ``CommandFailure`` (65) when it is larger than `limit` (it grew since it was opened).
+    func pieces(limit: Int) throws -> () throws -> [UInt8]? {
+        guard size <= limit else { throw tooLarge(limit) }
         var offset = 0
         return { [self] in
             let piece = try piece(at: offset)
             offset += piece?.count ?? 0
+            guard offset <= limit else { throw tooLarge(limit) }
             return piece
         }
+    }
+
+    /// That the file is larger than `limit`, and what to do.
+    func tooLarge(_ limit: Int) -> CommandFailure {
+        CommandFailure.badData(
+            "\(source) is larger than \(limit >> 20) MiB; nothing was stored. Split it into several files and import each"
+        )
     }
 
     /// The next piece of the file at `offset`, nil at its end: read where it is when the file
