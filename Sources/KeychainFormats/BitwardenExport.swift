@@ -32,7 +32,7 @@ package enum BitwardenExport {
         }
         // JSON tools differ on which of two members counts, and Foundation's decoder reads a
         // comma before a closing bracket, which JSON forbids: both are refused, naming the item.
-        let document = try JSONReader.document(text, source: source, what: "a Bitwarden JSON export") {
+        let document = try JSONReader.document(text[...], source: source, what: "a Bitwarden JSON export") {
             JSONReader.place(of: Array($0.prefix(2)), ["items": "item"])
         }
         guard case .object = document else {

@@ -5,16 +5,18 @@ extension JSONReader {
     /// authenticator app's), white space and a byte order mark before it allowed.
     /// - Parameters:
     ///   - what: the export expected, for a text that is not JSON (`Aegis's export`).
+    ///   - firstLine: the number of the first line of `text` (a part of a file).
     ///   - place: names the entry of the export at a failure's ``Failure/path`` (`item 3`, `token
     ///     5`, as ``place(of:_:)`` does), or nil where there is none.
     /// - Throws: ``FormatError`` naming the line, and the entry where `place` names one: for a
     ///   member given twice in one object (JSON tools differ on which one counts), a comma right
     ///   before a closing bracket, or anything else that is not JSON.
     package static func document(
-        _ text: String, source: String, what: String, place: ([Step]) -> String? = { _ in nil }
+        _ text: Substring, source: String, what: String, firstLine: Int = 1,
+        place: ([Step]) -> String? = { _ in nil }
     ) throws -> JSONNode {
         do {
-            return try parse(text.first == "\u{FEFF}" ? text.dropFirst() : text[...])
+            return try parse(text.first == "\u{FEFF}" ? text.dropFirst() : text, firstLine: firstLine)
         } catch let failure {
             let (at, entry) = ("\(source), line \(failure.line)", place(failure.path))
             if let name = failure.repeated {

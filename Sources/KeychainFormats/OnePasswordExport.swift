@@ -25,8 +25,9 @@ package enum OnePasswordExport {
     package static func export(ofData data: String, source: String) throws -> (entries: [PasswordEntry], files: [File])
     {
         // Read exactly: each object's members in the file's order, each number as written.
-        let document = try JSONReader.document(data, source: "\(source): export.data", what: "a 1Password export") {
-            JSONReader.place(of: $0, ["accounts": "account", "vaults": "vault", "items": "item"])
+        let (at, lists) = ("\(source): export.data", ["accounts": "account", "vaults": "vault", "items": "item"])
+        let document = try JSONReader.document(data[...], source: at, what: "a 1Password export") {
+            JSONReader.place(of: $0, lists)
         }
         guard case .object = document else {
             throw FormatError("\(source) is not a 1Password export (its export.data is not a JSON object)")

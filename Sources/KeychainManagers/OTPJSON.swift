@@ -18,7 +18,7 @@ enum OTPJSON {
         guard text.contains(where: { !$0.isWhitespace }) else {
             throw FormatError("\(source) is empty; nothing was stored. Did the export that writes it fail?")
         }
-        let value = try JSONReader.document(text, source: source, what: "\(app)'s export") {
+        let value = try JSONReader.document(text[...], source: source, what: "\(app)'s export") {
             // andOTP's list, Aegis's entries, FreeOTP+'s tokens; Aegis's key slots and groups.
             JSONReader.place(
                 of: $0, ["": "token", "entries": "token", "tokens": "token", "slots": "key slot", "groups": "group"])

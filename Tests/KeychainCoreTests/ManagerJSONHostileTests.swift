@@ -43,7 +43,7 @@ struct ManagerJSONHostileTests {
             (sample.replacingOccurrences(of: "\"SECRET-pw\"", with: "\"SECRET-pw\", \"zz\": 1, \"zz\": 2"), "twice"),
             (
                 sample.replacingOccurrences(of: "\"SECRET-pw\"", with: "\"SECRET-pw\", \"zz\": [1,]"),
-                "a comma before a closing bracket"
+                "has a comma right before a closing bracket, which JSON does not allow; nothing was stored. Remove"
             ),
             (
                 sample.replacingOccurrences(of: "SECRET-pw", with: "SECRET\u{0}pw"),
