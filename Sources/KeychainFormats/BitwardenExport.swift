@@ -30,10 +30,14 @@ package enum BitwardenExport {
         guard text.contains(where: { !$0.isWhitespace && $0 != "\u{FEFF}" }) else {
             throw FormatError("\(source) is empty; nothing was stored. Did the export that writes it fail?")
         }
-        let document = try jsonObject(
-            text, notAnObject: "\(source) is not a Bitwarden JSON export (it is not a JSON object)",
-            notJSON: "\(source) is not valid JSON, so not a Bitwarden JSON export; nothing was stored. "
-                + "`python3 -m json.tool FILE` names the line at fault")
+        // JSON tools differ on which of two members counts, and Foundation's decoder reads a
+        // comma before a closing bracket, which JSON forbids: both are refused, naming the item.
+        let document = try JSONReader.document(text[...], source: source, what: "a Bitwarden JSON export") {
+            JSONReader.place(of: Array($0.prefix(2)), ["items": "item"])
+        }
+        guard case .object = document else {
+            throw FormatError("\(source) is not a Bitwarden JSON export (it is not a JSON object)")
+        }
         if document["format"]?.string == ExportDocument.formatName {
             throw FormatError(
                 "\(source) is keychain-cli's own export, not Bitwarden's; nothing was stored", kind: .ownExportAsOther)
@@ -47,29 +51,17 @@ package enum BitwardenExport {
         default:
             throw FormatError("\(source): 'encrypted' should be true or false; nothing was stored")
         }
-        guard let items = document["items"]?.array else {
+        guard let items = document["items"]?.elements else {
             throw FormatError("\(source) is not a Bitwarden JSON export: it has no list of items")
         }
-        // As for keychain-cli's own export: JSON tools differ on which of two members counts,
-        // and Foundation's decoder reads a comma before a closing bracket, which JSON forbids.
-        if let repeated = RepeatedMember.first(in: text.utf8) {
-            throw FormatError(
-                "\(source): \(repeated.item.map { "item \($0)" } ?? "the document") has the field "
-                    + "\(quotedValue(repeated.name, expected: "a field name")) twice; nothing was stored. Keep one")
-        }
-        if let comma = TrailingComma.first(in: text.utf8) {
-            throw FormatError(
-                "\(source): \(comma.item.map { "item \($0)" } ?? "the document") has a comma right before a closing "
-                    + "bracket, which JSON does not allow; nothing was stored. Remove the comma")
-        }
-        let groups = (document["folders"]?.array ?? []) + (document["collections"]?.array ?? [])
+        let groups = (document["folders"]?.elements ?? []) + (document["collections"]?.elements ?? [])
         var folders: [String: String] = [:]
         for group in groups {
-            if let id = group.object?["id"]?.string, let name = group.object?["name"]?.string { folders[id] = name }
+            if let id = group["id"]?.string, let name = group["name"]?.string { folders[id] = name }
         }
-        return try items.enumerated().map { index, value in
-            guard let item = value.object else { throw FormatError("\(source): item \(index + 1) is not an object") }
-            guard case .number(let type) = item["type"], type >= 1, type == type.rounded() else {
+        return try items.enumerated().map { index, item in
+            guard case .object = item else { throw FormatError("\(source): item \(index + 1) is not an object") }
+            guard let type = item["type"]?.double, type >= 1, type == type.rounded() else {
                 throw FormatError(
                     "\(source): item \(index + 1) has no whole number 'type', so it is no Bitwarden item; nothing was stored"
                 )
@@ -78,33 +70,33 @@ package enum BitwardenExport {
         }
     }
 
-    private static func entry(_ item: [String: JSONValue], folders: [String: String], at location: String) throws
+    private static func entry(_ item: JSONNode, folders: [String: String], at location: String) throws
         -> PasswordEntry
     {
-        func text(_ value: JSONValue?, _ what: String) throws -> String? {
+        func text(_ value: JSONNode?, _ what: String) throws -> String? {
             try exactText(value, objects: false) {
                 FormatError(
                     "\(location): the field '\(what)' should be text (Bitwarden writes text there); nothing was stored")
             }
         }
-        func list(_ value: JSONValue?, _ what: String) throws -> [JSONValue] {
+        func list(_ value: JSONNode?, _ what: String) throws -> [JSONNode] {
             switch value {
             case nil, .null: return []
             case .array(let elements): return elements
             default: throw FormatError("\(location): the field '\(what)' should be a list; nothing was stored")
             }
         }
-        func object(_ value: JSONValue?, _ what: String) throws -> [String: JSONValue]? {
+        func object(_ value: JSONNode?, _ what: String) throws -> JSONNode? {
             switch value {
             case nil, .null: return nil
-            case .object(let members): return members
+            case .object: return value
             default: throw FormatError("\(location): the field '\(what)' should be an object; nothing was stored")
             }
         }
         let title = try text(item["name"], "name") ?? ""
         let folder =
             item["folderId"]?.string.flatMap { folders[$0] }
-            ?? item["collectionIds"]?.array?.first?.string.flatMap { folders[$0] }
+            ?? item["collectionIds"]?.elements?.first?.string.flatMap { folders[$0] }
         var entry = PasswordEntry(
             path: (folder.map { $0.split(separator: "/").map(String.init) } ?? []) + [title], password: "",
             notes: try text(item["notes"], "notes") ?? "")
@@ -121,26 +113,29 @@ package enum BitwardenExport {
                 entry.setTOTP(totp, label: title)
             }
             for credential in try list(login["fido2Credentials"], "login.fido2Credentials") {
-                add("passkey", credential.jsonText)
+                add("passkey", credential.json)
             }
         }
         for (kind, members) in kinds where kind != "login" {
             guard let object = try object(item[kind], kind) else { continue }
             let known = members.filter { object[$0] != nil }
-            let others = object.keys.filter { !members.contains($0) && !(kind == "secureNote" && $0 == "type") }
-                .sorted()
+            let others = (object.members ?? []).map(\.name).filter {
+                !members.contains($0) && !(kind == "secureNote" && $0 == "type")
+            }
+            .sorted()
             for name in known + others { add(name, try text(object[name], "\(kind).\(name)")) }
         }
-        for other in item.keys.sorted() where isKindOfItem(other, item[other]) {
-            let members = item[other]!.object!
-            for name in members.keys.sorted() { add(name, try text(members[name], "\(other).\(name)")) }
+        for other in (item.members ?? []).map(\.name).sorted() where isKindOfItem(other, item[other]) {
+            for member in (item[other]?.members ?? []).sorted(by: { $0.name < $1.name }) {
+                add(member.name, try text(member.value, "\(other).\(member.name)"))
+            }
         }
         for (number, field) in try list(item["fields"], "fields").enumerated() {
-            guard let field = field.object else {
+            guard case .object = field else {
                 throw FormatError("\(location): custom field \(number + 1) is not an object")
             }
             let name = try text(field["name"], "fields.name") ?? ""
-            if case .number(3) = field["type"] {
+            if field["type"]?.double == 3 {
                 add(name, "(linked to \(linkedName(field["linkedId"])))")
             } else {
                 entry.fields.append(.init(name, try text(field["value"], "fields.value") ?? ""))
@@ -148,7 +143,7 @@ package enum BitwardenExport {
         }
         // Bitwarden lists the newest first: they are kept in the order they were used.
         var history = try list(item["passwordHistory"], "passwordHistory")
-        let dates = history.map { $0.object?["lastUsedDate"]?.string }
+        let dates = history.map { $0["lastUsedDate"]?.string }
         if dates.allSatisfy({ $0 != nil }) {
             history = zip(history, dates).sorted { $0.1! < $1.1! }.map(\.0)
         }
@@ -162,21 +157,21 @@ package enum BitwardenExport {
 
     /// Whether `name` is the object of a kind of item this version does not know (bank account,
     /// driver's licence, passport: newer Bitwarden versions).
-    private static func isKindOfItem(_ name: String, _ value: JSONValue?) -> Bool {
+    private static func isKindOfItem(_ name: String, _ value: JSONNode?) -> Bool {
         let item = [
             "id", "organizationId", "folderId", "type", "reprompt", "name", "notes", "key", "favorite", "fields",
             "passwordHistory", "revisionDate", "creationDate", "deletedDate", "archivedDate", "collectionIds",
         ]
-        return value?.object != nil && !item.contains(name) && !kinds.contains { $0.name == name }
+        return value?.members != nil && !item.contains(name) && !kinds.contains { $0.name == name }
     }
 
     /// What a linked field refers to, by Bitwarden's LinkedIdType.
-    private static func linkedName(_ id: JSONValue?) -> String {
+    private static func linkedName(_ id: JSONNode?) -> String {
         let names = [
             100: "username", 101: "password", 300: "cardholderName", 301: "expMonth", 302: "expYear", 303: "code",
             304: "brand", 305: "number",
         ]
-        guard case .number(let number) = id else { return "nothing" }
+        guard let number = id?.double, number == number.rounded(), abs(number) < 1e15 else { return "nothing" }
         return names[Int(number)] ?? "field \(Int(number))"
     }
 }

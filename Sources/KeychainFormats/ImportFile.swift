@@ -44,11 +44,13 @@ package enum ImportFile {
             if start == "[" {
                 // Only JSON is called JSON: a file that merely starts with [ (an INI section, a
                 // log line) is said to be what it is not.
-                guard (try? JSONDecoder().decode(JSONValue.self, from: Data(text.utf8))) != nil else {
+                do {
+                    _ = try JSONReader.parse(text.first == "\u{FEFF}" ? text.dropFirst() : text[...])
+                } catch let failure {
                     throw FormatError(
-                        "\(source) is not valid JSON (it starts with [ but does not parse), and an export document "
-                            + "is a JSON object; nothing was stored. `python3 -m json.tool FILE` names the line at fault"
-                    )
+                        "\(source) is not valid JSON (it starts with [ but does not parse: line \(failure.line), "
+                            + "\(failure.reason)), and an export document is a JSON object; nothing was stored. "
+                            + "`python3 -m json.tool FILE` shows the place")
                 }
                 throw FormatError(
                     "\(source) is a JSON array; an export document is an object: "
@@ -65,18 +67,7 @@ package enum ImportFile {
             } catch {
                 throw FormatError("\(source) is not a keychain-cli export document")
             }
-            if let repeated = RepeatedMember.first(in: text.utf8) {
-                throw FormatError(
-                    "\(source): \(repeated.item.map { "item \($0)" } ?? "the document") has the field "
-                        + "\(quotedValue(repeated.name, expected: "a field name")) twice; nothing was stored. JSON tools differ on "
-                        + "which one counts (python and jq read the last): keep one")
-            }
-            if let comma = TrailingComma.first(in: text.utf8) {
-                throw FormatError(
-                    "\(source): \(comma.item.map { "item \($0)" } ?? "the document") has a comma right before a closing "
-                        + "bracket, which JSON does not allow (python3 -m json.tool and jq refuse it); nothing was stored. "
-                        + "Remove the comma")
-            }
+            try refuseWhatToolsReadOtherwise(text, source: source)
             // An export, or a vault's plaintext (age --decrypt vault.age | keychain-cli import).
             guard VaultDocument.formats.contains(document.format), document.version == 1 else {
                 throw FormatError(
@@ -122,6 +113,31 @@ package enum ImportFile {
             }
         }
         return unique
+    }
+
+    /// Refuses what the decoder read but JSON tools read otherwise or refuse (JSONReader is
+    /// strict): a member given twice (Foundation's decoder takes the first, python and jq the
+    /// last), a comma right before a closing bracket; each named by its line and item.
+    private static func refuseWhatToolsReadOtherwise(_ text: String, source: String) throws {
+        do {
+            _ = try JSONReader.parse(text.first == "\u{FEFF}" ? text.dropFirst() : text[...])
+        } catch let failure {
+            let at = "\(source), line \(failure.line)"
+            let place = JSONReader.place(of: Array(failure.path.prefix(2)), ["items": "item"]) ?? "the document"
+            if let name = failure.repeated {
+                throw FormatError(
+                    "\(at): \(place) has the field \(quotedValue(name, expected: "a field name")) twice; nothing was "
+                        + "stored. JSON tools differ on which one counts (python and jq read the last): keep one")
+            }
+            if failure.isTrailingComma {
+                throw FormatError(
+                    "\(at): \(place) has a comma right before a closing bracket, which JSON does not allow "
+                        + "(python3 -m json.tool and jq refuse it); nothing was stored. Remove the comma")
+            }
+            throw FormatError(
+                "\(source) is not valid JSON (line \(failure.line): \(failure.reason)); nothing was stored. "
+                    + "`python3 -m json.tool FILE` shows the place")
+        }
     }
 
     /// What is wrong in a JSON document, by item number and field, for people rather than

@@ -212,46 +212,13 @@ package enum EntryFields {
 }
 
 /// A field of another password manager's JSON as text, exactly: a string as it is, a boolean as
-/// `true` or `false`, a whole number as its digits (up to 2^53, which a double holds exactly), and
-/// with `objects` a list or an object as its JSON; nil for null or nothing.
-/// - Throws: `refuse()` for any other value (a number a double rounds; without `objects`, a list
-///   or an object).
-func exactText(_ value: JSONValue?, objects: Bool, refuse: () -> FormatError) throws -> String? {
+/// `true` or `false`, a number as it is written, and with `objects` a list or an object as its
+/// JSON (members in the file's order, numbers as written); nil for null or nothing.
+/// - Throws: `refuse()` for a list or an object without `objects`.
+func exactText(_ value: JSONNode?, objects: Bool, refuse: () -> FormatError) throws -> String? {
     switch value {
-    case nil, .null: return nil
-    case .string(let text): return text
-    case .bool(let flag): return flag ? "true" : "false"
-    case .number(let number) where number == number.rounded() && abs(number) <= 9_007_199_254_740_992:
-        return String(Int64(number))
-    case .array where objects, .object where objects:
-        // Its JSON is written again from doubles: a number one would round is refused, as alone.
-        guard holdsExactNumbers(value!) else { throw refuse() }
-        return value!.jsonText
-    default: throw refuse()
+    case .array?, .object?: if !objects { throw refuse() }
+    default: break
     }
-}
-
-/// Whether every number in `value` is a whole number a double holds exactly (up to 2^53).
-private func holdsExactNumbers(_ value: JSONValue) -> Bool {
-    switch value {
-    case .number(let number): return number == number.rounded() && abs(number) <= 9_007_199_254_740_992
-    case .array(let elements): return elements.allSatisfy(holdsExactNumbers)
-    case .object(let members): return members.values.allSatisfy(holdsExactNumbers)
-    default: return true
-    }
-}
-
-/// The JSON object `text` holds (another password manager's export).
-/// - Throws: ``FormatError`` with `notAnObject` for other JSON, with `notJSON` for what is none.
-func jsonObject(_ text: String, notAnObject: @autoclosure () -> String, notJSON: @autoclosure () -> String) throws
-    -> [String: JSONValue]
-{
-    let value: JSONValue
-    do {
-        value = try JSONDecoder().decode(JSONValue.self, from: Data(text.utf8))
-    } catch {
-        throw FormatError(notJSON())
-    }
-    guard let object = value.object else { throw FormatError(notAnObject()) }
-    return object
+    return value?.text
 }

@@ -1,6 +1,7 @@
 /// A member given twice in one JSON object (`{"service":"prod","service":"test"}`). JSON leaves
 /// its meaning open: Foundation's decoder takes the first, python and jq the last, so a file
-/// checked with one tool would be read otherwise by another. Import refuses it.
+/// checked with one tool would be read otherwise by another. A vault's item document refuses it
+/// (import reads its JSON with ``JSONReader``, which refuses it too).
 package struct RepeatedMember: Equatable, Sendable {
     /// The member's name, its escapes decoded.
     package var name: String
@@ -24,10 +25,6 @@ package struct RepeatedMember: Equatable, Sendable {
         let bytes: [UInt8]
         var position = 0
         var stack: [Frame] = []
-        /// The last byte outside a string that is not white space (a string counts as its quote).
-        var lastSignificant: UInt8?
-        /// The first comma found right before a closing bracket.
-        var trailingComma: TrailingComma?
 
         init(bytes: [UInt8]) { self.bytes = bytes }
 
@@ -35,14 +32,10 @@ package struct RepeatedMember: Equatable, Sendable {
             while position < bytes.count {
                 let byte = bytes[position]
                 position += 1
-                defer { if ![0x20, 0x09, 0x0A, 0x0D].contains(byte) { lastSignificant = byte } }
                 switch byte {
                 case UInt8(ascii: "{"): stack.append(.object(names: [], expectingName: true, current: nil))
                 case UInt8(ascii: "["): stack.append(.array(index: 0))
                 case UInt8(ascii: "}"), UInt8(ascii: "]"):
-                    if lastSignificant == UInt8(ascii: ","), trailingComma == nil {
-                        trailingComma = TrailingComma(item: item())
-                    }
                     guard stack.popLast() != nil else { return nil }
                 case UInt8(ascii: ","):
                     switch stack.last {
@@ -124,22 +117,5 @@ package struct RepeatedMember: Equatable, Sendable {
             position += 4
             return value
         }
-    }
-}
-
-/// A comma right before a closing bracket (`[1,]`, `{"a":1,}`): not JSON, though Foundation's
-/// decoder reads it. python's json and jq refuse it, so a file import took would fail in the
-/// tools its messages point to; import refuses it too.
-package struct TrailingComma: Equatable, Sendable {
-    /// The number (from 1) of the entry of the top-level `items` array whose object or array it
-    /// closes; nil when it is elsewhere.
-    package var item: Int?
-
-    /// The first trailing comma of the JSON text `bytes` (UTF-8), or nil when there is none, or
-    /// when the text is not JSON (the decoder then says what is wrong).
-    package static func first(in bytes: some Collection<UInt8>) -> TrailingComma? {
-        var scanner = RepeatedMember.Scanner(bytes: Array(bytes))
-        while scanner.run() != nil, scanner.position < scanner.bytes.count {}
-        return scanner.trailingComma
     }
 }

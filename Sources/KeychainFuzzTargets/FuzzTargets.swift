@@ -59,9 +59,15 @@ package enum FuzzTargets {
             _ = try? JSONDecoder().decode(RegistryCredential.self, from: Data(bytes))
         case "password-managers":
             // The same bytes as each password manager's export: Bitwarden's JSON, 1Password's
-            // export.data, KeePass XML (libxml2's reader), every manager's CSV, Aegis's, andOTP's and
-            // FreeOTP+'s backups; every entry's text must read back.
+            // export.data (both read by JSONReader, as the other JSON exports and the backups
+            // below are), KeePass XML (libxml2's reader), every manager's CSV, Aegis's, andOTP's
+            // and FreeOTP+'s backups; every entry's text must read back.
             let text = String(decoding: bytes, as: UTF8.self)
+            // The one JSON reader of every JSON export: what it reads, written again, reads back
+            // as the same value (members in their order, numbers as written).
+            if let node = try? JSONReader.parse(text[...]) {
+                precondition((try? JSONReader.parse(node.json[...])) == node, "a JSON value did not read back")
+            }
             var entries = (try? BitwardenExport.entries(of: text, source: "fuzz")) ?? []
             entries += (try? OnePasswordExport.entries(ofData: text, source: "fuzz")) ?? []
             entries += (try? KeePassXML.database(of: bytes, source: "fuzz").entries) ?? []

@@ -54,7 +54,7 @@ enum AegisBackup {
 
     /// The content `base64` holds, decrypted with the master key of the first password slot that
     /// the password opens.
-    private static func decrypt(_ base64: String, header: JSONValue?, input: ManagerInput) throws -> [UInt8] {
+    private static func decrypt(_ base64: String, header: JSONNode?, input: ManagerInput) throws -> [UInt8] {
         let source = input.source
         guard let header else {
             throw FormatError("\(source) is encrypted but has no 'header' to open it with; nothing was stored")
@@ -109,7 +109,7 @@ enum AegisBackup {
     }
 
     /// The slot `value` when it is a password slot (`type` 1), its scrypt parameters checked.
-    private static func passwordSlot(_ value: JSONValue, location: String) throws -> PasswordSlot? {
+    private static func passwordSlot(_ value: JSONNode, location: String) throws -> PasswordSlot? {
         let slot = try JSONMembers(value, location: location, app: app, what: "an Aegis key slot")
         guard try slot.requiredInteger("type", in: 0...255) == 1 else { return nil }
         guard let params = slot["key_params"] else { throw slot.missing("key_params") }

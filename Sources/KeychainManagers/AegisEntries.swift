@@ -6,7 +6,7 @@ import KeychainSystem
 // motp) with its `info`, and `groups` ({uuid, name}), which an entry names by uuid in its own
 // `groups` (content version 3) or by name in `group` (versions 1 and 2).
 extension AegisBackup {
-    static func export(_ value: JSONValue, source: String) throws -> ManagerExport {
+    static func export(_ value: JSONNode, source: String) throws -> ManagerExport {
         let content = try JSONMembers(value, location: "\(source): db", app: app, what: "an Aegis vault's content")
         if let version = try content.integer("version", in: 0...Int64(Int32.max)), version > 3 {
             throw FormatError(

@@ -83,7 +83,7 @@ enum AndOTPBackup {
             kind: .wrongPassword)
     }
 
-    static func export(_ value: JSONValue, source: String) throws -> ManagerExport {
+    static func export(_ value: JSONNode, source: String) throws -> ManagerExport {
         guard case .array(let items) = value else {
             throw FormatError(
                 "\(source) is not andOTP's JSON: it is not a list of tokens; nothing was stored. Choose another "

@@ -35,7 +35,7 @@ enum FreeOTPBackup {
     private static func token(_ item: JSONMembers, location: String) throws -> OTPToken {
         guard let values = try item.array("secret") else { throw item.missing("secret") }
         let secret = try values.map { value in
-            guard case .number(let number) = value, number == number.rounded(), (-128...255).contains(number) else {
+            guard let number = value.double, number == number.rounded(), (-128...255).contains(number) else {
                 throw item.wrong("secret", "a list of bytes (-128 to 127)")
             }
             return UInt8(truncatingIfNeeded: Int(number))

@@ -38,21 +38,10 @@ package enum JSONExport {
     }
 
     /// The JSON value `text` holds (the first of its lines numbered `firstLine`).
-    /// - Throws: ``FormatError`` saying it is not valid JSON, and on which line.
+    /// - Throws: ``FormatError`` saying it is not valid JSON, and on which line (as every JSON
+    ///   export's and backup's reader says it: ``JSONReader/document(_:source:what:firstLine:place:)``).
     static func document(_ text: Substring, source: String, what: String, firstLine: Int = 1) throws -> JSONNode {
-        do {
-            return try JSONReader.parse(text, firstLine: firstLine)
-        } catch let failure {
-            if let name = failure.repeated {
-                throw FormatError(
-                    "\(source), line \(failure.line): an object has the field "
-                        + "\(quotedValue(name, expected: "a field name")) twice, and tools differ on which one counts; "
-                        + "nothing was stored. Keep one")
-            }
-            throw FormatError(
-                "\(source) is not valid JSON (line \(failure.line): \(failure.reason)), so not \(what); nothing was "
-                    + "stored. `python3 -m json.tool FILE` shows the place")
-        }
+        try JSONReader.document(text, source: source, what: what, firstLine: firstLine)
     }
 
     /// A value's text for an entry: a string, a number as written, `true`/`false`; a list's or an

@@ -1,4 +1,3 @@
-import FoundationEssentials
 import KeychainFormats
 import KeychainSystem
 
@@ -13,27 +12,18 @@ enum OTPJSON {
 
     /// The JSON value of `text`, an export of `app`.
     /// - Throws: ``FormatError`` for what is not JSON, a member given twice in one object (JSON
-    ///   tools differ on which counts) and a comma before a closing bracket.
-    static func value(_ text: String, source: String, app: String) throws -> JSONValue {
+    ///   tools differ on which counts) and a comma before a closing bracket, naming the line and
+    ///   the token (or key slot, or group) it is in.
+    static func value(_ text: String, source: String, app: String) throws -> JSONNode {
         guard text.contains(where: { !$0.isWhitespace }) else {
             throw FormatError("\(source) is empty; nothing was stored. Did the export that writes it fail?")
         }
-        guard let value = try? JSONDecoder().decode(JSONValue.self, from: Data(text.utf8)) else {
-            throw FormatError(
-                "\(source) is not valid JSON, so not \(app)'s export; nothing was stored. "
-                    + "`python3 -m json.tool FILE` names the line at fault")
+        let value = try JSONReader.document(text[...], source: source, what: "\(app)'s export") {
+            // andOTP's list, Aegis's entries, FreeOTP+'s tokens; Aegis's key slots and groups.
+            JSONReader.place(
+                of: $0, ["": "token", "entries": "token", "tokens": "token", "slots": "key slot", "groups": "group"])
         }
-        if let repeated = RepeatedMember.first(in: text.utf8) {
-            throw FormatError(
-                "\(source) has the field \(quotedValue(repeated.name, expected: "a field name")) twice in one "
-                    + "object; nothing was stored. Keep one")
-        }
-        if TrailingComma.first(in: text.utf8) != nil {
-            throw FormatError(
-                "\(source) has a comma right before a closing bracket, which JSON does not allow; nothing was "
-                    + "stored. Remove the comma")
-        }
-        if case .object(let members) = value, members["format"]?.string == ExportDocument.formatName {
+        if value["format"]?.string == ExportDocument.formatName {
             throw FormatError(
                 "\(source) is keychain-cli's own export, not \(app)'s; nothing was stored", kind: .ownExportAsOther)
         }
@@ -44,20 +34,22 @@ enum OTPJSON {
 /// The members of one object of an app's JSON, read with messages naming `location` (`FILE:
 /// token 3`) and `app` (what writes the file); `what` says what the object should be.
 struct JSONMembers {
-    let members: [String: JSONValue]
+    let members: [JSONNode.Member]
     let location: String
     let app: String
 
-    init(_ value: JSONValue, location: String, app: String, what: String) throws {
+    init(_ value: JSONNode, location: String, app: String, what: String) throws {
         guard case .object(let members) = value else {
             throw FormatError("\(location) is not a JSON object, so not \(what); nothing was stored")
         }
         (self.members, self.location, self.app) = (members, location, app)
     }
 
-    subscript(name: String) -> JSONValue? {
-        if case .null = members[name] { return nil }
-        return members[name]
+    /// The value of the member `name`; nil when it is absent or null.
+    subscript(name: String) -> JSONNode? {
+        let value = members.first { $0.name == name }?.value
+        if case .null = value { return nil }
+        return value
     }
 
     func missing(_ name: String) -> FormatError {
@@ -83,14 +75,17 @@ struct JSONMembers {
     /// The whole number `name` holds, within `range`; nil when it is absent or null.
     func integer(_ name: String, in range: ClosedRange<Int64>) throws -> Int64? {
         guard let value = self[name] else { return nil }
-        guard case .number(let number) = value, number == number.rounded(), abs(number) <= 9_007_199_254_740_992
+        // Its digits exactly; a whole number written otherwise (`6.0`, `1e3`) as before, up to 2^53.
+        guard case .number(let digits) = value,
+            let number = Int64(digits)
+                ?? Double(digits).flatMap({ $0 == $0.rounded() && abs($0) <= 9_007_199_254_740_992 ? Int64($0) : nil })
         else { throw wrong(name, "a whole number") }
-        guard range.contains(Int64(number)) else {
+        guard range.contains(number) else {
             throw FormatError(
-                "\(location): '\(name)' is \(Int64(number)), outside \(range.lowerBound)...\(range.upperBound); "
+                "\(location): '\(name)' is \(number), outside \(range.lowerBound)...\(range.upperBound); "
                     + "nothing was stored")
         }
-        return Int64(number)
+        return number
     }
 
     func requiredInteger(_ name: String, in range: ClosedRange<Int64>) throws -> Int64 {
@@ -104,7 +99,7 @@ struct JSONMembers {
         return flag
     }
 
-    func array(_ name: String) throws -> [JSONValue]? {
+    func array(_ name: String) throws -> [JSONNode]? {
         guard let value = self[name] else { return nil }
         guard case .array(let elements) = value else { throw wrong(name, "a list") }
         return elements

@@ -12,8 +12,9 @@ extension JSONEncoder {
     }
 }
 
-/// Any JSON value: the fields of a KV secret (other tools may store numbers, lists, objects), the
-/// items of another password manager's export.
+/// Any JSON value: the fields of a KV secret (other tools may store numbers, lists, objects).
+/// Other programs' exports are read with KeychainFormats' JSONReader instead, which keeps an
+/// object's order and a number as written.
 package enum JSONValue: Codable, Equatable, Sendable {
     case null
     case bool(Bool)

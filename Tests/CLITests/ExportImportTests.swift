@@ -216,7 +216,7 @@ final class ExportImportTests {
                 ),
                 (
                     #"{"format":"keychain-cli-export","version":1,"items":[{"service":"\#(s)","key":"x","encoding":"utf8","secret":"1",}]}"#,
-                    "standard input: item 1 has a comma right before a closing bracket"
+                    "standard input, line 1: item 1 has a comma right before a closing bracket"
                 ),
                 (#"{"format":"other","version":1,"items":[]}"#, "is not one this version reads"),
                 ("{ not json", "is not a keychain-cli export document"),

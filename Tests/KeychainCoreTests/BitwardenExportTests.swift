@@ -109,8 +109,12 @@ struct BitwardenExportTests {
         (#"{"items": [{"type": 1, "name": "x", "name": "y"}]}"#, "item 1 has the field 'name' twice"),
         (#"{"items": [{"type": 1, "name": "x",}]}"#, "comma right before a closing bracket"),
         (
-            #"{"items": [{"type": 1, "name": "x", "login": {"password": 12345678901234567890123}}]}"#,
+            #"{"items": [{"type": 1, "name": "x", "login": {"password": {"a": 1}}}]}"#,
             "the field 'login.password' should be text"
+        ),
+        (
+            "{\"items\": [{\"type\": 1},\n{\"type\": 1, \"name\": \"x\", \"name\": \"y\"}]}",
+            "f.json, line 2: item 2 has the field 'name' twice, and tools differ on which one counts; nothing was stored"
         ),
         (#"{"items": [{"type": 1, "name": ["x"]}]}"#, "the field 'name' should be text"),
         (#"{"items": [{"name": "x"}]}"#, "item 1 has no whole number 'type'"),
@@ -140,5 +144,15 @@ struct BitwardenExportTests {
         #expect(OTPSeed.uri("steam://ABC", label: "y") == nil)
         #expect(OTPSeed.uri("not base32!", label: "y") == nil)
         #expect(OTPSeed.uri("   ", label: "y") == nil)
+    }
+
+    /// A number where Bitwarden writes text is its digits as written: past 2^53 and with a
+    /// fraction's zeros, never rounded through a double (which this once refused).
+    @Test func aNumberIsReadAsWritten() throws {
+        let text =
+            #"{"items": [{"type": 1, "name": "x", "login": {"password": 12345678901234567890123, "username": 1.10}}]}"#
+        let entry = try #require(try BitwardenExport.entries(of: text, source: "s").first)
+        #expect(entry.password == "12345678901234567890123")
+        #expect(entry.fields == [.init("username", "1.10")])
     }
 }

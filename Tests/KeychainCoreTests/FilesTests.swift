@@ -95,22 +95,31 @@ struct FilesTests {
     }
 }
 
-@Suite("TrailingComma: a comma before a closing bracket")
-struct TrailingCommaTests {
-    @Test(arguments: [
-        (#"{"items":[{"service":"s"},]}"#, TrailingComma(item: nil)),
-        (#"{"items":[{"service":"s"},{"key":"k",}]}"#, TrailingComma(item: 2)),
-        ("{\"items\":[],\r\n\t}", TrailingComma(item: nil)),
-        (#"{"items":[{"k":[1,2 , ]}]}"#, TrailingComma(item: 1)),
-    ])
-    func isFound(_ json: String, _ expected: TrailingComma) {
-        #expect(TrailingComma.first(in: json.utf8) == expected)
+@Suite("An export document that JSON tools would read otherwise")
+struct ImportFileStrictJSONTests {
+    static func refusal(_ text: String) -> String {
+        do {
+            _ = try ImportFile.items(of: text, source: "f", json: nil, defaultService: try ServiceName("s"))
+            Issue.record("read")
+            return ""
+        } catch {
+            return "\(error)"
+        }
     }
 
-    /// Commas inside strings, and a repeated member before a valid end, are not trailing commas.
-    @Test(arguments: [#"{"a":",]","b":",}"}"#, #"{"a":1,"a":2}"#, #"[1,2,[3,{}]]"#, "{\"x\":\"\\\",]\"}"])
-    func isNotFound(_ json: String) {
-        #expect(TrailingComma.first(in: json.utf8) == nil)
+    /// A comma before a closing bracket and a member given twice (which the decoder reads) are
+    /// refused by line and item; a file that starts with [ and does not parse, by line.
+    @Test func isRefusedByLineAndItem() {
+        let head = #"{"format":"keychain-cli-export","version":1,"items":["#
+        let ok = #"{"service":"s","key":"a","encoding":"utf8","secret":"1"}"#
+        #expect(
+            Self.refusal(head + "\n" + ok + ",\n" + #"{"service":"s","key":"k","encoding":"utf8","secret":"2",}]}"#)
+                .hasPrefix(
+                    "f, line 3: item 2 has a comma right before a closing bracket"))
+        #expect(
+            Self.refusal(head + ok + "],\n\"items\":[]}").hasPrefix(
+                "f, line 2: the document has the field 'items' twice; nothing was stored"))
+        #expect(Self.refusal("[1,]").contains("is not valid JSON (it starts with [ but does not parse: line 1"))
     }
 }
 

@@ -43,7 +43,7 @@ struct ManagerJSONHostileTests {
             (sample.replacingOccurrences(of: "\"SECRET-pw\"", with: "\"SECRET-pw\", \"zz\": 1, \"zz\": 2"), "twice"),
             (
                 sample.replacingOccurrences(of: "\"SECRET-pw\"", with: "\"SECRET-pw\", \"zz\": [1,]"),
-                "a comma before a closing bracket"
+                "has a comma right before a closing bracket, which JSON does not allow; nothing was stored. Remove"
             ),
             (
                 sample.replacingOccurrences(of: "SECRET-pw", with: "SECRET\u{0}pw"),
@@ -100,6 +100,20 @@ struct ManagerJSONHostileTests {
         }
         let twice = try #require(throws: JSONReader.Failure.self) { try JSONReader.parse("{\n\"a\": 1,\n\"a\": 2}") }
         #expect(twice == .init(line: 3, reason: "a field given twice", repeated: "a"))
+    }
+
+    /// A failure says where its object is, from the top down, and an export's reader names the
+    /// entry that holds it.
+    @Test func aFailureSaysWhereItsObjectIs() throws {
+        let nested = try #require(throws: JSONReader.Failure.self) {
+            try JSONReader.parse(#"{"vaults": [{}, {"items": [1, 2, {"x": [], "x": 1}]}]}"#)
+        }
+        #expect(nested.path == [.member("vaults"), .element(1), .member("items"), .element(2)])
+        #expect(JSONReader.place(of: nested.path, ["vaults": "vault", "items": "item"]) == "vault 2, item 3")
+        #expect(JSONReader.place(of: nested.path, ["tokens": "token"]) == nil)
+        let comma = try #require(throws: JSONReader.Failure.self) { try JSONReader.parse("[0, [1,]]") }
+        #expect(comma.isTrailingComma && comma.path == [.element(1)])
+        #expect(JSONReader.place(of: comma.path, ["": "token"]) == "token 2")
     }
 
     /// 100,000 items read within reason (a few seconds in a debug build).

@@ -70,10 +70,12 @@ struct OTPHostileBackupTests {
         #expect(Self.refusal(.andotp, "").contains("is empty"))
         #expect(Self.refusal(.freeotp, "{\"tokens\": [], \u{0}}").contains("is not valid JSON"))
         #expect(
-            Self.refusal(.freeotp, #"{"tokens": [{"type": "TOTP", "type": "HOTP"}]}"#).contains(
-                "has the field 'type' twice in one object"))
+            Self.refusal(.freeotp, #"{"tokens": [{"type": "TOTP", "type": "HOTP"}]}"#)
+                == "'b.json', line 1: token 1 has the field 'type' twice, and tools differ on which one counts; "
+                + "nothing was stored. Keep one")
         #expect(
-            Self.refusal(.andotp, #"[{"secret": "JBSWY3DPEHPK3PXP", "label": "a",}]"#).contains("a comma right before"))
+            Self.refusal(.andotp, #"[{"secret": "JBSWY3DPEHPK3PXP", "label": "a",}]"#).contains(
+                "'b.json', line 1: token 1 has a comma right before a closing bracket"))
         #expect(
             Self.refusal(.andotp, #"[{"secret": "JBSWY3DPEHPK3PXP", "label": "a", "digits": "6"}]"#)
                 == "'b.json': token 1: 'digits' should be a whole number (andOTP writes one); nothing was stored")
@@ -111,6 +113,24 @@ struct OTPHostileBackupTests {
         #expect(Self.refusal(.aegis, #"{"version": 1, "db": "AAAA"}"#).contains("is encrypted but has no 'header'"))
         let own = Self.refusal(.aegis, #"{"format": "keychain-cli-export", "version": 1, "items": []}"#)
         #expect(own.contains("keychain-cli's own export, not Aegis's"))
+    }
+
+    /// A field given twice is refused naming its line and its token (or key slot), in a file of
+    /// many: each backup's own list of tokens, Aegis's encrypted key slots too.
+    @Test func aFieldGivenTwiceIsFoundByLineAndToken() {
+        let token = #"{"secret": "JBSWY3DPEHPK3PXP", "label": "L", "type": "TOTP"}"#
+        let doubled = #"{"secret": "GEZDGNBVGY3TQOJQ", "secret": "JBSWY3DPEHPK3PXP", "label": "L5"}"#
+        let andotp = "[\n" + Array(repeating: token + ",\n", count: 4).joined() + doubled + "\n]"
+        let message = Self.refusal(.andotp, andotp)
+        #expect(message.hasPrefix("'b.json', line 6: token 5 has the field 'secret' twice, and tools differ"))
+        #expect(!message.contains("GEZDGNBVGY3TQOJQ") && !message.contains("JBSWY3DPEHPK3PXP"), "no secret quoted")
+        let aegis = OTPExportTests.aegis.replacingOccurrences(
+            of: #""algo": "SHA256","#, with: #""algo": "SHA256", "algo": "SHA1","#)
+        #expect(Self.refusal(.aegis, aegis).hasPrefix("'b.json', line 8: token 2 has the field 'algo' twice"))
+        let freeotp = "{\"tokens\": [{\"type\": \"TOTP\"},\n {\"type\": \"TOTP\", \"digits\": 6, \"digits\": 8}]}"
+        #expect(Self.refusal(.freeotp, freeotp).hasPrefix("'b.json', line 2: token 2 has the field 'digits' twice"))
+        let slots = #"{"version": 1, "header": {"slots": [{"type": 1, "type": 2}], "params": null}, "db": "AAAA"}"#
+        #expect(Self.refusal(.aegis, slots).hasPrefix("'b.json', line 1: key slot 1 has the field 'type' twice"))
     }
 
     /// 20,000 tokens are all read; a 1 MiB note and NUL characters are read exactly. (How fast

@@ -43,7 +43,7 @@ struct OnePasswordExportTests {
                 .init("username", "octocat"), .init("url", "https://github.com/login"),
                 .init("url (2)", "https://gist.github.com"),
                 .init("remember", "on"), .init("PIN", "1234"), .init("backup email", "a@b.c"),
-                .init("addr", #"{"city":"X","street":"1 Rd"}"#), .init("expires", "202612"), .init("tag", "dev"),
+                .init("addr", #"{"street":"1 Rd","city":"X"}"#), .init("expires", "202612"), .init("tag", "dev"),
                 .init("tag (2)", "work"), .init("previous password", "old-pw"),
                 .init("previous password (2)", "newer-pw"),
             ])
@@ -61,16 +61,14 @@ struct OnePasswordExportTests {
             #"{"accounts": [{"vaults": [{"attrs": {"name": "V"}, "items": [7]}]}]}"#,
             "vault 'V', item 1 is not an object"
         ),
-        (#"{"accounts": [], "accounts": []}"#, "twice"),
+        (#"{"accounts": [], "accounts": []}"#, "f.1pux: export.data, line 1: an object has the field 'accounts' twice"),
         (
-            #"{"accounts": [{"vaults": [{"items": [{"details": {"loginFields": [{"value": 1.5}]}}]}]}]}"#,
-            "cannot be read exactly"
+            "{\"accounts\": [{\"vaults\": [{\"items\": [{},\n{\"overview\": {\"title\": \"a\", \"title\": \"b\"}}]}]}]}",
+            "f.1pux: export.data, line 2: account 1, vault 1, item 2 has the field 'title' twice"
         ),
-        // An object's JSON is written again: a number in it that a double rounds is refused too.
         (
-            #"{"accounts": [{"vaults": [{"items": [{"details": {"sections": [{"fields": [{"title": "a", "value": "#
-                + #"{"address": {"zip": 12345678901234567890}}}]}]}}]}]}]}"#,
-            "cannot be read exactly"
+            #"{"accounts": [{"vaults": [{"items": [{"details": {"loginFields": [{"value": 1,}]}}]}]}]}"#,
+            "line 1: account 1, vault 1, item 1 has a comma right before a closing bracket"
         ),
     ])
     func aFileThatIsNoExportIsRefused(text: String, message: String) {
@@ -100,5 +98,24 @@ struct OnePasswordExportTests {
         #expect(throws: FormatError.self) { try OnePasswordExport.export(ofData: unnamed, source: "f") }
         let climbing = data.replacingOccurrences(of: #""fileName": "id""#, with: #""fileName": "../id""#)
         #expect(throws: FormatError.self) { try OnePasswordExport.export(ofData: climbing, source: "f") }
+    }
+
+    /// Numbers as 1Password wrote them (a double would make 1.10 1.1 and round past 2^53), and an
+    /// object's members in the file's order: read exactly, never refused.
+    @Test func numbersAndMembersAreReadAsWritten() throws {
+        let data = #"""
+            {"accounts": [{"vaults": [{"attrs": {"name": "V"}, "items": [{"overview": {"title": "t"}, "details": {
+              "loginFields": [{"value": 1.10, "designation": "password"}, {"value": 9007199254740993, "name": "big"}],
+              "sections": [{"fields": [
+                {"title": "a", "value": {"address": {"zip": 12345678901234567890, "street": "1 Rd", "city": "X"}}},
+                {"title": "n", "value": {"string": 1e400}}]}]}}]}]}]}
+            """#
+        let entry = try #require(try OnePasswordExport.entries(ofData: data, source: "f").first)
+        #expect(entry.password == "1.10")
+        #expect(
+            entry.fields == [
+                .init("big", "9007199254740993"),
+                .init("a", #"{"zip":12345678901234567890,"street":"1 Rd","city":"X"}"#), .init("n", "1e400"),
+            ])
     }
 }

@@ -1,111 +1,39 @@
-/// A JSON value as a password manager's export holds it: each object's members in the file's
-/// order (a field's place among its item's is kept), each number as it is written (an export's
-/// `0.10` or `12345678901234567890` read back exactly, never through a double).
-indirect enum JSONNode: Equatable, Sendable {
-    struct Member: Equatable, Sendable {
-        var name: String
-        var value: JSONNode
-    }
-
-    case null
-    case bool(Bool)
-    case number(String)
-    case string(String)
-    case array([JSONNode])
-    case object([Member])
-
-    /// The value of the first member `name` of an object; nil for other values or no such member.
-    subscript(_ name: String) -> JSONNode? {
-        guard case .object(let members) = self else { return nil }
-        return members.first { $0.name == name }?.value
-    }
-
-    var string: String? {
-        if case .string(let text) = self { return text }
-        return nil
-    }
-
-    var members: [Member]? {
-        if case .object(let members) = self { return members }
-        return nil
-    }
-
-    var elements: [JSONNode]? {
-        if case .array(let elements) = self { return elements }
-        return nil
-    }
-
-    /// A scalar's text exactly (a number as written, `true`/`false`), a list's or an object's
-    /// compact JSON; nil for null.
-    var text: String? {
-        switch self {
-        case .null: return nil
-        case .bool(let flag): return flag ? "true" : "false"
-        case .number(let digits): return digits
-        case .string(let text): return text
-        case .array, .object: return json
-        }
-    }
-
-    /// Whether it is true, or a number other than 0 (Enpass's flags are 0 and 1).
-    var isSet: Bool {
-        switch self {
-        case .bool(let flag): return flag
-        case .number(let digits): return Double(digits).map { $0 != 0 } ?? false
-        default: return false
-        }
-    }
-
-    /// The value as compact JSON, members in their order.
-    var json: String {
-        switch self {
-        case .null: return "null"
-        case .bool, .number: return text!
-        case .string(let text): return Self.quoted(text)
-        case .array(let elements): return "[" + elements.map(\.json).joined(separator: ",") + "]"
-        case .object(let members):
-            return "{" + members.map { Self.quoted($0.name) + ":" + $0.value.json }.joined(separator: ",") + "}"
-        }
-    }
-
-    private static func quoted(_ text: String) -> String {
-        var out = "\""
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            case _ where scalar.value < 0x20:
-                let hex = String(scalar.value, radix: 16)
-                out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-            default: out.unicodeScalars.append(scalar)
-            }
-        }
-        return out + "\""
-    }
-}
-
 /// A strict JSON reader (RFC 8259): no comma before a closing bracket, no member twice in one
 /// object (tools differ on which counts), no control character in a string, no unpaired
 /// surrogate, no more than 200 levels of nesting.
-struct JSONReader {
-    /// What is wrong and on which line.
-    struct Failure: Error, Equatable {
-        var line: Int
-        var reason: String
-        /// The name of a member given twice in one object, when that is what is wrong.
-        var repeated: String?
+package struct JSONReader {
+    /// A step from a document's top down to one of its values: an object's member, a list's
+    /// element (numbered from 0).
+    package enum Step: Equatable, Sendable {
+        case member(String)
+        case element(Int)
     }
+
+    /// What is wrong and on which line.
+    package struct Failure: Error, Equatable {
+        package var line: Int
+        package var reason: String
+        /// The name of a member given twice in one object, when that is what is wrong.
+        package var repeated: String?
+        /// Where the object or list at fault is: the steps from the top down to it (empty for the
+        /// document itself).
+        package var path: [Step] = []
+
+        /// Whether what is wrong is a comma right before a closing bracket.
+        package var isTrailingComma: Bool { reason == JSONReader.trailingComma }
+    }
+
+    static let trailingComma = "a comma before a closing bracket"
 
     private let bytes: [UInt8]
     private var position = 0
     private var depth = 0
+    /// The steps down to the value being read.
+    private var path: [Step] = []
     private let firstLine: Int
 
     /// The value `text` holds, white space around it allowed; `firstLine` numbers its first line.
-    static func parse(_ text: Substring, firstLine: Int = 1) throws(Failure) -> JSONNode {
+    package static func parse(_ text: Substring, firstLine: Int = 1) throws(Failure) -> JSONNode {
         var reader = JSONReader(bytes: Array(text.utf8), firstLine: firstLine)
         reader.skipSpace()
         let value = try reader.value()
@@ -121,7 +49,7 @@ struct JSONReader {
 
     private func failure(_ reason: String, repeated: String? = nil) -> Failure {
         let line = bytes[..<min(position, bytes.count)].reduce(firstLine) { $0 + ($1 == 0x0A ? 1 : 0) }
-        return Failure(line: line, reason: reason, repeated: repeated)
+        return Failure(line: line, reason: reason, repeated: repeated, path: path)
     }
 
     private mutating func skipSpace() {
@@ -164,7 +92,7 @@ struct JSONReader {
             skipSpace()
             guard position < bytes.count, bytes[position] == UInt8(ascii: "\"") else {
                 let closing = position < bytes.count && bytes[position] == UInt8(ascii: "}")
-                throw failure(closing ? "a comma before a closing bracket" : "a member name is expected")
+                throw failure(closing ? Self.trailingComma : "a member name is expected")
             }
             let name = try string()
             guard names.insert(name).inserted else { throw failure("a field given twice", repeated: name) }
@@ -174,7 +102,9 @@ struct JSONReader {
             }
             position += 1
             skipSpace()
+            path.append(.member(name))
             members.append(.init(name: name, value: try value()))
+            path.removeLast()
             skipSpace()
             guard position < bytes.count else { throw failure("it ends inside an object") }
             position += 1
@@ -197,9 +127,11 @@ struct JSONReader {
         while true {
             skipSpace()
             if position < bytes.count, bytes[position] == UInt8(ascii: "]") {
-                throw failure("a comma before a closing bracket")
+                throw failure(Self.trailingComma)
             }
+            path.append(.element(elements.count))
             elements.append(try value())
+            path.removeLast()
             skipSpace()
             guard position < bytes.count else { throw failure("it ends inside a list") }
             position += 1
