@@ -218,7 +218,7 @@ package enum ImportFile {
             do throws(KeychainError) {
                 keys.append(try KeychainKey(key))
             } catch {
-                throw FormatError("\(location(index)): \(error.description)")
+                throw refusal(error, at: location(index))
             }
         }
         return (keys, renamed)
@@ -234,8 +234,18 @@ package enum ImportFile {
             }
             return SecretToStore(service: try ServiceName(service), key: try KeychainKey(key), secret: secret)
         } catch let error as KeychainError {
-            throw FormatError("\(location()): \(error.description)")
+            throw refusal(error, at: location())
         }
+    }
+}
+
+extension ImportFile {
+    /// Why the item at `location` cannot be stored, and that nothing was: a name the store
+    /// refuses (a NUL, a control character) is changed where it comes from.
+    static func refusal(_ error: KeychainError, at location: String) -> FormatError {
+        guard case .invalidName = error else { return FormatError("\(location): \(error.description)") }
+        return FormatError(
+            "\(location): \(error.description); nothing was stored. Rename it where it comes from, and import again")
     }
 }
 
