@@ -67,4 +67,21 @@ struct ImportAttackTests {
             "\(error)".contains("FreeOTP's own backup") && !"\(error)".contains("iconv")
         }
     }
+
+    /// The keys of a manager's entries, decided before the first write (a CSV's first reading):
+    /// an empty title is `untitled`, a repeat is numbered past the numbers other entries hold,
+    /// names are told apart by their bytes, and a name the store refuses stops it, naming the entry.
+    @Test func entriesKeysAreNumberedByBytesBeforeAnyWrite() throws {
+        let names = ["", "untitled", "a", "a", "a (2)", "e\u{301}", "\u{E9}", "a"]
+        let (keys, renamed) = try ImportFile.keys(of: names) { "entry \($0 + 1)" }
+        #expect(
+            keys.map(\.rawValue) == ["untitled", "untitled (2)", "a", "a (3)", "a (2)", "e\u{301}", "\u{E9}", "a (4)"])
+        #expect(keys[5].rawValue.utf8.count == 3 && keys[6].rawValue.utf8.count == 2)
+        #expect(renamed.map(\.storedAs) == ["untitled (2)", "a (3)", "a (4)"])
+        let error = try #require(throws: FormatError.self) {
+            try ImportFile.keys(of: ["ok", "a\u{0}b"]) { "entry \($0 + 1)" }
+        }
+        #expect(error.description.hasPrefix("entry 2: invalid key"), "\(error)")
+        #expect(error.description.contains("nothing was stored. Rename it where it comes from"), "\(error)")
+    }
 }
