@@ -366,14 +366,16 @@ interleaved runs (`BENCH_SCAN_RUNS`).
 
 A Bitwarden CSV export (`folder,favorite,type,name,notes,fields,reprompt,login_uri,…`) of
 logins in folders of 100, each with a URL, a username, a password and a custom field, written by
-bench/import_csv.py. keychain-cli imports it into a new vault each run (`--format bitwarden`:
-the file read, every entry mapped and stored in one write; scrypt work factor 10). pass-import
-has no command doing only that: `pimport csv bitwarden FILE -o OUT.csv` is the whole tool a user
-runs (it also rates every password with zxcvbn, which cannot be turned off: 12 minutes for
-100,000, so measured at 10,000 rows), and its Bitwarden reader alone (`BitwardenCSV(FILE).parse()`)
-reads the file into entries and writes nothing. Every side must find every entry. Peak RSS is
-GNU time's `%M`. Medians of 3 interleaved runs (`BENCH_CSV_RUNS`, `BENCH_CSV_ENTRIES`,
-`BENCH_CSV_SMALL`).
+bench/import_csv.py. keychain-cli imports it into a new vault file each run (`--format bitwarden`:
+the file read twice, a row at a time — once to check every row and decide the keys, then again
+as the entries are stored, into a vault file in its one write; scrypt work factor 10), and, for
+its peak memory, into a new passphrase tree vault (one run: stored a thousand entries at a time,
+item by item). pass-import has no command doing only that: `pimport csv bitwarden FILE -o OUT.csv`
+is the whole tool a user runs (it also rates every password with zxcvbn, which cannot be turned
+off: 12 minutes for 100,000, so measured at 10,000 rows), and its Bitwarden reader alone
+(`BitwardenCSV(FILE).parse()`) reads the file into entries and writes nothing. Every side must
+find every entry. Peak RSS is GNU time's `%M`. Medians of 3 interleaved runs (`BENCH_CSV_RUNS`,
+`BENCH_CSV_ENTRIES`, `BENCH_CSV_SMALL`).
 
 ## Inside one process: the `Keychain` cache
 
