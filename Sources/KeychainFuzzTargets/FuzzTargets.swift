@@ -80,6 +80,10 @@ package enum FuzzTargets {
             for kind in CSVExport.Kind.allCases {
                 entries += (try? CSVExport.read(kind, ManagerInput(bytes: bytes, source: "fuzz")).entries) ?? []
             }
+            // Read a piece at a time (as import reads a file), a CSV gives what it gives read whole.
+            precondition(
+                csvRows(bytes, pieces: nil) == csvRows(bytes, pieces: 1 + Int(bytes.first ?? 0) % 13),
+                "a CSV read in pieces gave other rows or another error")
             // Authenticator apps' backups: an encrypted one stops at its password, never derived.
             for kind in OTPExport.Kind.allCases {
                 let input = ManagerInput(bytes: bytes, source: "fuzz") { throw FormatError("no password") }
@@ -159,4 +163,25 @@ package enum FuzzTargets {
         ]
     }()
     private static let fuzzVault = VaultStore(path: "/nonexistent/fuzz.age", workFactor: 1) { _ in [] }
+}
+
+/// The rows of the CSV `bytes` (read whole, or `pieces` bytes at a time) or its error, as text.
+private func csvRows(_ bytes: [UInt8], pieces: Int?) -> String {
+    var offset = 0
+    do {
+        var rows =
+            try pieces.map { size in
+                try CSVRows(
+                    pieces: {
+                        guard offset < bytes.count else { return nil }
+                        defer { offset += size }
+                        return Array(bytes[offset..<min(offset + size, bytes.count)])
+                    }, source: "fuzz")
+            } ?? CSVRows(bytes, source: "fuzz")
+        var read: [CSVRows.Row] = []
+        while let row = try rows.next() { read.append(row) }
+        return "\(read)"
+    } catch {
+        return "error: \(error)"
+    }
 }
