@@ -249,6 +249,13 @@ public final class Keychain: Sendable {
         try store.items(service: service).sorted { $0.key < $1.key }
     }
 
+    /// Metadata of the item under `key` (its label, dates), nil when there is none. Never reads
+    /// the secret where the backend can avoid it.
+    /// - Throws: any ``KeychainError`` of the backend.
+    public func item(_ key: KeychainKey) throws -> ItemInfo? {
+        try store.item(service: service, key: key)
+    }
+
     /// Metadata of the items of every service in the backend, sorted by service, then key.
     /// - Throws: any ``KeychainError`` of the backend.
     public func itemsOfAllServices() throws -> [ItemInfo] {

@@ -131,6 +131,12 @@ package enum EntryFields {
         }
     }
 
+    /// The `name: value` lines of `text` before its first empty line, in order (each name and
+    /// value as ``value(of:in:)`` reads it).
+    package static func fields(in text: String) -> [(name: String, value: String)] {
+        lines(of: text).dropFirst().prefix { !$0.isEmpty }.compactMap(split)
+    }
+
     /// The names of the `name: value` lines of `text` before its first empty line, in order.
     package static func names(in text: String) -> [String] {
         lines(of: text).dropFirst().prefix { !$0.isEmpty }.compactMap { split($0)?.name }
@@ -160,6 +166,10 @@ package enum EntryFields {
         }
         return (String(Substring(bytes[..<colon])), unquoted(Substring(bytes[bytes.index(colon, offsetBy: 2)...])))
     }
+
+    /// `text` as the layout writes a value (`name`: a field's name): on one line, a JSON string
+    /// where it must be one.
+    package static func quoted(_ text: String, name: Bool = false) -> String { quotedIfNeeded(text, name: name) }
 
     /// `text` as the layout writes it: as it is, or as a JSON string where it must be one (it has a
     /// line break; a name: a `:`, or it is empty; or it reads as such a JSON string itself).

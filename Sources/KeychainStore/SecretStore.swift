@@ -78,6 +78,11 @@ public protocol SecretStore: Sendable {
     /// - Throws: ``KeychainError`` when the backend cannot answer; those before may be added.
     func addSecrets(_ secrets: [SecretToStore], progress: (Int) -> Void) throws(KeychainError) -> [Bool]
 
+    /// The metadata of the item under `service` and `key` (never its secret), nil when there is
+    /// none; the default finds it in ``items(service:)``, a tree vault reads that item alone.
+    /// - Throws: ``KeychainError`` when the backend cannot answer.
+    func item(service: ServiceName, key: KeychainKey) throws(KeychainError) -> ItemInfo?
+
     /// Whether ``setSecrets(_:progress:)`` and ``addSecrets(_:progress:)`` write all they are
     /// given in one step that holds every item of the store (the vault's file): a caller with a
     /// great many then gives them at once; to any other store it may give them a batch at a time,
@@ -164,6 +169,10 @@ public struct ItemListing: Sendable {
 
 extension SecretStore {
     public var writesManyAtOnce: Bool { false }
+
+    public func item(service: ServiceName, key: KeychainKey) throws(KeychainError) -> ItemInfo? {
+        try items(service: service).first { $0.key == key.rawValue }
+    }
 
     public func secrets(of addresses: [SecretAddress]) throws(KeychainError) -> [Data?] {
         try addresses.map { (address) throws(KeychainError) in try secret(service: address.service, key: address.key) }

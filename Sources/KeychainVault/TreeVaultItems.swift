@@ -94,17 +94,24 @@ extension TreeVaultStore {
                     created: nil, modified: nil)
             }
         }
-        var items: [ItemInfo] = []
-        for (address, entry) in zip(addresses, try entries(at: addresses)) {
-            guard let entry else { continue }  // removed meanwhile
-            items.append(
-                ItemInfo(
-                    service: address.service.rawValue, key: address.key.rawValue,
-                    label: entry.details?.label ?? ItemInfo.defaultLabel(service: address.service, key: address.key),
-                    application: entry.details.map { $0.attributes["application"] } ?? "keychain-cli",
-                    created: entry.created, modified: entry.modified))
+        // Those removed meanwhile are left out.
+        return zip(addresses, try entries(at: addresses)).compactMap { address, entry in
+            entry.map { Self.info(of: $0, at: address) }
         }
-        return items
+    }
+
+    /// The one item's file read, not the service's.
+    public func item(service: ServiceName, key: KeychainKey) throws(KeychainError) -> ItemInfo? {
+        let address = SecretAddress(service: service, key: key)
+        return try entry(at: address).map { Self.info(of: $0, at: address) }
+    }
+
+    private static func info(of entry: VaultStore.Entry, at address: SecretAddress) -> ItemInfo {
+        ItemInfo(
+            service: address.service.rawValue, key: address.key.rawValue,
+            label: entry.details?.label ?? ItemInfo.defaultLabel(service: address.service, key: address.key),
+            application: entry.details.map { $0.attributes["application"] } ?? "keychain-cli",
+            created: entry.created, modified: entry.modified)
     }
 
     public func secrets(of addresses: [SecretAddress]) throws(KeychainError) -> [Data?] {
