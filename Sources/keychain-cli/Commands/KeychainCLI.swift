@@ -47,8 +47,8 @@ struct KeychainCLI: ParsableCommand {
 
             Exit codes:
               0   success
-              1   not found: get (or its --field), delete, otp, a secret exec or inject
-                  needs; vault passwd, vault recipients list and unlock without a
+              1   not found: get (or its --field), show, delete, otp, a secret exec or
+                  inject needs; vault passwd, vault recipients list and unlock without a
                   vault; scan: a stored secret found
               64  usage error: a bad option or command, or none (-ss get k); a secret
                   on the command line, or a key where a path goes; reset or export
@@ -58,7 +58,7 @@ struct KeychainCLI: ParsableCommand {
                   unlock --ttl or --idle; scan with no secret to look for, or --git
                   outside a git work tree
               65  bad data: empty, over 1 MiB, binary where text goes (a terminal,
-                  exec, --clip), the two entries differ, a bad import file (a field
+                  exec, --clip, show), the two entries differ, a bad import file (a field
                   given twice, an empty secret without --allow-empty, an encrypted
                   Bitwarden export, a pass entry linking out of its store, a file
                   keepassxc-cli cannot read), a damaged vault (watch: still damaged
