@@ -12,6 +12,7 @@ struct ShowTests {
         username: octocat
         url: https://github.com/login
         "a: b": "two\\nlines"
+        previous password: pw-old-secret
         otpauth://totp/github?secret=JBSWY3DPEHPK3PXP
 
         my notes
@@ -26,21 +27,27 @@ struct ShowTests {
             #expect(shown.status == 0, "\(shown.stderr)")
             let lines = shown.stdoutText.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
             #expect(
-                Array(lines.prefix(5)) == [
+                Array(lines.prefix(6)) == [
                     "password: (hidden; --reveal prints it)", "username: octocat", "url: https://github.com/login",
-                    #""a: b": "two\nlines""#, "otp: (hidden; --reveal prints it, otp KEY its code)",
+                    #""a: b": "two\nlines""#, "previous password: (hidden; --reveal prints it)",
+                    "otp: (hidden; --reveal prints it, otp KEY its code)",
                 ])
             #expect(shown.stdoutText.hasSuffix("\n\nmy notes\nline 2\n"))
-            #expect(!shown.stdoutText.contains("pw-show-secret") && !shown.stdoutText.contains("JBSWY3DPEHPK3PXP"))
+            for secret in ["pw-show-secret", "pw-old-secret", "JBSWY3DPEHPK3PXP"] {
+                #expect(!shown.stdoutText.contains(secret))
+            }
 
             let revealed = try cli(["-s", "show", "show", "Dev/github", "--reveal"]).stdoutText
             #expect(revealed.hasPrefix("password: pw-show-secret\nusername: octocat\n"))
-            #expect(revealed.contains("otp: otpauth://totp/github?secret=JBSWY3DPEHPK3PXP\n"))
+            #expect(
+                revealed.contains(
+                    "previous password: pw-old-secret\notp: otpauth://totp/github?secret=JBSWY3DPEHPK3PXP\n"))
 
             let json = try cli(["-s", "show", "show", "Dev/github", "--json"])
             let object = try #require(
                 try JSONSerialization.jsonObject(with: Data(json.stdoutText.utf8)) as? [String: Any])
-            #expect(object["hidden"] as? [String] == ["password", "otp"] && object["password"] == nil)
+            #expect(
+                object["hidden"] as? [String] == ["password", "previous password", "otp"] && object["password"] == nil)
             let fields = try #require(object["fields"] as? [[String: String]])
             #expect(fields.map { $0["name"] } == ["username", "url", "a: b"] && fields[2]["value"] == "two\nlines")
             #expect(object["notes"] as? String == "my notes\nline 2" && object["key"] as? String == "Dev/github")

@@ -48,13 +48,13 @@ extension KeychainCLI {
             }
             let item = try keychain.item(key)
             let entry = ShownEntry(text, service: keychain.service, key: key, item: item, reveal: reveal)
-            try json ? writeJSON(entry) : writeOutput(Array(entry.lines.utf8))
+            try json ? writeJSON(entry) : writeOutput(Array(entry.text.utf8))
         }
     }
 }
 
-/// An entry as `show` prints it: its fields, dates and notes, the password and the TOTP seed
-/// only when revealed.
+/// An entry as `show` prints it: its fields, dates and notes; the password, the TOTP seed and
+/// fields that hold passwords (`previous password`, a `password` line) only when revealed.
 struct ShownEntry: Encodable {
     struct Field: Encodable {
         var name: String
@@ -63,41 +63,58 @@ struct ShownEntry: Encodable {
 
     var service: String
     var key: String
+    /// The fields printed, in the entry's order.
     var fields: [Field]
     var notes: String?
     var created: Date?
     var modified: Date?
-    /// What the entry holds that is not printed: `password`, `otp`.
+    /// The names of what the entry holds and is not printed, in its order.
     var hidden: [String]
     var password: String?
     var otp: String?
+    /// Every field in order, nil for a hidden one's value: the text's lines.
+    private var lines: [(name: String, value: String?)]
+
+    private enum CodingKeys: String, CodingKey {
+        case service, key, fields, notes, created, modified, hidden, password, otp
+    }
 
     init(_ text: String, service: ServiceName, key: KeychainKey, item: ItemInfo?, reveal: Bool) {
         (self.service, self.key) = (service.rawValue, key.rawValue)
-        let all = EntryFields.fields(in: text)
-        // A TOTP that is no seed is an `otp: ` line, hidden as the otpauth:// line is.
-        fields = all.filter { $0.name.lowercased() != "otp" }.map { Field(name: $0.name, value: $0.value) }
         notes = EntryFields.value(of: "notes", in: text)
         (created, modified) = (item?.created, item?.modified)
         let password = EntryFields.value(of: "password", in: text) ?? ""
         let otp = EntryFields.value(of: "otp", in: text)
-        hidden = reveal ? [] : (password.isEmpty ? [] : ["password"]) + (otp == nil ? [] : ["otp"])
         if reveal { (self.password, self.otp) = (password, otp) }
+        // A TOTP that is no seed is an `otp: ` line, shown as the otpauth:// line is.
+        let all = EntryFields.fields(in: text).filter { $0.name.lowercased() != "otp" }
+        lines =
+            (password.isEmpty ? [] : [("password", reveal ? password : nil)])
+            + all.map { ($0.name, reveal || !Self.holdsAPassword($0.name) ? $0.value : nil) }
+            + (otp.map { [("otp", reveal ? $0 : nil)] } ?? [])
+        fields = all.filter { reveal || !Self.holdsAPassword($0.name) }.map { Field(name: $0.name, value: $0.value) }
+        hidden = lines.filter { $0.value == nil }.map(\.name)
     }
 
-    /// The text `show` prints: `NAME: value` lines (a value as the layout writes it), the dates,
-    /// what is hidden, and the notes after an empty line.
-    var lines: String {
-        var lines: [String] = []
-        if let password, !password.isEmpty { lines.append("password: " + EntryFields.quoted(password)) }
-        if hidden.contains("password") { lines.append("password: (hidden; --reveal prints it)") }
-        lines += fields.map { EntryFields.quoted($0.name, name: true) + ": " + EntryFields.quoted($0.value) }
-        if let otp { lines.append("otp: " + EntryFields.quoted(otp)) }
-        if hidden.contains("otp") { lines.append("otp: (hidden; --reveal prints it, otp KEY its code)") }
+    /// Whether a field called `name` holds a password: `password` (any case, `password (2)`) and
+    /// the history import keeps (`previous password`, `previous password (2)`…).
+    private static func holdsAPassword(_ name: String) -> Bool {
+        let name = name.lowercased()
+        return ["password", "previous password"].contains { name == $0 || name.hasPrefix($0 + " (") }
+    }
+
+    /// The text `show` prints: `NAME: value` lines (a value as the layout writes it; a hidden one
+    /// saying so), the dates, and the notes after an empty line.
+    var text: String {
+        var text = lines.map { name, value in
+            EntryFields.quoted(name, name: true) + ": "
+                + (value.map { EntryFields.quoted($0) }
+                    ?? "(hidden; --reveal prints it\(name == "otp" ? ", otp KEY its code" : ""))")
+        }
         let stamp = Date.ISO8601FormatStyle()
-        if let created { lines.append("created: " + created.formatted(stamp)) }
-        if let modified { lines.append("modified: " + modified.formatted(stamp)) }
-        if let notes { lines += ["", notes] }
-        return lines.joined(separator: "\n") + "\n"
+        if let created { text.append("created: " + created.formatted(stamp)) }
+        if let modified { text.append("modified: " + modified.formatted(stamp)) }
+        if let notes { text += ["", notes] }
+        return text.joined(separator: "\n") + "\n"
     }
 }
