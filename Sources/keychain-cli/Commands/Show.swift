@@ -11,9 +11,10 @@ extension KeychainCLI {
                 KEY holds an entry in pass's layout (an import from a password manager, a pass \
                 entry): the password on its first line, 'NAME: value' lines, an otpauth:// line, \
                 and notes after an empty line. show prints each field as 'NAME: value', the \
-                item's dates, then the notes; the password and the TOTP seed are named but not \
-                printed unless --reveal (otp KEY prints the code). Exits 1 when there is no \
-                such secret, 65 when it is binary.
+                item's dates, then the notes; the password, the TOTP seed and the fields that \
+                hold passwords (previous password) are named but not printed unless --reveal \
+                (otp KEY prints the code). Exits 1 when there is no such secret, 65 when it is \
+                binary.
 
                   keychain-cli -s web show Work/github
                   keychain-cli -s web show Work/github --json
@@ -26,7 +27,7 @@ extension KeychainCLI {
         @Argument(help: "The key of the entry.", completion: .keyNames)
         var key: String
 
-        @Flag(help: "Print the password and the TOTP seed too.")
+        @Flag(help: "Print the password, the TOTP seed and the fields that hold passwords too.")
         var reveal = false
 
         @Flag(
