@@ -206,4 +206,30 @@ struct ImportJSONTests {
             }
         }
     }
+
+    /// Every text export is read in UTF-16 with its byte order mark (as Windows' editors save it),
+    /// as the CSVs are: a Bitwarden JSON export and a dotenv file; Latin-1 is refused with iconv.
+    @Test func utf16JSONAndDotenvAreReadAndLatin1Refused() throws {
+        let scratch = try ScratchDirectory("utf16-text")
+        defer { scratch.remove() }
+        func utf16(_ text: String) -> Data {
+            Data([0xFF, 0xFE] + text.utf16.flatMap { [UInt8($0 & 0xFF), UInt8($0 >> 8)] })
+        }
+        let bitwarden = scratch.path("bitwarden.json")
+        try utf16(#"{"encrypted": false, "items": [{"type": 1, "name": "café", "login": {"password": "pässwörd"}}]}"#)
+            .write(to: URL(fileURLWithPath: bitwarden))
+        let dotenv = scratch.path("win.env")
+        try utf16("TOKEN=tökén\r\n").write(to: URL(fileURLWithPath: dotenv))
+        let latin1 = scratch.path("latin1.env")
+        try Data([0x54, 0x3D, 0xE9, 0x0A]).write(to: URL(fileURLWithPath: latin1))
+        try CLIBackend.withVault { _ in
+            let imported = try cli(["-s", "u16", "import", "--format", "bitwarden", bitwarden])
+            #expect(imported.status == 0, "\(imported.stderr)")
+            #expect(try cli(["-s", "u16", "get", "café"]).stdoutText == "pässwörd")
+            #expect(try cli(["-s", "u16", "import", "--format", "env", dotenv]).status == 0)
+            #expect(try cli(["-s", "u16", "get", "TOKEN"]).stdoutText == "tökén")
+            let refused = try cli(["-s", "u16", "import", "--format", "env", latin1])
+            #expect(refused.status == 65 && refused.stderr.contains("iconv -f latin1"), "\(refused.stderr)")
+        }
+    }
 }

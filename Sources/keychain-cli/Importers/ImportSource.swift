@@ -114,9 +114,7 @@ extension ImportFormat {
                 "\(file.map(quotedPath) ?? source) is larger than 256 MiB; nothing was stored. Split it into several files and import each"
             )
         }
-        guard let text = String(validating: bytes, as: UTF8.self) else {
-            throw CommandFailure.badData("\(source) is not UTF-8 text; nothing was stored")
-        }
-        return (text, source)
+        // UTF-16 with its byte order mark (a Windows editor's) is read too, as other exports are.
+        return (try ExportText.text(bytes, source: source), source)
     }
 }

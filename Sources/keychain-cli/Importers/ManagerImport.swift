@@ -41,7 +41,7 @@ extension ImportFormat {
         let export: ManagerExport
         switch format {
         case .bitwarden where json:
-            let (text, _) = try readText(bytes, source: source)
+            let text = try ExportText.text(bytes, source: source, what: "a Bitwarden JSON export")
             export = ManagerExport(entries: try BitwardenExport.entries(of: text, source: source))
         case .onePassword where json || first == UInt8(ascii: "*"):
             export = try JSONExport.read(.onePasswordInterchange, input)
@@ -94,14 +94,6 @@ extension ImportFormat {
             }
             return (name, bytes)
         }
-    }
-
-    /// The text of `bytes` (UTF-8, a byte order mark allowed).
-    static func readText(_ bytes: [UInt8], source: String) throws -> (String, String) {
-        guard let text = String(validating: bytes, as: UTF8.self) else {
-            throw CommandFailure.badData("\(source) is not UTF-8 text; nothing was stored")
-        }
-        return (text, source)
     }
 }
 
