@@ -242,7 +242,7 @@ package enum ImportFile {
 extension ImportFile {
     /// Why the item at `location` cannot be stored, and that nothing was: a name the store
     /// refuses (a NUL, a control character) is changed where it comes from.
-    static func refusal(_ error: KeychainError, at location: String) -> FormatError {
+    package static func refusal(_ error: KeychainError, at location: String) -> FormatError {
         guard case .invalidName = error else { return FormatError("\(location): \(error.description)") }
         return FormatError(
             "\(location): \(error.description); nothing was stored. Rename it where it comes from, and import again")

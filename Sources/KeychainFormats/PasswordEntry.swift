@@ -137,6 +137,15 @@ package enum EntryFields {
         lines(of: text).dropFirst().prefix { !$0.isEmpty }.compactMap(split)
     }
 
+    /// Every line of `text` between the password and the first empty line, in order: a
+    /// `name: value` line as its field, any other line (an `otpauth://` line, free text) as it
+    /// is with a nil name.
+    package static func body(of text: String) -> [(name: String?, value: String)] {
+        lines(of: text).dropFirst().prefix { !$0.isEmpty }.map { line in
+            split(line).map { ($0.name, $0.value) } ?? (nil, String(line))
+        }
+    }
+
     /// The names of the `name: value` lines of `text` before its first empty line, in order.
     package static func names(in text: String) -> [String] {
         lines(of: text).dropFirst().prefix { !$0.isEmpty }.compactMap { split($0)?.name }

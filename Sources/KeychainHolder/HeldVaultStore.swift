@@ -131,6 +131,10 @@ package final class HeldVaultStore: SecretStore {
         try setSecrets([SecretToStore(service: service, key: key, secret: secret)]) { _ in }
     }
 
+    package func checkName(service: ServiceName, key: KeychainKey) throws(KeychainError) {
+        try direct.checkName(service: service, key: key)
+    }
+
     /// As the vault the holder holds writes (its file whole, or a tree vault's files one by one).
     package var writesManyAtOnce: Bool { direct.writesManyAtOnce }
 

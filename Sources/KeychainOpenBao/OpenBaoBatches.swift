@@ -16,6 +16,10 @@ extension OpenBaoStore {
         }
     }
 
+    public func checkName(service: ServiceName, key: KeychainKey) throws(KeychainError) {
+        try Self.refuseReserved(key)
+    }
+
     /// Each request is a check-and-set on the version of the service's secret it read, so a key
     /// another writer adds meanwhile is kept (the request is made again, without it).
     public func addSecrets(_ secrets: [SecretToStore], progress: (Int) -> Void) throws(KeychainError) -> [Bool] {

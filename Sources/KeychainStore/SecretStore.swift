@@ -83,6 +83,12 @@ public protocol SecretStore: Sendable {
     /// - Throws: ``KeychainError`` when the backend cannot answer.
     func item(service: ServiceName, key: KeychainKey) throws(KeychainError) -> ItemInfo?
 
+    /// Throws when the backend could not store an item under `service` and `key` (a tree vault's
+    /// file name too long, a key OpenBao's details reserve), so that a caller with many (`import`)
+    /// refuses before its first write; the default allows every name.
+    /// - Throws: ``KeychainError/invalidName(kind:reason:)``.
+    func checkName(service: ServiceName, key: KeychainKey) throws(KeychainError)
+
     /// Whether ``setSecrets(_:progress:)`` and ``addSecrets(_:progress:)`` write all they are
     /// given in one step that holds every item of the store (the vault's file): a caller with a
     /// great many then gives them at once; to any other store it may give them a batch at a time,
@@ -169,6 +175,8 @@ public struct ItemListing: Sendable {
 
 extension SecretStore {
     public var writesManyAtOnce: Bool { false }
+
+    public func checkName(service: ServiceName, key: KeychainKey) throws(KeychainError) {}
 
     public func item(service: ServiceName, key: KeychainKey) throws(KeychainError) -> ItemInfo? {
         try items(service: service).first { $0.key == key.rawValue }

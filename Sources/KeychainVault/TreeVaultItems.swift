@@ -100,6 +100,11 @@ extension TreeVaultStore {
         }
     }
 
+    /// A name whose escaped file name is too long for the file system is refused.
+    public func checkName(service: ServiceName, key: KeychainKey) throws(KeychainError) {
+        _ = try TreeVaultNames.relativePath(service: service, key: key)
+    }
+
     /// The one item's file read, not the service's.
     public func item(service: ServiceName, key: KeychainKey) throws(KeychainError) -> ItemInfo? {
         let address = SecretAddress(service: service, key: key)

@@ -136,6 +136,35 @@ struct ImportCSVHostileTests {
         }
     }
 
+    /// What an outside attack found: a key the tree vault cannot hold (its file name too long)
+    /// is refused before the first write, naming the entry (it was found at the write, after the
+    /// rows before it were stored, with 64); and standard input is read from where it was left.
+    @Test func aKeyTheStoreCannotHoldStoresNothingAndStdinIsReadFromItsPlace() throws {
+        let scratch = try ScratchDirectory("csv-tree-long")
+        defer { scratch.remove() }
+        try CLIBackend.treeVault.run {
+            var text = "name,url,username,password\n"
+            for index in 0..<1_500 { text += "site \(index),https://\(index).example,u,pw\n" }
+            let long = try write(
+                Array((text + String(repeating: "T", count: 300) + ",https://x,u,pw\n").utf8), "l.csv", in: scratch)
+            let refused = try cli(["-s", "tree", "import", "--format", "chrome", long])
+            #expect(refused.status == 65 && refused.stderr.contains("entry 1501,"), "\(refused.stderr)")
+            #expect(refused.stderr.contains("nothing was stored"))
+            #expect(try cli(["-s", "tree", "list"]).stdoutText.isEmpty)
+
+            let two = try write(
+                Array("name,url,username,password\nold,https://o,u,pw\n\(text)".utf8), "two.csv", in: scratch)
+            let script = "(read; read; \"$0\" -s tree import --format chrome) < \"$1\""
+            let imported = try runProcess(
+                "/bin/bash", ["-c", script, keychainCLIPath, two],
+                environment: ProcessInfo.processInfo.environment.merging(
+                    CLIBackend.overrides.compactMapValues { $0 }
+                ) { $1 })
+            #expect(imported.stdoutText == "added 1500, replaced 0, skipped 0\n", "\(imported.stderr)")
+            #expect(try cli(["-s", "tree", "get", "old"]).status == 1)
+        }
+    }
+
     /// Dashlane's CSV export is a zip: its credentials and secure notes stored, its cards and IDs
     /// said on standard error.
     @Test func aDashlaneZipSaysWhatItDoesNotKeep() throws {

@@ -73,4 +73,29 @@ struct ShowTests {
             #expect(missing.status == 1 && missing.stderr.contains("no secret named 'nope'"))
         }
     }
+
+    /// What an outside attack tried: a `Password:` field in another case, a second and an
+    /// upper-case or indented otpauth:// line, `otp:SEED` and `password:X` without their space,
+    /// are hidden in their place; free text is printed as it is; `--reveal` prints every line.
+    @Test func everyPasswordOrSeedLineIsHiddenWhateverItsSpelling() throws {
+        try CLIBackend.withVault { _ in
+            let entry =
+                "pw1\nusername: bob\nPassword: LEAK1\nfree text\n OTPAUTH://totp/x?secret=SEED2\n"
+                + "otpauth://totp/y?secret=SEED1\notp:SEED3\npassword:LEAK4\nurl: u\n\nnotes"
+            #expect(try cli(["-s", "show", "set", "e"], stdin: Data(entry.utf8)).status == 0)
+            for arguments in [["show", "e"], ["show", "e", "--json"]] {
+                let shown = try cli(["-s", "show"] + arguments).stdoutText
+                for secret in ["pw1", "LEAK1", "SEED1", "SEED2", "SEED3", "LEAK4"] {
+                    #expect(!shown.contains(secret), "\(arguments): \(secret)")
+                }
+            }
+            let lines = try cli(["-s", "show", "show", "e"]).stdoutText.split(separator: "\n").map(String.init)
+            #expect(lines.filter { $0.hasSuffix("(hidden; --reveal prints it, otp KEY its code)") }.count == 3)
+            #expect(lines[3] == "free text" && lines[8] == "url: u")
+            let revealed = try cli(["-s", "show", "show", "e", "--reveal"]).stdoutText
+            for line in ["Password: LEAK1", "otp: otpauth://totp/y?secret=SEED1", "otp:SEED3", "password:LEAK4"] {
+                #expect(revealed.contains(line + "\n"), "\(line)")
+            }
+        }
+    }
 }

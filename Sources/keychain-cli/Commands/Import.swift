@@ -142,6 +142,19 @@ extension KeychainCLI {
                         + "was stored. Pass --allow-empty if empty secrets are really meant, as set takes it")
             }
 
+            // A name the backend cannot hold (a tree vault's file name too long) stops the import
+            // before its first write, as a bad line does.
+            for index in 0..<imported.count {
+                let (service, key) =
+                    imported.streamed.map { ($0.service, $0.keys[index]) }
+                    ?? (items[index].service, items[index].key)
+                do throws(KeychainError) {
+                    try keychain.store.checkName(service: service, key: key)
+                } catch {
+                    throw ImportFile.refusal(
+                        error, at: "\(file.map(quotedPath) ?? source): entry \(index + 1), \(shownItem(service, key))")
+                }
+            }
             let total = imported.count
             let progress = isTerminal(STDERR_FILENO) && total > 20 && !dryRun
             var done = 0

@@ -87,12 +87,32 @@ struct ShownEntry: Encodable {
         let password = EntryFields.value(of: "password", in: text) ?? ""
         let otp = EntryFields.value(of: "otp", in: text)
         if reveal { (self.password, self.otp) = (password, otp) }
-        // A TOTP that is no seed is an `otp: ` line, shown as the otpauth:// line is.
-        let all = EntryFields.fields(in: text).filter { $0.name.lowercased() != "otp" }
-        lines =
-            (password.isEmpty ? [] : [("password", reveal ? password : nil)])
-            + all.map { ($0.name, reveal || !Self.holdsAPassword($0.name) ? $0.value : nil) }
-            + (otp.map { [("otp", reveal ? $0 : nil)] } ?? [])
+        // The body's lines in order: a TOTP (an otpauth:// line however written, an `otp` field)
+        // and a field holding a password are hidden; a line that is no field is printed as it is.
+        var body: [(name: String, value: String?)] = []
+        var all: [(name: String, value: String)] = []
+        for (name, value) in EntryFields.body(of: text) {
+            // A line that is no field but reads as one without its space (`otp:SEED`) is hidden too.
+            let free = name == nil ? String(value.drop { $0 == " " || $0 == "\t" }).lowercased() : ""
+            let isSeed =
+                name.map { $0.lowercased() == "otp" || $0.lowercased().hasPrefix("otpauth") }
+                ?? (free.hasPrefix("otpauth:") || free.hasPrefix("otp:"))
+            if name == nil, free.hasPrefix("password:") || free.hasPrefix("previous password") {
+                body.append(reveal ? ("", value) : ("password", nil))
+            } else if isSeed {
+                // Revealed as the entry has it: an otpauth:// line as `otp: URI`, another as it is.
+                let line =
+                    name.map { $0.lowercased() == "otp" ? ("otp", value) : ("", "\($0): \(value)") }
+                    ?? (free.hasPrefix("otpauth:") ? ("otp", value) : ("", value))
+                body.append(reveal ? (line.0, line.1) : ("otp", nil))
+            } else if let name {
+                all.append((name, value))
+                body.append((name, reveal || !Self.holdsAPassword(name) ? value : nil))
+            } else {
+                body.append(("", value))
+            }
+        }
+        lines = (password.isEmpty ? [] : [("password", reveal ? password : nil)]) + body
         fields = all.filter { reveal || !Self.holdsAPassword($0.name) }.map { Field(name: $0.name, value: $0.value) }
         hidden = lines.filter { $0.value == nil }.map(\.name)
     }
@@ -108,9 +128,12 @@ struct ShownEntry: Encodable {
     /// saying so), the dates, and the notes after an empty line.
     var text: String {
         var text = lines.map { name, value in
-            EntryFields.quoted(name, name: true) + ": "
-                + (value.map { EntryFields.quoted($0) }
-                    ?? "(hidden; --reveal prints it\(name == "otp" ? ", otp KEY its code" : ""))")
+            // A line that is no field is printed as it is.
+            name.isEmpty
+                ? value ?? ""
+                : EntryFields.quoted(name, name: true) + ": "
+                    + (value.map { EntryFields.quoted($0) }
+                        ?? "(hidden; --reveal prints it\(name == "otp" ? ", otp KEY its code" : ""))")
         }
         let stamp = Date.ISO8601FormatStyle()
         if let created { text.append("created: " + created.formatted(stamp)) }

@@ -106,6 +106,8 @@ final class ExportStream {
     /// Whether the file can be read again from its start (a regular file, standard input too).
     let isRegular: Bool
     private let size: Int
+    /// Where the file's reading starts: 0, or where standard input was left.
+    private let start: Int
 
     /// Opens `path` (standard input when nil).
     /// - Throws: ``CommandFailure`` (I/O) when it cannot be opened.
@@ -123,7 +125,9 @@ final class ExportStream {
         (source, closes) = (path.map(quotedPath) ?? "standard input", path != nil)
         var info = stat()
         isRegular = fstat(descriptor, &info) == 0 && info.st_mode & S_IFMT == S_IFREG
-        size = isRegular ? Int(info.st_size) : 0
+        // Standard input is read from where it is (`(read header; keychain-cli import) < FILE`).
+        start = isRegular ? max(0, Int(lseek(descriptor, 0, SEEK_CUR))) : 0
+        size = isRegular ? max(0, Int(info.st_size) - start) : 0
     }
 
     deinit { if closes { close(descriptor) } }
@@ -185,7 +189,7 @@ final class ExportStream {
         while true {
             let count = chunk.withUnsafeMutableBytes { buffer in
                 isRegular
-                    ? pread(descriptor, buffer.baseAddress, buffer.count, off_t(offset))
+                    ? pread(descriptor, buffer.baseAddress, buffer.count, off_t(start + offset))
                     : read(descriptor, buffer.baseAddress, buffer.count)
             }
             if count < 0 && errno == EINTR { continue }
