@@ -113,6 +113,15 @@ static inline int keychain_cli_spawn_service(const char *path, char *const argv[
     _exit(127);
 }
 
+// A record of getdents64(2), as the kernel writes it.
+struct keychain_cli_dirent64 {
+    uint64_t d_ino;
+    int64_t d_off;
+    unsigned short d_reclen;
+    unsigned char d_type;
+    char d_name[];
+};
+
 // Starts the guardian of `serve -- COMMAND`'s private bus: a fork that runs no other program and
 // holds only `lifeline`, the read end of a pipe whose write end only serve holds. The guardian
 // makes the bus's directory itself (mkdtemp of `directory_template`, ending XXXXXX) and writes its
@@ -122,13 +131,14 @@ static inline int keychain_cli_spawn_service(const char *path, char *const argv[
 // command's pid (an int) once the command runs, and 'x' when it has stopped everything itself. End
 // of file without 'x' means serve ended otherwise, even by SIGKILL (the kernel closes its end): the
 // guardian then sends the command SIGTERM, SIGKILL `grace_ms` later if it is still there (through a
-// pidfd opened when told the pid: no other process can take its place), and removes the bus's
-// socket (`directory/bus`) and the directory. A command is never left running without its bus,
+// pidfd opened when told the pid: no other process can take its place), and removes what the
+// directory holds (the socket; `bus.conf` until dbus-daemon has read it: a SIGKILL while the
+// daemon started left the directory) and the directory. A command is never left running without its bus,
 // and no directory is left behind. Only system calls (and mkdtemp, strlen, memcpy) between fork and
 // _exit. Returns the pid, or -1 with errno.
 static inline int keychain_cli_spawn_guardian(int lifeline, int report, const char *directory_template,
                                               int grace_ms) {
-    char directory[4096], socket[4096 + 8];
+    char directory[4096];
     size_t length = strlen(directory_template);
     if (length + 5 > sizeof directory) {
         errno = ENAMETOOLONG;
@@ -160,8 +170,6 @@ static inline int keychain_cli_spawn_guardian(int lifeline, int report, const ch
         for (int fd = 5; fd < 4096; fd++) close(fd);
     }
     if (mkdtemp(directory) == NULL) _exit(errno & 0xff ? errno & 0xff : 1);
-    memcpy(socket, directory, length);
-    memcpy(socket + length, "/bus", 5);
     directory[length] = '\n';
     size_t written = 0;
     while (written <= length) {
@@ -207,7 +215,24 @@ static inline int keychain_cli_spawn_guardian(int lifeline, int report, const ch
         for (int waited = 0; waited < grace_ms && kill(command, 0) == 0; waited += 50) nanosleep(&tick, NULL);
         if (kill(command, 0) == 0) kill(command, SIGKILL);
     }
-    unlink(socket);
+    // Every file in the directory goes: the socket, the configuration (there until dbus-daemon has
+    // read it), a file an atomic write was killed in. Read with getdents64: no allocation here.
+    int entries = open(directory, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (entries >= 0) {
+        char buffer[4096] __attribute__((aligned(8)));
+        long count;
+        while ((count = syscall(SYS_getdents64, entries, buffer, sizeof buffer)) > 0) {
+            for (long at = 0; at < count;) {
+                struct keychain_cli_dirent64 *entry = (struct keychain_cli_dirent64 *)(buffer + at);
+                const char *name = entry->d_name;
+                if (!(name[0] == '.' && (name[1] == 0 || (name[1] == '.' && name[2] == 0)))) {
+                    unlinkat(entries, name, 0);
+                }
+                at += entry->d_reclen;
+            }
+        }
+        close(entries);
+    }
     rmdir(directory);
     _exit(0);
 }

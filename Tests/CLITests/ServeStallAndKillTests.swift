@@ -136,4 +136,36 @@ struct ServeStallAndKillTests {
             #expect(result.stdoutText == "", "left behind: \(result.stdoutText) \(result.stderr)")
         }
     }
+
+    /// The guardian removes whatever the bus's directory holds, not only the socket: `bus.conf`
+    /// is there until dbus-daemon has read it, and a SIGKILL in that moment left the directory
+    /// (a CI run under load). A file put there before the SIGKILL stands for it.
+    @Test func theGuardianEmptiesTheDirectoryItRemoves() throws {
+        try CLIBackend.withVault { _ in
+            let runtime = try ScratchDirectory("runtime-files")
+            defer { runtime.remove() }
+            var environment = cliEnvironment()
+            environment["XDG_RUNTIME_DIR"] = runtime.url.path
+            environment["K"] = keychainCLIPath
+            let result = try runProcess(
+                "/bin/sh",
+                [
+                    "-c",
+                    """
+                    \(servedScriptFunctions)
+                    "$K" serve -- sleep 60 2>/dev/null &
+                    serve=$!
+                    socket() { ls "$XDG_RUNTIME_DIR"/keychain-cli-bus.*/bus >/dev/null 2>&1; }
+                    eventually socket || { echo "no bus"; exit 1; }
+                    for directory in "$XDG_RUNTIME_DIR"/keychain-cli-bus.*; do
+                        : > "$directory/bus.conf"; : > "$directory/.left-by-a-write"
+                    done
+                    kill -KILL $serve; wait $serve
+                    none() { [ -z "$(ls -A "$XDG_RUNTIME_DIR")" ]; }
+                    eventually none; ls -A "$XDG_RUNTIME_DIR"
+                    """,
+                ], environment: environment, timeout: 120)
+            #expect(result.stdoutText == "", "left behind: \(result.stdoutText) \(result.stderr)")
+        }
+    }
 }
