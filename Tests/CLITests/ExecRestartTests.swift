@@ -157,6 +157,7 @@ struct ExecRestartTests {
             // Twenty writes from one shell, as fast as keychain-cli starts.
             var environment = cliEnvironment()
             environment["KC"] = keychainCLIPath
+            let started = Date()
             let burst = try runProcess(
                 "/bin/sh",
                 [
@@ -166,11 +167,14 @@ struct ExecRestartTests {
                 ],
                 environment: environment)
             #expect(burst.status == 0, "\(burst.stderr)")
+            // A burst restarts at most every 3 s (the debounce's bound): once when its twenty
+            // writes come within 3 s, once more per 3 s they take on a loaded machine.
+            let extra = Int(Date().timeIntervalSince(started) / 3)
             #expect(eventually(timeout: 10) { exec.lastValue == "burst-secret-20" }, "\(exec.stderr)")
-            // One more change, seen after the burst's: the starts then are the burst's one and its.
+            // One more change, seen after the burst's: the starts then are the burst's and its.
             #expect(try cli(["-s", s, "set", "token"], input: "after-burst-value").status == 0)
             #expect(eventually(timeout: 10) { exec.lastValue == "after-burst-value" }, "\(exec.stderr)")
-            #expect(exec.starts.count == before + 2, "\(exec.starts.map(\.length))")
+            #expect((before + 2...before + 2 + extra).contains(exec.starts.count), "\(exec.starts.map(\.length))")
         }
     }
 
