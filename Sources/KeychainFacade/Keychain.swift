@@ -217,6 +217,24 @@ public final class Keychain: Sendable {
         return try recordingEchoes(of: mine, kinds) { try write(mine) }
     }
 
+    /// Stores `new` under `key` (removes the item when nil) only if what is stored there now is
+    /// `expected` (nothing, when nil), as ``SecretStore/replaceSecret(service:key:expected:with:)``
+    /// decides it.
+    /// - Returns: false, and nothing written, when what is stored is not `expected`.
+    /// - Throws: ``KeychainError/secretTooLarge(limit:)`` above ``maximumSecretSize``, or any
+    ///   ``KeychainError`` of the backend.
+    public func replace(_ key: KeychainKey, expected: Data?, with new: Data?) throws -> Bool {
+        if let new, new.count > Self.maximumSecretSize {
+            throw KeychainError.secretTooLarge(limit: Self.maximumSecretSize)
+        }
+        defer { invalidate(key) }
+        let kinds: Set<StoreChange.Kind> = new == nil ? [.deleted] : expected == nil ? [.created] : [.changed]
+        return try recordingEchoes(of: [key], kinds) {
+            let replaced = try store.replaceSecret(service: service, key: key, expected: expected, with: new)
+            return (replaced, replaced ? 1 : 0)
+        }
+    }
+
     /// Removes the item stored under `key`.
     /// - Returns: `false` when there was no such item.
     /// - Throws: any ``KeychainError`` of the backend.

@@ -169,6 +169,16 @@ package final class HeldVaultStore: SecretStore {
         return count == 1
     }
 
+    package func replaceSecret(service: ServiceName, key: KeychainKey, expected: Data?, with new: Data?)
+        throws(KeychainError) -> Bool
+    {
+        guard let reply = try ask(.replace(address(service, key), expected: expected, new: new)) else {
+            return try direct.replaceSecret(service: service, key: key, expected: expected, with: new)
+        }
+        guard case .added(let replaced) = reply, replaced.count == 1 else { throw unexpected(reply) }
+        return replaced[0]
+    }
+
     package func deleteAll(service: ServiceName) throws(KeychainError) -> Int {
         guard let reply = try ask(.deleteAll(service: service.rawValue)) else {
             return try direct.deleteAll(service: service)

@@ -53,11 +53,13 @@ package enum HolderRequest: Codable, Sendable {
         case delete(Address)
         case deleteAll(service: String)
         case items(service: String?)
+        /// ``SecretStore/replaceSecret(service:key:expected:with:)``, answered by `added`.
+        case replace(Address, expected: Data?, new: Data?)
 
         /// Whether it changes the vault (and may wait for its lock).
         var writes: Bool {
             switch self {
-            case .store, .add, .delete, .deleteAll: true
+            case .store, .add, .delete, .deleteAll, .replace: true
             case .secret, .secrets, .items: false
             }
         }
@@ -154,7 +156,7 @@ package enum HolderReply: Codable, Sendable {
     /// A hold or a store done.
     case done
     case secrets([Data?])
-    /// For each item to add, whether it was added.
+    /// For each item to add, whether it was added (or the one replaced, whether it was).
     case added([Bool])
     /// Items deleted.
     case deleted(Int)

@@ -280,6 +280,12 @@ package final class VaultHolder: Sendable {
             return .deleted(deleted ? 1 : 0)
         case .deleteAll(let service):
             return .deleted(try writer.deleteAll(service: try ServiceName(service)))
+        case .replace(let address, let expected, let new):
+            return .added([
+                try writer.replaceSecret(
+                    service: try ServiceName(address.service), key: try KeychainKey(address.key), expected: expected,
+                    with: new)
+            ])
         case .items(let service):
             return .items(
                 try store.items(

@@ -157,12 +157,15 @@ extension OpenBaoStore: DetailedSecretStore {
     }
 
     /// Decided by check-and-set on the service's secret as the server holds it.
-    public func deleteItem(at address: SecretAddress, if matches: (ItemDetails?) -> Bool) throws(KeychainError)
+    public func deleteItem(at address: SecretAddress, if matches: (ItemContents) -> Bool) throws(KeychainError)
         -> Bool
     {
         let key = address.key.rawValue
         return try checkAndSet(address.service) { fields in
-            fields[key] != nil && matches(KVSecret(fields: fields).details(of: key)) ? Self.removal(key) : nil
+            guard let value = fields[key] else { return nil }
+            let contents = ItemContents(
+                secret: KVValue.decode(value), details: KVSecret(fields: fields).details(of: key))
+            return matches(contents) ? Self.removal(key) : nil
         } != nil
     }
 

@@ -57,7 +57,7 @@ extension SecretServiceProvider {
             try check(.delete, item.address, by: call)
             // Only this item: not one another program stored there after deleting it.
             let deleted = try backend { () throws(KeychainError) in
-                try collection.store.deleteItem(at: item.address) { item.isStored(with: $0) }
+                try collection.store.deleteItem(at: item.address) { item.isStored(with: $0.details) }
             }
             forget(item, in: collection)
             guard deleted else { throw .unknownObject(call.path) }

@@ -199,11 +199,15 @@ extension InMemorySecretStore: DetailedSecretStore {
         return update
     }
 
-    public func deleteItem(at address: SecretAddress, if matches: (ItemDetails?) -> Bool) throws(KeychainError)
+    public func deleteItem(at address: SecretAddress, if matches: (ItemContents) -> Bool) throws(KeychainError)
         -> Bool
     {
         let deleted: Entry? = state.withLock { entries in
-            guard let entry = entries[address.service]?[address.key], matches(entry.details) else { return nil }
+            guard let entry = entries[address.service]?[address.key],
+                matches(ItemContents(secret: entry.secret, details: entry.details))
+            else {
+                return nil
+            }
             entries[address.service]?[address.key] = nil
             if entries[address.service]?.isEmpty == true { entries[address.service] = nil }
             return entry

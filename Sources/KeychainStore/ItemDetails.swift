@@ -110,11 +110,11 @@ public protocol DetailedSecretStore: SecretStore {
         at address: SecretAddress, movingTo destination: SecretAddress?, _ change: (ItemContents) -> ItemContents?
     ) throws(KeychainError) -> ItemUpdate
 
-    /// Removes the item at `address` if `matches` says that what is there now (its details, nil
-    /// for none) is the item the caller means, decided as ``addItem(_:details:at:)`` decides.
+    /// Removes the item at `address` if `matches` says that what is there now (its secret and
+    /// details) is the item the caller means, decided as ``addItem(_:details:at:)`` decides.
     /// - Returns: false, and nothing removed, when nothing is there or it does not match.
     /// - Throws: ``KeychainError`` when the backend cannot answer or remove it.
-    func deleteItem(at address: SecretAddress, if matches: (ItemDetails?) -> Bool) throws(KeychainError) -> Bool
+    func deleteItem(at address: SecretAddress, if matches: (ItemContents) -> Bool) throws(KeychainError) -> Bool
 
     /// The label `serve` gives its collection, kept with the items; nil when none was set.
     /// - Throws: ``KeychainError`` when the backend cannot answer.
@@ -131,6 +131,24 @@ public protocol DetailedSecretStore: SecretStore {
 
 extension DetailedSecretStore {
     public func prepareForWrites() throws(KeychainError) {}
+
+    /// Decided as ``updateItem(at:movingTo:_:)`` and ``deleteItem(at:if:)`` decide (under the
+    /// vault's lock, by OpenBao's check-and-set); the item's details are kept.
+    public func replaceSecret(service: ServiceName, key: KeychainKey, expected: Data?, with new: Data?)
+        throws(KeychainError) -> Bool
+    {
+        let address = SecretAddress(service: service, key: key)
+        guard let expected else {
+            guard let new else { return try !containsSecret(service: service, key: key) }
+            return try addSecret(new, service: service, key: key)
+        }
+        guard let new else { return try deleteItem(at: address) { $0.secret == expected } }
+        let update = try updateItem(at: address, movingTo: nil) {
+            $0.secret == expected ? ItemContents(secret: new, details: $0.details) : nil
+        }
+        guard case .updated = update else { return false }
+        return true
+    }
 
     public func detailedItems(in services: Set<ServiceName>) throws(KeychainError) -> [DetailedItem] {
         try detailedItems().filter { services.contains($0.address.service) }

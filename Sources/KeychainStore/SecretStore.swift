@@ -78,6 +78,17 @@ public protocol SecretStore: Sendable {
     /// - Throws: ``KeychainError`` when the backend cannot answer; those before may be added.
     func addSecrets(_ secrets: [SecretToStore], progress: (Int) -> Void) throws(KeychainError) -> [Bool]
 
+    /// Stores `new` under `service` and `key` (removes the item when `new` is nil) only if what is
+    /// stored there now is `expected` (nothing, when nil): what `edit` writes, and `mv` removes,
+    /// so that a change another writer made since the caller read is never overwritten. The vault
+    /// decides under its write lock, OpenBao by check-and-set; the default (the Secret Service,
+    /// which has neither) reads, compares, then writes, so that a writer in between may be lost.
+    /// A secret written keeps the item's label and details.
+    /// - Returns: false, and nothing written, when what is stored is not `expected`.
+    /// - Throws: ``KeychainError`` when the backend cannot answer or store it.
+    func replaceSecret(service: ServiceName, key: KeychainKey, expected: Data?, with new: Data?)
+        throws(KeychainError) -> Bool
+
     /// The metadata of the item under `service` and `key` (never its secret), nil when there is
     /// none; the default finds it in ``items(service:)``, a tree vault reads that item alone.
     /// - Throws: ``KeychainError`` when the backend cannot answer.
@@ -198,6 +209,19 @@ extension SecretStore {
 
     public func containsSecret(service: ServiceName, key: KeychainKey) throws(KeychainError) -> Bool {
         try secret(service: service, key: key) != nil
+    }
+
+    public func replaceSecret(service: ServiceName, key: KeychainKey, expected: Data?, with new: Data?)
+        throws(KeychainError) -> Bool
+    {
+        guard expected != nil else {
+            guard let new else { return try !containsSecret(service: service, key: key) }
+            return try addSecret(new, service: service, key: key)
+        }
+        guard try secret(service: service, key: key) == expected else { return false }
+        guard let new else { return try deleteSecret(service: service, key: key) }
+        try setSecret(new, service: service, key: key)
+        return true
     }
 
     public func addSecret(_ secret: Data, service: ServiceName, key: KeychainKey) throws(KeychainError) -> Bool {

@@ -78,12 +78,16 @@ extension TreeVaultStore: DetailedSecretStore {
         }
     }
 
-    public func deleteItem(at address: SecretAddress, if matches: (ItemDetails?) -> Bool) throws(KeychainError)
+    public func deleteItem(at address: SecretAddress, if matches: (ItemContents) -> Bool) throws(KeychainError)
         -> Bool
     {
         guard Self.isTree(directory) else { return false }
         return try underLock { () throws(KeychainError) -> Bool in
-            guard let entry = try entry(at: address), matches(entry.details) else { return false }
+            guard let entry = try entry(at: address),
+                matches(ItemContents(secret: entry.secret, details: entry.details))
+            else {
+                return false
+            }
             return try remove(address)
         }
     }

@@ -72,11 +72,13 @@ extension VaultStore: DetailedSecretStore {
     }
 
     /// Decided under the write lock, on the file as it is then.
-    public func deleteItem(at address: SecretAddress, if matches: (ItemDetails?) -> Bool) throws(KeychainError)
+    public func deleteItem(at address: SecretAddress, if matches: (ItemContents) -> Bool) throws(KeychainError)
         -> Bool
     {
         try modify(creating: false) { entries in
-            guard let entry = entries[address.service]?[address.key], matches(entry.details) else {
+            guard let entry = entries[address.service]?[address.key],
+                matches(ItemContents(secret: entry.secret, details: entry.details))
+            else {
                 return (false, false)
             }
             Self.remove(address, from: &entries)
