@@ -54,6 +54,11 @@ extension OpenBaoStore: DetailedSecretStore {
         return items
     }
 
+    /// From one read of the service's secret (no metadata request).
+    public func itemDetails(service: ServiceName, key: KeychainKey) throws(KeychainError) -> ItemDetails? {
+        try readableSecret(service)?.details(of: key.rawValue)
+    }
+
     @discardableResult
     public func setSecret(_ secret: Data, details: ItemDetails, service: ServiceName, key: KeychainKey)
         throws(KeychainError) -> DetailedItem

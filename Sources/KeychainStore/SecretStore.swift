@@ -89,6 +89,20 @@ public protocol SecretStore: Sendable {
     func replaceSecret(service: ServiceName, key: KeychainKey, expected: Data?, with new: Data?)
         throws(KeychainError) -> Bool
 
+    /// The label, attributes and content type of the item under `service` and `key` where the
+    /// backend keeps them (the Secret Service, and a store that keeps ``ItemDetails``); nil for
+    /// an item without, or a backend that keeps none (the default): what `cp` and `mv` carry.
+    /// - Throws: ``KeychainError`` when the backend cannot answer.
+    func itemDetails(service: ServiceName, key: KeychainKey) throws(KeychainError) -> ItemDetails?
+
+    /// Stores `secret` under `service` and `key` with `details` (nil: as ``setSecret(_:service:key:)``
+    /// stores it; a backend that keeps no details ignores them): replacing what is there when
+    /// `replacing`, else only where nothing is, decided as ``addSecret(_:service:key:)`` decides.
+    /// - Returns: false, and nothing written, when not `replacing` and something is there.
+    /// - Throws: ``KeychainError`` when the backend cannot store it.
+    func storeSecret(_ secret: Data, details: ItemDetails?, service: ServiceName, key: KeychainKey, replacing: Bool)
+        throws(KeychainError) -> Bool
+
     /// The metadata of the item under `service` and `key` (never its secret), nil when there is
     /// none; the default finds it in ``items(service:)``, a tree vault reads that item alone.
     /// - Throws: ``KeychainError`` when the backend cannot answer.

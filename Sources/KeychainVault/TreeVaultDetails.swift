@@ -27,6 +27,11 @@ extension TreeVaultStore: DetailedSecretStore {
         }
     }
 
+    /// From the item's own file (not every item of its service).
+    public func itemDetails(service: ServiceName, key: KeychainKey) throws(KeychainError) -> ItemDetails? {
+        try entry(at: SecretAddress(service: service, key: key))?.details
+    }
+
     /// Opens the vault's identity now (a passphrase tree vault's), for a writer that cannot ask later.
     public func prepareForWrites() throws(KeychainError) {
         _ = try recipients()

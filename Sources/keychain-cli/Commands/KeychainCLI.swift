@@ -103,7 +103,8 @@ struct KeychainCLI: ParsableCommand {
             """,
         version: version,
         subcommands: [
-            SetCommand.self, Get.self, Show.self, Generate.self, OTP.self, Delete.self, Reset.self, List.self,
+            SetCommand.self, Get.self, Show.self, Generate.self, OTP.self, Delete.self, Copy.self, Move.self,
+            Reset.self, List.self,
             Exec.self, Env.self,
             Inject.self, Scan.self, Export.self, Import.self, Watch.self, History.self, Rollback.self,
             GitCredential.self, DockerCredential.self, Vault.self,

@@ -19,7 +19,7 @@ struct AgentKeyLoading {
         defer { for index in known.indices { wipe(&known[index]) } }
         var loaded: [SSHPrivateKey] = []
         for name in keys {
-            let address = try Self.address(name, service: keychain.service)
+            let address = try SecretAddress(argument: name, service: keychain.service)
             guard var bytes = try keychain.store.secret(service: address.service, key: address.key).map(Array.init)
             else {
                 throw CommandFailure(
@@ -60,16 +60,6 @@ struct AgentKeyLoading {
             }
         }
         return loaded
-    }
-
-    /// KEY of `service`, or SERVICE/KEY.
-    static func address(_ text: String, service: ServiceName) throws -> SecretAddress {
-        guard let slash = text.firstIndex(of: "/") else {
-            return SecretAddress(service: service, key: try KeychainKey(text))
-        }
-        return SecretAddress(
-            service: try ServiceName(String(text[..<slash])),
-            key: try KeychainKey(String(text[text.index(after: slash)...])))
     }
 
     private static func shown(_ address: SecretAddress) -> String {

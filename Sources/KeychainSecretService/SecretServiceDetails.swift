@@ -1,0 +1,47 @@
+import FoundationEssentials
+import KeychainStore
+
+// What `cp` and `mv` carry from and to a Secret Service item: its label and attributes. The
+// Secret Service dates its items itself, and keeps a secret's content type only with the secret.
+extension SecretServiceStore {
+    /// The label and attributes of the first item found under `service` and `key` (its content
+    /// type `text/plain`: the Secret Service gives it only with the secret).
+    public func itemDetails(service: ServiceName, key: KeychainKey) throws(KeychainError) -> ItemDetails? {
+        try connection.withClient("read the item's label and attributes", seconds: timeout) { client in
+            let found = try client.searchVisiblePaths([("service", service.rawValue), ("username", key.rawValue)])
+            guard let path = (found.unlocked + found.locked).first,
+                let values = try client.itemProperties(["Attributes", "Label"], of: [path]).first ?? nil,
+                let attributes = values[0]?.stringMap
+            else { return nil }
+            guard case .string(let label) = values[1] else { return nil }
+            return ItemDetails(attributes: attributes, label: label, contentType: "text/plain")
+        }
+    }
+
+    /// A new item with the details' label and attributes (`service` and `username` those of the
+    /// address), or the secret stored in every item found there when `replacing`. Not replacing,
+    /// the service is searched first and the item created after: the Secret Service has no
+    /// check-and-set, so two writers at the same moment may both store.
+    public func storeSecret(
+        _ secret: Data, details: ItemDetails?, service: ServiceName, key: KeychainKey, replacing: Bool
+    ) throws(KeychainError) -> Bool {
+        guard let details else {
+            guard replacing else { return try addSecret(secret, service: service, key: key) }
+            try setSecret(secret, service: service, key: key)
+            return true
+        }
+        if !replacing, try containsSecret(service: service, key: key) { return false }
+        let pairs = [("service", service.rawValue), ("username", key.rawValue)]
+        var attributes = details.attributes.filter { $0.key != "service" && $0.key != "username" }.map {
+            ($0.key, $0.value)
+        }
+        attributes.sort { $0.0 < $1.0 }
+        let stored = try connection.withClient("store the secret", seconds: timeout, preparingSession: true) {
+            try $0.store(
+                secret, replacing: pairs, attributes: pairs + attributes, label: details.label,
+                contentType: details.contentType)
+        }
+        if !stored { try setSecret(secret, service: service, key: key) }
+        return true
+    }
+}

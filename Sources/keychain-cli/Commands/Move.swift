@@ -1,0 +1,42 @@
+import ArgumentParser
+import KeychainCore
+
+extension KeychainCLI {
+    struct Move: KeychainCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "mv",
+            abstract: "Move (rename) a secret, or a whole service, to another key, service or backend.",
+            discussion: """
+                SRC and DST are as for cp. Within one vault, tree vault or OpenBao mount the \
+                move is the backend's own, in one write (OpenBao: check-and-set); otherwise the \
+                secret is stored at DST first and removed from SRC after, only if SRC still \
+                holds what was copied. Stopped at any point (even by SIGKILL), the secret is at \
+                SRC, at DST or at both, never at neither. The item's label and attributes are \
+                kept where both backends keep them; a move within a vault keeps its creation \
+                date. Quiet on success.
+
+                A secret stored at DST is kept and mv exits 73 unless --force. Exits 1 when SRC \
+                holds no secret, 64 when SRC and DST are the same item, 75 when SRC changed \
+                while it was moved to another backend (both are then kept).
+
+                  keychain-cli -s ci mv github-token gh-token
+                  keychain-cli mv ci/deploy-key prod/deploy-key
+                  keychain-cli -s ci mv --service-to ci-old        # rename a service
+                  keychain-cli -s ci mv -r ci ci --to-backend openbao   # the whole service to OpenBao
+                """)
+
+        @OptionGroup(title: "Global options") var globals: GlobalOptions
+        @ParentCommand var root: KeychainCLI
+        @OptionGroup var options: TransferOptions
+
+        @Argument(
+            help: ArgumentHelp(
+                "SRC and DST: KEY, SERVICE/KEY or keychain://SERVICE/KEY (services with -r).", valueName: "address"),
+            completion: .keyNames)
+        var addresses: [String] = []
+
+        func run() throws {
+            try Transfer(moving: true, options: options, settings: settings).run(addresses)
+        }
+    }
+}

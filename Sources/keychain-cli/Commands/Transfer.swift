@@ -1,0 +1,127 @@
+import ArgumentParser
+import KeychainCore
+
+/// What `cp` and `mv` share: their addresses, the stores, and the messages of each outcome.
+struct Transfer {
+    let moving: Bool
+    let options: TransferOptions
+    let settings: Settings
+
+    private var verb: String { moving ? "moved" : "copied" }
+
+    /// Copies or moves `arguments` (SRC DST: items, or services with -r / --service-to).
+    func run(_ arguments: [String]) throws {
+        let target = options.target(of: settings)
+        let source = try settings.store()
+        let same = try settings.opensTheSameStore(as: target)
+        let transfer = ItemTransfer(source: source, target: same ? source : try target.store(), sameStore: same)
+        if let new = options.serviceTo {
+            guard arguments.isEmpty else {
+                throw CommandFailure.usage("--service-to NEW takes no SRC or DST: it moves the service -s names")
+            }
+            return try services(try settings.serviceName(), try ServiceName(new), transfer)
+        }
+        guard arguments.count == 2 else {
+            throw CommandFailure.usage(
+                "give SRC and DST (\(arguments.count) given): KEY, SERVICE/KEY or keychain://SERVICE/KEY each"
+                    + (options.recursive ? "; with -r, two services" : ""))
+        }
+        if options.recursive {
+            return try services(try ServiceName(arguments[0]), try ServiceName(arguments[1]), transfer)
+        }
+        let service = try settings.serviceName()
+        let (from, to) = (
+            try Self.address(arguments[0], service: service), try Self.address(arguments[1], service: service)
+        )
+        if same && from == to { throw CommandFailure.usage("SRC and DST are the same item, \(Self.shown(from))") }
+        let outcome =
+            moving
+            ? try transfer.move(from, to: to, replacing: options.force)
+            : try transfer.copy(from, to: to, replacing: options.force)
+        switch outcome {
+        case .done: return
+        case .missing: throw missing(from, written: arguments[0])
+        case .destinationTaken: throw taken(to, done: nil)
+        case .sourceChanged: throw changed([from], to: to.service)
+        }
+    }
+
+    /// Every item of `from` to `to`, under its own key: each DST checked free first (unless
+    /// --force), then one item after the other.
+    private func services(_ from: ServiceName, _ to: ServiceName, _ transfer: ItemTransfer) throws {
+        if transfer.sameStore && from == to {
+            throw CommandFailure.usage(
+                "SRC and DST are the same service, \(quotedValue(from.rawValue, expected: "a service name"))")
+        }
+        let keys = try transfer.source.items(service: from).compactMap { try? KeychainKey($0.key) }.sorted()
+        guard !keys.isEmpty else {
+            throw CommandFailure.notFound(
+                "the service \(quotedValue(from.rawValue, expected: "a service name")) holds no secrets; nothing was "
+                    + "\(verb). keychain-cli list --all-services shows the services")
+        }
+        if !options.force {
+            for key in keys where try transfer.target.containsSecret(service: to, key: key) {
+                throw taken(SecretAddress(service: to, key: key), done: 0)
+            }
+        }
+        var done = 0
+        var changed: [SecretAddress] = []
+        for key in keys {
+            let (a, b) = (SecretAddress(service: from, key: key), SecretAddress(service: to, key: key))
+            switch moving
+                ? try transfer.move(a, to: b, replacing: options.force)
+                : try transfer.copy(a, to: b, replacing: options.force)
+            {
+            case .done: done += 1
+            case .missing: continue  // removed meanwhile by another writer: nothing to carry
+            case .destinationTaken: throw taken(b, done: done)
+            case .sourceChanged: changed.append(a)
+            }
+        }
+        if !changed.isEmpty { throw self.changed(changed, to: to) }
+    }
+
+    /// KEY of `service`, SERVICE/KEY (split at the first `/`, as exec's mappings are) or a
+    /// keychain://SERVICE/KEY reference (no ?field).
+    static func address(_ text: String, service: ServiceName) throws -> SecretAddress {
+        guard KeychainReference.isReference(text) else { return try SecretAddress(argument: text, service: service) }
+        let reference: KeychainReference
+        do {
+            reference = try KeychainReference(parsing: text)
+        } catch {
+            throw CommandFailure.usage("a keychain:// address is malformed: \(error). See docs/commands.md#references")
+        }
+        guard reference.field == nil else {
+            throw CommandFailure.usage("cp and mv carry whole items: an address takes no ?field=")
+        }
+        return SecretAddress(service: try ServiceName(reference.service), key: try KeychainKey(reference.key))
+    }
+
+    static func shown(_ address: SecretAddress) -> String {
+        quotedValue("\(address.service.rawValue)/\(address.key.rawValue)", expected: "a key name")
+    }
+
+    private func missing(_ address: SecretAddress, written: String) -> CommandFailure {
+        let split =
+            written.contains("/") && !KeychainReference.isReference(written)
+            ? " (an address with '/' names SERVICE/KEY, split at the first '/': a key of the service -s that holds "
+                + "'/' is named in full, SERVICE/KEY)" : ""
+        return CommandFailure.notFound("no secret at \(Self.shown(address))\(split); nothing was \(verb)")
+    }
+
+    private func taken(_ address: SecretAddress, done: Int?) -> CommandFailure {
+        let progress = done.map { $0 == 0 ? "nothing was \(verb)" : "\($0) secrets were \(verb) before it" }
+        return CommandFailure(
+            kind: .exists,
+            message: "a secret is stored at \(Self.shown(address)); \(progress ?? "nothing was \(verb)"). "
+                + "--force replaces it")
+    }
+
+    private func changed(_ sources: [SecretAddress], to service: ServiceName) -> CommandFailure {
+        CommandFailure(
+            kind: .timedOut,
+            message: "\(Self.shown(sources[0]))\(sources.count > 1 ? " and \(sources.count - 1) more" : "") changed "
+                + "while it was moved: it was copied as it was read, and left in place with the new value. "
+                + "Compare the two, then delete the one you do not want")
+    }
+}
