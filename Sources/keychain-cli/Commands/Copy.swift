@@ -18,8 +18,8 @@ extension KeychainCLI {
 
                   keychain-cli -s ci cp github-token github-token-old
                   keychain-cli cp ci/github-token staging/github-token
-                  keychain-cli -s ci cp github-token github-token --to-backend vault --to-vault team.age
-                  keychain-cli cp -r ci ci-backup                 # every item of a service
+                  keychain-cli -s ci cp token token --to-vault team.age
+                  keychain-cli cp -r ci ci-backup       # every item of a service
                 """)
 
         @OptionGroup(title: "Global options") var globals: GlobalOptions

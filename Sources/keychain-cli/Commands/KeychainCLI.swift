@@ -47,12 +47,14 @@ struct KeychainCLI: ParsableCommand {
 
             Exit codes:
               0   success
-              1   not found: get (or its --field), show, delete, otp, a secret exec or
-                  inject needs; vault passwd, vault recipients list and unlock without a
-                  vault; scan: a stored secret found
+              1   not found: get (or its --field), show, delete, otp, the SRC of cp
+                  or mv, a secret exec or inject needs; vault passwd, vault
+                  recipients list and unlock without a vault; scan: a stored secret
+                  found
               64  usage error: a bad option or command, or none (-ss get k); a secret
                   on the command line, or a key where a path goes; reset or export
-                  without --yes; a bad key, exec mapping (or one holding a value),
+                  without --yes; cp or mv onto SRC itself; a bad key, exec mapping
+                  (or one holding a value),
                   template reference, recipient or OpenBao setting; -o naming the
                   vault's own files; serve --allow-exe naming no program; a bad
                   unlock --ttl or --idle; scan with no secret to look for, or --git
@@ -73,8 +75,8 @@ struct KeychainCLI: ParsableCommand {
                   keepassxc-cli; unlock: the holder cannot start; history, rollback:
                   the backend keeps no versions (a tree vault outside git)
               70  internal error (a bug)
-              73  already there: generate found a secret under KEY and kept it
-                  (--force replaces it)
+              73  already there: generate found a secret under KEY, or cp and mv one
+                  at DST, and kept it (--force replaces it)
               74  I/O error: the vault or another file (--from-file, -i, -o, import,
                   serve --access-log) cannot be read or written, -o a directory,
                   disk or socket, the vault's directory removed under watch, stdout
@@ -85,7 +87,8 @@ struct KeychainCLI: ParsableCommand {
                   some input unreadable
               75  timed out: the keyring, a prompt, the vault's lock or age plugin,
                   the OpenBao server, gpg, keepassxc-cli or the holder of unlock,
-                  after --timeout; --clip: the clipboard, after 5 seconds
+                  after --timeout; --clip: the clipboard, after 5 seconds; mv: SRC
+                  changed while it was moved (both kept)
               77  locked (no prompter, prompt dismissed), reset or export not
                   confirmed, permission denied, a wrong or missing vault passphrase
                   (or new one, vault passwd) or identity, an age plugin missing,

@@ -21,8 +21,8 @@ extension KeychainCLI {
 
                   keychain-cli -s ci mv github-token gh-token
                   keychain-cli mv ci/deploy-key prod/deploy-key
-                  keychain-cli -s ci mv --service-to ci-old        # rename a service
-                  keychain-cli -s ci mv -r ci ci --to-backend openbao   # the whole service to OpenBao
+                  keychain-cli -s ci mv --service-to ci-old    # rename a service
+                  keychain-cli mv -r ci ci --to-backend openbao   # all of ci to OpenBao
                 """)
 
         @OptionGroup(title: "Global options") var globals: GlobalOptions
