@@ -103,8 +103,8 @@ struct KeychainCLI: ParsableCommand {
             """,
         version: version,
         subcommands: [
-            SetCommand.self, Get.self, Show.self, Generate.self, OTP.self, Delete.self, Reset.self, List.self,
-            Exec.self, Env.self,
+            SetCommand.self, Get.self, Show.self, Edit.self, Generate.self, OTP.self, Delete.self, Reset.self,
+            List.self, Exec.self, Env.self,
             Inject.self, Scan.self, Export.self, Import.self, Watch.self, History.self, Rollback.self,
             GitCredential.self, DockerCredential.self, Vault.self,
             Unlock.self, Lock.self, Serve.self, SSHAgent.self, Doctor.self, Holder.self,
