@@ -9,13 +9,9 @@ struct EditAttackTests {
     /// vi, typed at by expect: the field changed, the newline vim adds dropped (the entry had
     /// none), and nothing left in $HOME (no viminfo: vim is run with -n -i NONE).
     @Test func viAtATerminalEditsAField() throws {
-        let runtime = try EditRuntime()
-        defer { runtime.remove() }
         let home = try ScratchDirectory("edit-home")
         defer { home.remove() }
-        try CLIBackend.withVault { _ in
-            let s = uniqueService("edit")
-            #expect(try cli(["-s", s, "set", "e"], input: "pw1\nusername: bob\n\nnotes").status == 0)
+        try EditRuntime.with("e", holding: "pw1\nusername: bob\n\nnotes") { runtime, s in
             let script = """
                 set timeout 20
                 array set env {EDITOR vi VISUAL "" HOME \(home.url.path) XDG_RUNTIME_DIR \(runtime.path)}
@@ -45,11 +41,7 @@ struct EditAttackTests {
     /// keychain-cli killed with SIGKILL while the editor is open: the file (0600, in a 0700
     /// directory) goes with it, and nothing is stored.
     @Test func theFileIsRemovedWhenKeychainCLIIsKilled() throws {
-        let runtime = try EditRuntime()
-        defer { runtime.remove() }
-        try CLIBackend.withVault { _ in
-            let s = uniqueService("edit")
-            #expect(try cli(["-s", s, "set", "k"], input: "before-kill").status == 0)
+        try EditRuntime.with("k", holding: "before-kill") { runtime, s in
             let record = "\(runtime.path)-record"
             defer { unlink(record) }
             // The editor writes, says where the file is (renamed into place: whole once there),
@@ -84,11 +76,7 @@ struct EditAttackTests {
     /// An editor ended by SIGINT (Ctrl-C reached it): keychain-cli ends by SIGINT too, as git
     /// does, nothing stored, nothing left.
     @Test func anInterruptedEditorInterruptsEdit() throws {
-        let runtime = try EditRuntime()
-        defer { runtime.remove() }
-        try CLIBackend.withVault { _ in
-            let s = uniqueService("edit")
-            #expect(try cli(["-s", s, "set", "k"], input: "v1").status == 0)
+        try EditRuntime.with("k", holding: "v1") { runtime, s in
             let result = try runtime.edit(s, "k", editor: #"f() { echo v2 > "$1"; kill -INT $$; }; f"#)
             #expect(result.signaled && result.status == SIGINT, "\(result.status) \(result.stderr)")
             #expect(result.stderr.contains("ended by signal 2"))
@@ -100,14 +88,10 @@ struct EditAttackTests {
     /// over it (as vim may write) is stored; a symbolic link planted there (to a file of the
     /// user's) is never followed, nothing stored (1); a result over 1 MiB is 65.
     @Test func whatTheEditorLeavesAtThePath() throws {
-        let runtime = try EditRuntime()
-        defer { runtime.remove() }
         let elsewhere = FileManager.default.temporaryDirectory.appendingPathComponent("kc-edit-\(UUID())").path
         try "not the secret".write(toFile: elsewhere, atomically: false, encoding: .utf8)
         defer { unlink(elsewhere) }
-        try CLIBackend.withVault { _ in
-            let s = uniqueService("edit")
-            #expect(try cli(["-s", s, "set", "k"], input: "v1").status == 0)
+        try EditRuntime.with("k", holding: "v1") { runtime, s in
             let renamed = try runtime.edit(s, "k", editor: #"f() { printf v2 > "$1.new" && mv "$1.new" "$1"; }; f"#)
             #expect(try renamed.status == 0 && cli(["-s", s, "get", "k"]).stdoutText == "v2")
             let linked = try runtime.edit(s, "k", editor: #"f() { rm "$1"; ln -s \#(elsewhere) "$1"; }; f"#)
@@ -121,11 +105,7 @@ struct EditAttackTests {
     /// $VISUAL before $EDITOR, a blank one passed over, quotes and spaces in it as a shell reads
     /// them, control characters kept exactly, a key that looks like an option after --.
     @Test func editorsAndKeysAsAUserWritesThem() throws {
-        let runtime = try EditRuntime()
-        defer { runtime.remove() }
-        try CLIBackend.withVault { _ in
-            let s = uniqueService("edit")
-            #expect(try cli(["-s", s, "set", "--", "-k"], input: "a b\u{1B}[31m").status == 0)
+        try EditRuntime.with("-k", holding: "a b\u{1B}[31m") { runtime, s in
             let quoted = try runtime.edit(
                 s, "-k", editor: "false", extra: ["VISUAL": #"sed -i "s/a b/c  d/""#])
             #expect(quoted.status == 0, "\(quoted.stderr)")

@@ -17,6 +17,22 @@ struct EditRuntime {
 
     func remove() { _ = try? runProcess("/bin/rm", ["-rf", path], environment: [:]) }
 
+    /// Runs `body` on `backend` with a new runtime directory and a new service that holds
+    /// `secret` under `key`, exactly; the directory is removed afterwards.
+    static func with(
+        _ key: String, holding secret: String, on backend: CLIBackend = .vault,
+        _ body: (EditRuntime, String) throws -> Void
+    ) throws {
+        let runtime = try EditRuntime()
+        defer { runtime.remove() }
+        try backend.run {
+            let service = uniqueService("edit")
+            let stored = try cli(["-s", service, "set", "--raw", "--", key], input: secret)
+            try #require(stored.status == 0, "\(stored.stderr)")
+            try body(runtime, service)
+        }
+    }
+
     /// Runs `keychain-cli -s SERVICE edit KEY` with `editor` as $EDITOR (and $VISUAL blank).
     func edit(_ service: String, _ key: String, editor: String, extra: [String: String] = [:]) throws
         -> ProcessResult
@@ -40,11 +56,7 @@ struct EditTests {
     /// newline are kept; the file is gone afterwards.
     @Test(arguments: CLIBackend.allCases)
     func aScriptedEditorChangesOneFieldOnEveryBackend(on backend: CLIBackend) throws {
-        let runtime = try EditRuntime()
-        defer { runtime.remove() }
-        try backend.run {
-            let s = uniqueService("edit")
-            #expect(try cli(["-s", s, "set", "Dev/github"], input: Self.entry).status == 0)
+        try EditRuntime.with("Dev/github", holding: Self.entry, on: backend) { runtime, s in
             let edited = try runtime.edit(s, "Dev/github", editor: "sed -i s/^username:\\ bob$/username:\\ alice/")
             #expect(edited.status == 0 && edited.stderr.contains("stored the edited secret 'Dev/github'"))
             let stored = try cli(["-s", s, "get", "Dev/github", "--raw"]).stdoutText
@@ -57,12 +69,8 @@ struct EditTests {
     /// The newline an editor adds at the end is dropped when the secret had none, and kept when it
     /// had one; CRLF lines stay CRLF.
     @Test func theFinalNewlineFollowsTheSecret() throws {
-        let runtime = try EditRuntime()
-        defer { runtime.remove() }
-        try CLIBackend.withVault { _ in
-            let s = uniqueService("edit")
-            let append = "f() { printf 'x\\n' >> \"$1\"; }; f"
-            #expect(try cli(["-s", s, "set", "plain"], input: "abc").status == 0)
+        let append = "f() { printf 'x\\n' >> \"$1\"; }; f"
+        try EditRuntime.with("plain", holding: "abc") { runtime, s in
             let edited = try runtime.edit(s, "plain", editor: append)
             #expect(edited.status == 0, "\(edited.stderr)")
             #expect(try cli(["-s", s, "get", "plain", "--raw"]).stdoutText == "abcx")
@@ -75,11 +83,7 @@ struct EditTests {
     /// Unchanged (or only a final newline added), empty, a failing editor, an editor not found:
     /// nothing is stored, each says so with its code.
     @Test func nothingIsStoredUnlessTheEditorSucceedsWithAChange() throws {
-        let runtime = try EditRuntime()
-        defer { runtime.remove() }
-        try CLIBackend.withVault { _ in
-            let s = uniqueService("edit")
-            #expect(try cli(["-s", s, "set", "k"], input: "v1").status == 0)
+        try EditRuntime.with("k", holding: "v1") { runtime, s in
             let unchanged = try runtime.edit(s, "k", editor: #"f() { echo >> "$1"; }; f"#)
             #expect(unchanged.status == 0 && unchanged.stderr.contains("'k' is unchanged; nothing was stored"))
             let empty = try runtime.edit(s, "k", editor: "truncate -s 0")
@@ -98,12 +102,9 @@ struct EditTests {
     /// A binary secret (65) and a missing one (1, naming set) are refused before the editor
     /// runs: the editor would have left a mark.
     @Test func binaryAndMissingSecretsAreRefusedBeforeTheEditorRuns() throws {
-        let runtime = try EditRuntime()
-        defer { runtime.remove() }
         let mark = FileManager.default.temporaryDirectory.appendingPathComponent("kc-edit-ran-\(UUID())").path
         defer { unlink(mark) }
-        try CLIBackend.withVault { _ in
-            let s = uniqueService("edit")
+        try EditRuntime.with("text", holding: "text") { runtime, s in
             for bytes in [[0xFF, 0xFE], [0x61, 0x00, 0x62]] as [[UInt8]] {
                 #expect(try cli(["-s", s, "set", "--raw", "bin"], stdin: Data(bytes)).status == 0)
                 let binary = try runtime.edit(s, "bin", editor: "touch \(mark)")
@@ -121,11 +122,7 @@ struct EditTests {
     /// names, and the command it gives stores it.
     @Test(arguments: CLIBackend.allCases)
     func anotherWritersChangeIsNeverOverwritten(on backend: CLIBackend) throws {
-        let runtime = try EditRuntime()
-        defer { runtime.remove() }
-        try backend.run {
-            let s = uniqueService("edit")
-            #expect(try cli(["-s", s, "set", "k"], input: "original").status == 0)
+        try EditRuntime.with("k", holding: "original", on: backend) { runtime, s in
             let racing = #"f() { printf mine > "$1"; printf theirs | "$KC" -s "$S" set k; }; f"#
             let changed = try runtime.edit(s, "k", editor: racing)
             #expect(changed.status == 75 && changed.stderr.contains("'k' was changed by another program"))
