@@ -9,32 +9,88 @@ struct EditAttackTests {
     /// vi, typed at by expect: the field changed, the newline vim adds dropped (the entry had
     /// none), and nothing left in $HOME (no viminfo: vim is run with -n -i NONE).
     @Test func viAtATerminalEditsAField() throws {
-        let home = try ScratchDirectory("edit-home")
-        defer { home.remove() }
-        try EditRuntime.with("e", holding: "pw1\nusername: bob\n\nnotes") { runtime, s in
-            let script = """
-                set timeout 20
-                array set env {EDITOR vi VISUAL "" HOME \(home.url.path) XDG_RUNTIME_DIR \(runtime.path)}
-                spawn $env(KEYCHAIN_CLI) -s \(s) edit e
-                expect {
-                    "username: bob" {}
-                    timeout { exit 9 }
-                }
-                send ":%s/bob/alice/\\r"
-                send ":wq\\r"
-                expect {
-                    "stored the edited secret" {}
-                    timeout { exit 8 }
-                }
-                expect eof
-                catch wait result
-                exit [lindex $result 3]
-                """
-            let result = try expect(script)
+        try withVi("e", holding: "pw1\nusername: bob\n\nnotes") { s in
+            """
+            spawn $env(KEYCHAIN_CLI) -s \(s) edit e
+            expect {
+                "username: bob" {}
+                timeout { exit 9 }
+            }
+            send ":%s/bob/alice/\\r"
+            send ":wq\\r"
+            expect {
+                "stored the edited secret" {}
+                timeout { exit 8 }
+            }
+            expect eof
+            catch wait result
+            exit [lindex $result 3]
+            """
+        } check: { (result, s, runtime, home) throws in
             #expect(result.status == 0, "\(result.stdoutText)")
             #expect(try cli(["-s", s, "get", "e", "--raw"]).stdoutText == "pw1\nusername: alice\n\nnotes")
-            #expect(try FileManager.default.contentsOfDirectory(atPath: home.url.path).isEmpty)
+            #expect(try FileManager.default.contentsOfDirectory(atPath: home).isEmpty)
             #expect(runtime.leftovers.isEmpty, "\(runtime.leftovers)")
+        }
+    }
+
+    /// Ctrl-Z at an interactive shell stops keychain-cli and the editor together (one job, as
+    /// git's editor is); `fg` continues both, and the edit is stored.
+    @Test func ctrlZSuspendsEditAndItsEditorAsOneJob() throws {
+        try withVi("z", holding: "pw1\nusername: bob") { s in
+            """
+            spawn env PS1=PROMPT> bash --norc --noprofile -i
+            expect "PROMPT>"
+            send "$env(KEYCHAIN_CLI) -s \(s) edit z\\r"
+            expect {
+                "username: bob" {}
+                timeout { exit 9 }
+            }
+            send "\\x1a"
+            expect {
+                -re "Stopped.*PROMPT>" {}
+                timeout { exit 8 }
+            }
+            send "ps -o stat=,comm= -t \\$(tty) | awk '\\$1 ~ /^T/ && (\\$2 == \\"keychain-cli\\" || \\$2 == \\"vi\\") { n++ } END { print \\"stopped\\", n }'\\r"
+            expect {
+                "stopped 2" {}
+                timeout { exit 7 }
+            }
+            send "fg\\r"
+            expect {
+                "username: bob" {}
+                timeout { exit 6 }
+            }
+            send ":%s/bob/carol/\\r:wq\\r"
+            expect {
+                "stored the edited secret" {}
+                timeout { exit 5 }
+            }
+            send "exit\\r"
+            expect eof
+            """
+        } check: { (result, s, _, _) throws in
+            #expect(result.status == 0, "\(result.stdoutText)")
+            #expect(try cli(["-s", s, "get", "z"]).stdoutText == "pw1\nusername: carol")
+        }
+    }
+
+    /// Runs the expect script `script(SERVICE)` with $EDITOR vi, an empty $HOME and the runtime
+    /// directory, `key` holding `secret`; `check` gets its result, the service, the runtime
+    /// directory and $HOME.
+    private func withVi(
+        _ key: String, holding secret: String, script: (String) -> String,
+        check: (ProcessResult, String, EditRuntime, String) throws -> Void
+    ) throws {
+        let home = try ScratchDirectory("edit-home")
+        defer { home.remove() }
+        try EditRuntime.with(key, holding: secret) { runtime, s in
+            let prelude = """
+                set timeout 20
+                array set env {EDITOR vi VISUAL "" HOME \(home.url.path) XDG_RUNTIME_DIR \(runtime.path)}
+
+                """
+            try check(try expect(prelude + script(s)), s, runtime, home.url.path)
         }
     }
 
