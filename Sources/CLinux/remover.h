@@ -1,7 +1,8 @@
 #ifndef KEYCHAIN_CLI_LINUX_REMOVER_H
 #define KEYCHAIN_CLI_LINUX_REMOVER_H
 
-// exec --file's directory and its remover (keychain-cli/System/CredentialsDirectory.swift).
+// The private directories of exec --file and edit, and their remover
+// (keychain-cli/System/PrivateMemoryDirectory.swift).
 // Included by shim.h, which includes the system headers.
 
 #include <sys/stat.h>

@@ -47,10 +47,10 @@ struct KeychainCLI: ParsableCommand {
 
             Exit codes:
               0   success
-              1   not found: get (or its --field), show, delete, otp, the SRC of cp
-                  or mv, a secret exec or inject needs; vault passwd, vault
+              1   not found: get (or its --field), show, edit, delete, otp, the SRC
+                  of cp or mv, a secret exec or inject needs; vault passwd, vault
                   recipients list and unlock without a vault; scan: a stored secret
-                  found
+                  found; edit: the editor failed
               64  usage error: a bad option or command, or none (-ss get k); a secret
                   on the command line, or a key where a path goes; reset or export
                   without --yes; cp or mv onto SRC itself; a bad key, exec mapping
@@ -60,12 +60,12 @@ struct KeychainCLI: ParsableCommand {
                   unlock --ttl or --idle; scan with no secret to look for, or --git
                   outside a git work tree
               65  bad data: empty, over 1 MiB, binary where text goes (a terminal,
-                  exec, --clip, show), the two entries differ, a bad import file (a field
-                  given twice, an empty secret without --allow-empty, an encrypted
-                  Bitwarden export, a pass entry linking out of its store, a file
-                  keepassxc-cli cannot read), a damaged vault (watch: still damaged
-                  once quiet), a seed otp cannot read, a key exec --from or export
-                  would turn into PATH, LD_PRELOAD or their kin
+                  exec, --clip, show, edit), the two entries differ, a bad import
+                  file (a field given twice, an empty secret without --allow-empty,
+                  an encrypted Bitwarden export, a pass entry linking out of its
+                  store, a file keepassxc-cli cannot read), a damaged vault (watch:
+                  still damaged once quiet), a seed otp cannot read, a key exec
+                  --from or export would turn into PATH, LD_PRELOAD or their kin
               69  backend unavailable: no session bus, Secret Service or default
                   keyring (watch: it left); OpenBao unreachable, untrusted or sealed,
                   its mount missing or not KV version 2; serve: the name is taken
@@ -81,14 +81,15 @@ struct KeychainCLI: ParsableCommand {
                   serve --access-log) cannot be read or written, -o a directory,
                   disk or socket, the vault's directory removed under watch, stdout
                   closed; exec and serve: the command's output cannot be written on
-                  (a full disk); exec --file: no tmpfs; doctor: a vault or identity
-                  file not private to you; unlock and lock: the holder's directory
+                  (a full disk); exec --file and edit: no tmpfs; doctor: a vault or
+                  identity file not private to you; unlock and lock: the holder's directory
                   or socket not yours; scan: a missing PATH, or nothing found but
                   some input unreadable
-              75  timed out: the keyring, a prompt, the vault's lock or age plugin,
-                  the OpenBao server, gpg, keepassxc-cli or the holder of unlock,
-                  after --timeout; --clip: the clipboard, after 5 seconds; mv: SRC
-                  changed while it was moved (both kept)
+              75  temporary failure, try again: the keyring, a prompt, the vault's
+                  lock or age plugin, the OpenBao server, gpg, keepassxc-cli or the
+                  holder of unlock timed out (--timeout); --clip: the clipboard, after
+                  5 seconds; edit: another writer changed the secret meanwhile; mv:
+                  SRC changed while it was moved (both kept)
               77  locked (no prompter, prompt dismissed), reset or export not
                   confirmed, permission denied, a wrong or missing vault passphrase
                   (or new one, vault passwd) or identity, an age plugin missing,
@@ -100,15 +101,14 @@ struct KeychainCLI: ParsableCommand {
                   allowed signer signed (--require-signed), a signing key that cannot
                   sign, vault verify finding an unsigned file
               126, 127  exec and serve -- COMMAND: the command cannot be run, or is
-                  not found
+                  not found; edit: its editor
             A reader of standard output that goes away (list | head -1) ends keychain-cli
             quietly by SIGPIPE, as it ends other filters.
             """,
         version: version,
         subcommands: [
-            SetCommand.self, Get.self, Show.self, Generate.self, OTP.self, Delete.self, Copy.self, Move.self,
-            Reset.self, List.self,
-            Exec.self, Env.self,
+            SetCommand.self, Get.self, Show.self, Edit.self, Generate.self, OTP.self, Delete.self, Copy.self,
+            Move.self, Reset.self, List.self, Exec.self, Env.self,
             Inject.self, Scan.self, Export.self, Import.self, Watch.self, History.self, Rollback.self,
             GitCredential.self, DockerCredential.self, Vault.self,
             Unlock.self, Lock.self, Serve.self, SSHAgent.self, Doctor.self, Holder.self,

@@ -119,7 +119,7 @@ struct Transfer {
 
     private func changed(_ sources: [SecretAddress], to service: ServiceName) -> CommandFailure {
         CommandFailure(
-            kind: .timedOut,
+            kind: .changedMeanwhile,
             message: "\(Self.shown(sources[0]))\(sources.count > 1 ? " and \(sources.count - 1) more" : "") changed "
                 + "while it was moved: it was copied as it was read, and left in place with the new value. "
                 + "Compare the two, then delete the one you do not want")

@@ -42,12 +42,12 @@ func exitStatus(for error: any Error, parserStatus: (any Error) -> Int32 = { _ i
         case .usage: return 64
         case .badData: return 65
         case .io: return 74
-        case .notFound: return 1
+        case .notFound, .editorFailed: return 1
         case .commandNotFound: return 127
         case .cannotExecute: return 126
         case .denied: return 77
         case .unavailable: return 69
-        case .timedOut: return 75
+        case .timedOut, .changedMeanwhile: return 75
         case .exists: return 73
         }
     default:

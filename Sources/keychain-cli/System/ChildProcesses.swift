@@ -19,13 +19,15 @@ func replaceProcess(with command: [String]) throws -> Never {
 /// dispositions and core limit keychain-cli was given; `output` become its descriptors 1 and 2
 /// (`exec`'s masked output), and `group` its process group (0: one of its own; nil: ours).
 /// `variables` (NAME=value) replace this process's (exec --restart-on-change, whose watch
-/// threads forbid changing ours).
+/// threads forbid changing ours). `ownArguments`: `command` is keychain-cli's own (edit's
+/// editor), not the words after -- it stands for; `resetting`: signals it gets with their default
+/// action whatever this process does with them.
 /// - Throws: ``CommandFailure`` (exit 127 when not found, 126 when it cannot be run).
 func spawn(
     _ command: [String], output: [Int32] = [], group: pid_t? = nil, mask: sigset_t? = nil,
-    variables: [String]? = nil
+    variables: [String]? = nil, ownArguments: Bool = false, resetting: [Int32] = []
 ) throws -> pid_t {
-    var arguments = commandArguments(command)
+    var arguments = ownArguments ? command.map { strdup($0) } + [nil] : commandArguments(command)
     defer { for argument in arguments { free(argument) } }
     var actions = posix_spawn_file_actions_t()
     posix_spawn_file_actions_init(&actions)
@@ -35,6 +37,7 @@ func spawn(
     posix_spawnattr_init(&attributes)
     defer { posix_spawnattr_destroy(&attributes) }
     var defaults = signalDefaults()
+    for signal in resetting { sigaddset(&defaults, signal) }
     posix_spawnattr_setsigdefault(&attributes, &defaults)
     posix_spawnattr_setpgroup(&attributes, group ?? 0)
     if var mask { posix_spawnattr_setsigmask(&attributes, &mask) }

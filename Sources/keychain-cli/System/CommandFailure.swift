@@ -14,6 +14,11 @@ struct CommandFailure: Error {
         case timedOut
         /// The command would replace something it may only create: `generate` without --force (73).
         case exists
+        /// `edit`: the editor ended without success; nothing was stored (1).
+        case editorFailed
+        /// `edit`: another writer changed the secret while the editor was open; nothing was
+        /// stored (75: try again).
+        case changedMeanwhile
     }
 
     var kind: Kind
