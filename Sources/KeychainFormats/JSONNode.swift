@@ -84,12 +84,16 @@ package indirect enum JSONNode: Equatable, Sendable {
         }
     }
 
-    private static func quoted(_ text: String) -> String {
+    /// A JSON string literal of `text`, byte for byte as JSONEncoder writes one (without escaping
+    /// slashes): what an entry's quoted values (``EntryFields``) are written as too.
+    package static func quoted(_ text: String) -> String {
         var out = "\""
         for scalar in text.unicodeScalars {
             switch scalar {
             case "\"": out += "\\\""
             case "\\": out += "\\\\"
+            case "\u{8}": out += "\\b"
+            case "\u{C}": out += "\\f"
             case "\n": out += "\\n"
             case "\r": out += "\\r"
             case "\t": out += "\\t"

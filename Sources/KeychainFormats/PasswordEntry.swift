@@ -96,14 +96,6 @@ package struct PasswordEntry: Equatable, Sendable {
         }
         return copy
     }
-
-    /// A JSON string literal of `text`, as JSONEncoder writes one (a JSON fragment).
-    static func jsonString(_ text: String) -> String {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = .withoutEscapingSlashes
-        // Encoding a string cannot fail.
-        return String(decoding: try! encoder.encode(text), as: UTF8.self)
-    }
 }
 
 /// Reading fields back from an entry's text (``PasswordEntry``'s layout, or any pass entry).
@@ -129,12 +121,6 @@ package enum EntryFields {
         default:
             return body.lazy.compactMap(split).first { $0.name.lowercased() == name.lowercased() }?.value
         }
-    }
-
-    /// The `name: value` lines of `text` before its first empty line, in order (each name and
-    /// value as ``value(of:in:)`` reads it).
-    package static func fields(in text: String) -> [(name: String, value: String)] {
-        lines(of: text).dropFirst().prefix { !$0.isEmpty }.compactMap(split)
     }
 
     /// Every line of `text` between the password and the first empty line, in order: a
@@ -176,14 +162,10 @@ package enum EntryFields {
         return (String(Substring(bytes[..<colon])), unquoted(Substring(bytes[bytes.index(colon, offsetBy: 2)...])))
     }
 
-    /// `text` as the layout writes a value (`name`: a field's name): on one line, a JSON string
-    /// where it must be one.
-    package static func quoted(_ text: String, name: Bool = false) -> String { quotedIfNeeded(text, name: name) }
-
     /// `text` as the layout writes it: as it is, or as a JSON string where it must be one (it has a
     /// line break; a name: a `:`, or it is empty; or it reads as such a JSON string itself).
-    static func quotedIfNeeded(_ text: String, name: Bool) -> String {
-        needsQuotes(text, name: name) ? PasswordEntry.jsonString(text) : text
+    package static func quotedIfNeeded(_ text: String, name: Bool = false) -> String {
+        needsQuotes(text, name: name) ? JSONNode.quoted(text) : text
     }
 
     /// Whether `text` is written as a JSON string. A text that merely starts with `"` is not

@@ -100,4 +100,17 @@ struct PasswordEntryTests {
         #expect(EntryFields.value(of: "notes", in: text) == "free\r\ntext")
         #expect(EntryFields.value(of: "note without colon", in: text) == nil)
     }
+
+    /// An entry's quoted values are written byte for byte as JSONEncoder writes the string (as
+    /// they were before the one writer): every ASCII scalar, controls, separators, a BOM.
+    @Test func aQuotedValueIsWhatJSONEncoderWrites() throws {
+        var text = ""
+        for value in 0..<0x80 { text.unicodeScalars.append(Unicode.Scalar(value)!) }
+        text += "\u{2028}\u{2029}\u{FEFF}é/"
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .withoutEscapingSlashes
+        #expect(JSONNode.quoted(text) == String(decoding: try encoder.encode(text), as: UTF8.self))
+        #expect(EntryFields.quotedIfNeeded("two\nlines") == #""two\nlines""#)
+        #expect(EntryFields.quotedIfNeeded("plain") == "plain")
+    }
 }

@@ -131,8 +131,8 @@ struct ShownEntry: Encodable {
             // A line that is no field is printed as it is.
             name.isEmpty
                 ? value ?? ""
-                : EntryFields.quoted(name, name: true) + ": "
-                    + (value.map { EntryFields.quoted($0) }
+                : EntryFields.quotedIfNeeded(name, name: true) + ": "
+                    + (value.map { EntryFields.quotedIfNeeded($0) }
                         ?? "(hidden; --reveal prints it\(name == "otp" ? ", otp KEY its code" : ""))")
         }
         let stamp = Date.ISO8601FormatStyle()
