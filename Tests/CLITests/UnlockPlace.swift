@@ -25,14 +25,20 @@ struct UnlockPlace {
     let tree: Bool
     var vault: String { scratch.path(tree ? "tree" : "v.age") }
     /// $XDG_RUNTIME_DIR: `run`, or (`longRuntime`) a name that makes the socket's path longer
-    /// than a Unix socket's address holds.
+    /// than a Unix socket's address holds, or (`inMemory`) a directory on /dev/shm's tmpfs, as
+    /// `edit` needs.
     let runtime: String
     var passphraseFile: String { scratch.path("pass") }
 
-    init(as user: HolderUser = .current, longRuntime: Bool = false, tree: Bool = false) throws {
+    init(as user: HolderUser = .current, longRuntime: Bool = false, tree: Bool = false, inMemory: Bool = false)
+        throws
+    {
         scratch = try ScratchDirectory("unlock")
         (self.user, self.tree) = (user, tree)
-        runtime = scratch.path(longRuntime ? "run-" + String(repeating: "r", count: 120) : "run")
+        runtime =
+            inMemory
+            ? "/dev/shm/keychain-cli-test-\(UUID().uuidString)"
+            : scratch.path(longRuntime ? "run-" + String(repeating: "r", count: 120) : "run")
         binary = user == .nobody ? try scratch.openWithCopyOfCLI() : keychainCLIPath
         try FileManager.default.createDirectory(atPath: runtime, withIntermediateDirectories: true)
         chmod(runtime, 0o700)
@@ -93,6 +99,7 @@ struct UnlockPlace {
         _ = try? run(["lock", "--all"])
         eventually(timeout: 2) { holders().isEmpty }
         killHolders()
+        if runtime.hasPrefix("/dev/shm/") { try? FileManager.default.removeItem(atPath: runtime) }
         scratch.remove()
     }
 }
