@@ -194,7 +194,7 @@ struct CompletionTests {
             #expect(fish.status == 0, "\(fish.stdoutText)")
             // zsh's script asks keychain-cli the same way for every command taking a key.
             let zsh = try cli(["--generate-completion-script", "zsh"]).stdoutText
-            for command in ["get", "set", "show", "edit", "delete", "generate", "otp"] {
+            for command in ["get", "set", "show", "edit", "delete", "cp", "mv", "generate", "otp"] {
                 #expect(zsh.contains("---completion \(command) -- positional@0"), "\(command)")
             }
             let asZsh = CLIBackend.overrides.merging(["SAP_SHELL": "zsh"]) { $1 }
