@@ -25,11 +25,7 @@ extension SecretServiceStore {
     public func storeSecret(
         _ secret: Data, details: ItemDetails?, service: ServiceName, key: KeychainKey, replacing: Bool
     ) throws(KeychainError) -> Bool {
-        guard let details else {
-            guard replacing else { return try addSecret(secret, service: service, key: key) }
-            try setSecret(secret, service: service, key: key)
-            return true
-        }
+        guard let details else { return try storeSecret(secret, service: service, key: key, replacing: replacing) }
         if !replacing, try containsSecret(service: service, key: key) { return false }
         let pairs = [("service", service.rawValue), ("username", key.rawValue)]
         var attributes = details.attributes.filter { $0.key != "service" && $0.key != "username" }.map {

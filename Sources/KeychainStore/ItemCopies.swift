@@ -9,6 +9,14 @@ extension SecretStore {
     public func storeSecret(
         _ secret: Data, details: ItemDetails?, service: ServiceName, key: KeychainKey, replacing: Bool
     ) throws(KeychainError) -> Bool {
+        try storeSecret(secret, service: service, key: key, replacing: replacing)
+    }
+
+    /// ``storeSecret(_:details:service:key:replacing:)`` without details: ``setSecret(_:service:key:)``
+    /// when `replacing`, else ``addSecret(_:service:key:)``.
+    package func storeSecret(_ secret: Data, service: ServiceName, key: KeychainKey, replacing: Bool)
+        throws(KeychainError) -> Bool
+    {
         guard replacing else { return try addSecret(secret, service: service, key: key) }
         try setSecret(secret, service: service, key: key)
         return true
@@ -26,11 +34,7 @@ extension DetailedSecretStore {
     public func storeSecret(
         _ secret: Data, details: ItemDetails?, service: ServiceName, key: KeychainKey, replacing: Bool
     ) throws(KeychainError) -> Bool {
-        guard let details else {
-            guard replacing else { return try addSecret(secret, service: service, key: key) }
-            try setSecret(secret, service: service, key: key)
-            return true
-        }
+        guard let details else { return try storeSecret(secret, service: service, key: key, replacing: replacing) }
         guard replacing else {
             return try addItem(secret, details: details, at: SecretAddress(service: service, key: key)) != nil
         }

@@ -26,14 +26,8 @@ extension KeychainCLI {
         @ParentCommand var root: KeychainCLI
         @OptionGroup var options: TransferOptions
 
-        @Argument(
-            help: ArgumentHelp(
-                "SRC and DST: KEY, SERVICE/KEY or keychain://SERVICE/KEY (services with -r).", valueName: "address"),
-            completion: .keyNames)
-        var addresses: [String] = []
-
         func run() throws {
-            try Transfer(moving: false, options: options, settings: settings).run(addresses)
+            try Transfer(moving: false, options: options, settings: settings).run(options.addresses)
         }
     }
 }

@@ -29,14 +29,8 @@ extension KeychainCLI {
         @ParentCommand var root: KeychainCLI
         @OptionGroup var options: TransferOptions
 
-        @Argument(
-            help: ArgumentHelp(
-                "SRC and DST: KEY, SERVICE/KEY or keychain://SERVICE/KEY (services with -r).", valueName: "address"),
-            completion: .keyNames)
-        var addresses: [String] = []
-
         func run() throws {
-            try Transfer(moving: true, options: options, settings: settings).run(addresses)
+            try Transfer(moving: true, options: options, settings: settings).run(options.addresses)
         }
     }
 }

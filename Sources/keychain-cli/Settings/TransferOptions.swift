@@ -5,6 +5,12 @@ import KeychainCore
 /// The options of `cp` and `mv`: replace or not, whole services, and the backend (with its vault
 /// options) secrets go to when it is not the one they come from.
 struct TransferOptions: ParsableArguments {
+    @Argument(
+        help: ArgumentHelp(
+            "SRC and DST: KEY, SERVICE/KEY or keychain://SERVICE/KEY (services with -r).", valueName: "address"),
+        completion: .keyNames)
+    var addresses: [String] = []
+
     @Flag(name: .shortAndLong, help: "Replace a secret stored at DST (without it, exit 73 and nothing is written).")
     var force = false
 
