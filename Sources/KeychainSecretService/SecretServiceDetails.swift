@@ -40,4 +40,19 @@ extension SecretServiceStore {
         if !stored { try setSecret(secret, service: service, key: key) }
         return true
     }
+
+    /// A removal takes only the items that hold `expected` (another tool's item under the same
+    /// service and key with another secret stays); a write is ``SecretStore``'s default, read,
+    /// compare, write: the Secret Service has no check-and-set, so a writer in between may be lost.
+    public func replaceSecret(service: ServiceName, key: KeychainKey, expected: Data?, with new: Data?)
+        throws(KeychainError) -> Bool
+    {
+        guard let expected, new == nil else { return try replaceSecretByComparing(service, key, expected, new) }
+        return try connection.withClient("delete the secret", seconds: timeout, preparingSession: true) { client in
+            let found = try client.searchVisiblePaths([("service", service.rawValue), ("username", key.rawValue)])
+            let paths = found.unlocked + (try client.unlockAll(found.locked, what: "the item is"))
+            let holding = try paths.filter { try client.readSecret(at: $0) == expected }
+            return try !holding.isEmpty && client.deleteItems(at: holding) > 0
+        }
+    }
 }

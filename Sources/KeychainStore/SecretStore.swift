@@ -228,6 +228,14 @@ extension SecretStore {
     public func replaceSecret(service: ServiceName, key: KeychainKey, expected: Data?, with new: Data?)
         throws(KeychainError) -> Bool
     {
+        try replaceSecretByComparing(service, key, expected, new)
+    }
+
+    /// ``replaceSecret(service:key:expected:with:)`` as a store without check-and-set does it:
+    /// reads, compares, then writes.
+    package func replaceSecretByComparing(_ service: ServiceName, _ key: KeychainKey, _ expected: Data?, _ new: Data?)
+        throws(KeychainError) -> Bool
+    {
         guard expected != nil else {
             guard let new else { return try !containsSecret(service: service, key: key) }
             return try addSecret(new, service: service, key: key)

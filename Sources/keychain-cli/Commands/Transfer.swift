@@ -1,4 +1,5 @@
 import ArgumentParser
+import Glibc
 import KeychainCore
 
 /// What `cp` and `mv` share: their addresses, the stores, and the messages of each outcome.
@@ -14,7 +15,15 @@ struct Transfer {
         let target = options.target(of: settings)
         let source = try settings.store()
         let same = try settings.opensTheSameStore(as: target)
-        let transfer = ItemTransfer(source: source, target: same ? source : try target.store(), sameStore: same)
+        let transfer = ItemTransfer(source: source, target: same ? source : try opened(target), sameStore: same)
+        if options.recursive || options.serviceTo != nil,
+            let reference = (arguments + [options.serviceTo].compactMap(\.self)).first(
+                where: KeychainReference.isReference)
+        {
+            throw CommandFailure.usage(
+                "with -r and --service-to, SRC and DST are services: write a service's name, not an address "
+                    + "(\(quotedValue(reference, expected: "a service name")))")
+        }
         if let new = options.serviceTo {
             guard arguments.isEmpty else {
                 throw CommandFailure.usage("--service-to NEW takes no SRC or DST: it moves the service -s names")
@@ -34,15 +43,17 @@ struct Transfer {
             try Self.address(arguments[0], service: service), try Self.address(arguments[1], service: service)
         )
         if same && from == to { throw CommandFailure.usage("SRC and DST are the same item, \(Self.shown(from))") }
-        let outcome =
+        let outcome = try naming(target) {
             moving
-            ? try transfer.move(from, to: to, replacing: options.force)
-            : try transfer.copy(from, to: to, replacing: options.force)
+                ? try transfer.move(from, to: to, replacing: options.force)
+                : try transfer.copy(from, to: to, replacing: options.force)
+        }
         switch outcome {
         case .done: return
         case .missing: throw missing(from, written: arguments[0])
         case .destinationTaken: throw taken(to, done: nil)
         case .sourceChanged: throw changed([from], to: to.service)
+        case .sourceKept(let error): throw kept(from, to, error)
         }
     }
 
@@ -68,17 +79,53 @@ struct Transfer {
         var changed: [SecretAddress] = []
         for key in keys {
             let (a, b) = (SecretAddress(service: from, key: key), SecretAddress(service: to, key: key))
-            switch moving
-                ? try transfer.move(a, to: b, replacing: options.force)
-                : try transfer.copy(a, to: b, replacing: options.force)
-            {
+            let outcome = try naming(options.target(of: settings)) {
+                moving
+                    ? try transfer.move(a, to: b, replacing: options.force)
+                    : try transfer.copy(a, to: b, replacing: options.force)
+            }
+            switch outcome {
             case .done: done += 1
             case .missing: continue  // removed meanwhile by another writer: nothing to carry
             case .destinationTaken: throw taken(b, done: done)
             case .sourceChanged: changed.append(a)
+            case .sourceKept(let error): throw kept(a, b, error)
             }
         }
         if !changed.isEmpty { throw self.changed(changed, to: to) }
+    }
+
+    /// `body`, its target's failure named as DST's.
+    private func naming<T>(_ target: Settings, _ body: () throws -> T) throws -> T {
+        do {
+            return try body()
+        } catch let failure as ItemTransfer.TargetFailure {
+            throw LocatedError(origin: Self.dst(target), error: failure.error)
+        }
+    }
+
+    /// How a message names DST's store and the options that open it.
+    private static func dst(_ target: Settings) -> String {
+        guard (try? target.resolvedBackend()) == .vault else {
+            return "DST's backend (\((try? target.resolvedBackend())?.rawValue ?? "?"), --to-backend)"
+        }
+        return
+            "DST's vault \(quotedPath((try? target.vaultPath()) ?? "?")) (opened by --to-vault, --to-passphrase-file, "
+            + "--to-passphrase-fd, --to-identity, --to-identity-fd, else the environment)"
+    }
+
+    /// DST's store, a vault that exists opened now (its passphrase or identity read), so that a
+    /// failure names DST and its --to-* options rather than SRC's.
+    private func opened(_ target: Settings) throws -> any SecretStore {
+        guard try target.resolvedBackend() == .vault else { return try target.store() }
+        let path = (try? target.vaultPath()) ?? "?"
+        do {
+            let store = try target.store()
+            if access(path, F_OK) == 0, let vault = store as? any DetailedSecretStore { try vault.prepareForWrites() }
+            return store
+        } catch {
+            throw LocatedError(origin: Self.dst(target), error: error)
+        }
     }
 
     /// KEY of `service`, SERVICE/KEY (split at the first `/`, as exec's mappings are) or a
@@ -117,11 +164,19 @@ struct Transfer {
                 + "--force replaces it")
     }
 
+    /// The copy at `to` is made, the removal of `from` failed with `error`.
+    private func kept(_ from: SecretAddress, _ to: SecretAddress, _ error: KeychainError) -> LocatedError {
+        LocatedError(
+            origin: "the secret was copied to DST (\(Self.shown(to))), but SRC (\(Self.shown(from))) could not be "
+                + "removed, so both hold it (delete SRC once its backend lets you)",
+            error: error)
+    }
+
     private func changed(_ sources: [SecretAddress], to service: ServiceName) -> CommandFailure {
         CommandFailure(
             kind: .changedMeanwhile,
-            message: "\(Self.shown(sources[0]))\(sources.count > 1 ? " and \(sources.count - 1) more" : "") changed "
-                + "while it was moved: it was copied as it was read, and left in place with the new value. "
-                + "Compare the two, then delete the one you do not want")
+            message: "\(Self.shown(sources[0]))\(sources.count > 1 ? " and \(sources.count - 1) more" : "") kept "
+                + "changing while it was moved (another program writes it, or wrote the copy): both are left as they "
+                + "are, the copy as it was read last. Compare the two, then delete the one you do not want")
     }
 }

@@ -67,6 +67,17 @@ extension Settings {
                     + "\(TreeVaultStore.recipientsFile)); make one with 'keychain-cli vault init \(path)', or give a "
                     + "file in it, e.g. \(quotedPath(file))")
         }
+        var link = stat()
+        if lstat(path, &link) == 0, link.st_mode & S_IFMT == S_IFLNK, link.st_uid != geteuid(), link.st_uid != 0 {
+            throw CommandFailure.usage(
+                "the vault path \(quotedPath(path)) is a symbolic link another user (uid \(link.st_uid)) owns, who would "
+                    + "choose where your vault is read and written; give the path it should lead to yourself")
+        }
+        if !initializing, !TreeVaultStore.isTree(path), let tree = Self.enclosingTreeVault(of: path) {
+            throw CommandFailure.usage(
+                "the vault path \(quotedPath(path)) is inside the tree vault \(quotedPath(tree)), where a file is one "
+                    + "of its items; give the tree vault itself (\(quotedPath(tree))), or a path outside it")
+        }
         if !initializing && path.hasSuffix("/") && !TreeVaultStore.isTree(path) {
             throw CommandFailure.usage(
                 "the vault path \(quotedPath(path)) names a directory that does not exist; make a tree vault there "
@@ -74,6 +85,32 @@ extension Settings {
             )
         }
         return path
+    }
+
+    /// The tree vault (a directory with its recipients file) that `path` lies inside, if any.
+    private static func enclosingTreeVault(of path: String) -> String? {
+        // The nearest directory that exists, by its real path (`..` and links resolved).
+        var directory = path
+        var resolved: String?
+        while resolved == nil, let slash = directory.lastIndex(of: "/") {
+            directory = String(directory[..<slash])
+            if let real = realpath(directory.isEmpty ? "/" : directory, nil) {
+                resolved = String(cString: real) + "/"
+                free(real)
+            }
+        }
+        if resolved == nil, let cwd = getcwd(nil, 0) {
+            defer { free(cwd) }
+            resolved = String(cString: cwd) + "/"
+        }
+        directory = resolved ?? "/"
+        while let slash = directory.lastIndex(of: "/") {
+            directory = String(directory[..<slash])
+            let tree = directory.isEmpty ? "/" : directory
+            if access("\(tree)/\(TreeVaultStore.recipientsFile)", F_OK) == 0 { return tree }
+            if directory.isEmpty { return nil }
+        }
+        return nil
     }
 
     /// The tree vault of these settings when their vault path names a directory; nil otherwise.

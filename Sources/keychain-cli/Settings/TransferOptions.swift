@@ -93,7 +93,7 @@ struct TransferOptions: ParsableArguments {
 
     /// The settings of where secrets go: `source`'s when no --to-* option is given; else the
     /// --to-* options, and for what they leave out the environment (as for the source's), never
-    /// the source's own vault options.
+    /// the source's own vault options but --signing-key (the user's own key signs DST's writes too).
     func target(of source: Settings) -> Settings {
         guard namesTarget else { return source }
         var target = Settings(
@@ -102,33 +102,33 @@ struct TransferOptions: ParsableArguments {
             identityFD: toIdentityFD)
         target.mayPrompt = source.mayPrompt
         if target.backend == nil { target.backend = try? source.resolvedBackend() }
+        if target.backend == .vault { target.signingKey = source.signingKey }
         return target
     }
 }
 
 extension Settings {
     /// Whether `other` opens the same store as these settings: the same backend, and for the
-    /// vault the same file or tree (compared by the real path of its directory).
+    /// vault the same file or tree, known by its device and inode (a symbolic link, `./`, a
+    /// bind mount), or for a file not made yet, by its directory's and its name.
     func opensTheSameStore(as other: Settings) throws -> Bool {
         let backend = try resolvedBackend()
         guard try other.resolvedBackend() == backend else { return false }
         guard backend == .vault else { return true }
-        return Self.canonical(try vaultPath()) == Self.canonical(try other.vaultPath())
+        return Self.identity(try vaultPath()) == Self.identity(try other.vaultPath())
     }
 
-    /// `path` with its directory's symbolic links and `.`/`..` resolved (the file itself may not exist yet).
-    private static func canonical(_ path: String) -> String {
+    /// What names the vault at `path`: its device and inode; for one that does not exist yet,
+    /// its directory's and its name; else the path itself.
+    private static func identity(_ path: String) -> String {
         var trimmed = path
         while trimmed.count > 1 && trimmed.hasSuffix("/") { trimmed.removeLast() }
-        if let whole = realpath(trimmed, nil) {
-            defer { free(whole) }
-            return String(cString: whole)
-        }
+        var info = stat()
+        if stat(trimmed, &info) == 0 { return "\(info.st_dev):\(info.st_ino)" }
         let slash = trimmed.lastIndex(of: "/")
         let directory = slash.map { String(trimmed[..<$0]) }.map { $0.isEmpty ? "/" : $0 } ?? "."
         let name = slash.map { String(trimmed[trimmed.index(after: $0)...]) } ?? trimmed
-        guard let resolved = realpath(directory, nil) else { return trimmed }
-        defer { free(resolved) }
-        return String(cString: resolved) + "/" + name
+        guard stat(directory, &info) == 0 else { return trimmed }
+        return "\(info.st_dev):\(info.st_ino)/\(name)"
     }
 }
