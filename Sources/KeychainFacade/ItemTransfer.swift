@@ -104,8 +104,11 @@ public struct ItemTransfer: Sendable {
 
     private func store(_ secret: Data, from: SecretAddress, to: SecretAddress, replacing: Bool) throws -> Bool {
         let details = try source.itemDetails(service: from.service, key: from.key)?.relocated(from: from, to: to)
+        let item = try source.item(service: from.service, key: from.key)
+        let dates = ItemDates(created: item?.created, modified: item?.modified)
         return try atTarget { () throws(KeychainError) in
-            try target.storeSecret(secret, details: details, service: to.service, key: to.key, replacing: replacing)
+            try target.storeSecret(
+                secret, details: details, dates: dates, service: to.service, key: to.key, replacing: replacing)
         }
     }
 

@@ -23,7 +23,8 @@ extension SecretServiceStore {
     /// the service is searched first and the item created after: the Secret Service has no
     /// check-and-set, so two writers at the same moment may both store.
     public func storeSecret(
-        _ secret: Data, details: ItemDetails?, service: ServiceName, key: KeychainKey, replacing: Bool
+        _ secret: Data, details: ItemDetails?, dates: ItemDates, service: ServiceName, key: KeychainKey,
+        replacing: Bool
     ) throws(KeychainError) -> Bool {
         guard let details else { return try storeSecret(secret, service: service, key: key, replacing: replacing) }
         if !replacing, try containsSecret(service: service, key: key) { return false }

@@ -7,7 +7,8 @@ extension SecretStore {
     public func itemDetails(service: ServiceName, key: KeychainKey) throws(KeychainError) -> ItemDetails? { nil }
 
     public func storeSecret(
-        _ secret: Data, details: ItemDetails?, service: ServiceName, key: KeychainKey, replacing: Bool
+        _ secret: Data, details: ItemDetails?, dates: ItemDates, service: ServiceName, key: KeychainKey,
+        replacing: Bool
     ) throws(KeychainError) -> Bool {
         try storeSecret(secret, service: service, key: key, replacing: replacing)
     }
@@ -32,7 +33,8 @@ extension DetailedSecretStore {
     /// With details, in one write (``addItem(_:details:at:)`` decides under the vault's lock or by
     /// OpenBao's check-and-set that nothing is there).
     public func storeSecret(
-        _ secret: Data, details: ItemDetails?, service: ServiceName, key: KeychainKey, replacing: Bool
+        _ secret: Data, details: ItemDetails?, dates: ItemDates, service: ServiceName, key: KeychainKey,
+        replacing: Bool
     ) throws(KeychainError) -> Bool {
         guard let details else { return try storeSecret(secret, service: service, key: key, replacing: replacing) }
         guard replacing else {
@@ -41,6 +43,15 @@ extension DetailedSecretStore {
         try setSecret(secret, details: details, service: service, key: key)
         return true
     }
+}
+
+/// When an item was created and last changed (nil where unknown), carried by `cp` and `mv` to a
+/// backend that keeps what a writer gives.
+public struct ItemDates: Equatable, Sendable {
+    public var created: Date?
+    public var modified: Date?
+
+    public init(created: Date? = nil, modified: Date? = nil) { (self.created, self.modified) = (created, modified) }
 }
 
 extension ItemDetails {

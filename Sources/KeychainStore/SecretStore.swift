@@ -96,12 +96,16 @@ public protocol SecretStore: Sendable {
     func itemDetails(service: ServiceName, key: KeychainKey) throws(KeychainError) -> ItemDetails?
 
     /// Stores `secret` under `service` and `key` with `details` (nil: as ``setSecret(_:service:key:)``
-    /// stores it; a backend that keeps no details ignores them): replacing what is there when
-    /// `replacing`, else only where nothing is, decided as ``addSecret(_:service:key:)`` decides.
+    /// stores it; a backend that keeps no details ignores them) and the item's `dates` where the
+    /// backend lets a writer give them (the vault's; the Secret Service and OpenBao date items
+    /// themselves): replacing what is there when `replacing`, else only where nothing is, decided
+    /// as ``addSecret(_:service:key:)`` decides.
     /// - Returns: false, and nothing written, when not `replacing` and something is there.
     /// - Throws: ``KeychainError`` when the backend cannot store it.
-    func storeSecret(_ secret: Data, details: ItemDetails?, service: ServiceName, key: KeychainKey, replacing: Bool)
-        throws(KeychainError) -> Bool
+    func storeSecret(
+        _ secret: Data, details: ItemDetails?, dates: ItemDates, service: ServiceName, key: KeychainKey,
+        replacing: Bool
+    ) throws(KeychainError) -> Bool
 
     /// The metadata of the item under `service` and `key` (never its secret), nil when there is
     /// none; the default finds it in ``items(service:)``, a tree vault reads that item alone.

@@ -111,3 +111,24 @@ extension TreeVaultStore: DetailedSecretStore {
         }
     }
 }
+
+extension TreeVaultStore {
+    /// Under the lock, with the dates given (else the item's, else now) and the details given
+    /// (else, replacing, the item's).
+    public func storeSecret(
+        _ secret: Data, details: ItemDetails?, dates: ItemDates, service: ServiceName, key: KeychainKey,
+        replacing: Bool
+    ) throws(KeychainError) -> Bool {
+        let address = SecretAddress(service: service, key: key)
+        let now = VaultStore.now()
+        return try underLock { () throws(KeychainError) -> Bool in
+            let old = try exists(address) ? try entry(at: address) : nil
+            guard replacing || old == nil else { return false }
+            let entry = VaultStore.Entry(
+                secret: secret, created: dates.created ?? old?.created ?? now, modified: dates.modified ?? now,
+                details: details ?? old?.details)
+            try write(entry, at: address, to: try recipients())
+            return true
+        }
+    }
+}

@@ -131,3 +131,22 @@ extension VaultStore: DetailedSecretStore {
             revision: hasher.finalize())
     }
 }
+
+extension VaultStore {
+    /// In one write under the lock, with the dates given (else the item's, else now) and the
+    /// details given (else, replacing, the item's).
+    public func storeSecret(
+        _ secret: Data, details: ItemDetails?, dates: ItemDates, service: ServiceName, key: KeychainKey,
+        replacing: Bool
+    ) throws(KeychainError) -> Bool {
+        let now = Self.now()
+        return try modify { entries in
+            let old = entries[service]?[key]
+            guard replacing || old == nil else { return (false, false) }
+            entries[service, default: [:]][key] = Entry(
+                secret: secret, created: dates.created ?? old?.created ?? now, modified: dates.modified ?? now,
+                details: details ?? old?.details)
+            return (true, true)
+        }
+    }
+}

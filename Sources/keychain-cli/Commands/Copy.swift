@@ -9,8 +9,8 @@ extension KeychainCLI {
             discussion: """
                 SRC and DST are each KEY (of the service -s), SERVICE/KEY (split at the first \
                 '/', as exec's mappings are) or keychain://SERVICE/KEY. The copy keeps the \
-                item's label and attributes where both backends keep them; its fields travel \
-                in its text. With --to-backend (and --to-vault, --to-passphrase-file, \
+                item's label and attributes where both backends keep them, and its dates where \
+                DST is a vault; its fields travel in its text. With --to-backend (and --to-vault, --to-passphrase-file, \
                 --to-identity…), DST is on another backend or vault. Quiet on success.
 
                 A secret stored at DST is kept and cp exits 73 unless --force. Exits 1 when SRC \

@@ -13,7 +13,7 @@ extension KeychainCLI {
                 SRC still holds what was copied (a SRC changed meanwhile is carried again). \
                 Stopped at any point (even by SIGKILL), the secret is at SRC, at DST or at \
                 both, never at neither. The item's label and attributes are kept where both \
-                backends keep them; a move within a vault keeps its creation date. Quiet on \
+                backends keep them, and its dates where DST is a vault. Quiet on \
                 success.
 
                 A secret stored at DST is kept and mv exits 73 unless --force. Exits 1 when SRC \
