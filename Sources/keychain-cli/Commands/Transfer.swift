@@ -12,11 +12,9 @@ struct Transfer {
 
     /// Copies or moves `arguments` (SRC DST: items, or services with -r / --service-to).
     func run(_ arguments: [String]) throws {
-        let target = options.target(of: settings)
-        let source = try settings.store()
-        let same = try settings.opensTheSameStore(as: target)
-        let transfer = ItemTransfer(source: source, target: same ? source : try opened(target), sameStore: same)
-        if options.recursive || options.serviceTo != nil,
+        // What the arguments mean first: a usage error before any store is opened (or asks).
+        let wholeServices = options.recursive || options.serviceTo != nil
+        if wholeServices,
             let reference = (arguments + [options.serviceTo].compactMap(\.self)).first(
                 where: KeychainReference.isReference)
         {
@@ -24,25 +22,28 @@ struct Transfer {
                 "with -r and --service-to, SRC and DST are services: write a service's name, not an address "
                     + "(\(quotedValue(reference, expected: "a service name")))")
         }
-        if let new = options.serviceTo {
-            guard arguments.isEmpty else {
-                throw CommandFailure.usage("--service-to NEW takes no SRC or DST: it moves the service -s names")
-            }
-            return try services(try settings.serviceName(), try ServiceName(new), transfer)
+        if options.serviceTo != nil && !arguments.isEmpty {
+            throw CommandFailure.usage("--service-to NEW takes no SRC or DST: it moves the service -s names")
         }
-        guard arguments.count == 2 else {
+        if options.serviceTo == nil && arguments.count != 2 {
             throw CommandFailure.usage(
                 "give SRC and DST (\(arguments.count) given): KEY, SERVICE/KEY or keychain://SERVICE/KEY each"
                     + (options.recursive ? "; with -r, two services" : ""))
         }
-        if options.recursive {
-            return try services(try ServiceName(arguments[0]), try ServiceName(arguments[1]), transfer)
-        }
         let service = try settings.serviceName()
+        let target = options.target(of: settings)
+        let same = try settings.opensTheSameStore(as: target)
+        if let new = options.serviceTo {
+            return try services(service, try ServiceName(new), target, same)
+        }
+        if options.recursive {
+            return try services(try ServiceName(arguments[0]), try ServiceName(arguments[1]), target, same)
+        }
         let (from, to) = (
             try Self.address(arguments[0], service: service), try Self.address(arguments[1], service: service)
         )
         if same && from == to { throw CommandFailure.usage("SRC and DST are the same item, \(Self.shown(from))") }
+        let transfer = try stores(target, same)
         let outcome = try naming(target) {
             moving
                 ? try transfer.move(from, to: to, replacing: options.force)
@@ -52,18 +53,25 @@ struct Transfer {
         case .done: return
         case .missing: throw missing(from, written: arguments[0])
         case .destinationTaken: throw taken(to, done: nil)
-        case .sourceChanged: throw changed([from], to: to.service)
+        case .sourceChanged: throw changed([from])
         case .sourceKept(let error): throw kept(from, to, error)
         }
     }
 
+    /// SRC's store, and DST's (the same one when `same`).
+    private func stores(_ target: Settings, _ same: Bool) throws -> ItemTransfer {
+        let source = try settings.store()
+        return ItemTransfer(source: source, target: same ? source : try opened(target), sameStore: same)
+    }
+
     /// Every item of `from` to `to`, under its own key: each DST checked free first (unless
     /// --force), then one item after the other.
-    private func services(_ from: ServiceName, _ to: ServiceName, _ transfer: ItemTransfer) throws {
-        if transfer.sameStore && from == to {
+    private func services(_ from: ServiceName, _ to: ServiceName, _ target: Settings, _ same: Bool) throws {
+        if same && from == to {
             throw CommandFailure.usage(
                 "SRC and DST are the same service, \(quotedValue(from.rawValue, expected: "a service name"))")
         }
+        let transfer = try stores(target, same)
         let keys = try transfer.source.items(service: from).compactMap { try? KeychainKey($0.key) }.sorted()
         guard !keys.isEmpty else {
             throw CommandFailure.notFound(
@@ -79,7 +87,7 @@ struct Transfer {
         var changed: [SecretAddress] = []
         for key in keys {
             let (a, b) = (SecretAddress(service: from, key: key), SecretAddress(service: to, key: key))
-            let outcome = try naming(options.target(of: settings)) {
+            let outcome = try naming(target) {
                 moving
                     ? try transfer.move(a, to: b, replacing: options.force)
                     : try transfer.copy(a, to: b, replacing: options.force)
@@ -92,7 +100,7 @@ struct Transfer {
             case .sourceKept(let error): throw kept(a, b, error)
             }
         }
-        if !changed.isEmpty { throw self.changed(changed, to: to) }
+        if !changed.isEmpty { throw self.changed(changed) }
     }
 
     /// `body`, its target's failure named as DST's.
@@ -172,7 +180,7 @@ struct Transfer {
             error: error)
     }
 
-    private func changed(_ sources: [SecretAddress], to service: ServiceName) -> CommandFailure {
+    private func changed(_ sources: [SecretAddress]) -> CommandFailure {
         CommandFailure(
             kind: .changedMeanwhile,
             message: "\(Self.shown(sources[0]))\(sources.count > 1 ? " and \(sources.count - 1) more" : "") kept "
