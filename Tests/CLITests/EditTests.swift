@@ -37,8 +37,12 @@ struct EditRuntime {
     func edit(_ service: String, _ key: String, editor: String, extra: [String: String] = [:]) throws
         -> ProcessResult
     {
+        // The editor gets none of keychain-cli's secrets: a writer it starts is given them as
+        // $KP (the vault's passphrase) and $KT (the OpenBao token).
+        let secrets = cliEnvironment()
         var environment = [
             "XDG_RUNTIME_DIR": path, "EDITOR": editor, "VISUAL": "", "KC": keychainCLIPath, "S": service,
+            "KP": secrets["KEYCHAIN_PASSPHRASE"] ?? "", "KT": secrets["BAO_TOKEN"] ?? "",
         ]
         environment.merge(extra) { _, new in new }
         return try cli(["-s", service, "edit", "--", key], extra: environment)
@@ -123,7 +127,8 @@ struct EditTests {
     @Test(arguments: CLIBackend.allCases)
     func anotherWritersChangeIsNeverOverwritten(on backend: CLIBackend) throws {
         try EditRuntime.with("k", holding: "original", on: backend) { runtime, s in
-            let racing = #"f() { printf mine > "$1"; printf theirs | "$KC" -s "$S" set k; }; f"#
+            let racing =
+                #"f() { printf mine > "$1"; printf theirs | KEYCHAIN_PASSPHRASE="$KP" BAO_TOKEN="$KT" "$KC" -s "$S" set k; }; f"#
             let changed = try runtime.edit(s, "k", editor: racing)
             #expect(changed.status == 75 && changed.stderr.contains("'k' was changed by another program"))
             #expect(try cli(["-s", s, "get", "k"]).stdoutText == "theirs")
@@ -141,7 +146,8 @@ struct EditTests {
             #expect(pasted.status == 0, "\(pasted.stderr)")
             #expect(try cli(["-s", s, "get", "k"]).stdoutText == "mine" && runtime.leftovers.isEmpty)
 
-            let removing = #"f() { printf again > "$1"; "$KC" -s "$S" delete k; }; f"#
+            let removing =
+                #"f() { printf again > "$1"; KEYCHAIN_PASSPHRASE="$KP" BAO_TOKEN="$KT" "$KC" -s "$S" delete k; }; f"#
             let removed = try runtime.edit(s, "k", editor: removing)
             #expect(removed.status == 75 && removed.stderr.contains("'k' was removed by another program"))
             #expect(try cli(["-s", s, "get", "k"]).status == 1 && runtime.leftovers.count == 1)
@@ -164,6 +170,25 @@ struct EditTests {
             }
             #expect(try FileManager.default.contentsOfDirectory(atPath: scratch.url.path).isEmpty)
             #expect(try cli(["-s", s, "get", "k"]).stdoutText == "v1")
+        }
+    }
+
+    /// The editor is given none of keychain-cli's own secrets (the vault's passphrase, the
+    /// OpenBao token), as exec's command is not: it sees the rest of the environment.
+    @Test(arguments: [CLIBackend.vault, .openbao])
+    func theEditorGetsNoneOfOurSecrets(on backend: CLIBackend) throws {
+        try EditRuntime.with("k", holding: "v1", on: backend) { runtime, s in
+            let seen = try ScratchDirectory("edit-env")
+            defer { seen.remove() }
+            let editor = #"f() { env > "$OUT"; printf v2 > "$1"; }; f"#
+            let edited = try runtime.edit(s, "k", editor: editor, extra: ["OUT": seen.path("env"), "MARK": "here"])
+            #expect(edited.status == 0, "\(edited.stderr)")
+            let environment = try String(contentsOfFile: seen.path("env"), encoding: .utf8)
+            #expect(environment.contains("MARK=here"))
+            for name in ["KEYCHAIN_PASSPHRASE=", "BAO_TOKEN="] {
+                #expect(!environment.split(separator: "\n").contains { $0.hasPrefix(name) }, "\(name)")
+            }
+            #expect(try cli(["-s", s, "get", "k"]).stdoutText == "v2")
         }
     }
 }

@@ -57,7 +57,9 @@ extension KeychainCLI {
             let file = try EditedFile(holding: Array(original), in: base)
             defer { file.remove() }
             let editor = Editor()
-            let status = try editor.run(on: file.path)
+            // Our environment but keychain-cli's own secrets, as exec withholds them from a command.
+            let status = try editor.run(
+                on: file.path, variables: Environment.all(except: Set(Settings.secretVariables)))
             if let failure = editor.failure(status) {
                 if [SIGINT, SIGQUIT].contains(status & 0x7f) {
                     // As git does: the interrupt was meant for both.

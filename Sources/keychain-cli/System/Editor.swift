@@ -23,10 +23,11 @@ struct Editor {
         (command, origin) = ("vi", "the default editor")
     }
 
-    /// Runs the editor on `path` and waits for it to end.
+    /// Runs the editor on `path`, with `variables` (NAME=value) as its environment, and waits for
+    /// it to end.
     /// - Returns: its wait status.
     /// - Throws: ``CommandFailure`` (126) when no shell can be started.
-    func run(on path: String) throws -> Int32 {
+    func run(on path: String, variables: [String]) throws -> Int32 {
         let interrupt = signal(SIGINT, SIG_IGN)
         let quit = signal(SIGQUIT, SIG_IGN)
         defer {
@@ -37,7 +38,8 @@ struct Editor {
         sigemptyset(&mask)
         let pid = try spawn(
             ["/bin/sh", "-c", command + " \"$@\"", command] + memoryOnlyArguments + [path], mask: mask,
-            ownArguments: true, resetting: [SIGINT, SIGQUIT])
+            variables: variables, ownArguments: true,
+            resetting: [SIGINT, SIGQUIT])
         var status: Int32 = 0
         while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
         return status
