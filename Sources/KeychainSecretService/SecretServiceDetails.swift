@@ -4,6 +4,16 @@ import KeychainStore
 // What `cp` and `mv` carry from and to a Secret Service item: its label and attributes. The
 // Secret Service dates its items itself, and keeps a secret's content type only with the secret.
 extension SecretServiceStore {
+    /// The first item found under `service` and `key`, from a search for it alone (the default
+    /// would list every item of the service: `cp -r` and `show` ask once per item).
+    public func item(service: ServiceName, key: KeychainKey) throws(KeychainError) -> ItemInfo? {
+        try connection.withClient("read the item", seconds: timeout) { client in
+            let found = try client.searchVisiblePaths([("service", service.rawValue), ("username", key.rawValue)])
+            guard let path = (found.unlocked + found.locked).first else { return nil }
+            return try client.infos([path], keysOnly: false).first ?? nil
+        }
+    }
+
     /// The label and attributes of the first item found under `service` and `key` (its content
     /// type `text/plain`: the Secret Service gives it only with the secret).
     public func itemDetails(service: ServiceName, key: KeychainKey) throws(KeychainError) -> ItemDetails? {

@@ -86,3 +86,18 @@ extension SecretServiceStoreTests {
         _ = try store.deleteAll(service: service)
     }
 }
+
+extension SecretServiceStoreTests {
+    /// `item(service:key:)` gives what a listing of the service gives for that item (the Secret
+    /// Service finds it by its own search), and nil for none, on every store.
+    @Test(arguments: StoreKind.allCases)
+    func oneItemIsWhatTheListingGives(on kind: StoreKind) throws {
+        let store = try kind.makeStore()
+        let service = try ServiceName(uniqueService())
+        for key in ["a", "b"] { try store.setSecret(Data(key.utf8), service: service, key: try KeychainKey(key)) }
+        let listed = try #require(try store.items(service: service).first { $0.key == "b" })
+        #expect(try store.item(service: service, key: try KeychainKey("b")) == listed)
+        #expect(try store.item(service: service, key: try KeychainKey("none")) == nil)
+        _ = try store.deleteAll(service: service)
+    }
+}

@@ -125,9 +125,7 @@ extension Settings {
         while trimmed.count > 1 && trimmed.hasSuffix("/") { trimmed.removeLast() }
         var info = stat()
         if stat(trimmed, &info) == 0 { return "\(info.st_dev):\(info.st_ino)" }
-        let slash = trimmed.lastIndex(of: "/")
-        let directory = slash.map { String(trimmed[..<$0]) }.map { $0.isEmpty ? "/" : $0 } ?? "."
-        let name = slash.map { String(trimmed[trimmed.index(after: $0)...]) } ?? trimmed
+        let (directory, name) = splitPath(trimmed)
         guard stat(directory, &info) == 0 else { return trimmed }
         return "\(info.st_dev):\(info.st_ino)/\(name)"
     }
